@@ -1,0 +1,41 @@
+"""The CLI contract of design.md section 3, run as a real process."""
+
+from tests.helpers import run_ddtune
+from tui import __version__
+from tui.cli import COMMANDS
+
+
+def test_help_lists_every_command_with_examples():
+    out = run_ddtune("--help")
+    assert out.returncode == 0
+    for name in COMMANDS:
+        assert f"    {name} " in out.stdout
+    assert "examples:" in out.stdout
+
+
+def test_version():
+    out = run_ddtune("--version")
+    assert out.returncode == 0
+    assert out.stdout.strip() == f"ddtune {__version__}"
+
+
+def test_unknown_command_exits_2_with_hint():
+    out = run_ddtune("frobnicate")
+    assert out.returncode == 2
+    assert "invalid choice: 'frobnicate'" in out.stderr
+    assert "hint: run 'ddtune --help'" in out.stderr
+
+
+def test_bad_option_exits_2_with_hint():
+    out = run_ddtune("status", "--no-such-option")
+    assert out.returncode == 2
+    assert "unrecognized arguments: --no-such-option" in out.stderr
+    assert "hint:" in out.stderr
+
+
+def test_missing_config_file_is_named_before_and_after_the_command(tmp_path):
+    missing = str(tmp_path / "nope.toml")
+    for argv in (("--config", missing, "status"), ("status", "--config", missing)):
+        out = run_ddtune(*argv)
+        assert out.returncode == 2, argv
+        assert f"--config: no such file: {missing}" in out.stderr

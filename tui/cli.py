@@ -1,0 +1,107 @@
+"""The ``ddtune`` entry point: one parser, one module per subcommand, no Textual unless needed.
+
+Each ``tui/commands/<name>.py`` module exports ``HELP`` (one line), ``EXAMPLES`` (epilog text),
+``add_arguments(parser)`` and ``run(args) -> int``. Modules keep their top-level imports cheap,
+so ``ddtune --help`` and the headless commands start fast and never load Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from types import ModuleType
+
+from tui import __version__
+
+# Order is the order of ``ddtune --help``.
+COMMANDS = [
+    "sim", "up", "down", "restart", "status", "inspect", "doctor", "gpu",
+    "bench", "eval", "load", "sweep", "ab", "report",
+]
+
+MAIN_EXAMPLES = """\
+examples:
+  ddtune                                  open the console (the built-in simulator when no server is configured)
+  ddtune sim --model-path demo --port 30000 --speculative-algorithm DFLASH \\
+             --speculative-draft-model-path demo-draft
+  ddtune --config box.toml up --preset b8-t4-w2048
+  ddtune status --json
+  ddtune COMMAND --help                   every command has examples
+
+config: --config FILE, else ./ddtune.toml, else $XDG_CONFIG_HOME/ddtune/ddtune.toml
+state:  $DDTUNE_STATE_DIR, else $XDG_STATE_HOME/ddtune (server.json, startups.jsonl, runs/)
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with a hint instead of a bare usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\nhint: run '{self.prog} --help' for options and examples\n")
+        raise SystemExit(2)
+
+
+def load_command(name: str) -> ModuleType:
+    return importlib.import_module(f"tui.commands.{name}")
+
+
+def build_parser() -> Parser:
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS keeps a value given before the subcommand when the subcommand does not repeat it.
+    common.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
+                        help="config file (default: ./ddtune.toml, then $XDG_CONFIG_HOME/ddtune/ddtune.toml)")
+    parser = Parser(
+        prog="ddtune",
+        description="Tune SGLang speculative decoding (DFlash, DDTree) from one terminal console.",
+        epilog=MAIN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"ddtune {__version__}")
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="config file (default: ./ddtune.toml, then $XDG_CONFIG_HOME/ddtune/ddtune.toml)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name in COMMANDS:
+        module = load_command(name)
+        if getattr(module, "PASSTHROUGH", False):
+            # The command parses its own flags (ddtune sim speaks SGLang's flag language).
+            cmd = sub.add_parser(name, help=module.HELP, add_help=False, prefix_chars="\0")
+            cmd.add_argument("argv", nargs=argparse.REMAINDER)
+        else:
+            cmd = sub.add_parser(
+                name, help=module.HELP, description=module.HELP, epilog=getattr(module, "EXAMPLES", None),
+                parents=[common], formatter_class=argparse.RawDescriptionHelpFormatter,
+            )
+            module.add_arguments(cmd)
+        cmd.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from backends.errors import DdtuneError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.config is not None and not os.path.isfile(os.path.expanduser(args.config)):
+        parser.error(f"--config: no such file: {args.config}")
+    try:
+        if args.command is None:
+            from tui.commands import console
+
+            return console.run(args)
+        return int(args._module.run(args) or 0)
+    except DdtuneError as exc:
+        sys.stderr.write(f"ddtune: error: {exc.message}\n")
+        if exc.hint:
+            sys.stderr.write(f"hint: {exc.hint}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("ddtune: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""One module per ``ddtune`` subcommand; see tui/cli.py for the interface."""
