@@ -149,7 +149,10 @@ class BenchRunner:
         total = self.plan.requests_for(conc)
         report = lambda n, phase: self.progress(BenchProgress(cells_done, cells_total, ctx, conc, n, total, phase))
         report(0, "sizing")
-        prompts = await self._prompts(ctx, max(total, self.plan.warmup))
+        try:
+            prompts = await self._prompts(ctx, max(total, self.plan.warmup))
+        except ServerError as exc:
+            raise self._lost(ctx, conc, cells_done, exc.message) from None
         if self.plan.warmup:
             report(0, "warmup")
             await self._batch(prompts[:self.plan.warmup], min(conc, self.plan.warmup), None, None)
@@ -207,8 +210,11 @@ class BenchRunner:
         try:
             await self.client.get_json("/server_info")
         except ServerError:
-            raise ServerError(
-                f"the server at {self.client.base_url} stopped answering during cell context={ctx} "
-                f"concurrency={conc}: {failed[0].error}",
-                hint=f"{cells_done} finished cell(s) are kept in {self.store.path}; "
-                     f"start the server again and run 'ddtune bench --resume {self.store.path}'") from None
+            raise self._lost(ctx, conc, cells_done, failed[0].error or "") from None
+
+    def _lost(self, ctx: int, conc: int, cells_done: int, why: str) -> ServerError:
+        return ServerError(
+            f"the server at {self.client.base_url} stopped answering during cell context={ctx} "
+            f"concurrency={conc}: {why}",
+            hint=f"{cells_done} finished cell(s) are kept in {self.store.path}; "
+                 f"start the server again and run 'ddtune bench --resume {self.store.path}'")

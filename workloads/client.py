@@ -137,6 +137,8 @@ class _Stream:
                 produced = True
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
+                if self.finish_reason == "abort":
+                    self.error = "request aborted by the server"
         if produced:
             self.mark_token_chunk(t)
         sglext = obj.get("sglext")

@@ -34,11 +34,11 @@ def nonce_text(nonce: int) -> str:
     return f"[request {nonce % 10**6:06d}]"
 
 
-def render(base: str, units: int, nonce: int = 0) -> str:
-    """The user message: nonce, then filler (when any), then the task."""
-    if units <= 0:
+def render(base: str, units: int, nonce: int = 0, fine: int = 0) -> str:
+    """The user message: nonce, then filler (words, then ``fine`` short " a" pieces), then the task."""
+    if units <= 0 and fine <= 0:
         return f"{nonce_text(nonce)} {base}"
-    return f"{nonce_text(nonce)} {FILLER_HEADER} {filler(units)}\n\n{base}"
+    return f"{nonce_text(nonce)} {FILLER_HEADER} {filler(units)}{' a' * fine}\n\n{base}"
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,10 @@ class SizedPrompt:
     units: int
     target_tokens: int
     measured_tokens: int  # what the server counted for the calibration request
+    fine: int = 0
 
     def text(self, nonce: int) -> str:
-        return render(self.base, self.units, nonce)
+        return render(self.base, self.units, nonce, self.fine)
 
 
 Measure = Callable[[str], Awaitable[int]]
@@ -67,9 +68,9 @@ class PromptSizer:
         self._cache: dict[tuple[str, int], SizedPrompt] = {}
         self.probes = 0
 
-    async def _count(self, base: str, units: int) -> int:
+    async def _count(self, base: str, units: int, fine: int = 0) -> int:
         self.probes += 1
-        return await self._measure(render(base, units, 0))
+        return await self._measure(render(base, units, 0, fine))
 
     async def size(self, base_id: str, base: str, target: int) -> SizedPrompt:
         key = (base_id, target)
@@ -102,6 +103,19 @@ class PromptSizer:
             if nxt in tried:
                 break
             units = nxt
-        sized = SizedPrompt(base_id, base, best_units, target, best_tokens)
+        best_fine = 0
+        if best_tokens != target:
+            # A word can step over the target: fewer words plus a few short pieces land on it.
+            start = best_units if best_tokens < target else best_units - 1
+            for units in (start, start - 1):
+                if units < 1 or best_tokens == target:
+                    continue
+                for fine in range(1, 5):
+                    tokens = await self._count(base, units, fine)
+                    if abs(tokens - target) < abs(best_tokens - target):
+                        best_units, best_tokens, best_fine = units, tokens, fine
+                    if tokens >= target:
+                        break
+        sized = SizedPrompt(base_id, base, best_units, target, best_tokens, best_fine)
         self._cache[key] = sized
         return sized
