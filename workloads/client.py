@@ -16,8 +16,10 @@ from typing import Callable
 import httpx
 
 from backends.errors import ServerError
+from workloads.transport import LeanTransport
 
 TokenCallback = Callable[[int], None]
+_decode = json.JSONDecoder().decode
 
 
 @dataclass(frozen=True)
@@ -204,7 +206,7 @@ class StreamingClient:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(
             base_url=self.base_url, headers=headers,
-            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+            transport=LeanTransport(concurrency, connect_timeout_s, request_timeout_s),
             timeout=httpx.Timeout(request_timeout_s, connect=connect_timeout_s, pool=None),
         )
         self._model: str | None = None
@@ -260,13 +262,17 @@ class StreamingClient:
     async def _stream(self, path: str, body: dict, endpoint: str, on_tokens: TokenCallback | None) -> RequestResult:
         st = _Stream(endpoint, time.perf_counter(), time.time(), on_tokens)
         feed = st.feed_chat if endpoint == "chat" else st.feed_generate
+        answered = False
         try:
             async with self._http.stream("POST", path, json=body) as resp:
+                answered = True
                 if resp.status_code != 200:
                     text = (await resp.aread()).decode("utf-8", "replace")
                     return st.result(f"HTTP {resp.status_code} from {path}: {_short(text)}")
                 buf = b""
                 async for piece in resp.aiter_raw():
+                    if st.done:
+                        continue  # drain to the end of the body so the connection can be reused
                     buf += piece
                     if b"\n" not in piece:
                         continue
@@ -274,26 +280,25 @@ class StreamingClient:
                     buf = lines.pop()
                     now = time.perf_counter()
                     for line in lines:
-                        if not line.startswith(b"data:"):
+                        if line[:5] != b"data:":
                             continue
                         data = line[5:].strip()
                         if data == b"[DONE]":
                             st.done = True
                             break
                         try:
-                            feed(json.loads(data), now)
+                            feed(_decode(data.decode()), now)
                         except (ValueError, AttributeError, TypeError) as exc:
                             return st.result(f"unreadable stream data from {path}: {exc}")
                         if st.error:
                             return st.result()
-                    if st.done:
-                        break
         except httpx.ConnectError as exc:
             return st.result(f"cannot connect to {self.base_url}: {_describe(exc)}", unreachable=True)
         except httpx.TimeoutException as exc:
             return st.result(f"timed out waiting for {path}: {_describe(exc)}")
         except httpx.HTTPError as exc:
-            return st.result(f"connection lost during {path}: {_describe(exc)}")
+            # Dropped before any response (a dying server still accepting for a moment) counts as unreachable.
+            return st.result(f"connection lost during {path}: {_describe(exc)}", unreachable=not answered)
         return st.result()
 
 

@@ -92,6 +92,7 @@ def test_server_killed_mid_stream_is_a_clear_error(start_sim):
             await asyncio.wait_for(first.wait(), 60)
             os.killpg(sim.pid, signal.SIGKILL)
             r = await asyncio.wait_for(task, 60)
+            sim.proc.wait(timeout=30)  # a dying server can accept for a moment; once it is gone, nothing can
             again = await client.chat([{"role": "user", "content": "hi"}], max_tokens=5)
             return r, again
     r, again = asyncio.run(go())
