@@ -61,6 +61,16 @@ _MISMATCH = re.compile(r"=(\d+)\D.*?block_size=(\d+)")
 _RANK_DIED = re.compile(r"Rank \d+ scheduler (?:died|is dead)")
 
 
+_RANKS_SEEN: dict[str, Ranks] = {}
+
+
+def _ranks(text: str) -> Ranks:
+    ranks = Ranks(**{_RANK_FIELD[k]: int(v) for k, v in _RANK.findall(text)})
+    if len(_RANKS_SEEN) < 4096:
+        _RANKS_SEEN[text] = ranks
+    return ranks
+
+
 def parse_line(line: str) -> LogEvent | None:
     """The event on ``line``, or None. Never raises."""
     try:
@@ -85,8 +95,9 @@ def _parse(line: str) -> LogEvent | None:
         m = _PREFIX.match(line)
         if m:
             ts = m.group("ts")
-            if m.group("ranks"):
-                ranks = Ranks(**{_RANK_FIELD[k]: int(v) for k, v in _RANK.findall(m.group("ranks"))})
+            text = m.group("ranks")
+            if text:
+                ranks = _RANKS_SEEN.get(text) or _ranks(text)
             line = line[m.end():]
     elif line[0].isdigit() and (m := _PLAIN_PREFIX.match(line)):
         ts = m.group("ts")
