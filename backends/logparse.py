@@ -340,33 +340,15 @@ def _uvicorn_error(line: str, ts, ranks) -> LogEvent | None:
     return None
 
 
-def _not(line: str, ts, ranks) -> LogEvent | None:
-    if line.startswith("Not enough memory."):
-        return _fatal("oom", line, ts, ranks)
-    return None
-
-
-def _scheduler(line: str, ts, ranks) -> LogEvent | None:
-    if line.startswith("Scheduler hit an exception"):
-        return _fatal("scheduler_died", line, ts, ranks)
-    return None
-
-
-def _received(line: str, ts, ranks) -> LogEvent | None:
-    if line.startswith("Received sigquit from a child process"):
-        return _fatal("scheduler_died", line, ts, ranks)
-    return None
+def _starts(prefix: str, kind: str) -> Callable[[str, object, object], LogEvent | None]:
+    def handler(line: str, ts, ranks) -> LogEvent | None:
+        return _fatal(kind, line, ts, ranks) if line.startswith(prefix) else None
+    return handler
 
 
 def _rank(line: str, ts, ranks) -> LogEvent | None:
     if _RANK_DIED.match(line):
         return _fatal("scheduler_died", line, ts, ranks)
-    return None
-
-
-def _initialization(line: str, ts, ranks) -> LogEvent | None:
-    if line.startswith("Initialization failed."):
-        return _fatal("init_failed", line, ts, ranks)
     return None
 
 
@@ -410,6 +392,9 @@ _HANDLERS: dict[str, Callable[[str, object, object], LogEvent | None]] = {
     "Multi-thread": _shards, "Initialized": _initialized, "DFLASH": _dflash, "Disable": _disable,
     "KV": _kv, "Full": _kv, "SWA": _kv, "Memory": _memory, "Capture": _capture,
     "Capturing": _capturing, "Engine": _engine, "The": _the, "INFO:": _uvicorn,
-    "ERROR:": _uvicorn_error, "Not": _not, "Scheduler": _scheduler, "Received": _received,
-    "Rank": _rank, "Initialization": _initialization,
+    "ERROR:": _uvicorn_error, "Rank": _rank,
+    "Not": _starts("Not enough memory.", "oom"),
+    "Scheduler": _starts("Scheduler hit an exception", "scheduler_died"),
+    "Received": _starts("Received sigquit from a child process", "scheduler_died"),
+    "Initialization": _starts("Initialization failed.", "init_failed"),
 }
