@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from backends.linesplitter import MAX_LINE, strip_ansi
+from backends.linesplitter import MAX_LINE, LineSplitter, split_lines, strip_ansi
 from backends.logevents import (
     AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DecodeBatch, DraftCudaGraphDisabled,
     DraftRunner, DraftRunnerReady, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
@@ -20,7 +20,7 @@ from backends.logevents import (
     WeightLoadBegin, WeightLoadEnd,
 )
 
-__all__ = ["parse_line", "LogEvent"]
+__all__ = ["parse_line", "LogEvent", "LineSplitter", "split_lines", "strip_ansi"]  # events: backends.logevents
 
 _PREFIX = re.compile(
     r"\[(?P<ts>(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)"
