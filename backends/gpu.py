@@ -158,6 +158,7 @@ class GpuSampler:
         self._handles: list[Any] = []
         self._static: list[tuple[str, str | None]] = []   # (name, uuid) per device, read once
         self._driver: str | None = None
+        self._mem_v2: bool | None = None
         self._pid_verdicts: dict[tuple[int, str | None], bool | None] = {}
 
     # -- set-up ----------------------------------------------------------------------------------
@@ -276,7 +277,7 @@ class GpuSampler:
     def _read_device(self, index: int, handle: Any, name: str, uuid: str | None) -> GpuDevice:
         nv = self._nvml
         missing: list[str] = []
-        mem = self._try(nv.nvmlDeviceGetMemoryInfo, handle, missing=missing, label="memory")
+        mem = self._memory(handle, missing)
         util = self._try(nv.nvmlDeviceGetUtilizationRates, handle, missing=missing, label="utilization")
         power = self._try(nv.nvmlDeviceGetPowerUsage, handle, missing=missing, label="power")
         limit = self._try(nv.nvmlDeviceGetEnforcedPowerLimit, handle, missing=missing, label="power_limit")
@@ -295,6 +296,21 @@ class GpuSampler:
             sm_clock_mhz=int(clock) if clock is not None else None,
             unsupported=tuple(missing),
         )
+
+    def _memory(self, handle: Any, missing: list[str]) -> Any:
+        """Memory info v2 where the driver has it: its 'used' leaves out driver-reserved memory, as
+        nvidia-smi does; v1 (used = total - free) otherwise."""
+        nv = self._nvml
+        version = getattr(nv, "nvmlMemory_v2", None)
+        if version is not None and self._mem_v2 is not False:
+            try:
+                mem = nv.nvmlDeviceGetMemoryInfo(handle, version)
+                self._mem_v2 = True
+                return mem
+            except (nv.NVMLError, TypeError):
+                if self._mem_v2 is None:
+                    self._mem_v2 = False
+        return self._try(nv.nvmlDeviceGetMemoryInfo, handle, missing=missing, label="memory")
 
     def _visible(self, pid: int) -> bool:
         """Is the pid NVML reports a process of our namespace that uses a GPU? Cached per (pid, start)."""
