@@ -159,7 +159,7 @@ class GpuSampler:
         self._static: list[tuple[str, str | None]] = []   # (name, uuid) per device, read once
         self._driver: str | None = None
         self._mem_v2: bool | None = None
-        self._pid_verdicts: dict[tuple[int, str | None], bool | None] = {}
+        self._pid_verdicts: dict[tuple[int, str], str | bool] = {}
 
     # -- set-up ----------------------------------------------------------------------------------
     def _load(self) -> GpuSnapshot | None:
@@ -312,8 +312,9 @@ class GpuSampler:
                     self._mem_v2 = False
         return self._try(nv.nvmlDeviceGetMemoryInfo, handle, missing=missing, label="memory")
 
-    def _visible(self, pid: int) -> bool:
-        """Is the pid NVML reports a process of our namespace that uses a GPU? Cached per (pid, start)."""
+    def _visible(self, pid: int) -> str | bool:
+        """False when the pid NVML reports is not a process of our namespace that uses a GPU; else its
+        name (None if unreadable). Cached per (pid, start time), so a reused pid is judged afresh."""
         start = _start_ticks(pid)
         if start is None:
             return False
@@ -321,12 +322,14 @@ class GpuSampler:
         if key not in self._pid_verdicts:
             if len(self._pid_verdicts) > 4096:
                 self._pid_verdicts.clear()
-            self._pid_verdicts[key] = self._holds_gpu(pid)
-        return self._pid_verdicts[key] is not False
+            holds = self._holds_gpu(pid)
+            self._pid_verdicts[key] = False if holds is False else (_process_name(pid) or "")
+        return self._pid_verdicts[key]
 
     def _attribute(self, raw: dict[tuple[int, int], list[Any]],
                    server_pids: frozenset[int]) -> tuple[tuple[GpuProcess, ...], bool, list[str]]:
-        visible = {pid: self._visible(pid) for pid in {pid for pid, _ in raw}}
+        names = {pid: self._visible(pid) for pid in {pid for pid, _ in raw}}
+        visible = {pid: name is not False for pid, name in names.items()}
         host_pids = bool(visible) and not any(visible.values())
         warnings: list[str] = []
         hidden = sorted(pid for pid, ok in visible.items() if not ok)
@@ -338,7 +341,7 @@ class GpuSampler:
                             + ", ".join(str(p) for p in hidden))
         processes = tuple(
             GpuProcess(pid=pid, device_index=dev, used_bytes=used, kind=kind,
-                       name=_process_name(pid) if visible[pid] else None, visible=visible[pid],
+                       name=names[pid] or None, visible=visible[pid],
                        is_server=visible[pid] and not host_pids and pid in server_pids)
             for (pid, dev), (used, kind) in sorted(raw.items(), key=lambda item: (item[0][1], item[0][0]))
         )
