@@ -69,6 +69,8 @@ class Startup:
     async def _weights(self, kind: str, shards: int, seconds: float, avail: float, usage: float) -> None:
         t0 = time.monotonic()
         self.log.info(f"Load weight begin. avail mem={avail:.2f} GB")
+        if kind != "DFlashDraftModel":
+            await self.hang_if("load")
         desc = "Loading safetensors checkpoint shards" if self.args.version == "0.5.11" else "Multi-thread loading shards"
         await self._bar(desc, shards, seconds, "shards")
         elapsed = time.monotonic() - t0
@@ -89,7 +91,6 @@ class Startup:
         self.log.info(self.server_args_line())
         await self.pause(0.03)
         t0 = time.monotonic()
-        await self.hang_if("load")
         await self._weights("Qwen3ForCausalLM", 4, L * 0.35, 78.50, 15.40)
         if a.fail_at == "load":
             self.fatal("Exception: Failed to load weights: " + OOM)
@@ -129,7 +130,6 @@ class Startup:
         names = ["target verify", "draft verify"] if a.speculative else ["target decode"]
         bs_list = [b for b in CAPTURE_BS if b <= a.max_running_requests] or [1]
         self.timings["graphs"] = {}
-        await self.hang_if("capture")
         for idx, name in enumerate(names):
             t = time.monotonic()
             ntok = a.block_size if a.speculative else 1
@@ -138,6 +138,7 @@ class Startup:
             else:
                 self.log.info(f"Capture {name} CUDA graph begin. backend=full, num_tokens_per_req={ntok}, "
                               f"avail mem={9.78 - idx * 0.9:.2f} GB")
+            await self.hang_if("capture")
             order = list(reversed(bs_list))
             seconds = L * 0.35 / len(names)
 
