@@ -191,6 +191,9 @@ class Completions:
                 return
             if a == b:
                 return
+            if not separate:
+                resp.chunk(head + '{"content":' + _dumps("".join(sr.out[a:b])) + "}" + tail)
+                return
             reasoning, content = self.split(sr, a, b, separate)
             if reasoning and content:
                 delta = f'{{"content":{_dumps(content)},"reasoning_content":{_dumps(reasoning)}}}'

@@ -11,6 +11,15 @@ import json
 from dataclasses import dataclass, field
 
 MAX_BODY = 64 * 1024 * 1024
+_DIRTY: list["Response"] = []   # responses with buffered stream chunks, written by flush_dirty()
+
+
+def flush_dirty() -> None:
+    """Write every buffered stream chunk: one socket write per connection per engine iteration."""
+    global _DIRTY
+    dirty, _DIRTY = _DIRTY, []
+    for resp in dirty:
+        resp.flush()
 
 
 @dataclass
@@ -34,6 +43,7 @@ class Response:
     streaming: bool = False
     closed: bool = False
     extra_headers: list[tuple[str, str]] = field(default_factory=list)
+    buf: list[bytes] = field(default_factory=list)
 
     def send(self, status: int, body: bytes | str = b"", content_type: str = "application/json") -> None:
         if isinstance(body, str):
@@ -59,14 +69,24 @@ class Response:
         self.writer.write(head.encode() + b"\r\n")
 
     def chunk(self, data: str) -> None:
+        """Buffer one HTTP chunk; it is written at the next flush (end of the engine iteration)."""
         if self.closed:
             return
         raw = data.encode()
-        self.writer.write(b"%x\r\n%s\r\n" % (len(raw), raw))
+        if not self.buf:
+            _DIRTY.append(self)
+        self.buf.append(b"%x\r\n%s\r\n" % (len(raw), raw))
+
+    def flush(self) -> None:
+        if self.buf:
+            data, self.buf = b"".join(self.buf), []
+            if not self.closed:
+                self.writer.write(data)
 
     def end_stream(self) -> None:
         if not self.closed:
-            self.writer.write(b"0\r\n\r\n")
+            self.buf.append(b"0\r\n\r\n")
+        self.flush()
 
 
 REASON = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
