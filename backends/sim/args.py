@@ -226,6 +226,8 @@ def parse(argv: list[str], environ: dict[str, str] | None = None) -> SimArgs:
     if ns.decode_log_interval <= 0:
         raise SGLangValueError(f"--decode-log-interval must be positive, got {ns.decode_log_interval}.")
     dump = {k: v for k, v in vars(ns).items() if not k.startswith("sim_")}
+    dump.update(served_model_name=ns.served_model_name or ns.model_path,
+                tokenizer_path=ns.tokenizer_path or ns.model_path)
     if algo is not None:
         dump.update(speculative_algorithm=algo if flavour != "fork" else "DFLASH", speculative_num_steps=1,
                     speculative_eagle_topk=1, speculative_num_draft_tokens=block, max_running_requests=max_running)

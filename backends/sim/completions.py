@@ -100,8 +100,9 @@ class Completions:
             transport = resp.writer.transport
 
             def on_step(sr: SimRequest, a: int, b: int) -> None:
-                if transport.is_closing():
+                if transport.is_closing():  # the client went away: abort, as SGLang does
                     resp.closed = True
+                    self.engine.abort(sr.rid)
                     return
                 payload = {"text": "".join(sr.out), "output_ids": [], "meta_info": self.meta_info(sr), "index": 0}
                 resp.chunk("data: " + _dumps(payload, separators=(",", ":")) + "\n\n")
@@ -186,8 +187,9 @@ class Completions:
         resp.chunk(head + '{"role":"assistant","content":""}' + tail)
 
         def on_step(sr: SimRequest, a: int, b: int) -> None:
-            if transport.is_closing():
+            if transport.is_closing():  # the client went away: abort, as SGLang does
                 resp.closed = True
+                self.engine.abort(sr.rid)
                 return
             if a == b:
                 return

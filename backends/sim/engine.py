@@ -88,9 +88,8 @@ class Engine:
         self.total_requests = 0
         self.last_gen_throughput = 0.0
         self.avg_accept_length = 1.0 if not args.speculative else 0.0
-        self.ttfts: list[float] = []
-        self.itl_sum = 0.0
-        self.itl_count = 0
+        self.ttfts: deque[float] = deque(maxlen=100_000)
+        self.itls: deque[tuple[float, int]] = deque(maxlen=100_000)   # (mean chunk gap, gaps) per request
         # decode-log interval window
         self._win_tokens = 0
         self._win_verify = 0
@@ -132,6 +131,9 @@ class Engine:
         if req.finish_reason is not None:
             return
         req.finish_reason = reason
+        if req.first_token_at is not None and req.verify_ct > 1:
+            # mean gap between streamed chunks of this request (feeds the ITL histogram)
+            self.itls.append(((time.monotonic() - req.first_token_at) / (req.verify_ct - 1), req.verify_ct - 1))
         if req.on_step is not None:
             n = len(req.out)
             req.on_step(req, n, n)
@@ -229,6 +231,8 @@ class Engine:
                 self.ttfts.append(now - r.start)
             if r.on_step is not None and produced:
                 r.on_step(r, start, start + produced)
+                if r.finish_reason is not None:
+                    continue
             if len(r.out) >= r.max_new_tokens:
                 self._finish(r, "length")
             elif r.next_token(len(r.out)) is None:

@@ -147,13 +147,21 @@ class SimServer:
         metric("generation_tokens_total", "counter", "Number of generation tokens processed.", e.total_tokens)
         metric("spec_verify_calls_total", "counter", "Number of speculative verify calls.", e.total_verify)
         metric("num_requests_total", "counter", "Number of requests processed.", e.total_requests)
-        buckets = [0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0]
-        lines.append("# HELP sglang:time_to_first_token_seconds Histogram of time to first token in seconds.")
-        lines.append("# TYPE sglang:time_to_first_token_seconds histogram")
-        for b in buckets:
-            n = sum(1 for t in e.ttfts if t <= b)
-            lines.append(f'sglang:time_to_first_token_seconds_bucket{{{lab},le="{b}"}} {float(n)}')
-        lines.append(f'sglang:time_to_first_token_seconds_bucket{{{lab},le="+Inf"}} {float(len(e.ttfts))}')
-        lines.append(f"sglang:time_to_first_token_seconds_sum{{{lab}}} {sum(e.ttfts)}")
-        lines.append(f"sglang:time_to_first_token_seconds_count{{{lab}}} {float(len(e.ttfts))}")
+        def histogram(name: str, helptext: str, samples, buckets) -> None:
+            """samples: (value, weight) pairs."""
+            lines.append(f"# HELP sglang:{name} {helptext}")
+            lines.append(f"# TYPE sglang:{name} histogram")
+            for b in buckets:
+                n = sum(w for v, w in samples if v <= b)
+                lines.append(f'sglang:{name}_bucket{{{lab},le="{b}"}} {float(n)}')
+            total = sum(w for _, w in samples)
+            lines.append(f'sglang:{name}_bucket{{{lab},le="+Inf"}} {float(total)}')
+            lines.append(f"sglang:{name}_sum{{{lab}}} {float(sum(v * w for v, w in samples))}")
+            lines.append(f"sglang:{name}_count{{{lab}}} {float(total)}")
+
+        histogram("time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+                  [(t, 1) for t in e.ttfts], [0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])
+        # the simulator observes each request's mean gap between streamed chunks, weighted by its gap count
+        histogram("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+                  list(e.itls), [0.002, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 1.0])
         resp.send(200, "\n".join(lines) + "\n", "text/plain; version=0.0.4; charset=utf-8")

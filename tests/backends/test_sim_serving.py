@@ -1,6 +1,7 @@
 """The simulator serving over real sockets: completions, streaming, acceptance, reasoning, metrics."""
 
 import json
+import time
 
 import httpx
 import pytest
@@ -173,3 +174,22 @@ def test_bad_requests(dflash):
     r = httpx.post(dflash.url + "/v1/chat/completions", json={"messages": []}, timeout=30)
     assert r.status_code == 400 and "messages" in r.json()["message"]
     assert httpx.get(dflash.url + "/nope", timeout=30).status_code == 404
+
+
+def test_client_disconnect_aborts_request(start_sim):
+    sim = start_sim("--sim-step-ms", "5", "--enable-metrics")
+    with httpx.Client() as c:
+        with c.stream("POST", sim.url + "/v1/chat/completions", timeout=60, json={
+                "messages": [{"role": "user", "content": "hi"}], "stream": True, "ignore_eos": True,
+                "max_tokens": 1000000}) as r:
+            next(l for l in r.iter_lines() if '"content"' in l)
+    # the server notices on its next writes and aborts; nothing keeps running
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if httpx.get(sim.url + "/server_info", timeout=30).json()["internal_states"][0]["load"] == 0:
+            break
+        time.sleep(0.05)
+    assert httpx.get(sim.url + "/server_info", timeout=30).json()["internal_states"][0]["load"] == 0
+    metrics = httpx.get(sim.url + "/metrics", timeout=30).text
+    assert "sglang:inter_token_latency_seconds_count" in metrics
+    assert "sglang:num_running_reqs{" in metrics
