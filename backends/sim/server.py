@@ -36,7 +36,7 @@ class SimServer:
 
     async def handle(self, req: Request, resp: Response) -> None:
         route = self.routes.get(req.path)
-        if self.args.api_key and not req.path.startswith(OPEN_PATHS):
+        if self.args.api_key and req.method != "OPTIONS" and not req.path.startswith(OPEN_PATHS):
             if req.headers.get("authorization", "") != f"Bearer {self.args.api_key}":
                 resp.send_json(401, {"error": "Unauthorized"})
                 self.log.access(req.peer, req.method, req.path, 401)
