@@ -57,9 +57,11 @@ class Completions:
                           max_new_tokens=max_new, rng=rng, filler=self.filler if ignore_eos else ())
 
     def spec_fields(self, r: SimRequest) -> dict:
+        old = self.args.version == "0.5.11"   # 0.5.11 named the draft counters differently
         return {"spec_verify_ct": r.verify_ct, "spec_accept_length": round(r.accept_length, 6),
                 "spec_accept_rate": round(r.accept_rate, 6) if self.args.speculative else 1.0,
-                "spec_num_correct_drafts": r.correct_drafts, "spec_num_proposed_drafts": r.proposed_drafts}
+                "spec_accepted_drafts" if old else "spec_num_correct_drafts": r.correct_drafts,
+                "spec_proposed_drafts" if old else "spec_num_proposed_drafts": r.proposed_drafts}
 
     def finish_reason(self, r: SimRequest):
         if r.finish_reason == "length":

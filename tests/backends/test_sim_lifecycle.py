@@ -76,6 +76,9 @@ def test_ddtree_and_old_release_lines(start_sim):
     assert "Capture cuda graph begin. This can take up to several minutes." in text
     assert "draft_window_size=1024, compact_cache=True" in text
     assert httpx.get(old.url + "/ready", timeout=30).status_code == 404
+    meta = httpx.post(old.url + "/generate", json={"text": "hi", "sampling_params": {"max_new_tokens": 4}},
+                      timeout=30).json()["meta_info"]
+    assert "spec_accepted_drafts" in meta and "spec_num_correct_drafts" not in meta
     plain = start_sim("--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "d")
     assert "draft_window_size=None, compact_cache=False" in plain.text()
 
