@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -45,8 +46,9 @@ async def run_bench(url: str, plan: BenchPlan, *, api_key: str | None = None, re
             cells = await runner.run()
         except BaseException as exc:
             store.close()
-            store.update_run(status="failed", error=str(getattr(exc, "message", exc)) or type(exc).__name__,
-                             finished_at=time.time())
+            interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+            store.update_run(status="interrupted" if interrupted else "failed",
+                             error=str(getattr(exc, "message", exc)) or type(exc).__name__, finished_at=time.time())
             raise
         store.close()
         run = store.update_run(status="done", finished_at=time.time(), cells=len(cells))

@@ -47,7 +47,7 @@ class StatsUpdated:
 
 @dataclass(frozen=True)
 class LoadStopped:
-    reason: str  # "duration", "stopped", "server-unreachable"
+    reason: str  # "duration", "stopped", "interrupted", "server-unreachable"
     error: str | None
     stats: LoadStats
 

@@ -110,3 +110,26 @@ def test_load_cli_json_summary(start_sim, state_dir):
     assert sum(doc["verdicts"].values()) == doc["finished"]
     lines = open(os.path.join(doc["run_dir"], "responses.jsonl")).read().splitlines()
     assert len(lines) >= doc["finished"]
+
+
+def test_load_cli_stops_cleanly_on_sigint(start_sim, state_dir):
+    import subprocess
+    import time
+
+    from tests.helpers import REPO, ddtune_cmd, ddtune_env
+
+    sim = start_sim(*SPEC, "--sim-step-ms", "2")
+    proc = subprocess.Popen(ddtune_cmd("load", "--url", sim.url, "--concurrency", "2", "--max-tokens", "400",
+                                       "--problems", "fib"), env=ddtune_env(), cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        line = proc.stdout.readline()  # the first per-second status line: the load is running
+        assert "tok/s 1s" in line, proc.stderr.read() if not line else line
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, stderr
+    assert "interrupted:" in stdout and "responses in" in stdout

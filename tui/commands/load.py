@@ -84,6 +84,11 @@ def run(args) -> int:
                                              "server": server, "host": host_provenance(), "started_at": time.time()})
             engine = LoadEngine(client, problems, concurrency=args.concurrency, max_tokens=args.max_tokens,
                                 on_event=on_event, store=store)
+            import signal
+
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):  # stop cleanly: finish grading, print the summary
+                loop.add_signal_handler(sig, engine.stop, "interrupted")
             stopped: list[LoadStopped] = []
             engine.add_listener(lambda e: stopped.append(e) if isinstance(e, LoadStopped) else None)
             try:
