@@ -116,37 +116,45 @@ class _Stream:
 
     def feed_chat(self, obj: dict, t: float) -> None:
         self.chunks += 1
-        if obj.get("error") or obj.get("object") == "error":
+        if "error" in obj or obj.get("object") == "error":
             err = obj.get("error") or obj
             self.error = f"server error mid-stream: {err.get('message', err) if isinstance(err, dict) else err}"
             return
+        produced = False
+        choices = obj.get("choices")
+        if choices:
+            choice = choices[0]
+            delta = choice.get("delta")
+            if delta:
+                text = delta.get("content")
+                if text:
+                    self.content.append(text)
+                    produced = True
+                text = delta.get("reasoning_content")
+                if text:
+                    self.reasoning.append(text)
+                    self.separated = produced = True
+            reason = choice.get("finish_reason")
+            if reason:
+                self.finish_reason = reason
+                if reason == "abort":
+                    self.error = "request aborted by the server"
+        if produced:
+            if self.first is None:
+                self.first = t
+            else:
+                self.itl.append(t - self.last)
+            self.last = t
         usage = obj.get("usage")
-        if isinstance(usage, dict):
+        if usage:
             self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
             if usage.get("completion_tokens") is not None:
                 self.completion_tokens = int(usage["completion_tokens"])
-        produced = False
-        for choice in obj.get("choices") or ():
-            if choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                self.content.append(delta["content"])
-                produced = True
-            if delta.get("reasoning_content"):
-                self.reasoning.append(delta["reasoning_content"])
-                self.separated = True
-                produced = True
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-                if self.finish_reason == "abort":
-                    self.error = "request aborted by the server"
-        if produced:
-            self.mark_token_chunk(t)
         sglext = obj.get("sglext")
-        if isinstance(sglext, dict):
+        if sglext:
             self.spec(sglext.get("spec_tokens_details"))
-        self.count(self.completion_tokens if isinstance(usage, dict) else None, 1 if produced else 0)
+        if self.on_tokens is not None:
+            self.count(self.completion_tokens if usage else None, 1 if produced else 0)
 
     def feed_generate(self, obj: dict, t: float) -> None:
         self.chunks += 1
