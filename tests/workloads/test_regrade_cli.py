@@ -68,3 +68,21 @@ def test_bad_numbers_exit_2_naming_the_option():
     assert out.returncode == 2 and "--max-tokens" in out.stderr
     out = run_ddtune("eval", "--concurrency", "many")
     assert out.returncode == 2 and "--concurrency" in out.stderr
+
+
+def test_default_url_comes_from_config_then_server_json(tmp_path, state_dir, monkeypatch):
+    import argparse
+
+    from tui.commands._options import server_url
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("DDTUNE_API_KEY", raising=False)
+    args = argparse.Namespace(url=None, api_key=None, config=None)
+    assert server_url(args) == ("http://127.0.0.1:30000", None)
+    (state_dir / "server.json").write_text(json.dumps({"url": "http://127.0.0.1:31005", "knobs": {}}))
+    assert server_url(args)[0] == "http://127.0.0.1:31005"
+    (tmp_path / "ddtune.toml").write_text('[server]\nhost = "0.0.0.0"\nport = 31234\n')
+    assert server_url(args)[0] == "http://127.0.0.1:31234"
+    monkeypatch.setenv("DDTUNE_API_KEY", "k")
+    assert server_url(argparse.Namespace(url="http://h:1", api_key=None, config=None)) == ("http://h:1", "k")

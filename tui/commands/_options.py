@@ -52,12 +52,20 @@ def add_server_options(parser) -> None:
 
 
 def server_url(args) -> tuple[str, str | None]:
-    """The URL and API key to use: --url, else the config's [server] host/port, else the default."""
+    """The URL and API key: --url, else the config's [server] host/port, else the managed server's
+    url in server.json, else the default."""
     api_key = args.api_key or os.environ.get("DDTUNE_API_KEY") or None
     if args.url:
         return args.url, api_key
-    url = _configured_url(getattr(args, "config", None))
+    url = _configured_url(getattr(args, "config", None)) or _managed_url()
     return url or DEFAULT_URL, api_key
+
+
+def _managed_url() -> str | None:
+    from workloads.provenance import server_state
+
+    url = (server_state() or {}).get("url")
+    return url.rstrip("/") if isinstance(url, str) and url.startswith(("http://", "https://")) else None
 
 
 def _configured_url(explicit: str | None) -> str | None:
