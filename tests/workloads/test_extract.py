@@ -87,3 +87,24 @@ def test_answer_part_rules():
 def test_fenced_blocks_longer_fences_and_tildes():
     blocks, unclosed = fenced_blocks("````python\na\n```\nb\n````\n~~~\nc\n~~~")
     assert [b.code for b in blocks] == ["a\n```\nb", "c"] and not unclosed
+
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+TEXT = st.text(alphabet=st.sampled_from(list("ab def():\n`~<>/think")), max_size=200)
+
+
+@settings(max_examples=300, deadline=None)
+@given(thinking=TEXT, answer=TEXT, separated=st.booleans(), finish=st.sampled_from(["stop", "length", None]))
+def test_code_from_the_thinking_is_never_picked(thinking, answer, separated, finish):
+    marker = "def fib(n):\n    return 'FROM_THINKING'"
+    think = f"{thinking}\n```python\n{marker}\n```\n{thinking}"
+    answer = answer.replace("<think>", "").replace("</think>", "")
+    if separated:
+        ex = extract_code(answer, think, "fib", finish)
+    else:
+        ex = extract_code(f"<think>{think.replace('</think>', '')}</think>{answer}", None, "fib", finish)
+    assert ex.status in ("ok", "no_code", "truncated")
+    assert ex.code is None or "FROM_THINKING" not in ex.code
+    assert (ex.status == "ok") == (ex.code is not None)
