@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Callable
 
 from backends.errors import ServerError
@@ -18,8 +19,9 @@ EvalProgress = Callable[[int, int, Grade], None]
 
 async def run_eval(url: str, *, api_key: str | None = None, problem_ids: list[str] | None = None,
                    max_tokens: int = 4096, concurrency: int = 4, progress: EvalProgress | None = None,
-                   grade_parallel: int = 2) -> dict:
-    """Returns ``{"results", "summary", "run_dir"}``; results in problem order."""
+                   grade_parallel: int = 2, root: Path | None = None) -> dict:
+    """Returns ``{"results", "summary", "run_dir"}``; results in problem order. ``root``: where the run
+    directory goes (default: state_dir()/runs)."""
     problems = select_problems(load_problems(), problem_ids)
     async with StreamingClient(url, api_key=api_key, concurrency=concurrency) as client:
         server = await server_provenance(client)
@@ -28,7 +30,7 @@ async def run_eval(url: str, *, api_key: str | None = None, problem_ids: list[st
         store = RunStore.create("eval", {"plan": {"problems": [p.id for p in problems], "max_tokens": max_tokens,
                                                   "concurrency": concurrency},
                                          "server": server, "host": host_provenance(), "started_at": time.time(),
-                                         "finished_at": None})
+                                         "finished_at": None}, root=root)
         gate = asyncio.Semaphore(grade_parallel)
         grades: dict[int, Grade] = {}
         queue = list(enumerate(problems))[::-1]
