@@ -1,16 +1,45 @@
-"""ddtune ab: quick A/B of two knob presets, interleaved"""
+"""ddtune ab: quick A/B of two knob presets, interleaved."""
 
 from __future__ import annotations
 
+from tui.commands._options import positive_int
+
 HELP = "quick A/B of two knob presets, interleaved"
-EXAMPLES = None
+EXAMPLES = """\
+examples:
+  ddtune ab b8-t4-w2048 b8-t4-nowindow                 does the draft window pay off here?
+  ddtune ab b8-t4-w2048 b8-t4-nowindow --rounds 4 --contexts 8192 --concurrency 8
+  ddtune ab --resume --out DIR                         continue an interrupted A/B
+
+Runs A and B in serpentine order (A B B A A B ...), --rounds times each, one bench cell matrix per
+run (default: context 4096, concurrency 8), no coding eval unless --eval, then prints the ratio B/A
+per cell with a 95% interval from the rounds. The folder and resume work as in 'ddtune sweep'.
+"""
 
 
 def add_arguments(parser) -> None:
-    pass
+    from tui.commands._sweep import add_matrix_options
+
+    parser.add_argument("a", nargs="?", metavar="A", help="first preset (the reference)")
+    parser.add_argument("b", nargs="?", metavar="B", help="second preset")
+    parser.add_argument("--rounds", type=positive_int, default=2, metavar="N", help="runs of each (default 2)")
+    parser.add_argument("--eval", action="store_true", help="also run the coding eval after each bench")
+    add_matrix_options(parser, [4096], [8], 256)
 
 
 def run(args) -> int:
-    from tui.commands._pending import not_yet
+    from backends.errors import UsageError
+    from tui.commands._sweep import run_sweep
+    from workloads.sweep_spec import build_plan
 
-    return not_yet("ab", "sweeps")
+    plan = None
+    if not args.resume:
+        if not args.a or not args.b:
+            raise UsageError("ddtune ab needs two presets", hint="ddtune ab b8-t4-w2048 b8-t4-nowindow")
+        if args.a == args.b:
+            raise UsageError(f"A and B are the same preset ({args.a})", hint="compare two different presets")
+        plan = build_plan([args.a, args.b], repeats=args.rounds, contexts=args.contexts or [4096],
+                          concurrency=args.concurrency or [8], max_tokens=args.max_tokens or 256,
+                          requests_per_cell=args.requests_per_cell, warmup=args.warmup,
+                          run_eval=bool(args.eval))
+    return run_sweep(args, plan, "ab")

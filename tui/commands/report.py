@@ -1,16 +1,53 @@
-"""ddtune report: compare runs side by side with ratios and confidence intervals"""
+"""ddtune report: compare runs side by side with ratios and confidence intervals."""
 
 from __future__ import annotations
 
+import sys
+
 HELP = "compare runs side by side with ratios and confidence intervals"
-EXAMPLES = None
+EXAMPLES = """\
+examples:
+  ddtune report ~/.local/state/ddtune/runs/20261130T101500Z-sweep      a sweep's output folder
+  ddtune report runs/*-bench --format csv > cells.csv                    bench runs, one per config
+  ddtune report bench-a.json bench-b.json --format json                  files from 'ddtune bench --out'
+
+RUN is a sweep folder (sweep.json), a bench run folder (run.json + cells.jsonl), an eval run
+folder (adds the pass rate) or a 'ddtune bench --out' file. Runs with the same configuration are
+treated as repeats. Shows, per cell: tok/s, acceptance, TTFT/ITL p50/p95 with 95% intervals (from
+repeats, else per-request variation), the ratio to the baseline (or the first config), the best
+configuration per cell and overall with its margin, failed configurations, and restart costs.
+"""
 
 
 def add_arguments(parser) -> None:
-    pass
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="sweep folder, run folder or bench JSON file")
+    parser.add_argument("--format", choices=("md", "csv", "json"), default="md",
+                        help="md (default): tables for a terminal or a PR; csv: one row per config and cell; json")
+    parser.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
+
+
+def render(runs: list[str], fmt: str) -> str:
+    import json
+
+    from backends.errors import UsageError
+    from workloads.report import build_report
+    from workloads.report_format import to_csv, to_json, to_markdown
+    from workloads.report_input import load_inputs
+
+    report = build_report(load_inputs(runs))
+    if not report.rows and not report.failures:
+        raise UsageError("nothing to report: the runs hold no finished cells",
+                         hint="check the folders, or finish the sweep with 'ddtune sweep --resume --out DIR'")
+    if fmt == "json":
+        return json.dumps(to_json(report), indent=2) + "\n"
+    return to_csv(report) if fmt == "csv" else to_markdown(report)
 
 
 def run(args) -> int:
-    from tui.commands._pending import not_yet
-
-    return not_yet("report", "sweeps")
+    text = render(args.runs, args.format)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,16 +1,64 @@
-"""ddtune sweep: benchmark several knob presets, restarting only when knobs change"""
+"""ddtune sweep: benchmark several knob presets, restarting only when knobs change."""
 
 from __future__ import annotations
 
+from tui.commands._options import positive_int
+
 HELP = "benchmark several knob presets, restarting only when knobs change"
-EXAMPLES = None
+EXAMPLES = """\
+examples:
+  ddtune sweep b8-t4-w2048 b16-t4-w2048 b4-t4-w2048 --baseline
+  ddtune sweep b8-t4-w2048 b12-t6-w2048 --repeats 3 --contexts 4096 --concurrency 8 --no-eval
+  ddtune sweep --plan sweep.toml --out ~/sweeps/qwen-box
+  ddtune sweep --resume --out ~/sweeps/qwen-box        continue where an interrupted sweep stopped
+  ddtune report ~/sweeps/qwen-box --format csv          the comparison again, in another format
+
+For each configuration: restart the configured server only when its knobs differ from what runs,
+wait for readiness, verify the knobs took effect, warm up, run the bench matrix and the coding eval.
+--repeats N runs in rounds, every other round reversed (A B C C B A ...), so drift cancels out and
+round edges save a restart. A configuration that fails to start or verify is recorded as failed and
+the sweep goes on. The server is stopped at the end (--keep-server leaves the last one running) and
+on Ctrl-C/SIGTERM; after a hard kill it keeps running and --resume re-attaches to it.
+exit: 0 all runs done, 1 some configuration failed (see the report), 2 bad usage, 130 interrupted.
+folder: sweep.json, slots.jsonl, one sub-folder per run (bench/, <time>-eval/).
+"""
 
 
 def add_arguments(parser) -> None:
-    pass
+    from tui.commands._sweep import add_matrix_options
+
+    parser.add_argument("presets", nargs="*", metavar="PRESET",
+                        help="knob presets: shipped names (b8-t4-w2048, ...) or preset .toml files")
+    parser.add_argument("--plan", metavar="FILE", help="a TOML sweep plan (presets, configs, matrix; see docs/sweeps.md)")
+    parser.add_argument("--repeats", type=positive_int, default=None, metavar="N",
+                        help="runs of each configuration, interleaved (default 1)")
+    parser.add_argument("--baseline", action="store_true",
+                        help="add a speculation-off run and report speedups against it")
+    parser.add_argument("--no-eval", action="store_true", help="skip the coding eval after each bench")
+    parser.add_argument("--eval-max-tokens", type=positive_int, default=None, metavar="N",
+                        help="max tokens per coding answer (default 4096)")
+    parser.add_argument("--eval-problems", nargs="+", metavar="ID", default=None,
+                        help="only these coding problems (default: all)")
+    parser.add_argument("--coding", action="store_true", help="bench with the coding prompts and grade them")
+    add_matrix_options(parser, [1024, 4096], [1, 8], 512)
 
 
 def run(args) -> int:
-    from tui.commands._pending import not_yet
+    from backends.errors import UsageError
+    from tui.commands._sweep import run_sweep
+    from workloads.sweep_spec import build_plan
 
-    return not_yet("sweep", "sweeps")
+    plan = None
+    if args.resume:
+        if args.presets or args.plan:
+            raise UsageError("--resume continues a sweep with its own plan; it takes no PRESET or --plan",
+                             hint="ddtune sweep --resume --out DIR")
+    else:
+        if not args.presets and not args.plan:
+            raise UsageError("name the presets to compare", hint="ddtune sweep b8-t4-w2048 b16-t4-w2048 (or --plan FILE)")
+        plan = build_plan(args.presets, plan_file=args.plan, repeats=args.repeats, baseline=args.baseline,
+                          contexts=args.contexts, concurrency=args.concurrency, max_tokens=args.max_tokens,
+                          requests_per_cell=args.requests_per_cell, warmup=args.warmup, coding=args.coding,
+                          run_eval=False if args.no_eval else None, eval_max_tokens=args.eval_max_tokens,
+                          eval_problems=args.eval_problems)
+    return run_sweep(args, plan, "sweep")

@@ -1,0 +1,151 @@
+"""Render a Report as Markdown, CSV or a JSON document. Pure: strings and dicts out."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from workloads.estimate import Estimate, Ratio
+from workloads.report import METRICS, Report
+
+
+def _est(e: Estimate | None, fmt: str = ".1f") -> str:
+    if e is None:
+        return "-"
+    if e.lo is None:
+        return format(e.mean, fmt)
+    return f"{format(e.mean, fmt)} ±{format(e.half_width, fmt)}"
+
+
+def _ratio(r: Ratio | None) -> str:
+    if r is None:
+        return "-"
+    if r.lo is None:
+        return f"x{r.value:.2f}"
+    return f"x{r.value:.2f} [{r.lo:.2f}, {r.hi:.2f}]"
+
+
+def _pct(r: Ratio | None) -> str:
+    if r is None:
+        return "no runner-up"
+    text = f"+{(r.value - 1) * 100:.1f}%"
+    if r.lo is None:
+        return text + " (no interval: one run, too few requests)"
+    verdict = "clear" if r.significant else "within noise"
+    return text + f" (95% CI {(r.lo - 1) * 100:+.1f}% to {(r.hi - 1) * 100:+.1f}%, {verdict})"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines
+
+
+def to_markdown(report: Report) -> str:
+    ref = report.reference
+    vs = "speedup vs baseline" if report.reference_is_baseline else f"ratio vs {ref}"
+    out = ["# ddtune report", ""]
+    if report.overall:
+        o = report.overall
+        out.append(f"**Best overall: {o.config}**" + (f", ahead of {o.runner_up} by {_pct(o.margin)}" if o.runner_up else "")
+                   + f"; geometric-mean tok/s {vs}: x{o.value:.2f}.")
+        out.append("")
+    out.append("Intervals are 95%: from repeats where a configuration ran more than once, else from per-request "
+               "variation. ±: half-width.")
+    out.append("")
+    for cell in report.cells:
+        out.append(f"## context {cell[0]}, concurrency {cell[1]}")
+        out.append("")
+        rows = []
+        for config in report.configs:
+            r = report.row(config, cell)
+            if r is None:
+                continue
+            rows.append([config, str(r.repeats), _est(r.tok_s), _ratio(r.vs_reference) if config != ref else "ref",
+                         _est(r.acceptance, ".2f"), _est(r.ttft_p50, ".0f"), _est(r.ttft_p95, ".0f"),
+                         _est(r.itl_p50, ".1f"), _est(r.itl_p95, ".1f"), str(r.errors)])
+        out += _table(["config", "runs", "tok/s", vs, "accept", "TTFT p50 ms", "TTFT p95 ms", "ITL p50 ms",
+                       "ITL p95 ms", "errors"], rows)
+        best = next((b for b in report.best_per_cell if b.cell == cell), None)
+        if best:
+            out.append("")
+            out.append(f"best: **{best.config}** ({best.value:.1f} tok/s)" +
+                       (f", ahead of {best.runner_up} by {_pct(best.margin)}" if best.runner_up else ""))
+        out.append("")
+    if report.pass_rates:
+        out.append("## coding pass rate")
+        out.append("")
+        out += _table(["config", "pass", "rate", "95% CI"],
+                      [[p.config, f"{p.passed}/{p.total}", f"{p.passed / p.total * 100:.0f}%",
+                        f"{p.lo * 100:.0f}%-{p.hi * 100:.0f}%"] for p in report.pass_rates])
+        out.append("")
+    if report.failures:
+        out.append("## failed configurations")
+        out.append("")
+        for f in report.failures:
+            out.append(f"- {f.label} (run {f.repeat}): {f.reason.splitlines()[0] if f.reason else 'failed'}")
+        out.append("")
+    c = report.restarts
+    if c.count or c.sweep_s:
+        out.append("## restarts")
+        out.append("")
+        line = f"{c.count} restart(s), {c.total_s:.1f} s in all"
+        if c.median_s is not None:
+            line += f", median {c.median_s:.1f} s"
+        if c.sweep_s:
+            line += f"; {c.total_s / c.sweep_s * 100:.0f}% of the sweep's {c.sweep_s:.1f} s"
+        out.append(line)
+        if c.phases_mean_s:
+            out.append("mean per phase: " + ", ".join(f"{p} {v:.1f} s" for p, v in c.phases_mean_s.items()))
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def to_json(report: Report) -> dict:
+    e = lambda x: x.to_json() if x is not None else None
+    best = lambda b: None if b is None else {"cell": list(b.cell) if b.cell else None, "config": b.config,
+                                             "value": b.value, "runner_up": b.runner_up, "margin": e(b.margin)}
+    return {
+        "schema": "ddtune.report/1",
+        "configs": list(report.configs),
+        "reference": report.reference,
+        "reference_is_baseline": report.reference_is_baseline,
+        "cells": [{"context": r.cell[0], "concurrency": r.cell[1], "config": r.config, "runs": r.repeats,
+                   "requests": r.requests, "errors": r.errors, **{m: e(getattr(r, m)) for m in METRICS},
+                   "vs_reference": e(r.vs_reference)} for r in report.rows],
+        "best_per_cell": [best(b) for b in report.best_per_cell],
+        "best_overall": best(report.overall),
+        "overall_scores": dict(report.overall_scores),
+        "pass_rates": [{"config": p.config, "passed": p.passed, "total": p.total, "lo": p.lo, "hi": p.hi}
+                       for p in report.pass_rates],
+        "failures": [{"config": f.label, "repeat": f.repeat, "reason": f.reason, "source": f.source}
+                     for f in report.failures],
+        "restarts": {"count": report.restarts.count, "total_s": report.restarts.total_s,
+                     "median_s": report.restarts.median_s, "phases_mean_s": report.restarts.phases_mean_s,
+                     "sweep_s": report.restarts.sweep_s},
+    }
+
+
+def to_csv(report: Report) -> str:
+    """One row per configuration and cell; each estimate as mean, lo, hi columns."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    head = ["config", "context", "concurrency", "runs", "requests", "errors"]
+    for m in METRICS:
+        head += [m, f"{m}_lo", f"{m}_hi"]
+    head += ["vs_reference", "vs_reference_lo", "vs_reference_hi", "best_in_cell", "pass", "total"]
+    w.writerow(head)
+    best = {b.cell: b.config for b in report.best_per_cell}
+    rates = {p.config: p for p in report.pass_rates}
+    num = lambda v: "" if v is None else f"{v:.6g}"
+    for r in report.rows:
+        row = [r.config, r.cell[0], r.cell[1], r.repeats, r.requests, r.errors]
+        for m in METRICS:
+            est = getattr(r, m)
+            row += [num(est.mean), num(est.lo), num(est.hi)] if est else ["", "", ""]
+        v = r.vs_reference
+        row += [num(v.value), num(v.lo), num(v.hi)] if v else ["", "", ""]
+        p = rates.get(r.config)
+        row += [int(best.get(r.cell) == r.config), p.passed if p else "", p.total if p else ""]
+        w.writerow(row)
+    return buf.getvalue()

@@ -1,0 +1,116 @@
+"""Turn what the user asked for (presets, a --plan TOML file, command-line options) into a SweepPlan.
+
+A plan file (every table and key optional; command-line options win over it)::
+
+    presets = ["b8-t4-w2048", "b16-t4-w2048"]   # shipped preset names or .toml preset files
+    repeats = 2
+    baseline = true
+    eval = false                                 # or a table: [eval] max_tokens = 2048, problems = [...]
+
+    [bench]
+    contexts = [1024, 4096]
+    concurrency = [1, 8]
+    max_tokens = 256
+    requests_per_cell = 16
+
+    [[config]]                                   # configurations that are not presets
+    name = "b8-t8-w4096"
+    knobs = { budget = 8, topk = 8, window = 4096 }
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from backends.errors import ConfigError, UsageError
+from workloads.bench import BenchPlan
+from workloads.sweep_plan import BASELINE, EvalSettings, SweepConfig, SweepPlan
+
+_TOP = {"presets", "repeats", "baseline", "eval", "bench", "config", "warmup_requests"}
+_BENCH = {"contexts", "concurrency", "max_tokens", "requests_per_cell", "warmup", "coding"}
+
+
+def preset_config(name: str) -> SweepConfig:
+    from backends.config import load_preset
+
+    if name == BASELINE:
+        return SweepConfig(BASELINE, {}, True)
+    knobs = load_preset(name)
+    return SweepConfig(Path(name).stem if name.endswith(".toml") else name, knobs)
+
+
+def read_plan_file(path: str) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"--plan {path}: cannot read it: {exc.strerror}", hint="check the path") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--plan {path}: not valid TOML: {exc}", hint="fix the syntax at the line named") from None
+    unknown = set(data) - _TOP
+    if unknown:
+        raise ConfigError(f"--plan {path}: unknown key {sorted(unknown)[0]!r}", hint=f"known keys: {', '.join(sorted(_TOP))}")
+    bench = data.get("bench", {})
+    if not isinstance(bench, dict) or set(bench) - _BENCH:
+        bad = sorted(set(bench) - _BENCH)[0] if isinstance(bench, dict) else "bench"
+        raise ConfigError(f"--plan {path}: [bench] {bad}: unknown", hint=f"[bench] takes {', '.join(sorted(_BENCH))}")
+    return data
+
+
+def _custom_configs(path: str, entries: Any) -> list[SweepConfig]:
+    from backends.config import parse_knob_value
+
+    if not isinstance(entries, list):
+        raise ConfigError(f"--plan {path}: config: expected [[config]] tables", hint='[[config]] name = "x" knobs = {...}')
+    out = []
+    for i, entry in enumerate(entries):
+        name, knobs = entry.get("name"), entry.get("knobs")
+        if not isinstance(name, str) or not name or not isinstance(knobs, dict):
+            raise ConfigError(f"--plan {path}: config #{i + 1}: needs name = \"...\" and knobs = {{...}}",
+                              hint='e.g. name = "b8-t8" and knobs = { budget = 8, topk = 8, window = 2048 }')
+        out.append(SweepConfig(name, {k: parse_knob_value(f"--plan {path} config {name!r}", k, v) for k, v in knobs.items()}))
+    return out
+
+
+def _positive(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where}: expected a positive integer, got {value!r}", hint=f"e.g. {where.split()[-1]} = 4")
+    return value
+
+
+def build_plan(presets: list[str], *, plan_file: str | None = None, repeats: int | None = None,
+               baseline: bool = False, contexts: list[int] | None = None, concurrency: list[int] | None = None,
+               max_tokens: int | None = None, requests_per_cell: int | None = None, warmup: int | None = None,
+               coding: bool = False, run_eval: bool | None = None, eval_max_tokens: int | None = None,
+               eval_problems: list[str] | None = None, warmup_requests: int = 2) -> SweepPlan:
+    data = read_plan_file(plan_file) if plan_file else {}
+    where = f"--plan {plan_file}"
+    names = list(data.get("presets", [])) + list(presets)
+    configs = [preset_config(n) for n in dict.fromkeys(names)]
+    configs += _custom_configs(plan_file or "", data["config"]) if "config" in data else []
+    if baseline or data.get("baseline") is True:
+        if not any(c.baseline for c in configs):
+            configs.insert(0, SweepConfig(BASELINE, {}, True))
+    if not [c for c in configs if not c.baseline]:
+        raise UsageError("no configuration to sweep", hint="name presets: ddtune sweep b8-t4-w2048 b16-t4-w2048 "
+                                                          "(or list them in a --plan file)")
+    bench = data.get("bench", {})
+    pick = lambda cli, key, default: cli if cli is not None else bench.get(key, default)
+    bench_plan = BenchPlan(
+        tuple(dict.fromkeys(_positive(c, f"{where} [bench] contexts") for c in pick(contexts, "contexts", [1024, 4096]))),
+        tuple(dict.fromkeys(_positive(c, f"{where} [bench] concurrency") for c in pick(concurrency, "concurrency", [1, 8]))),
+        _positive(pick(max_tokens, "max_tokens", 512), f"{where} [bench] max_tokens"),
+        bool(coding or bench.get("coding", False)),
+        pick(requests_per_cell, "requests_per_cell", None),
+        pick(warmup, "warmup", 1))
+    eval_data = data.get("eval", True)
+    enabled = run_eval if run_eval is not None else eval_data is not False
+    eval_settings = None
+    if enabled:
+        table = eval_data if isinstance(eval_data, dict) else {}
+        problems = eval_problems or table.get("problems")
+        eval_settings = EvalSettings(eval_max_tokens or int(table.get("max_tokens", 4096)),
+                                     int(table.get("concurrency", 4)), tuple(problems) if problems else None)
+    reps = repeats if repeats is not None else _positive(data.get("repeats", 1), f"{where} repeats")
+    return SweepPlan(tuple(configs), bench_plan, reps, eval_settings, int(data.get("warmup_requests", warmup_requests)))
