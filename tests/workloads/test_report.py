@@ -1,0 +1,160 @@
+"""ddtune report over hand-made run folders: numbers we know, every format, the CLI's errors."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from tests.helpers import run_ddtune
+from workloads.bench import BenchPlan
+from workloads.report import build_report, wilson
+from workloads.report_format import to_csv, to_json, to_markdown
+from workloads.report_input import load_inputs, read_sweep
+from workloads.sweep_plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
+
+CELLS = [(1024, 1), (4096, 8)]
+
+
+def cell(ctx, conc, tok_s, acc=None, ttft=100.0):
+    return {"context": ctx, "concurrency": conc, "requests": 8, "errors": 0, "output_tok_s": tok_s,
+            "acceptance": {"mean": acc, "p50": acc, "count": 8 if acc else 0},
+            "ttft_ms": {"p50": ttft, "p95": ttft * 1.5}, "itl_ms": {"p50": 10.0, "p95": 12.0}}
+
+
+def make_sweep(tmp_path, speeds, repeats=1, failed=(), baseline=True):
+    """speeds: {config: {cell: [tok/s per repeat]}}. Writes a sweep folder as the engine would."""
+    names = list(speeds) + list(failed)
+    configs = tuple(SweepConfig(n, {} if n == "baseline" else {"budget": 8}, n == "baseline") for n in names)
+    plan = SweepPlan(configs, BenchPlan((1024, 4096), (1, 8), 64), repeats)
+    store = SweepStore.create(plan, {}, tmp_path / "sweep")
+    for slot in plan.schedule():
+        if slot.config in failed:
+            store.append(SlotRecord(slot, "failed", "fatal log line: oom: CUDA out of memory", None, None,
+                                    {"restarted": True, "restart_s": 3.0, "phases": {"loading": 2.0}}, 1, 2))
+            continue
+        bench = store.slot_dir(slot) / "bench"
+        bench.mkdir()
+        (bench / "run.json").write_text(json.dumps({"kind": "bench", "sweep": {"config": configs[names.index(slot.config)].to_json()}}))
+        rows = [cell(ctx, conc, speeds[slot.config][(ctx, conc)][slot.repeat - 1],
+                     None if slot.config == "baseline" else 3.5) for ctx, conc in CELLS]
+        (bench / "cells.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        resp = [{"context": ctx, "concurrency": conc, "ok": True, "output_tokens": 64, "e2e_s": 64 / (v + (i % 3 - 1)),
+                 "spec_verify_ct": 18} for (ctx, conc) in CELLS for i, v in enumerate([10.0] * 8)]
+        (bench / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in resp))
+        store.append(SlotRecord(slot, "done", None, str(bench), None,
+                                {"restarted": True, "restart_s": 4.0, "phases": {"loading": 3.0, "capture": 1.0}}, 1, 2))
+    store.update(finished_at=store.read()["started_at"] + 40.0)
+    return store.path
+
+
+SPEEDS = {
+    "baseline": {(1024, 1): [100, 102, 98], (4096, 8): [500, 505, 495]},
+    "b8": {(1024, 1): [250, 252, 248], (4096, 8): [1100, 1110, 1090]},
+    "b16": {(1024, 1): [260, 262, 258], (4096, 8): [900, 905, 895]},
+}
+
+
+def test_repeats_give_speedups_best_per_cell_and_overall(tmp_path):
+    path = make_sweep(tmp_path, SPEEDS, repeats=3)
+    report = build_report(read_sweep(path))
+    assert report.reference == "baseline" and report.reference_is_baseline
+    assert report.cells == ((1024, 1), (4096, 8))
+    b8 = report.row("b8", (4096, 8))
+    assert b8.repeats == 3 and b8.tok_s.mean == 1100 and b8.tok_s.method == "repeats"
+    assert abs(b8.vs_reference.value - 2.2) < 1e-9 and b8.vs_reference.significant
+    best = {b.cell: b for b in report.best_per_cell}
+    assert best[(1024, 1)].config == "b16" and best[(1024, 1)].runner_up == "b8"
+    assert best[(4096, 8)].config == "b8" and abs(best[(4096, 8)].margin.value - 1100 / 900) < 1e-9
+    assert report.overall.config == "b8" and report.overall.runner_up == "b16"
+    # geometric mean of b8/b16 over the two cells
+    assert abs(report.overall.margin.value - ((250 / 260) * (1100 / 900)) ** 0.5) < 1e-9
+    assert report.restarts.count == 9 and report.restarts.total_s == 36.0
+    assert report.restarts.phases_mean_s == {"loading": 3.0, "capture": 1.0}
+
+
+def test_single_runs_take_intervals_from_per_request_variation(tmp_path):
+    report = build_report(read_sweep(make_sweep(tmp_path, SPEEDS)))
+    row = report.row("b8", (1024, 1))
+    assert row.tok_s.method == "requests" and row.tok_s.lo < 250 < row.tok_s.hi
+    assert row.acceptance.mean == 3.5
+    assert row.ttft_p50.lo is None  # percentiles from one run: no interval claimed
+
+
+def test_failed_configuration_is_listed_with_its_reason(tmp_path):
+    report = build_report(read_sweep(make_sweep(tmp_path, SPEEDS, failed=("b32",))))
+    assert [(f.label, f.reason) for f in report.failures] == [("b32", "fatal log line: oom: CUDA out of memory")]
+    assert "b32" not in report.configs
+    text = to_markdown(report)
+    assert "## failed configurations" in text and "b32 (run 1): fatal log line: oom" in text
+
+
+def test_markdown_names_best_with_margin(tmp_path):
+    text = to_markdown(build_report(read_sweep(make_sweep(tmp_path, SPEEDS, repeats=3))))
+    assert "**Best overall: b8**, ahead of b16 by +" in text
+    assert "best: **b8** (1100.0 tok/s), ahead of b16 by +22.2%" in text
+    assert "| b8 | 3 | 1100.0 ±" in text and "x2.20 [" in text
+    assert "9 restart(s), 36.0 s in all, median 4.0 s; 90% of the sweep's 40.0 s" in text
+
+
+def test_csv_has_one_row_per_config_and_cell(tmp_path):
+    text = to_csv(build_report(read_sweep(make_sweep(tmp_path, SPEEDS, repeats=3))))
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == 6
+    b8 = next(r for r in rows if r["config"] == "b8" and r["context"] == "4096")
+    assert float(b8["tok_s"]) == 1100 and float(b8["tok_s_lo"]) < 1100 < float(b8["tok_s_hi"])
+    assert b8["best_in_cell"] == "1" and abs(float(b8["vs_reference"]) - 2.2) < 1e-6
+
+
+def test_json_document(tmp_path):
+    doc = to_json(build_report(read_sweep(make_sweep(tmp_path, SPEEDS, repeats=3))))
+    assert doc["best_overall"]["config"] == "b8"
+    assert doc["best_overall"]["margin"]["significant"] is True
+    assert {c["config"] for c in doc["cells"]} == {"baseline", "b8", "b16"}
+    json.dumps(doc)  # serialisable
+
+
+def test_without_baseline_the_first_config_is_the_reference(tmp_path):
+    speeds = {k: v for k, v in SPEEDS.items() if k != "baseline"}
+    report = build_report(read_sweep(make_sweep(tmp_path, speeds)))
+    assert report.reference == "b8" and not report.reference_is_baseline
+    assert abs(report.row("b16", (4096, 8)).vs_reference.value - 900 / 1100) < 1e-9
+    assert "ratio vs b8" in to_markdown(report)
+
+
+def test_separate_bench_runs_of_one_config_are_repeats(tmp_path):
+    path = make_sweep(tmp_path, SPEEDS, repeats=3)
+    dirs = sorted(str(p / "bench") for p in path.iterdir() if (p / "bench").is_dir() and "b8" in p.name)
+    inputs = load_inputs(dirs)
+    assert [(r.label, r.repeat) for r in inputs.runs] == [("b8", 1), ("b8", 2), ("b8", 3)]
+    assert build_report(inputs).row("b8", (4096, 8)).tok_s.method == "repeats"
+
+
+def test_bench_out_json_file_is_accepted(tmp_path):
+    f = tmp_path / "a.json"
+    f.write_text(json.dumps({"run": {"server": {"knobs": {"budget": 8, "topk": 4, "window": None}}},
+                             "cells": [cell(60, 1, 42.0)]}))
+    report = build_report(load_inputs([str(f)]))
+    assert report.configs == ("b8-t4-nowindow",) and report.row("b8-t4-nowindow", (60, 1)).tok_s.mean == 42.0
+
+
+def test_wilson_interval():
+    lo, hi = wilson(8, 10)
+    assert 0.490 < lo < 0.491 and 0.943 < hi < 0.944  # textbook: 0.490-0.943
+    assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_cli_formats_and_errors(tmp_path):
+    path = make_sweep(tmp_path, SPEEDS, repeats=3)
+    md = run_ddtune("report", str(path))
+    assert md.returncode == 0 and "Best overall: b8" in md.stdout
+    js = run_ddtune("report", str(path), "--format", "json")
+    assert js.returncode == 0 and json.loads(js.stdout)["best_overall"]["config"] == "b8"
+    cs = run_ddtune("report", str(path), "--format", "csv")
+    assert cs.returncode == 0 and cs.stdout.startswith("config,context,concurrency")
+    missing = run_ddtune("report", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and "no such run" in missing.stderr
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "run.json").write_text("{}")
+    empty = run_ddtune("report", str(tmp_path / "empty"))
+    assert empty.returncode == 2 and "nothing to report" in empty.stderr
