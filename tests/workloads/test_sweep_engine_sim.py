@@ -1,0 +1,128 @@
+"""The sweep engine against real simulator processes, through a test controller (no lifecycle).
+
+The simulator's seeded performance model decides the winner: at 4k context and 8 streams
+b8-t4-w2048 beats b4-t4-w2048 and b16-t4-w2048 (python -m backends.sim.model).
+"""
+
+import asyncio
+
+import pytest
+
+from tests.workloads.sim_controller import SimController
+from workloads import sweep as ev
+from workloads.bench import BenchPlan
+from workloads.report import build_report
+from workloads.report_input import read_sweep
+from workloads.sweep import SweepEngine
+from workloads.sweep_plan import EvalSettings, SweepConfig, SweepPlan, SweepStore
+
+B8 = SweepConfig("b8-t4-w2048", {"budget": 8, "topk": 4, "window": 2048})
+B16 = SweepConfig("b16-t4-w2048", {"budget": 16, "topk": 4, "window": 2048})
+B4 = SweepConfig("b4-t4-w2048", {"budget": 4, "topk": 4, "window": 2048})
+BASE = SweepConfig("baseline", {}, True)
+SMALL = BenchPlan((60,), (1, 2), 32, False, 2, 0)
+
+
+@pytest.fixture
+def controller(tmp_path):
+    made = []
+
+    def make(**kw):
+        c = SimController(tmp_path / "logs", **kw)
+        made.append(c)
+        return c
+
+    try:
+        yield make
+    finally:
+        for c in made:
+            c.kill_all()
+
+
+def run(plan, store, ctl, events=None):
+    async def main():
+        try:
+            return await SweepEngine(plan, store, ctl, on_event=(events.append if events is not None else None)).run()
+        finally:
+            await ctl.shutdown()
+    return asyncio.run(main())
+
+
+def test_sweep_finds_the_models_best_configuration(tmp_path, state_dir, controller):
+    plan = SweepPlan((BASE, B16, B8, B4), BenchPlan((4096,), (8,), 128, False, 8, 0), 1, None, 1)
+    store = SweepStore.create(plan, {}, tmp_path / "sweep")
+    ctl = controller()
+    events = []
+    records = run(plan, store, ctl, events)
+    assert [r.status for r in records] == ["done"] * 4
+    assert ctl.applied == ["baseline", "b16-t4-w2048", "b8-t4-w2048", "b4-t4-w2048"]
+    assert len(ctl.started) == 4  # one start per config
+    report = build_report(read_sweep(store.path))
+    assert report.overall.config == "b8-t4-w2048"
+    assert report.best_per_cell[0].config == "b8-t4-w2048"
+    assert report.reference == "baseline"
+    assert report.row("b8-t4-w2048", (4096, 8)).vs_reference.value > 1.0
+    assert report.row("b8-t4-w2048", (4096, 8)).acceptance.mean > 2.0
+    kinds = [type(e).__name__ for e in events]
+    assert kinds[0] == "SweepStarted" and kinds[-1] == "SweepFinished"
+    assert kinds.count("SlotStarted") == kinds.count("CellFinished") == kinds.count("SlotFinished") == 4
+    finished = [e for e in events if isinstance(e, ev.SlotFinished)]
+    assert finished[-1].eta_s == 0.0 and finished[0].eta_s is not None and finished[0].eta_s > 0
+    assert store.read()["status"] == "done"
+
+
+def test_a_failing_configuration_is_recorded_and_the_sweep_goes_on(tmp_path, state_dir, controller):
+    plan = SweepPlan((B8, B16, B4), SMALL)
+    store = SweepStore.create(plan, {}, tmp_path / "sweep")
+    ctl = controller(extra=("--sim-step-ms", "0"), fail=("b16-t4-w2048",))
+    records = run(plan, store, ctl)
+    assert [(r.slot.config, r.status) for r in records] == [
+        ("b8-t4-w2048", "done"), ("b16-t4-w2048", "failed"), ("b4-t4-w2048", "done")]
+    assert "exited" in records[1].reason
+    report = build_report(read_sweep(store.path))
+    assert [f.label for f in report.failures] == ["b16-t4-w2048"]
+    assert report.configs == ("b8-t4-w2048", "b4-t4-w2048")
+    assert store.read()["slots_failed"] == 1
+
+
+def test_interrupted_sweep_resumes_without_rerunning_finished_slots(tmp_path, state_dir, controller):
+    plan = SweepPlan((B8, B4), SMALL, repeats=2)  # b8 b4 b4 b8
+    store = SweepStore.create(plan, {}, tmp_path / "sweep")
+    ctl = controller(extra=("--sim-step-ms", "0"))
+
+    def stop_after_second(event):
+        if isinstance(event, ev.SlotFinished) and event.record.slot.index == 1:
+            raise KeyboardInterrupt
+
+    async def first():
+        try:
+            await SweepEngine(plan, store, ctl, on_event=stop_after_second).run()
+        finally:
+            await ctl.shutdown()
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(first())
+    assert store.read()["status"] == "interrupted"
+    assert [r.slot.index for r in store.records()] == [0, 1]
+    again = SweepStore.open(tmp_path / "sweep")
+    ctl2 = controller(extra=("--sim-step-ms", "0"))
+    events = []
+    records = run(again.plan(), again, ctl2, events)
+    assert ctl2.applied == ["b4-t4-w2048", "b8-t4-w2048"]  # only slots 2 and 3
+    assert [r.slot.index for r in records] == [0, 1, 2, 3]
+    assert events[0].done == (0, 1)
+    assert again.read()["status"] == "done" and len(again.read()["resumed_at"]) == 1
+    report = build_report(read_sweep(again.path))
+    assert report.row("b8-t4-w2048", (60, 2)).repeats == 2
+
+
+def test_eval_runs_after_the_bench_and_lands_in_the_slot_folder(tmp_path, state_dir, controller):
+    plan = SweepPlan((B8,), BenchPlan((60,), (1,), 16, False, 1, 0), 1, EvalSettings(1024, 2, ("is_palindrome", "fib")))
+    store = SweepStore.create(plan, {}, tmp_path / "sweep")
+    events = []
+    records = run(plan, store, controller(extra=("--sim-step-ms", "0", "--sim-wrong-rate", "0")), events)
+    assert records[0].status == "done" and records[0].eval_dir.startswith(str(store.path / "01-b8-t4-w2048-r1"))
+    summary = next(e for e in events if isinstance(e, ev.EvalFinished)).summary
+    assert sum(summary.values()) == 2
+    report = build_report(read_sweep(store.path))
+    assert report.pass_rates[0].total == 2
