@@ -73,3 +73,18 @@ def test_open_without_a_sweep_names_the_fix(tmp_path, state_dir):
         SweepStore.open(None)
     with pytest.raises(UsageError, match="no sweep.json"):
         SweepStore.open(tmp_path)
+
+
+def test_eta_from_restart_and_cell_samples():
+    from workloads.sweep import EtaModel
+
+    eta = EtaModel(expected_restart_s=None)
+    assert eta.eta(1, 4, 0) is None  # nothing measured, no history
+    eta = EtaModel(expected_restart_s=30.0)
+    assert eta.eta(2, 0, 0) == 60.0  # history medians before the first restart
+    eta.restart_s += [10.0, 20.0, 90.0]
+    eta.cell_s += [2.0, 4.0]
+    assert eta.eta(2, 5, 0) == 2 * 20.0 + 5 * 3.0  # median restart, mean cell
+    assert eta.eta(0, 0, 1) is None  # an eval still to run, none measured
+    eta.eval_s.append(7.0)
+    assert eta.eta(1, 1, 1) == 20.0 + 3.0 + 7.0

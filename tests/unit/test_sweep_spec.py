@@ -1,0 +1,60 @@
+"""From presets, a plan file and options to a SweepPlan; the speculation-off baseline config."""
+
+import pytest
+
+from backends.config import ServerConfig
+from backends.errors import ConfigError, UsageError
+from workloads.server_control import baseline_config
+from workloads.sweep_spec import build_plan
+
+
+def test_presets_baseline_and_matrix_options():
+    plan = build_plan(["b8-t4-w2048", "b8-t4-nowindow"], baseline=True, contexts=[60, 60, 1024], concurrency=[2],
+                      max_tokens=64, run_eval=False)
+    assert [c.name for c in plan.configs] == ["baseline", "b8-t4-w2048", "b8-t4-nowindow"]
+    assert plan.configs[0].baseline and plan.configs[1].knobs == {"budget": 8, "topk": 4, "window": 2048}
+    assert plan.configs[2].knobs["window"] is None
+    assert plan.bench.contexts == (60, 1024) and plan.bench.concurrencies == (2,) and plan.bench.max_tokens == 64
+    assert plan.eval is None
+
+
+def test_plan_file_with_custom_config_and_cli_overrides(tmp_path):
+    f = tmp_path / "plan.toml"
+    f.write_text('presets = ["b4-t4-w2048"]\nrepeats = 3\nbaseline = true\n'
+                 '[eval]\nmax_tokens = 512\nproblems = ["fib"]\n'
+                 '[bench]\ncontexts = [1024]\nconcurrency = [1, 8]\nmax_tokens = 100\n'
+                 '[[config]]\nname = "b8-t8"\nknobs = { budget = 8, topk = 8, window = "none" }\n')
+    plan = build_plan(["b16-t4-w2048"], plan_file=str(f), max_tokens=50)
+    assert [c.name for c in plan.configs] == ["baseline", "b4-t4-w2048", "b16-t4-w2048", "b8-t8"]
+    assert plan.configs[3].knobs == {"budget": 8, "topk": 8, "window": None}
+    assert plan.repeats == 3 and plan.bench.max_tokens == 50 and plan.bench.concurrencies == (1, 8)
+    assert plan.eval.max_tokens == 512 and plan.eval.problems == ("fib",)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("nonsense = 1\n", "unknown key 'nonsense'"),
+    ("[bench]\nctx = [1]\n", r"\[bench\] ctx"),
+    ('[[config]]\nname = "x"\n', "needs name"),
+    ('[[config]]\nname = "x"\nknobs = { budget = -1 }\n', "knob 'budget'"),
+    ("[bench]\ncontexts = [0]\n", "contexts: expected a positive integer"),
+])
+def test_bad_plan_files_name_the_field(tmp_path, text, match):
+    f = tmp_path / "plan.toml"
+    f.write_text('presets = ["b8-t4-w2048"]\n' + text)
+    with pytest.raises(ConfigError, match=match):
+        build_plan([], plan_file=str(f))
+
+
+def test_baseline_alone_is_not_a_sweep():
+    with pytest.raises(UsageError, match="no configuration"):
+        build_plan([], baseline=True)
+
+
+def test_baseline_config_turns_speculation_off():
+    base = ServerConfig(extra_args=("--speculative-algorithm", "DFLASH", "--mem-fraction-static", "0.8",
+                                    "--speculative-num-draft-tokens=16", "--speculative-use-block-verification"),
+                        env={"SGLANG_DDTREE_MAX_TOPK": "4", "X": "1"}).with_knobs({"budget": 8, "topk": 4})
+    cfg = baseline_config(base)
+    assert cfg.draft_model is None and set(cfg.knobs.values()) == {None}
+    assert cfg.extra_args == ("--mem-fraction-static", "0.8") and cfg.env == {"X": "1"}
+    assert cfg.config_hash() != base.config_hash()
