@@ -65,10 +65,13 @@ def records(out):
 
 
 def test_three_presets_and_baseline_restart_four_times_and_report_names_the_best(box):
-    cfg = box.config()  # the performance model paces the steps: no --sim-step-ms
+    # The simulator's seeded performance model paces the steps (no --sim-step-ms). b8-t4-w2048 leads
+    # b4-t4-w2048 at one stream and b16-t4-w2048 at eight (python -m backends.sim.model), so over
+    # both cells it wins by about 10%, well clear of the acceptance sampling noise.
+    cfg = box.config()
     out = box.tmp / "sweep"
     r = sweep(box, "--config", cfg, "sweep", "b8-t4-w2048", "b16-t4-w2048", "b4-t4-w2048", "--baseline",
-              "--contexts", "4096", "--concurrency", "8", "--requests-per-cell", "8", "--max-tokens", "128",
+              "--contexts", "60", "--concurrency", "1", "8", "--max-tokens", "96",
               "--warmup", "0", "--no-eval", "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stderr.count("restarting the server") == 4
