@@ -111,3 +111,21 @@ def test_eval_runs_after_the_bench_and_lands_in_the_slot_folder(tmp_path, state_
     assert sum(summary.values()) == 2
     report = build_report(read_sweep(store.path))
     assert report.pass_rates[0].total == 2
+
+
+def test_a_slot_cut_short_mid_bench_keeps_its_cells_and_runs_only_the_missing_ones(tmp_path, state_dir, controller):
+    import json
+
+    plan = SweepPlan((B8,), SMALL)
+    store = SweepStore.create(plan, {}, tmp_path / "sweep")
+    bench = store.slot_dir(plan.schedule()[0]) / "bench"
+    bench.mkdir()
+    (bench / "run.json").write_text(json.dumps({"kind": "bench", "status": "interrupted", "plan": SMALL.to_json()}))
+    (bench / "cells.jsonl").write_text(json.dumps({"context": 60, "concurrency": 1, "output_tok_s": 12345.0}) + "\n")
+    records = run(plan, store, controller(extra=("--sim-step-ms", "0")))
+    assert records[0].status == "done"
+    cells = [json.loads(x) for x in (bench / "cells.jsonl").read_text().splitlines()]
+    assert [(c["context"], c["concurrency"]) for c in cells] == [(60, 1), (60, 2)]
+    assert cells[0]["output_tok_s"] == 12345.0  # kept, not re-measured
+    run_doc = json.loads((bench / "run.json").read_text())
+    assert run_doc["status"] == "done" and len(run_doc["resumed_at"]) == 1 and run_doc["sweep"]["slot"] == "01-b8-t4-w2048-r1"
