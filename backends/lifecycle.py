@@ -31,6 +31,7 @@ from backends.verify import verify
 PORT_RELEASE_S = 60.0   # how long a stopped server may keep its port before we give up
 GPU_RELEASE_S = 60.0    # ... and its GPU memory
 TAIL_LINES = 20
+HEARTBEAT_S = 5.0       # repeat an unchanged phase this often, so a long wait still shows progress
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class ServerManager:
         self.history = StartupHistory.default()
         self.tracker = StartupTracker(self.history.medians(config.model))
         self._last_report: tuple[str, str] | None = None
+        self._last_time = 0.0
         self.probe_count = 0
 
     # --- reporting --------------------------------------------------------------------------
@@ -86,9 +88,9 @@ class ServerManager:
         if phase == READY and probing:
             phase, detail = "warmup", "log says ready; probing the new pid"
         key = (phase, detail)
-        if key == self._last_report and not force:
+        if key == self._last_report and not force and now - self._last_time < HEARTBEAT_S:
             return
-        self._last_report = key
+        self._last_report, self._last_time = key, now
         self.on_progress(Progress(phase, detail, t.elapsed(now), t.phase_elapsed(now), t.eta_s(now), pid))
 
     # --- state ------------------------------------------------------------------------------
@@ -112,20 +114,41 @@ class ServerManager:
         if isinstance(self.backend, EndpointBackend):
             return await self.attach_endpoint()
         state = self.current()
-        if state and state.backend == self.config.backend and state.phase == "ready" \
+        if state and state.backend == self.config.backend and state.phase in ("ready", "starting") \
                 and state.config_hash == self.config.config_hash() and state.is_alive():
-            self.on_note(f"re-attached to pid {state.pid}: already running this config")
+            return await self.reattach(state)
+        return await self.restart()
+
+    async def reattach(self, state: ServerState) -> ServerState:
+        """Follow a server an earlier ddtune started (same pid, same start time) until it is ready."""
+        self.on_note(f"re-attached to pid {state.pid} ({state.phase}): it already runs this config")
+        if state.phase == "ready":
             async with ReadinessProbe(state.url, state.port, state.pid) as probe:
                 result = await probe.probe()
             if result.ready:
                 return state
-            self.on_note(f"the running server does not answer ({result.reason}); restarting")
-        return await self.restart()
+            self.on_note(f"it does not generate now ({result.reason}); following it")
+        self.tracker.begin_wait(time.monotonic(), "re-attached")
+        plan = await asyncio.to_thread(self.plan)
+        return await self._follow(state, plan)
 
     async def restart(self) -> ServerState:
         if not self.backend.CAN_START:
             await self.backend.start(None)  # type: ignore[arg-type]  # raises the backend's own message
         plan = await asyncio.to_thread(self.plan)
+        ticker = asyncio.create_task(self._tick())
+        try:
+            return await self._restart(plan)
+        finally:
+            ticker.cancel()
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            if self.tracker.phase in ("stopping-old", "waiting-for-port-and-gpu"):
+                self._report()
+
+    async def _restart(self, plan: LaunchPlan) -> ServerState:
         old = load_state()
         now = time.monotonic()
         self.tracker.begin_stop(now)
@@ -220,10 +243,11 @@ class ServerManager:
                     if time.monotonic() >= deadline:
                         failure = f"not ready after {self.config.ready_timeout_s:.0f} s (ready_timeout_s) in phase {self.tracker.phase}"
                         break
+                    # with a log, probe only once it named our pid in "Started server process [PID]"
                     pid_ok = not self.backend.has_logs() or watch.started_pid is not None
                     if watch.started_pid is not None and state.pid and watch.started_pid not in tree_pids(state.pid):
                         pid_ok = False
-                    if pid_ok and self.tracker.phase not in ("stopping-old", "waiting-for-port-and-gpu"):
+                    if pid_ok:
                         result = await probe.probe()
                         self.probe_count = probe.generations
                         if result.ready:

@@ -114,3 +114,10 @@ class SimBackend(ProcessBackend):
 
     def version(self, env: dict[str, str]) -> str | None:
         return None  # the simulator's --help is cheap: read it fresh, never cache it
+
+    def learn_help(self) -> ServerHelp:
+        # the simulator imitates the release named by --sim-version: ask that one for its flags
+        args = self.config.extra_args
+        pick = tuple(a for i, a in enumerate(args) if a.startswith("--sim-version")
+                     or (i > 0 and args[i - 1] == "--sim-version"))
+        return fetch_help(self.command_prefix() + pick, self.server_env(), None)
