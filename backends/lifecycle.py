@@ -31,6 +31,7 @@ from backends.verify import verify
 PORT_RELEASE_S = 60.0   # how long a stopped server may keep its port before we give up
 GPU_RELEASE_S = 60.0    # ... and its GPU memory
 TAIL_LINES = 20
+FATAL_GRACE_S = 2.0     # after a fatal line, wait this long (or for the exit) for the lines that explain it
 HEARTBEAT_S = 5.0       # repeat an unchanged phase this often, so a long wait still shows progress
 
 
@@ -231,14 +232,15 @@ class ServerManager:
                                       check_owner=not isinstance(self.backend, EndpointBackend)) as probe:
                 while True:
                     self._report(state.pid, probing=True)
-                    if watch.fatal is not None:
-                        failure = f"fatal log line: {watch.fatal}"
-                        break
-                    if not await self.backend.is_running(state):
-                        await asyncio.sleep(0.3)  # let the last lines of the log arrive
+                    running = await self.backend.is_running(state)
+                    if not running:
+                        await asyncio.sleep(0.5)  # let the watcher read the last lines of the log
                         code = await self.backend.exit_code(state)
-                        line = f": {watch.last_error}" if watch.last_error else ""
-                        failure = f"the server exited{'' if code is None else f' with code {code}'} before it was ready{line}"
+                        why = watch.fatal_reason() if watch.fatals else "no fatal line in the log"
+                        failure = f"the server exited{'' if code is None else f' with code {code}'} before it was ready; {why}"
+                        break
+                    if watch.fatal_at is not None and time.monotonic() - watch.fatal_at > FATAL_GRACE_S:
+                        failure = watch.fatal_reason()  # the first fatal line plus what followed it
                         break
                     if time.monotonic() >= deadline:
                         failure = f"not ready after {self.config.ready_timeout_s:.0f} s (ready_timeout_s) in phase {self.tracker.phase}"
@@ -319,6 +321,10 @@ async def fetch_server_info(url: str) -> dict | None:
         return None
 
 
+def _fatal_rank(event: Fatal) -> int:
+    return 0 if event.kind == "oom" else (2 if event.generic else 1)
+
+
 class _LogWatch:
     """Follows the server log: feeds the tracker, keeps the facts readiness and verification need."""
 
@@ -327,9 +333,19 @@ class _LogWatch:
         self.started_pid: int | None = None
         self.draft_runner: DraftRunner | None = None
         self.ddtree: DDTreeWorker | None = None
-        self.fatal: str | None = None
+        self.fatals: list[Fatal] = []
+        self.fatal_at: float | None = None  # when the first fatal (non-generic) line came
         self.last_error: str | None = None
         self.tail: list[str] = []
+
+    def fatal_reason(self) -> str:
+        """The fatal lines, most telling first (an OOM beats "scheduler hit an exception")."""
+        seen: list[str] = []
+        for event in sorted(self.fatals, key=_fatal_rank):
+            text = f"{event.kind}: {event.message}"
+            if text not in seen:
+                seen.append(text)
+        return "fatal log line: " + " | ".join(seen[:4])
 
     async def run(self, backend: Backend, state: ServerState) -> None:
         async for line in backend.log_lines(state, from_start=True):
@@ -346,6 +362,8 @@ class _LogWatch:
                 self.ddtree = event
             elif isinstance(event, Fatal):
                 self.last_error = f"{event.kind}: {event.message}"
-                if not event.generic and self.tracker.phase not in (READY, FAILED):
-                    self.fatal = self.last_error
+                if self.tracker.phase not in (READY, FAILED) or self.fatal_at is not None:
+                    self.fatals.append(event)
+                    if not event.generic and self.fatal_at is None:
+                        self.fatal_at = time.monotonic()
             self.tracker.feed(event, time.monotonic())
