@@ -80,7 +80,8 @@ def report_final(state) -> int:
         err(f"ddtune: server failed: {state.reason}")
         return 1
     took = f" in {state.ready_at - state.started_at:.1f}s" if state.ready_at else ""
-    err(f"ready{took}: pid {state.pid} at {state.url}")
+    who = f"pid {state.pid}" if state.pid else "attached"
+    err(f"ready{took}: {who} at {state.url}")
     eff = state.effective or {}
     err("effective: " + ", ".join(f"{k}={eff.get(k)}" for k in ("window_size", "compact_cache", "block_size", "budget")))
     for line in state.mismatches:
