@@ -171,6 +171,8 @@ class ServerManager:
             self.on_note(f"old server pid {old.pid} {how}")
         elif self.config.backend == "systemd":
             await self.backend.stop(old)
+        else:
+            self.on_note("no server of ours is running: nothing to stop")
         if old is not None:
             clear_state()
         self.tracker.begin_wait(time.monotonic(), f"port {self.config.port}")
