@@ -159,9 +159,25 @@ class TmuxSession:
         dead, status, sig = (self._tmux("display-message", "-p", "-t", "main",
                                         "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}")
                              .strip().split("|"))
-        if dead != "1" or not (status or sig):
+        if dead != "1":
+            return None
+        if not (status or sig):
+            # The pane's terminal has closed but tmux has not reaped the program: tmux 3.3a here
+            # sometimes misses the SIGCHLD (the program stays a zombie for good). Deliver it again;
+            # the server's handler only calls waitpid(WNOHANG).
+            self._signal_server(signal.SIGCHLD)
             return None
         return int(status) if status else -int(sig)
+
+    def _signal_server(self, sig: int) -> None:
+        if self.server_pid is None:
+            return
+        try:
+            server = psutil.Process(self.server_pid)
+            if server.name().startswith("tmux"):
+                server.send_signal(sig)
+        except psutil.NoSuchProcess:
+            pass
 
     # --- waiting ------------------------------------------------------------------------------------
     def wait_for(self, pattern: str | re.Pattern[str], timeout: float = 30) -> str:
