@@ -13,7 +13,6 @@ import psutil
 import pytest
 
 from tests.e2e.tmux import TmuxMissing, TmuxSession
-from tests.helpers import REPO, ddtune_env
 
 # Prints its pid, a child's in its process group, and a grandchild's that escaped with setsid(),
 # all ignoring SIGHUP and SIGTERM, so only the driver's SIGKILL of group and recorded tree can stop them.
@@ -133,15 +132,15 @@ def test_cleanup_after_a_failing_test_body():
     assert [pid for pid in [*pids, tmux.server_pid] if not gone(pid)] == []
 
 
-def test_textual_standin_counts_and_quits():
-    cmd = [sys.executable, "-m", "tests.e2e.standin_app"]
-    with TmuxSession(cmd, width=70, height=15, env=ddtune_env(), cwd=REPO) as tmux:
-        tmux.wait_for("count: 0", timeout=60)
-        tmux.send_keys("n", "n", "n")
-        screen = tmux.wait_for("count: 3")
-        assert "ddtune stand-in" in screen
-        tmux.send_keys("q")
-        assert tmux.wait_exit(timeout=60) == 0
+def test_textual_console_counts_and_quits(open_console, state_dir):
+    tmux = open_console(width=70, height=15)  # the stand-in until CONSOLE_CMD names the real console
+    tmux.wait_for("count: 0", timeout=60)
+    tmux.send_keys("n", "n", "n")
+    screen = tmux.wait_for("count: 3")
+    assert "ddtune stand-in" in screen
+    assert psutil.Process(tmux.pane_pid).environ()["DDTUNE_STATE_DIR"] == str(state_dir)
+    tmux.send_keys("q")
+    assert tmux.wait_exit(timeout=60) == 0
 
 
 def test_missing_tmux_fails_with_install_hint(tmp_path, monkeypatch):
