@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 
 import psutil
@@ -141,6 +142,22 @@ def test_textual_console_counts_and_quits(open_console, state_dir):
     assert psutil.Process(tmux.pane_pid).environ()["DDTUNE_STATE_DIR"] == str(state_dir)
     tmux.send_keys("q")
     assert tmux.wait_exit(timeout=60) == 0
+
+
+def test_failed_start_leaves_no_tmux_server():
+    session = TmuxSession(["cat"], width=0)
+    with pytest.raises(RuntimeError, match="width too small"):
+        with session:
+            raise AssertionError("a 0-column pane must not start")
+    probe = subprocess.run(["tmux", "-L", session.socket, "list-sessions"], capture_output=True, text=True,
+                           timeout=30)
+    assert probe.returncode != 0
+    assert re.search(r"no server running|No such file or directory", probe.stderr), probe.stderr
+
+
+def test_bad_cwd_names_the_field(tmp_path):
+    with pytest.raises(ValueError, match="cwd .*missing.*not a folder"):
+        TmuxSession(["cat"], cwd=tmp_path / "missing")
 
 
 def test_missing_tmux_fails_with_install_hint(tmp_path, monkeypatch):

@@ -50,6 +50,8 @@ class TmuxSession:
         self.env.pop("TMUX_PANE", None)
         self.env.update(TERMINAL_ENV)
         self.cwd = os.fspath(cwd) if cwd is not None else os.getcwd()
+        if not os.path.isdir(self.cwd):
+            raise ValueError(f"cwd {self.cwd!r}: not a folder; give an existing working directory")
         self.tmux = shutil.which(tmux)
         if self.tmux is None:
             raise TmuxMissing(f"tmux not found on PATH ({tmux!r}): {INSTALL_HINT}")
@@ -61,7 +63,11 @@ class TmuxSession:
 
     # --- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> TmuxSession:
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.close()  # a half-started server (exit-empty off) would otherwise outlive the test
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -106,11 +112,11 @@ class TmuxSession:
             except psutil.NoSuchProcess:
                 pass
         alive = _wait_gone(procs, timeout=30)
-        if self._socket_path:
-            try:
-                os.unlink(self._socket_path)
-            except FileNotFoundError:
-                pass
+        default_dir = os.path.join(self.env.get("TMUX_TMPDIR") or "/tmp", f"tmux-{os.getuid()}")
+        try:
+            os.unlink(self._socket_path or os.path.join(default_dir, self.socket))
+        except FileNotFoundError:
+            pass
         if alive:
             raise AssertionError(f"processes survived tmux cleanup: {[p.pid for p in alive]}")
 
@@ -215,7 +221,7 @@ class TmuxSession:
 
     def _tmux(self, *args: str) -> str:
         out = subprocess.run([self.tmux, "-L", self.socket, "-f", os.devnull, *args], env=self.env,
-                             cwd=self.cwd, capture_output=True, text=True, timeout=30)
+                             capture_output=True, text=True, timeout=30)
         if out.returncode != 0:
             raise RuntimeError(f"tmux {' '.join(args[:1])} failed ({out.returncode}): {out.stderr.strip()}")
         return out.stdout
