@@ -129,3 +129,26 @@ def test_a_slot_cut_short_mid_bench_keeps_its_cells_and_runs_only_the_missing_on
     assert cells[0]["output_tok_s"] == 12345.0  # kept, not re-measured
     run_doc = json.loads((bench / "run.json").read_text())
     assert run_doc["status"] == "done" and len(run_doc["resumed_at"]) == 1 and run_doc["sweep"]["slot"] == "01-b8-t4-w2048-r1"
+
+
+def test_a_server_that_dies_mid_bench_fails_its_slot_and_the_next_config_runs(tmp_path, state_dir, controller):
+    plan = SweepPlan((B8, B4), SMALL)
+    store = SweepStore.create(plan, {}, tmp_path / "sweep")
+    ctl = controller(extra=("--sim-step-ms", "0"))
+    events = []
+
+    def on_event(event):
+        events.append(event)
+        if isinstance(event, ev.CellFinished) and event.slot.index == 0 and event.cells_done == 1:
+            ctl.current[1].kill_group()  # SIGKILL the whole server between the two cells
+
+    async def main():
+        try:
+            return await SweepEngine(plan, store, ctl, on_event=on_event).run()
+        finally:
+            await ctl.shutdown()
+
+    records = asyncio.run(main())
+    assert [(r.slot.config, r.status) for r in records] == [("b8-t4-w2048", "failed"), ("b4-t4-w2048", "done")]
+    assert "stopped answering" in records[0].reason
+    assert len((store.path / "01-b8-t4-w2048-r1" / "bench" / "cells.jsonl").read_text().splitlines()) == 1
