@@ -3,14 +3,104 @@
 from __future__ import annotations
 
 HELP = "summarise a server log: phases, timings, draft settings, decode stats, fatal error"
-EXAMPLES = None
+EXAMPLES = """\
+examples:
+  ddtune inspect server.log                 phases with timings, weights, KV cache, CUDA graphs,
+                                            effective draft window, decode stats, the fatal line
+  ddtune inspect server.log --json          one JSON document (the shape other tools read)
+  ddtune inspect server.log --json | jq .draft.window_size
+
+the log is SGLang's stderr+stdout (any version 0.5.10+, TP/DP prefixes, tqdm bars, ANSI codes);
+exit 0 when read, 2 when the file cannot be read.
+"""
 
 
 def add_arguments(parser) -> None:
-    pass
+    parser.add_argument("logfile", metavar="LOGFILE", help="an SGLang server log file")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON document")
 
 
 def run(args) -> int:
-    from tui.commands._pending import not_yet
+    import json
+    import os
 
-    return not_yet("inspect", "lifecycle")
+    from backends.errors import UsageError
+    from backends.logsummary import SummaryBuilder, read_log_lines
+    from backends.startup import StartupTracker
+
+    path = args.logfile
+    if not os.path.exists(path):
+        raise UsageError(f"LOGFILE: no such file: {path}", hint="give the path of a saved SGLang server log")
+    if os.path.isdir(path):
+        raise UsageError(f"LOGFILE: {path} is a directory", hint="give the path of a log file inside it")
+    builder = SummaryBuilder()
+    tracker = StartupTracker()
+    clock: float | None = None
+    try:
+        for line in read_log_lines(path):
+            event = builder.add_line(line)
+            if event is None:
+                continue
+            t = event.time_s
+            clock = t if t is not None else clock
+            if clock is not None:
+                tracker.feed(event, clock)
+    except OSError as exc:
+        raise UsageError(f"LOGFILE: cannot read {path}: {exc.strerror or exc}",
+                         hint="check the path and its permissions") from None
+    summary = builder.summary()
+    if args.json:
+        print(json.dumps(summary.to_json()))
+    else:
+        print(render(path, summary, tracker, clock))
+    return 0
+
+
+def render(path, summary, tracker, clock) -> str:
+    """The human-readable report."""
+    out = [f"log: {path} ({summary.lines} lines, {summary.events} recognised)"]
+    state = "ready" if summary.ready else ("FAILED" if summary.fatal else "not ready")
+    pid = f"pid {summary.server_pid}" if summary.server_pid is not None else "no pid logged"
+    out.append(f"server: {state}, {pid}")
+    durations = tracker.durations(clock)
+    if durations:
+        out.append("phases (from log timestamps):")
+        for phase, seconds in durations.items():
+            out.append(f"  {phase:<18} {seconds:8.1f} s")
+        out.append(f"  {'last phase':<18} {tracker.phase}" + (f" ({tracker.detail})" if tracker.detail else ""))
+    if summary.weights:
+        out.append("weights:")
+        for i, w in enumerate(summary.weights):
+            role = "target" if i == 0 else ("draft" if i == 1 else f"model {i + 1}")
+            elapsed = f"{w.elapsed_s:.2f} s" if w.elapsed_s is not None else "? s"
+            mem = f"{w.mem_usage_gb:.2f} GB" if w.mem_usage_gb is not None else "? GB"
+            out.append(f"  {role:<7} {w.type or '?':<32} {elapsed:>10}  {mem:>10}")
+    if summary.shard_progress:
+        out.append(f"shards: {summary.shard_progress[0]}/{summary.shard_progress[1]} (last bar)")
+    if summary.kv_cache_tokens:
+        out.append("KV cache tokens: " + ", ".join(f"{t:,}" for t in summary.kv_cache_tokens))
+    if summary.cuda_graph:
+        out.append("CUDA graphs:")
+        for g in summary.cuda_graph:
+            out.append(f"  {g.name:<16} " + (f"{g.elapsed_s:.2f} s" if g.elapsed_s is not None else "not finished"))
+    d = summary.draft
+    if d is not None:
+        window = (f"window {d.window_size} (compact cache)" if d.compact_cache and d.window_size
+                  else "full-context draft cache (no window took effect)")
+        out.append(f"draft: {window}, block size {d.block_size if d.block_size is not None else '?'}")
+    s = summary.decode
+    if s.lines:
+        parts = [f"{s.lines} lines"]
+        if s.accept_len_mean is not None:
+            parts.append(f"accept len mean {s.accept_len_mean:.2f} (last {s.accept_len_last:.2f})")
+        if s.gen_throughput_last is not None:
+            parts.append(f"gen throughput last {s.gen_throughput_last:.1f} tok/s")
+        if s.running_req_max is not None:
+            parts.append(f"max running {s.running_req_max}")
+        out.append("decode: " + ", ".join(parts))
+    if summary.fatal is not None:
+        f = summary.fatal
+        where = f" at {f.ts}" if f.ts else ""
+        out.append(f"fatal: {f.kind}{where}")
+        out.append(f"  {f.message[:500]}")
+    return "\n".join(out)

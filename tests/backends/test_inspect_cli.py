@@ -1,0 +1,97 @@
+"""``ddtune inspect`` run as a real process: the JSON contract on the golden logs, the human
+report, and bad input (missing file, directory, binary garbage)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_ddtune
+
+LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
+KEYS = ["server_pid", "ready", "weights", "shard_progress", "kv_cache_tokens", "cuda_graph", "draft",
+        "decode", "fatal"]
+
+
+@pytest.mark.parametrize("name", ["dflash_0523_tp2", "oom_at_capture", "port_in_use",
+                                  "real_issue11218_capture_failed_compose"])
+def test_json_output_is_exactly_the_golden_document(name):
+    out = run_ddtune("inspect", str(LOGS / f"{name}.log"), "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)  # the whole of stdout is one JSON document
+    assert list(doc) == KEYS
+    assert doc == json.loads((LOGS / f"{name}.inspect.json").read_text())
+
+
+def test_json_shape_types():
+    doc = json.loads(run_ddtune("inspect", str(LOGS / "dflash_0523_tp2.log"), "--json").stdout)
+    assert isinstance(doc["server_pid"], int) and doc["ready"] is True
+    assert set(doc["weights"][0]) == {"elapsed_s", "type", "mem_usage_gb"}
+    assert set(doc["draft"]) == {"window_size", "compact_cache", "block_size"}
+    assert set(doc["decode"]) == {"lines", "accept_len_mean", "accept_len_last", "gen_throughput_last",
+                                  "running_req_max"}
+    assert doc["fatal"] is None
+    failed = json.loads(run_ddtune("inspect", str(LOGS / "oom_at_capture.log"), "--json").stdout)
+    assert failed["fatal"]["kind"] == "oom" and "CUDA out of memory" in failed["fatal"]["message"]
+    assert failed["cuda_graph"][-1] == {"name": "draft verify", "elapsed_s": None}
+
+
+def test_human_report_names_phases_draft_decode_and_fatal():
+    ok = run_ddtune("inspect", str(LOGS / "dflash_0523_tp2.log"))
+    assert ok.returncode == 0, ok.stderr
+    text = ok.stdout
+    for fragment in ("server: ready, pid 41235", "loading-weights", "capturing-graphs", "warmup",
+                     "Qwen3ForCausalLM", "target verify", "window 2048 (compact cache), block size 16",
+                     "accept len mean 3.47", "max running 8"):
+        assert fragment in text, fragment
+    bad = run_ddtune("inspect", str(LOGS / "port_in_use.log"))
+    assert bad.returncode == 0
+    assert "fatal: port_in_use" in bad.stdout
+    assert "[Errno 98]" in bad.stdout
+    full = run_ddtune("inspect", str(LOGS / "dflash_0511.log")).stdout
+    assert "full-context draft cache" in full
+
+
+def test_missing_file_and_directory_exit_2_naming_them(tmp_path):
+    missing = tmp_path / "nope.log"
+    out = run_ddtune("inspect", str(missing))
+    assert out.returncode == 2
+    assert f"no such file: {missing}" in out.stderr
+    assert out.stdout == ""
+    out = run_ddtune("inspect", str(tmp_path), "--json")
+    assert out.returncode == 2
+    assert "is a directory" in out.stderr
+
+
+def test_binary_garbage_and_empty_files_do_not_crash(tmp_path):
+    garbage = tmp_path / "garbage.bin"
+    rnd = random.Random(7)
+    garbage.write_bytes(bytes(rnd.randrange(256) for _ in range(200_000)) + b"\x00" * 1000)
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    for path in (garbage, empty):
+        out = run_ddtune("inspect", str(path), "--json")
+        assert out.returncode == 0, out.stderr
+        doc = json.loads(out.stdout)
+        assert doc["ready"] is False and doc["decode"]["lines"] == 0
+        human = run_ddtune("inspect", str(path))
+        assert human.returncode == 0 and "server: not ready" in human.stdout
+
+
+def test_one_long_line_without_newline(tmp_path):
+    path = tmp_path / "long.log"
+    with open(path, "w") as fh:
+        fh.write("[2026-11-30 09:00:00] The server is fired up and ready to roll!\n")
+        fh.write("x" * 5_000_000)
+    out = run_ddtune("inspect", str(path), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["ready"] is True
+
+
+def test_help_has_examples():
+    out = run_ddtune("inspect", "--help")
+    assert out.returncode == 0
+    assert "examples:" in out.stdout and "--json" in out.stdout
