@@ -8,3 +8,29 @@ def state_dir(tmp_path, monkeypatch):
     path.mkdir()
     monkeypatch.setenv("DDTUNE_STATE_DIR", str(path))
     return path
+
+
+@pytest.fixture
+def start_sim(tmp_path):
+    """Factory: ``start_sim(*sglang_args, wait='ready'|'listening'|None, env=None) -> SimProc``.
+
+    See tests/simproc.py. Every simulator started is killed by process group at teardown.
+    """
+    from tests.simproc import launch
+
+    started = []
+
+    def factory(*args, wait="ready", env=None, port=None):
+        sim = launch(*args, log_dir=tmp_path / "sim", wait=None, env=env, port=port)
+        started.append(sim)
+        if wait == "ready":
+            sim.wait_for("The server is fired up and ready to roll!")
+        elif wait == "listening":
+            sim.wait_for("Uvicorn running on http://")
+        return sim
+
+    try:
+        yield factory
+    finally:
+        for sim in started:
+            sim.kill_group()

@@ -1,16 +1,138 @@
-"""ddtune bench: run the benchmark matrix (contexts x concurrency) against a server"""
+"""ddtune bench: run the benchmark matrix (contexts x concurrency) against a server."""
 
 from __future__ import annotations
 
+import sys
+
+from tui.commands._options import add_server_options, non_negative_int, positive_int
+
 HELP = "run the benchmark matrix (contexts x concurrency) against a server"
-EXAMPLES = None
+EXAMPLES = """\
+examples:
+  ddtune bench --contexts 60 1024 4096 8192 --concurrency 1 8 32 64 --max-tokens 512
+  ddtune bench --contexts 60 1024 --concurrency 1 8 --coding          also grade coding answers
+  ddtune bench --url http://127.0.0.1:30000 --requests-per-cell 32 --warmup 2 --out bench.json
+  ddtune bench --resume                  continue the latest unfinished bench run
+  ddtune bench --resume RUN_DIR          continue that run (its plan is reused)
+
+results: $DDTUNE_STATE_DIR/runs/<time>-bench/ (run.json, cells.jsonl, responses.jsonl);
+schema: docs/results-schema.md
+"""
 
 
 def add_arguments(parser) -> None:
-    pass
+    parser.add_argument("--contexts", type=positive_int, nargs="+", default=[60, 1024, 4096, 8192], metavar="TOKENS",
+                        help="prompt sizes in tokens, as the server counts them (default 60 1024 4096 8192)")
+    parser.add_argument("--concurrency", type=positive_int, nargs="+", default=[1, 8, 32, 64], metavar="C",
+                        help="requests in flight per cell (default 1 8 32 64)")
+    parser.add_argument("--max-tokens", type=positive_int, default=512, metavar="N",
+                        help="output tokens per request (default 512)")
+    parser.add_argument("--coding", action="store_true",
+                        help="use the coding problems as prompts and grade every answer")
+    parser.add_argument("--requests-per-cell", type=positive_int, default=None, metavar="N",
+                        help="requests measured per cell (default: 2 x concurrency, at least 8)")
+    parser.add_argument("--warmup", type=non_negative_int, default=1, metavar="N",
+                        help="unrecorded requests before each cell (default 1)")
+    parser.add_argument("--out", metavar="FILE", help="also write the whole run (run + cells) as one JSON file")
+    parser.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR",
+                        help="continue an interrupted run (default: the latest bench run)")
+    parser.add_argument("--json", action="store_true", help="print the run as one JSON document on stdout")
+    add_server_options(parser)
 
 
 def run(args) -> int:
-    from tui.commands._pending import not_yet
+    import asyncio
 
-    return not_yet("bench", "workloads")
+    from tui.commands._options import server_url
+    from workloads.bench import BenchPlan
+    from workloads.bench_session import run_bench
+
+    url, api_key = server_url(args)
+    plan = BenchPlan(tuple(dict.fromkeys(args.contexts)), tuple(dict.fromkeys(args.concurrency)), args.max_tokens,
+                     args.coding, args.requests_per_cell, args.warmup)
+    bar = ProgressBar(sys.stderr)
+    doc = asyncio.run(run_bench(url, plan, api_key=api_key, resume=args.resume, progress=bar.update))
+    bar.close()
+    if args.out:
+        import json
+        import os
+
+        tmp = f"{args.out}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=2)
+            fh.write("\n")
+        os.replace(tmp, args.out)
+    if args.json:
+        import json
+
+        sys.stdout.write(json.dumps(doc) + "\n")
+    else:
+        sys.stdout.write(format_table(doc["cells"], doc["run"]) + "\n")
+    return 0
+
+
+class ProgressBar:
+    """A plain-text bar on stderr, redrawn with \\r on a terminal, one line per cell otherwise."""
+
+    def __init__(self, stream, width: int = 24) -> None:
+        self.stream = stream
+        self.width = width
+        self.tty = stream.isatty()
+        self._drawn = False
+
+    def update(self, p) -> None:
+        if not self.tty:
+            if p.phase == "done":
+                self.stream.write(f"cell {p.cells_done + 1}/{p.cells_total} done: context {p.context}, "
+                                  f"concurrency {p.concurrency}, {p.requests_total} requests\n")
+                self.stream.flush()
+            return
+        frac = (p.cells_done + (p.requests_done / p.requests_total if p.requests_total else 0)) / max(1, p.cells_total)
+        filled = int(frac * self.width)
+        bar = "#" * filled + "-" * (self.width - filled)
+        self.stream.write(f"\r[{bar}] {frac * 100:5.1f}%  cell {p.cells_done + 1}/{p.cells_total}  ctx {p.context}"
+                          f"  c {p.concurrency}  {p.phase} {p.requests_done}/{p.requests_total}   ")
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _f(value, fmt: str = ".0f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def format_table(cells: list[dict], run: dict) -> str:
+    coding = any(c.get("verdicts") for c in cells)
+    head = ["ctx", "prompt", "conc", "req", "err", "tok/s", "stream p50", "TTFT p50/p95/p99 ms",
+            "ITL p50/p95/p99 ms", "accept mean/p50"] + (["pass"] if coding else [])
+    rows = []
+    for c in cells:
+        t, i, a = c["ttft_ms"], c["itl_ms"], c["acceptance"]
+        row = [str(c["context"]), _f(c["prompt_tokens"]["mean"]), str(c["concurrency"]), str(c["requests"]),
+               str(c["errors"]), _f(c["output_tok_s"], ".1f"), _f(c["per_stream_tok_s"]["p50"], ".1f"),
+               f"{_f(t['p50'])}/{_f(t['p95'])}/{_f(t['p99'])}", f"{_f(i['p50'], '.1f')}/{_f(i['p95'], '.1f')}/{_f(i['p99'], '.1f')}",
+               f"{_f(a['mean'], '.2f')}/{_f(a['p50'], '.2f')}"]
+        if coding:
+            v = c.get("verdicts") or {}
+            row.append(f"{v.get('pass', 0)}/{sum(v.values())}")
+        rows.append(row)
+    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h) for k, h in enumerate(head)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in rows]
+    server = run.get("server") or {}
+    lines.append("")
+    lines.append(f"server {server.get('url')}  version {server.get('version') or '?'}  "
+                 f"gpu {', '.join((run.get('host') or {}).get('gpus') or []) or 'none'}")
+    if coding:
+        total = {}
+        for c in cells:
+            for k, v in (c.get("verdicts") or {}).items():
+                total[k] = total.get(k, 0) + v
+        lines.append("coding: pass " + f"{total.get('pass', 0)}/{sum(total.values())}  " +
+                     "  ".join(f"{k} {v}" for k, v in total.items() if k != "pass" and v))
+    lines.append(f"run: {run.get('dir')}")
+    return "\n".join(lines)

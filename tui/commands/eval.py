@@ -1,16 +1,97 @@
-"""ddtune eval: run or regrade the coding eval"""
+"""ddtune eval: run the coding eval against a server, or regrade saved raw responses offline."""
 
 from __future__ import annotations
 
-HELP = "run or regrade the coding eval"
-EXAMPLES = None
+import sys
+
+from tui.commands._options import add_server_options, positive_int
+
+HELP = "run the coding eval against a server, or regrade saved responses offline"
+EXAMPLES = """\
+examples:
+  ddtune eval                                  all built-in problems against the configured server
+  ddtune eval --problems fib gcd --max-tokens 4096 --concurrency 8
+  ddtune eval --url http://127.0.0.1:30000 --out eval.json
+  ddtune eval --regrade ~/.local/state/ddtune/runs/20261130T100000Z-eval/responses.jsonl
+  ddtune eval --regrade responses.jsonl --json  one JSON document: results in input order + summary
+
+regrade input: JSONL, one {"problem", "content", "reasoning_content", "finish_reason"} per line
+verdicts: pass, fail, error, timeout, no_code, truncated
+"""
 
 
 def add_arguments(parser) -> None:
-    pass
+    parser.add_argument("--problems", nargs="+", metavar="ID", help="problem ids to run (default: all)")
+    parser.add_argument("--max-tokens", type=positive_int, default=4096, metavar="N",
+                        help="max tokens per answer (default 4096)")
+    parser.add_argument("--concurrency", type=positive_int, default=4, metavar="C",
+                        help="requests in flight (default 4)")
+    parser.add_argument("--out", metavar="FILE", help="also write the results as one JSON document to FILE")
+    parser.add_argument("--regrade", metavar="FILE", help="re-score saved raw responses (JSONL); needs no server")
+    parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    add_server_options(parser)
 
 
 def run(args) -> int:
-    from tui.commands._pending import not_yet
+    import asyncio
+    import json
 
-    return not_yet("eval", "workloads")
+    from workloads.evaluate import regrade, read_responses, summarize
+    from workloads.problems import load_problems
+
+    problems = load_problems()
+    if args.regrade:
+        records = read_responses(args.regrade)
+        grades = asyncio.run(regrade(records, problems))
+        doc = {"results": [g.to_json() for g in grades], "summary": summarize(grades)}
+        if args.out:
+            _write_json(args.out, doc)
+        if args.json:
+            sys.stdout.write(json.dumps(doc) + "\n")
+        else:
+            _print_grades(doc)
+        return 0
+
+    from tui.commands._options import server_url
+    from workloads.eval_runner import run_eval
+
+    url, api_key = server_url(args)
+    doc = asyncio.run(run_eval(url, api_key=api_key, problem_ids=args.problems, max_tokens=args.max_tokens,
+                               concurrency=args.concurrency, progress=None if args.json else _progress))
+    if args.out:
+        _write_json(args.out, doc)
+    if args.json:
+        sys.stdout.write(json.dumps(doc) + "\n")
+    else:
+        _print_grades(doc)
+        sys.stdout.write(f"raw responses: {doc['run_dir']}/responses.jsonl\n")
+    return 0
+
+
+def _progress(done: int, total: int, grade) -> None:
+    sys.stderr.write(f"[{done}/{total}] {grade.problem}: {grade.verdict}\n")
+
+
+def _write_json(path: str, doc: dict) -> None:
+    import json
+    import os
+
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=2)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def _print_grades(doc: dict) -> None:
+    results = doc["results"]
+    width = max([len("problem")] + [len(r["problem"]) for r in results])
+    out = [f"{'problem':<{width}}  {'verdict':<9}  detail"]
+    for r in results:
+        out.append(f"{r['problem']:<{width}}  {r['verdict']:<9}  {r['detail']}")
+    summary = doc["summary"]
+    total = sum(summary.values())
+    out.append("")
+    out.append(f"pass {summary.get('pass', 0)}/{total}  " + "  ".join(
+        f"{k} {v}" for k, v in summary.items() if k != "pass" and v))
+    sys.stdout.write("\n".join(out) + "\n")

@@ -1,16 +1,114 @@
-"""ddtune load: keep coding prompts in flight and print windowed tok/s and acceptance"""
+"""ddtune load: keep coding prompts in flight and print windowed tok/s and acceptance."""
 
 from __future__ import annotations
 
+import sys
+
+from tui.commands._options import add_server_options, positive_float, positive_int
+
 HELP = "keep coding prompts in flight and print windowed tok/s and acceptance"
-EXAMPLES = None
+EXAMPLES = """\
+examples:
+  ddtune load --concurrency 8                       until Ctrl-C, one status line per second
+  ddtune load --concurrency 32 --duration 60 --max-tokens 1024
+  ddtune load --concurrency 4 --duration 10 --show-requests --problems fib gcd
+  ddtune load --concurrency 8 --duration 30 --json  one JSON summary on stdout at the end
+
+every raw response is saved in $DDTUNE_STATE_DIR/runs/<time>-load/responses.jsonl
+"""
 
 
 def add_arguments(parser) -> None:
-    pass
+    parser.add_argument("--concurrency", type=positive_int, required=True, metavar="C",
+                        help="coding prompts kept in flight")
+    parser.add_argument("--duration", type=positive_float, default=None, metavar="S",
+                        help="stop after S seconds (default: run until Ctrl-C)")
+    parser.add_argument("--max-tokens", type=positive_int, default=2048, metavar="N",
+                        help="max tokens per answer (default 2048)")
+    parser.add_argument("--problems", nargs="+", metavar="ID", help="problem ids to cycle through (default: all)")
+    parser.add_argument("--show-requests", action="store_true", help="also print every finished request")
+    parser.add_argument("--json", action="store_true", help="print only a JSON summary on stdout at the end")
+    add_server_options(parser)
+
+
+def _f(value, fmt) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def status_line(s) -> str:
+    v = s.verdicts
+    graded = sum(v.values())
+    return (f"t={s.elapsed_s:6.1f}s  in-flight {s.in_flight:3d}  tok/s 1s {s.window_1s.tokens_per_s:8.1f} "
+            f"10s {s.window_10s.tokens_per_s:8.1f}  accept 1s {_f(s.window_1s.acceptance, '.2f')} "
+            f"10s {_f(s.window_10s.acceptance, '.2f')}  done {s.finished}  err {s.errors}  "
+            f"pass {v.get('pass', 0)}/{graded}")
 
 
 def run(args) -> int:
-    from tui.commands._pending import not_yet
+    import asyncio
+    import json
+    import time
 
-    return not_yet("load", "workloads")
+    from backends.errors import ServerError
+    from tui.commands._options import server_url
+    from workloads.client import StreamingClient
+    from workloads.load import LoadEngine, LoadStopped, RequestFinished, StatsUpdated
+    from workloads.problems import load_problems, select_problems
+    from workloads.provenance import host_provenance, server_provenance
+    from workloads.results import RunStore
+
+    url, api_key = server_url(args)
+    problems = select_problems(load_problems(), args.problems)
+    out = sys.stdout
+
+    def on_event(event) -> None:
+        if args.json:
+            return
+        if isinstance(event, StatsUpdated):
+            out.write(status_line(event.stats) + "\n")
+        elif isinstance(event, RequestFinished) and args.show_requests:
+            r = event.result
+            verdict = event.grade.verdict if event.grade else f"request error: {r.error}"
+            out.write(f"  {event.problem:<16} {verdict:<10} {r.output_tokens:5d} tok  "
+                      f"accept {_f(r.acceptance, '.2f')}  {r.e2e_s * 1000:7.0f} ms\n")
+        out.flush()
+
+    async def main():
+        async with StreamingClient(url, api_key=api_key, concurrency=args.concurrency) as client:
+            server = await server_provenance(client)
+            if server["server_info"] is None:
+                await client.get_json("/v1/models")
+            store = RunStore.create("load", {"plan": {"concurrency": args.concurrency, "duration_s": args.duration,
+                                                      "max_tokens": args.max_tokens,
+                                                      "problems": [p.id for p in problems]},
+                                             "server": server, "host": host_provenance(), "started_at": time.time()})
+            engine = LoadEngine(client, problems, concurrency=args.concurrency, max_tokens=args.max_tokens,
+                                on_event=on_event, store=store)
+            import signal
+
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):  # stop cleanly: finish grading, print the summary
+                loop.add_signal_handler(sig, engine.stop, "interrupted")
+            stopped: list[LoadStopped] = []
+            engine.add_listener(lambda e: stopped.append(e) if isinstance(e, LoadStopped) else None)
+            try:
+                stats = await engine.run(args.duration)
+            finally:
+                store.close()
+            stop = stopped[-1]
+            summary = {"reason": stop.reason, "error": stop.error, "elapsed_s": stats.elapsed_s,
+                       "finished": stats.finished, "errors": stats.errors, "output_tokens": stats.output_tokens,
+                       "output_tok_s": stats.output_tokens / stats.elapsed_s if stats.elapsed_s > 0 else None,
+                       "verdicts": stats.verdicts, "run_dir": str(store.path)}
+            store.update_run(status="failed" if stop.error else "done", finished_at=time.time(), summary=summary)
+            return summary
+
+    summary = asyncio.run(main())
+    if args.json:
+        out.write(json.dumps(summary) + "\n")
+    else:
+        out.write(f"{summary['reason']}: {summary['finished']} finished, {summary['errors']} errors, "
+                  f"{_f(summary['output_tok_s'], '.1f')} tok/s overall; responses in {summary['run_dir']}\n")
+    if summary["error"]:
+        raise ServerError(f"the load stopped: {summary['error']}", hint="is the server still up? 'ddtune status'")
+    return 0

@@ -1,0 +1,245 @@
+"""SGLang-style command line of the simulator: the flags of SGLang 0.5.23 (or 0.5.11) plus --sim-*.
+
+``build_parser(version)`` gives an argparse parser whose ``--help`` lists flags the way SGLang's
+``ServerArgs.add_cli_args`` does, so flag detection by grepping ``--help`` works on the simulator.
+``parse(argv)`` returns a frozen :class:`SimArgs`; SGLang's own validation errors are raised as
+:class:`SGLangValueError` carrying SGLang's exact message (the caller prints it as SGLang would).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass, field
+
+VERSIONS = ("0.5.23", "0.5.11")
+PHASES = ("load", "capture", "warmup")
+HANG_PHASES = ("load", "capture", "warmup", "shutdown")
+ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH")
+DEFAULT_BLOCK_SIZE = 16
+DEFAULT_DDTREE_TOPK = 6
+
+
+class SGLangValueError(ValueError):
+    """A ServerArgs validation error, message exactly as SGLang words it."""
+
+
+@dataclass(frozen=True)
+class SimArgs:
+    """Everything the simulator needs from its command line, validated."""
+
+    version: str
+    model_path: str
+    served_model_name: str
+    host: str
+    port: int
+    api_key: str | None
+    reasoning_parser: str | None
+    decode_log_interval: int
+    enable_metrics: bool
+    max_running_requests: int
+    context_length: int
+    algorithm: str | None            # None, "DFLASH" or "DDTREE" (fork flag maps to DDTREE)
+    ddtree_flavour: str | None       # "pr29907" (--speculative-algorithm DDTREE) or "fork" (--speculative-dflash-enable-ddtree)
+    draft_model_path: str | None
+    block_size: int
+    window: int | None
+    budget: int | None               # DDTree tree budget (drafted nodes verified per step)
+    topk: int                        # DDTree max topk (env SGLANG_DDTREE_MAX_TOPK)
+    load_seconds: float
+    step_ms: float | None            # None: the performance model decides; 0: no pacing
+    seed: int
+    wrong_rate: float
+    fail_at: str | None
+    hang_at: str | None
+    drain_seconds: float
+    children: int
+    orphan_seconds: float
+    server_args: dict = field(default_factory=dict)  # every parsed dest, for the server_args= dump
+
+    @property
+    def speculative(self) -> bool:
+        return self.algorithm is not None
+
+    @property
+    def window_flag(self) -> str:
+        return "--speculative-dflash-draft-window-size" if self.version == "0.5.11" else "--speculative-draft-window-size"
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
+    """The parser for one SGLang release's flag spelling (``prog`` as ``python -m sglang.launch_server``)."""
+    p = argparse.ArgumentParser(prog="launch_server.py")
+    a = p.add_argument
+    a("--model-path", "--model", type=str, required=True,
+      help="The path of the model weights. This can be a local folder or a Hugging Face repo ID.")
+    a("--tokenizer-path", type=str, default=None, help="The path of the tokenizer.")
+    a("--served-model-name", type=str, default=None,
+      help="Override the model name returned by the v1/models endpoint in OpenAI API server.")
+    a("--host", type=str, default="127.0.0.1", help="The host of the HTTP server.")
+    a("--port", type=int, default=30000, help="The port of the HTTP server.")
+    a("--api-key", type=str, default=None,
+      help="Set API key of the server. It is also used in the OpenAI API compatible server.")
+    a("--trust-remote-code", action="store_true",
+      help="Whether or not to allow for custom models defined on the Hub in their own modeling files.")
+    a("--dtype", type=str, default="auto", help="Data type for model weights and activations.")
+    a("--context-length", type=int, default=None,
+      help="The model's maximum context length. Defaults to None (will use the value from the model's config.json instead).")
+    a("--mem-fraction-static", type=float, default=None,
+      help="The fraction of the memory used for static allocation (model weights and KV cache memory pool).")
+    a("--max-running-requests", type=int, default=None, help="The maximum number of running requests.")
+    a("--chunked-prefill-size", type=int, default=None, help="The maximum number of tokens in a chunk for the chunked prefill.")
+    a("--tp-size", "--tp", type=int, default=1, help="The tensor parallelism size.")
+    a("--attention-backend", type=str, default=None, help="Choose the kernels for attention layers.")
+    a("--cuda-graph-max-bs", type=int, default=None, help="Set the maximum batch size for cuda graph.")
+    a("--disable-cuda-graph", action="store_true", help="Disable cuda graph.")
+    a("--log-level", type=str, default="info", help="The logging level of all loggers.")
+    a("--decode-log-interval", type=int, default=40, help="The log interval of decode batch.")
+    a("--enable-metrics", action="store_true", help="Enable log prometheus metrics.")
+    a("--reasoning-parser", type=str, default=None,
+      help="Specify the parser for reasoning models. Supported parsers: deepseek-r1, deepseek-v3, glm45, kimi_k2, qwen3, qwen3-thinking, step3.")
+    a("--random-seed", type=int, default=None, help="The random seed.")
+    if version == "0.5.11":
+        a("--speculative-algorithm", type=str, choices=list(ALGORITHMS), default=None,
+          help="Speculative algorithm.")
+    else:
+        a("--speculative-algorithm", type=str, default=None,
+          help="Speculative algorithm (case-insensitive): EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, DFLASH, DDTREE.")
+    a("--speculative-draft-model-path", "--speculative-draft-model", type=str, default=None,
+      help="The path of the draft model weights. This can be a local folder or a Hugging Face repo ID.")
+    a("--speculative-num-steps", type=int, default=None,
+      help="The number of steps sampled from draft model in Speculative Decoding.")
+    a("--speculative-eagle-topk", type=int, default=None,
+      help="The number of tokens sampled from the draft model in eagle2 each step.")
+    a("--speculative-num-draft-tokens", type=int, default=None,
+      help="The number of tokens sampled from the draft model in Speculative Decoding. For DFLASH: the verify block size.")
+    a("--speculative-dflash-block-size", type=int, default=None,
+      help="Alias of --speculative-num-draft-tokens for DFLASH.")
+    if version == "0.5.11":
+        a("--speculative-dflash-draft-window-size", dest="speculative_draft_window_size", type=int, default=None,
+          help="DFLASH draft KV sliding-window size. Must be >= block_size when set.")
+    else:
+        a("--speculative-draft-window-size", type=int, default=None,
+          help="Draft KV sliding-window size for DFLASH. Must be >= block_size when set.")
+        a("--speculative-ddtree-budget", type=int, default=None,
+          help="DDTREE: number of draft tree nodes verified per step (default: block size - 1). "
+               "Max top-k per node is the environment variable SGLANG_DDTREE_MAX_TOPK (default 6).")
+        a("--speculative-dflash-enable-ddtree", action="store_true",
+          help="DFLASH: verify a DDTree draft tree instead of a single chain (tree budget = "
+               "--speculative-num-draft-tokens - 1; top-k from SGLANG_DDTREE_MAX_TOPK).")
+    a("--speculative-draft-attention-backend", type=str, default=None, help="Attention backend for the draft model.")
+    a("--speculative-draft-kv-cache-dtype", type=str, default=None, help="KV cache dtype of the draft model.")
+    a("--speculative-use-block-verification", action="store_true", help="DFLASH: use block verification.")
+
+    g = p.add_argument_group("simulator (ddtune sim only; not SGLang flags)")
+    g.add_argument("--sim-version", choices=VERSIONS, default="0.5.23",
+                   help="SGLang release to imitate: flag spelling and log formats (default: 0.5.23).")
+    g.add_argument("--sim-load-seconds", type=_positive_float, default=4.0,
+                   help="Total time of the paced startup log before the port opens (default: 4).")
+    g.add_argument("--sim-step-ms", type=_positive_float, default=None,
+                   help="Fixed decode step time in ms instead of the performance model; 0 removes pacing.")
+    g.add_argument("--sim-seed", type=int, default=1234, help="Seed of acceptance and answers (default: 1234).")
+    g.add_argument("--sim-wrong-rate", type=float, default=0.1,
+                   help="Fraction of coding answers whose final solution is wrong (default: 0.1).")
+    g.add_argument("--sim-fail-at", choices=PHASES, default=None,
+                   help="Die during this startup phase with SGLang's fatal text.")
+    g.add_argument("--sim-hang-at", choices=HANG_PHASES, default=None,
+                   help="Stop making progress in this phase (shutdown: ignore SIGTERM).")
+    g.add_argument("--sim-drain-seconds", type=_positive_float, default=0.0,
+                   help="After SIGTERM keep answering for this many seconds, then exit 0.")
+    g.add_argument("--sim-children", type=int, default=0,
+                   help="Start N scheduler-like child processes in the server's process group.")
+    g.add_argument("--sim-orphan-seconds", type=_positive_float, default=30.0,
+                   help="How long children outlive a parent that died without stopping them (default: 30).")
+    return p
+
+
+def _peek_version(argv: list[str]) -> str:
+    for i, arg in enumerate(argv):
+        if arg == "--sim-version" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--sim-version="):
+            return arg.split("=", 1)[1]
+    return "0.5.23"
+
+
+def parse(argv: list[str], environ: dict[str, str] | None = None) -> SimArgs:
+    """Parse and validate like SGLang: argparse errors exit 2, ServerArgs errors raise SGLangValueError."""
+    environ = os.environ if environ is None else environ
+    version = _peek_version(argv)
+    if version not in VERSIONS:
+        version = "0.5.23"  # argparse reports the bad choice below
+    ns = build_parser(version).parse_args(argv)
+    window_flag = "--speculative-dflash-draft-window-size" if version == "0.5.11" else "--speculative-draft-window-size"
+
+    algo = ns.speculative_algorithm.upper() if ns.speculative_algorithm else None
+    if algo is not None and algo not in ALGORITHMS and not (version != "0.5.11" and algo == "DDTREE"):
+        raise SGLangValueError(f"Unknown speculative algorithm name: {ns.speculative_algorithm}")
+    flavour = None
+    if algo == "DDTREE":
+        flavour = "pr29907"
+    elif algo == "DFLASH" and getattr(ns, "speculative_dflash_enable_ddtree", False):
+        algo, flavour = "DDTREE", "fork"
+    if algo is not None and algo not in ("DFLASH", "DDTREE"):
+        raise SGLangValueError(f"Speculative algorithm {algo} needs a draft or target model the simulator cannot imitate; "
+                               "use DFLASH or DDTREE.")
+    if algo is not None and not ns.speculative_draft_model_path:
+        raise SGLangValueError(f"{'DFLASH' if flavour != 'pr29907' else 'DDTREE'} speculative decoding requires setting "
+                               "--speculative-draft-model-path.")
+    nd, bs = ns.speculative_num_draft_tokens, ns.speculative_dflash_block_size
+    if nd is not None and bs is not None and nd != bs:
+        raise SGLangValueError(
+            "Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ. "
+            f"For DFLASH they must match. speculative_num_draft_tokens={nd}, speculative_dflash_block_size={bs}.")
+    block = nd if nd is not None else (bs if bs is not None else DEFAULT_BLOCK_SIZE)
+    window = ns.speculative_draft_window_size if algo else None
+    if window is not None:
+        if window <= 0:
+            raise SGLangValueError(f"{window_flag} must be positive, got {window}.")
+        if window < block:
+            raise SGLangValueError(
+                f"{window_flag} must be >= --speculative-num-draft-tokens (block_size). "
+                f"window_size={window}, block_size={block}.")
+    budget = None
+    topk = 1
+    if algo == "DDTREE":
+        given = getattr(ns, "speculative_ddtree_budget", None)
+        budget = given if (given is not None and flavour == "pr29907") else block - 1
+        if budget <= 0:
+            raise SGLangValueError(f"--speculative-ddtree-budget must be positive, got {budget}.")
+        raw_topk = environ.get("SGLANG_DDTREE_MAX_TOPK", str(DEFAULT_DDTREE_TOPK))
+        try:
+            topk = int(raw_topk)
+        except ValueError:
+            raise SGLangValueError(f"SGLANG_DDTREE_MAX_TOPK must be an integer, got {raw_topk!r}.") from None
+        if topk <= 0:
+            raise SGLangValueError(f"SGLANG_DDTREE_MAX_TOPK must be positive, got {topk}.")
+    max_running = ns.max_running_requests or (48 if algo else 1024)
+    if ns.sim_children < 0:
+        raise SGLangValueError(f"--sim-children must be >= 0, got {ns.sim_children}.")
+    if ns.decode_log_interval <= 0:
+        raise SGLangValueError(f"--decode-log-interval must be positive, got {ns.decode_log_interval}.")
+    dump = {k: v for k, v in vars(ns).items() if not k.startswith("sim_")}
+    dump.update(served_model_name=ns.served_model_name or ns.model_path,
+                tokenizer_path=ns.tokenizer_path or ns.model_path)
+    if algo is not None:
+        dump.update(speculative_algorithm=algo if flavour != "fork" else "DFLASH", speculative_num_steps=1,
+                    speculative_eagle_topk=1, speculative_num_draft_tokens=block, max_running_requests=max_running)
+    return SimArgs(
+        version=version, model_path=ns.model_path, served_model_name=ns.served_model_name or ns.model_path,
+        host=ns.host, port=ns.port, api_key=ns.api_key, reasoning_parser=ns.reasoning_parser,
+        decode_log_interval=ns.decode_log_interval, enable_metrics=ns.enable_metrics,
+        max_running_requests=max_running, context_length=ns.context_length or 40960,
+        algorithm=algo, ddtree_flavour=flavour, draft_model_path=ns.speculative_draft_model_path,
+        block_size=block, window=window, budget=budget, topk=topk,
+        load_seconds=ns.sim_load_seconds, step_ms=ns.sim_step_ms, seed=ns.sim_seed,
+        wrong_rate=ns.sim_wrong_rate, fail_at=ns.sim_fail_at, hang_at=ns.sim_hang_at,
+        drain_seconds=ns.sim_drain_seconds, children=ns.sim_children, orphan_seconds=ns.sim_orphan_seconds,
+        server_args=dump,
+    )

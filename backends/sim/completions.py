@@ -1,0 +1,226 @@
+"""``/generate`` and ``/v1/chat/completions`` in SGLang's JSON shapes, streaming (SSE) and not."""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from collections import Counter
+
+from backends.sim import answers
+from backends.sim.engine import Engine, SimRequest
+from backends.sim.http import Request, Response
+
+EOS_ID = 151645
+_dumps = json.dumps
+
+
+def render_chat(messages) -> str:
+    """The prompt text a Qwen-style chat template would produce (used for prompt token counts)."""
+    parts = []
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        parts.append(f"<|im_start|>{m.get('role', 'user') if isinstance(m, dict) else 'user'}\n{content or ''}<|im_end|>\n")
+    return "".join(parts) + "<|im_start|>assistant\n"
+
+
+class BadRequest(Exception):
+    pass
+
+
+def _int_field(obj: dict, name: str, default):
+    value = obj.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadRequest(f"{name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+class Completions:
+    def __init__(self, engine: Engine, problems, args) -> None:
+        self.engine = engine
+        self.problems = problems
+        self.args = args
+        self.seen: Counter[str] = Counter()
+        self.filler = answers.filler_tokens()
+
+    def make_request(self, prompt: str, prompt_tokens: int, max_new: int, ignore_eos: bool, thinking: bool,
+                     seed) -> SimRequest:
+        salt = seed if isinstance(seed, int) else self.seen[prompt]
+        self.seen[prompt] += 1
+        rng = answers.request_rng(self.args.seed, prompt, salt)
+        ans = answers.compose(self.problems, prompt, rng, self.args.wrong_rate, thinking)
+        return SimRequest(prompt_tokens=prompt_tokens, tokens=ans.tokens, think_end=ans.think_end,
+                          max_new_tokens=max_new, rng=rng, filler=self.filler if ignore_eos else ())
+
+    def spec_fields(self, r: SimRequest) -> dict:
+        old = self.args.version == "0.5.11"   # 0.5.11 named the draft counters differently
+        return {"spec_verify_ct": r.verify_ct, "spec_accept_length": round(r.accept_length, 6),
+                "spec_accept_rate": round(r.accept_rate, 6) if self.args.speculative else 1.0,
+                "spec_accepted_drafts" if old else "spec_num_correct_drafts": r.correct_drafts,
+                "spec_proposed_drafts" if old else "spec_num_proposed_drafts": r.proposed_drafts}
+
+    def finish_reason(self, r: SimRequest):
+        if r.finish_reason == "length":
+            return {"type": "length", "length": r.max_new_tokens}
+        if r.finish_reason == "abort":
+            return {"type": "abort", "message": "Abort before prefill" if not r.out else "Abort in waiting queue"}
+        if r.finish_reason == "stop":
+            return {"type": "stop", "matched": EOS_ID}
+        return None
+
+    def meta_info(self, r: SimRequest) -> dict:
+        meta = {"id": r.rid, "finish_reason": self.finish_reason(r), "prompt_tokens": r.prompt_tokens,
+                "weight_version": "default", "completion_tokens": r.completion_tokens, "cached_tokens": 0,
+                "e2e_latency": round(time.monotonic() - r.start, 6)}
+        if r.finish_reason is not None:
+            meta.update(self.spec_fields(r))
+        return meta
+
+    # ---- /generate -------------------------------------------------------------------------
+    async def generate(self, req: Request, resp: Response, internal: bool = False) -> SimRequest | None:
+        body = req.json()
+        if not isinstance(body, dict):
+            raise BadRequest("request body must be a JSON object")
+        text, ids = body.get("text"), body.get("input_ids")
+        if text is None and ids is None:
+            raise BadRequest("Either text or input_ids should be provided.")
+        if isinstance(text, list) or (isinstance(ids, list) and ids and isinstance(ids[0], list)):
+            raise BadRequest("batched /generate is not supported by the simulator; send one prompt per request")
+        sp = body.get("sampling_params") or {}
+        max_new = _int_field(sp, "max_new_tokens", 128)
+        prompt = text if isinstance(text, str) else " ".join(map(str, ids))
+        ptok = answers.count_prompt_tokens(text) if isinstance(text, str) else max(1, len(ids))
+        r = self.make_request(prompt, ptok, max_new, bool(sp.get("ignore_eos")), True, body.get("seed"))
+        if isinstance(body.get("rid"), str):
+            r.rid = body["rid"]
+        if body.get("stream"):
+            resp.start_stream()
+            transport = resp.writer.transport
+
+            def on_step(sr: SimRequest, a: int, b: int) -> None:
+                if transport.is_closing():  # the client went away: abort, as SGLang does
+                    resp.closed = True
+                    self.engine.abort(sr.rid)
+                    return
+                payload = {"text": "".join(sr.out), "output_ids": [], "meta_info": self.meta_info(sr), "index": 0}
+                resp.chunk("data: " + _dumps(payload, separators=(",", ":")) + "\n\n")
+
+            r.on_step = on_step
+            self.engine.submit(r)
+            await r.done
+            resp.chunk("data: [DONE]\n\n")
+            resp.end_stream()
+            return r
+        self.engine.submit(r)
+        await r.done
+        out = {"text": "".join(r.out), "output_ids": [zlib.crc32(t.encode()) % 151000 for t in r.out],
+               "meta_info": self.meta_info(r)}
+        resp.send_json(200, out)
+        return r
+
+    # ---- /v1/chat/completions ---------------------------------------------------------------
+    async def chat(self, req: Request, resp: Response) -> None:
+        body = req.json()
+        if not isinstance(body, dict):
+            raise BadRequest("request body must be a JSON object")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise BadRequest("messages must be a non-empty list")
+        max_new = body.get("max_completion_tokens", body.get("max_tokens"))
+        max_new = _int_field({"max_tokens": max_new}, "max_tokens", None)
+        prompt = render_chat(messages)
+        ptok = answers.count_prompt_tokens(prompt)
+        if max_new is None:
+            max_new = max(1, self.args.context_length - ptok)
+        kwargs = body.get("chat_template_kwargs") or {}
+        thinking = kwargs.get("enable_thinking", kwargs.get("thinking", True)) is not False
+        r = self.make_request(prompt, ptok, max_new, bool(body.get("ignore_eos")), thinking, body.get("seed"))
+        separate = bool(self.args.reasoning_parser) and body.get("separate_reasoning", True) is not False
+        want_spec = bool(body.get("return_spec_tokens_details"))
+        model = body.get("model") or self.args.served_model_name
+        created = int(time.time())
+        if body.get("stream"):
+            await self._chat_stream(r, resp, body, separate, want_spec, model, created)
+            return
+        self.engine.submit(r)
+        await r.done
+        reasoning, content = self.split(r, 0, len(r.out), separate)
+        msg = {"role": "assistant", "content": content, "reasoning_content": reasoning if separate else None,
+               "tool_calls": None}
+        out = {"id": r.rid, "object": "chat.completion", "created": created, "model": model,
+               "choices": [{"index": 0, "message": msg, "logprobs": None, "finish_reason": self.oai_finish(r),
+                            "matched_stop": EOS_ID if r.finish_reason == "stop" else None}],
+               "usage": self.usage(r), "metadata": {"weight_version": "default"}}
+        if want_spec:
+            out["sglext"] = {"spec_tokens_details": self.spec_fields(r)}
+        resp.send_json(200, out)
+
+    def split(self, r: SimRequest, a: int, b: int, separate: bool) -> tuple[str, str]:
+        """(reasoning, content) text of output tokens a..b."""
+        if not separate:
+            return "", "".join(r.out[a:b])
+        end = r.think_end
+        reasoning = "".join(t for t in r.out[a:min(b, end)] if t not in (answers.THINK_OPEN, answers.THINK_CLOSE))
+        content = "".join(r.out[max(a, end):b])
+        if end and a < end <= b:
+            content = content.lstrip("\n")
+        elif end and a >= end and a == end:
+            content = content.lstrip("\n")
+        return reasoning, content
+
+    def oai_finish(self, r: SimRequest) -> str:
+        return {"stop": "stop", "length": "length", "abort": "abort"}.get(r.finish_reason or "", "stop")
+
+    def usage(self, r: SimRequest) -> dict:
+        return {"prompt_tokens": r.prompt_tokens, "total_tokens": r.prompt_tokens + r.completion_tokens,
+                "completion_tokens": r.completion_tokens, "prompt_tokens_details": None,
+                "reasoning_tokens": min(r.completion_tokens, r.think_end)}
+
+    async def _chat_stream(self, r, resp, body, separate, want_spec, model, created) -> None:
+        resp.start_stream()
+        transport = resp.writer.transport
+        head = (f'data: {{"id":"{r.rid}","object":"chat.completion.chunk","created":{created},'
+                f'"model":{_dumps(model)},"choices":[{{"index":0,"delta":')
+        tail = ',"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}\n\n'
+        resp.chunk(head + '{"role":"assistant","content":""}' + tail)
+
+        def on_step(sr: SimRequest, a: int, b: int) -> None:
+            if transport.is_closing():  # the client went away: abort, as SGLang does
+                resp.closed = True
+                self.engine.abort(sr.rid)
+                return
+            if a == b:
+                return
+            if not separate:
+                resp.chunk(head + '{"content":' + _dumps("".join(sr.out[a:b])) + "}" + tail)
+                return
+            reasoning, content = self.split(sr, a, b, separate)
+            if reasoning and content:
+                delta = f'{{"content":{_dumps(content)},"reasoning_content":{_dumps(reasoning)}}}'
+            elif reasoning:
+                delta = f'{{"reasoning_content":{_dumps(reasoning)}}}'
+            elif content:
+                delta = f'{{"content":{_dumps(content)}}}'
+            else:
+                return
+            resp.chunk(head + delta + tail)
+
+        r.on_step = on_step
+        self.engine.submit(r)
+        await r.done
+        final = {"id": r.rid, "object": "chat.completion.chunk", "created": created, "model": model,
+                 "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": self.oai_finish(r),
+                              "matched_stop": EOS_ID if r.finish_reason == "stop" else None}], "usage": None}
+        if want_spec:
+            final["sglext"] = {"spec_tokens_details": self.spec_fields(r)}
+        resp.chunk("data: " + _dumps(final, separators=(",", ":")) + "\n\n")
+        if (body.get("stream_options") or {}).get("include_usage"):
+            usage = {"id": r.rid, "object": "chat.completion.chunk", "created": created, "model": model,
+                     "choices": [], "usage": self.usage(r)}
+            resp.chunk("data: " + _dumps(usage, separators=(",", ":")) + "\n\n")
+        resp.chunk("data: [DONE]\n\n")
+        resp.end_stream()

@@ -1,0 +1,175 @@
+"""The paced startup log of SGLang (0.5.23 or 0.5.11 formats), with fault and hang injection.
+
+``Startup.load()`` covers everything before the HTTP port opens (server args, weights, draft runner,
+KV cache, CUDA graphs, engine summary); ``Startup.after_bind()`` prints uvicorn's lines. Pacing
+splits ``--sim-load-seconds`` over the phases. Fatal faults print SGLang's text and raise
+:class:`StartupFailed`; hangs wait forever (signals still work).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from backends.sim.args import SimArgs
+from backends.sim.logwriter import LogWriter, stamp
+
+CAPTURE_BS = [1, 2, 4, 8, 12, 16, 24, 32, 40, 48]
+
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+       "79.19 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process has 78.06 GiB memory in use. "
+       "Of the allocated memory 74.51 GiB is allocated by PyTorch, and 1.93 GiB is reserved by PyTorch but "
+       "unallocated.")
+
+POSSIBLE_SOLUTIONS = (
+    "Possible solutions:\n"
+    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)\n"
+    "3. disable torch compile by not using --enable-torch-compile\n"
+    "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n"
+    "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n"
+)
+
+
+class StartupFailed(Exception):
+    """The simulated server died during startup; the text is already printed."""
+
+
+class Startup:
+    def __init__(self, args: SimArgs, log: LogWriter) -> None:
+        self.args = args
+        self.log = log
+        self.timings: dict[str, float] = {}
+
+    async def pause(self, fraction: float) -> None:
+        if self.args.load_seconds > 0:
+            await asyncio.sleep(self.args.load_seconds * fraction)
+
+    async def hang_if(self, phase: str) -> None:
+        if self.args.hang_at == phase:
+            await asyncio.Event().wait()
+
+    def server_args_line(self) -> str:
+        a = self.args.server_args
+        if self.args.version == "0.5.11":
+            inner = ", ".join(f"{k}={v!r}" for k, v in a.items())
+            return f"server_args=ServerArgs({inner})"
+        return f"server_args={a!r}"
+
+    async def _bar(self, desc: str, total: int, seconds: float, style: str, desc_fn=None) -> None:
+        start = time.monotonic()
+        for i in range(total + 1):
+            d = desc_fn(i) if desc_fn else desc
+            self.log.raw("\r" + LogWriter.bar(d, i, total, time.monotonic() - start, style))
+            if i < total:
+                await asyncio.sleep(seconds / total if seconds > 0 else 0)
+        self.log.raw("\n")
+
+    async def _weights(self, kind: str, shards: int, seconds: float, avail: float, usage: float) -> None:
+        t0 = time.monotonic()
+        self.log.info(f"Load weight begin. avail mem={avail:.2f} GB")
+        if kind != "DFlashDraftModel":
+            await self.hang_if("load")
+        desc = "Loading safetensors checkpoint shards" if self.args.version == "0.5.11" else "Multi-thread loading shards"
+        await self._bar(desc, shards, seconds, "shards")
+        elapsed = time.monotonic() - t0
+        self.log.info(f"Load weight end. elapsed={elapsed:.2f} s, type={kind}, avail mem={avail - usage:.2f} GB, "
+                      f"mem usage={usage:.2f} GB.")
+
+    def fatal(self, text: str) -> None:
+        self.log.info("Scheduler hit an exception: Traceback (most recent call last):\n"
+                      '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", '
+                      "line 3021, in run_scheduler_process\n"
+                      "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)\n"
+                      f"{text}\n")
+        self.log.info("Received sigquit from a child process. It usually means the child failed.")
+        raise StartupFailed(text)
+
+    async def load(self) -> None:
+        a, L = self.args, self.args.load_seconds
+        self.log.info(self.server_args_line())
+        await self.pause(0.03)
+        t0 = time.monotonic()
+        await self._weights("Qwen3ForCausalLM", 4, L * 0.35, 78.50, 15.40)
+        if a.fail_at == "load":
+            self.fatal("Exception: Failed to load weights: " + OOM)
+        if a.speculative:
+            await self._weights("DFlashDraftModel", 1, L * 0.08, 63.10, 1.02)
+            self.log.info(f"Initialized DFLASH draft runner. attention_backend=flashinfer, model=DFlashDraftModel, "
+                          f"block_size={a.block_size}, draft_window_size={a.window}, "
+                          f"compact_cache={a.window is not None}")
+            self.log.info("DFLASH draft runner ready. mask_token=<|MASK|>, mask_token_id=151669, "
+                          f"block_size={a.block_size}")
+            if a.algorithm == "DDTREE":
+                self.log.info(f"Initialized DDTree worker. block_size={a.block_size}, tree_budget={a.budget}, "
+                              f"max_tree_nodes={a.budget + 1}")
+        self.timings["load_weight"] = time.monotonic() - t0
+        t1 = time.monotonic()
+        await self.pause(0.05)
+        tokens = 708_314
+        dtype = "dtype: torch.bfloat16, " if a.version != "0.5.11" else ""
+        self.log.info(f"KV Cache is allocated. {dtype}#tokens: {tokens}, K size: 48.63 GB, V size: 48.63 GB")
+        if a.speculative:
+            self.log.info(f"KV Cache is allocated. {dtype}#tokens: {tokens}, K size: 2.70 GB, V size: 2.70 GB")
+        self.log.info("Memory pool end. avail mem=9.78 GB")
+        self.timings["kv_cache_allocation"] = time.monotonic() - t1
+        await self.capture()
+        ctx = a.context_length
+        self.log.info(f"max_total_num_tokens={tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+                      f"max_running_requests={a.max_running_requests}, context_len={ctx}, available_gpu_mem=7.86 GB")
+        if a.version != "0.5.11":
+            graphs = ", ".join(f"'{k}': {v:.2f}" for k, v in self.timings.get("graphs", {}).items())
+            self.log.info(f"Engine startup timings (s): load_weight={self.timings['load_weight']:.2f}, "
+                          f"kv_cache_allocation={self.timings['kv_cache_allocation']:.2f}, "
+                          f"scheduler_e2e={time.monotonic() - t0:.2f}, cuda_graph={{{graphs}}}, tokenizer_e2e=0.41")
+        await self.pause(0.04)
+
+    async def capture(self) -> None:
+        a, L = self.args, self.args.load_seconds
+        names = ["target verify", "draft verify"] if a.speculative else ["target decode"]
+        bs_list = [b for b in CAPTURE_BS if b <= a.max_running_requests] or [1]
+        self.timings["graphs"] = {}
+        for idx, name in enumerate(names):
+            t = time.monotonic()
+            ntok = a.block_size if a.speculative else 1
+            if a.version == "0.5.11":
+                self.log.info("Capture cuda graph begin. This can take up to several minutes. avail mem=9.78 GB")
+            else:
+                self.log.info(f"Capture {name} CUDA graph begin. backend=full, num_tokens_per_req={ntok}, "
+                              f"avail mem={9.78 - idx * 0.9:.2f} GB")
+            await self.hang_if("capture")
+            order = list(reversed(bs_list))
+            seconds = L * 0.35 / len(names)
+
+            def desc(i: int, order=order, idx=idx) -> str:
+                bs = order[min(i, len(order) - 1)]
+                return f"Capturing batches (bs={bs} avail_mem={9.60 - idx * 0.9 - 0.02 * i:.2f} GB)"
+
+            fail = a.fail_at == "capture"
+            await self._bar("", len(order) if not fail else len(order) // 2, seconds if not fail else seconds / 2,
+                            "graphs", desc)
+            if fail:
+                self.fatal("Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                           "GPU 0 has a total capacity of 79.19 GiB of which 1.12 GiB is free.\n"
+                           + POSSIBLE_SOLUTIONS + OOM)
+            elapsed = time.monotonic() - t
+            self.timings["graphs"][name] = elapsed
+            if a.version == "0.5.11":
+                self.log.info(f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. mem usage=0.81 GB. "
+                              f"avail mem={8.97 - idx * 0.9:.2f} GB.")
+            else:
+                self.log.info(f"Capture {name} CUDA graph end. bs={bs_list}, elapsed={elapsed:.2f} s, "
+                              f"mem usage=0.81 GB, avail mem={8.97 - idx * 0.9:.2f} GB.")
+
+    def after_bind(self) -> None:
+        a = self.args
+        self.log.info(f"INFO:     Started server process [{os.getpid()}]")
+        self.log.info("INFO:     Waiting for application startup.")
+        self.log.info("INFO:     Application startup complete.")
+        self.log.info(f"INFO:     Uvicorn running on http://{a.host}:{a.port} (Press CTRL+C to quit)")
+
+    def bind_error(self, errno: int = 98) -> None:
+        self.log.raw(f"[{stamp()}] ERROR:    "
+                     f"[Errno {errno}] error while attempting to bind on address ('{self.args.host}', "
+                     f"{self.args.port}): address already in use\n")

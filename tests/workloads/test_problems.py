@@ -1,0 +1,55 @@
+"""The built-in problem set: shape, the five contract ids, and every reference passing in the sandbox."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from backends.errors import ConfigError, UsageError
+from workloads.extract import defines
+from workloads.problems import load_problems, select_problems
+from workloads.sandbox import run_tests
+
+PROBLEMS = load_problems()
+
+
+def test_at_least_30_problems_with_the_contract_ids():
+    ids = [p.id for p in PROBLEMS]
+    assert len(ids) >= 30
+    assert len(set(ids)) == len(ids)
+    for pid in ("is_palindrome", "fib", "merge_sorted", "word_count", "gcd"):
+        assert pid in ids
+
+
+def test_every_problem_is_well_formed():
+    for p in PROBLEMS:
+        assert p.function in p.signature and p.signature.startswith("def "), p.id
+        assert defines(p.solution, p.function), p.id
+        assert len(p.tests) >= 4, p.id
+        assert p.prompt in p.chat_prompt() and "```python" in p.chat_prompt()
+
+
+def test_every_reference_solution_passes_its_hidden_tests_in_the_sandbox():
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda p: (p.id, run_tests(p.solution, p.function, p.tests)), PROBLEMS))
+    failed = [(pid, r.verdict, r.detail) for pid, r in results if r.verdict != "pass"]
+    assert failed == []
+
+
+def test_hidden_tests_reject_a_wrong_answer():
+    fib = select_problems(PROBLEMS, ["fib"])[0]
+    wrong = "def fib(n):\n    return n\n"
+    assert run_tests(wrong, "fib", fib.tests).verdict == "fail"
+
+
+def test_select_unknown_id_names_it():
+    with pytest.raises(UsageError) as err:
+        select_problems(PROBLEMS, ["fib", "nope"])
+    assert "nope" in err.value.message and "--problems" in err.value.message
+
+
+def test_bad_problems_file_names_the_field(tmp_path):
+    bad = tmp_path / "p.toml"
+    bad.write_text('[[problem]]\nid = "x"\nsignature = "def x():"\nprompt = "p"\nsolution = "def x(): pass"\ntests = []\n')
+    with pytest.raises(ConfigError) as err:
+        load_problems(bad)
+    assert "'tests'" in err.value.message

@@ -1,0 +1,88 @@
+"""`ddtune eval --regrade FILE [--json]` as a real process: verdicts in input order, no server."""
+
+import json
+
+from tests.helpers import run_ddtune
+
+FIB = "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a"
+GCD_WRONG = "def gcd(a, b):\n    return a * b"
+
+
+def fenced(code):
+    return f"```python\n{code}\n```"
+
+
+RECORDS = [
+    {"problem": "fib", "content": fenced(FIB), "reasoning_content": "thinking", "finish_reason": "stop"},
+    {"problem": "fib", "content": "", "reasoning_content": f"draft {fenced(FIB)}", "finish_reason": "stop"},
+    {"problem": "gcd", "content": f"<think>{fenced(FIB)}</think>{fenced(GCD_WRONG)}", "reasoning_content": None,
+     "finish_reason": "stop"},
+    {"problem": "gcd", "content": "```python\ndef gcd(a, b):\n", "reasoning_content": None, "finish_reason": "length"},
+    {"problem": "fib", "content": fenced("def fib(n):\n    while True:\n        pass"), "reasoning_content": None,
+     "finish_reason": "stop"},
+    {"problem": "fib", "content": fenced("def fib(n) return 1"), "reasoning_content": None, "finish_reason": "stop"},
+]
+
+
+def write(tmp_path, records, extra=""):
+    path = tmp_path / "responses.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records) + extra)
+    return path
+
+
+def test_regrade_json_reproduces_verdicts_in_order(tmp_path):
+    out = run_ddtune("eval", "--regrade", str(write(tmp_path, RECORDS)), "--json", timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert [r["problem"] for r in doc["results"]] == [r["problem"] for r in RECORDS]
+    assert [r["verdict"] for r in doc["results"]] == ["pass", "no_code", "fail", "truncated", "timeout", "error"]
+    assert doc["summary"] == {"pass": 1, "fail": 1, "error": 1, "timeout": 1, "no_code": 1, "truncated": 1}
+    assert all(r["detail"] for r in doc["results"])
+
+
+def test_regrade_table_output(tmp_path):
+    out = run_ddtune("eval", "--regrade", str(write(tmp_path, RECORDS[:3])), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pass 1/3" in out.stdout and "no_code" in out.stdout
+
+
+def test_regrade_bad_line_names_line_and_exits_2(tmp_path):
+    out = run_ddtune("eval", "--regrade", str(write(tmp_path, RECORDS[:1], "not json\n")))
+    assert out.returncode == 2
+    assert "line 2" in out.stderr and "--regrade" in out.stderr
+
+
+def test_regrade_unknown_problem_exits_2(tmp_path):
+    rec = dict(RECORDS[0], problem="no_such_problem")
+    out = run_ddtune("eval", "--regrade", str(write(tmp_path, [rec])))
+    assert out.returncode == 2 and "no_such_problem" in out.stderr
+
+
+def test_regrade_missing_file_exits_2(tmp_path):
+    out = run_ddtune("eval", "--regrade", str(tmp_path / "missing.jsonl"))
+    assert out.returncode == 2 and "missing.jsonl" in out.stderr
+
+
+def test_bad_numbers_exit_2_naming_the_option():
+    out = run_ddtune("eval", "--max-tokens", "0")
+    assert out.returncode == 2 and "--max-tokens" in out.stderr
+    out = run_ddtune("eval", "--concurrency", "many")
+    assert out.returncode == 2 and "--concurrency" in out.stderr
+
+
+def test_default_url_comes_from_config_then_server_json(tmp_path, state_dir, monkeypatch):
+    import argparse
+
+    from tui.commands._options import server_url
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("DDTUNE_API_KEY", raising=False)
+    args = argparse.Namespace(url=None, api_key=None, config=None)
+    assert server_url(args) == ("http://127.0.0.1:30000", None)
+    (state_dir / "server.json").write_text(json.dumps({"url": "http://127.0.0.1:31005", "knobs": {}}))
+    assert server_url(args)[0] == "http://127.0.0.1:31005"
+    (tmp_path / "ddtune.toml").write_text('[server]\nhost = "0.0.0.0"\nport = 31234\n')
+    assert server_url(args)[0] == "http://127.0.0.1:31234"
+    monkeypatch.setenv("DDTUNE_API_KEY", "k")
+    assert server_url(argparse.Namespace(url="http://h:1", api_key=None, config=None)) == ("http://h:1", "k")

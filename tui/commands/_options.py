@@ -1,0 +1,87 @@
+"""Option types and server options shared by the workload commands (bench, eval, load)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+DEFAULT_URL = "http://127.0.0.1:30000"
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def url_type(text: str) -> str:
+    if not text.startswith(("http://", "https://")) or len(text.split("://", 1)[1].strip("/")) == 0:
+        raise argparse.ArgumentTypeError(f"expected http://HOST:PORT, got {text!r}")
+    return text.rstrip("/")
+
+
+def add_server_options(parser) -> None:
+    parser.add_argument("--url", type=url_type, metavar="URL",
+                        help=f"server base URL (default: the configured server, else {DEFAULT_URL})")
+    parser.add_argument("--api-key", metavar="KEY", default=None,
+                        help="API key sent as a Bearer token (default: $DDTUNE_API_KEY, else none)")
+
+
+def server_url(args) -> tuple[str, str | None]:
+    """The URL and API key: --url, else the config's [server] host/port, else the managed server's
+    url in server.json, else the default."""
+    api_key = args.api_key or os.environ.get("DDTUNE_API_KEY") or None
+    if args.url:
+        return args.url, api_key
+    url = _configured_url(getattr(args, "config", None)) or _managed_url()
+    return url or DEFAULT_URL, api_key
+
+
+def _managed_url() -> str | None:
+    from workloads.provenance import server_state
+
+    url = (server_state() or {}).get("url")
+    return url.rstrip("/") if isinstance(url, str) and url.startswith(("http://", "https://")) else None
+
+
+def _configured_url(explicit: str | None) -> str | None:
+    import tomllib
+
+    from backends.paths import find_config
+
+    path = find_config(explicit)
+    if path is None or not path.is_file():
+        return None
+    try:
+        server = tomllib.loads(path.read_text(encoding="utf-8")).get("server", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    host = server.get("host") or "127.0.0.1"
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    port = server.get("port") or 30000
+    return f"http://{host}:{port}"

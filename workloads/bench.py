@@ -1,0 +1,220 @@
+"""The benchmark matrix: context lengths x concurrency, one durable cell at a time.
+
+Each cell sizes its prompts to the context (``PromptSizer``), runs ``warmup`` unrecorded requests,
+then keeps ``concurrency`` requests in flight until ``requests`` have finished, and appends its
+statistics to cells.jsonl the moment it ends. With ``coding`` the prompts are the coding problems
+(padded to the context) and every answer is graded in the sandbox, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+from backends.errors import ServerError
+from workloads.client import RequestResult, StreamingClient
+from workloads.evaluate import Grade, RawResponse, grade_async, summarize
+from workloads.metrics import distribution, percentile
+from workloads.problems import Problem
+from workloads.prompts import PLAIN_TASK, PromptSizer, SizedPrompt
+from workloads.results import RunStore
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    contexts: tuple[int, ...]
+    concurrencies: tuple[int, ...]
+    max_tokens: int = 512
+    coding: bool = False
+    requests_per_cell: int | None = None
+    warmup: int = 1
+
+    def cells(self) -> list[tuple[int, int]]:
+        return [(ctx, conc) for ctx in self.contexts for conc in self.concurrencies]
+
+    def requests_for(self, concurrency: int) -> int:
+        return self.requests_per_cell or max(2 * concurrency, 8)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> BenchPlan:
+        return cls(tuple(data["contexts"]), tuple(data["concurrencies"]), int(data["max_tokens"]),
+                   bool(data["coding"]), data.get("requests_per_cell"), int(data.get("warmup", 1)))
+
+
+@dataclass(frozen=True)
+class BenchProgress:
+    cells_done: int
+    cells_total: int
+    context: int
+    concurrency: int
+    requests_done: int
+    requests_total: int
+    phase: str  # "sizing", "warmup", "running", "done"
+
+
+ProgressCallback = Callable[[BenchProgress], None]
+
+
+def cell_stats(context: int, concurrency: int, results: list[RequestResult], duration_s: float,
+               grades: list[Grade] | None, started_at: float) -> dict:
+    """One cell's JSON record (docs/results-schema.md)."""
+    ok = [r for r in results if r.ok]
+    tokens = sum(r.output_tokens for r in ok)
+    itl = [x for r in ok for x in r.itl_s]
+    acceptance = [r.acceptance for r in ok if r.acceptance is not None]
+    prompt = [r.prompt_tokens for r in results if r.prompt_tokens is not None]
+    ms = lambda d: {k: (v * 1000 if isinstance(v, float) and k != "count" else v) for k, v in d.to_json().items()}
+    errors = [r.error for r in results if not r.ok]
+    return {
+        "context": context,
+        "concurrency": concurrency,
+        "started_at": started_at,
+        "duration_s": duration_s,
+        "requests": len(results),
+        "errors": len(errors),
+        "first_error": errors[0] if errors else None,
+        "prompt_tokens": {"target": context, "min": min(prompt) if prompt else None,
+                          "mean": sum(prompt) / len(prompt) if prompt else None,
+                          "max": max(prompt) if prompt else None},
+        "output_tokens": tokens,
+        "output_tok_s": tokens / duration_s if duration_s > 0 else None,
+        "per_stream_tok_s": distribution([r.decode_tok_s for r in ok if r.decode_tok_s is not None]).to_json(),
+        "ttft_ms": ms(distribution([r.ttft_s for r in ok if r.ttft_s is not None])),
+        "itl_ms": ms(distribution(itl)),
+        "e2e_ms": ms(distribution([r.e2e_s for r in ok])),
+        "acceptance": {"mean": sum(acceptance) / len(acceptance) if acceptance else None,
+                       "p50": percentile(acceptance, 50), "count": len(acceptance)},
+        "finish_reasons": _count(r.finish_reason or "none" for r in ok),
+        "verdicts": summarize(grades) if grades is not None else None,
+    }
+
+
+def _count(items) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
+    return out
+
+
+class BenchRunner:
+    def __init__(self, client: StreamingClient, plan: BenchPlan, store: RunStore,
+                 problems: tuple[Problem, ...] = (), progress: ProgressCallback | None = None,
+                 grade_parallel: int = 2) -> None:
+        if plan.coding and not problems:
+            raise ValueError("a coding bench needs problems")
+        self.client = client
+        self.plan = plan
+        self.store = store
+        self.problems = problems
+        self.progress = progress or (lambda p: None)
+        self.sizer = PromptSizer(self._measure)
+        self._gate = asyncio.Semaphore(grade_parallel)
+        self._nonce = int(time.time() * 1000) % 10**6
+
+    async def _measure(self, text: str) -> int:
+        result = await self.client.chat([{"role": "user", "content": text}], max_tokens=1)
+        if not result.ok or result.prompt_tokens is None:
+            why = result.error or "the response carried no usage.prompt_tokens"
+            raise ServerError(f"cannot size prompts: {why}", hint="ddtune counts prompt tokens with the server itself")
+        return int(result.prompt_tokens)
+
+    async def run(self) -> list[dict]:
+        """Run every cell not already in cells.jsonl; returns all cells (old and new) in plan order."""
+        done = {(c["context"], c["concurrency"]): c for c in self.store.cells()}
+        cells = self.plan.cells()
+        for ctx, conc in cells:
+            if (ctx, conc) in done:
+                continue
+            cell = await self._run_cell(ctx, conc, len(done), len(cells))
+            self.store.append_cell(cell)
+            done[(ctx, conc)] = cell
+        return [done[key] for key in cells if key in done]
+
+    async def _prompts(self, ctx: int, count: int) -> list[tuple[SizedPrompt, Problem | None]]:
+        out = []
+        for i in range(count):
+            if self.plan.coding:
+                problem = self.problems[i % len(self.problems)]
+                out.append((await self.sizer.size(problem.id, problem.chat_prompt(), ctx), problem))
+            else:
+                out.append((await self.sizer.size("plain", PLAIN_TASK, ctx), None))
+        return out
+
+    async def _run_cell(self, ctx: int, conc: int, cells_done: int, cells_total: int) -> dict:
+        total = self.plan.requests_for(conc)
+        report = lambda n, phase: self.progress(BenchProgress(cells_done, cells_total, ctx, conc, n, total, phase))
+        report(0, "sizing")
+        try:
+            prompts = await self._prompts(ctx, max(total, self.plan.warmup))
+        except ServerError as exc:
+            raise self._lost(ctx, conc, cells_done, exc.message) from None
+        if self.plan.warmup:
+            report(0, "warmup")
+            await self._batch(prompts[:self.plan.warmup], min(conc, self.plan.warmup), None, None)
+        report(0, "running")
+        started_at = time.time()
+        t0 = time.perf_counter()
+        results: list[RequestResult] = []
+        grades: list[asyncio.Task] = []
+
+        def finished(result: RequestResult, problem: Problem | None) -> None:
+            results.append(result)
+            record = {"kind": "bench", "context": ctx, "concurrency": conc,
+                      "problem": problem.id if problem else None, **result.raw()}
+            self.store.append_response(record)
+            if problem is not None:
+                grades.append(asyncio.ensure_future(self._grade(problem, result)))
+            report(len(results), "running")
+
+        await self._batch(prompts[:total], conc, finished, ctx)
+        duration = time.perf_counter() - t0
+        graded = list(await asyncio.gather(*grades)) if self.plan.coding else None
+        await self._check_alive(results, ctx, conc, cells_done)
+        cell = cell_stats(ctx, conc, results, duration, graded, started_at)
+        report(total, "done")
+        return cell
+
+    async def _grade(self, problem: Problem, result: RequestResult) -> Grade:
+        if not result.ok:
+            return Grade(problem.id, "error", f"request failed: {result.error}")
+        raw = RawResponse(problem.id, result.content, result.reasoning_content, result.finish_reason)
+        return await grade_async(problem, raw, gate=self._gate)
+
+    async def _batch(self, prompts: list[tuple[SizedPrompt, Problem | None]], conc: int,
+                     finished: Callable | None, ctx: int | None) -> None:
+        queue = list(reversed(prompts))
+        extra = None if self.plan.coding else {"ignore_eos": True}
+
+        async def worker() -> None:
+            while queue:
+                sized, problem = queue.pop()
+                self._nonce += 1
+                msg = [{"role": "user", "content": sized.text(self._nonce)}]
+                result = await self.client.chat(msg, max_tokens=self.plan.max_tokens, extra=extra)
+                if finished is not None:
+                    finished(result, problem)
+                if result.unreachable:
+                    queue.clear()
+
+        await asyncio.gather(*(worker() for _ in range(max(1, conc))))
+
+    async def _check_alive(self, results: list[RequestResult], ctx: int, conc: int, cells_done: int) -> None:
+        failed = [r for r in results if not r.ok]
+        if not failed or (len(failed) < len(results) and not any(r.unreachable for r in failed)):
+            return
+        try:
+            await self.client.get_json("/server_info")
+        except ServerError:
+            raise self._lost(ctx, conc, cells_done, failed[0].error or "") from None
+
+    def _lost(self, ctx: int, conc: int, cells_done: int, why: str) -> ServerError:
+        return ServerError(
+            f"the server at {self.client.base_url} stopped answering during cell context={ctx} "
+            f"concurrency={conc}: {why}",
+            hint=f"{cells_done} finished cell(s) are kept in {self.store.path}; "
+                 f"start the server again and run 'ddtune bench --resume {self.store.path}'")

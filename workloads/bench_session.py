@@ -1,0 +1,56 @@
+"""One ``ddtune bench`` invocation: open or resume the run, record provenance, run the matrix."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from backends.errors import UsageError
+from workloads.bench import BenchPlan, BenchRunner, ProgressCallback
+from workloads.client import StreamingClient
+from workloads.problems import load_problems
+from workloads.provenance import host_provenance, server_provenance
+from workloads.results import RunStore
+
+
+def open_resume(resume: str) -> RunStore:
+    path = RunStore.latest("bench") if resume == "latest" else Path(resume).expanduser()
+    if path is None or not (path / "run.json").is_file():
+        where = "no bench run to resume" if path is None else f"{path} is not a bench run directory (no run.json)"
+        raise UsageError(f"--resume: {where}", hint="give a runs/<time>-bench directory, or run without --resume")
+    return RunStore(path)
+
+
+async def run_bench(url: str, plan: BenchPlan, *, api_key: str | None = None, resume: str | None = None,
+                    progress: ProgressCallback | None = None) -> dict:
+    """Runs (or continues) a bench and returns ``{"run": run.json, "cells": [...]}``."""
+    store = open_resume(resume) if resume else None
+    if store is not None:
+        plan = BenchPlan.from_json(store.read_run()["plan"])
+    concurrency = max(plan.concurrencies)
+    async with StreamingClient(url, api_key=api_key, concurrency=concurrency) as client:
+        server = await server_provenance(client)
+        if server["server_info"] is None:
+            await client.get_json("/v1/models")  # raises a clear ServerError when nothing answers
+        if store is None:
+            store = RunStore.create("bench", {"plan": plan.to_json(), "server": server, "host": host_provenance(),
+                                              "started_at": time.time(), "finished_at": None})
+        else:
+            run = store.read_run()
+            store.update_run(status="running", resumed_at=run.get("resumed_at", []) + [time.time()],
+                             server_on_resume=server)
+        problems = load_problems() if plan.coding else ()
+        runner = BenchRunner(client, plan, store, problems, progress)
+        try:
+            cells = await runner.run()
+        except BaseException as exc:
+            store.close()
+            interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+            store.update_run(status="interrupted" if interrupted else "failed",
+                             error=str(getattr(exc, "message", exc)) or type(exc).__name__, finished_at=time.time())
+            raise
+        store.close()
+        run = store.update_run(status="done", finished_at=time.time(), cells=len(cells))
+    run["dir"] = str(store.path)
+    return {"run": run, "cells": cells}

@@ -1,0 +1,319 @@
+"""Async streaming client for SGLang's ``/v1/chat/completions`` and ``/generate`` (httpx).
+
+Per request it measures TTFT, inter-token latencies (between content-bearing chunks), end-to-end
+time, output tokens, finish reason and speculative acceptance (``sglext.spec_tokens_details`` on
+chat, ``meta_info`` on /generate; both arrive in the last chunk), and keeps the reasoning and the
+answer text apart. The event loop only splits lines and decodes JSON; nothing is tokenised here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import httpx
+
+from backends.errors import ServerError
+from workloads.transport import LeanTransport
+
+TokenCallback = Callable[[int], None]
+_decode = json.JSONDecoder().decode
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    ok: bool
+    error: str | None
+    endpoint: str
+    started_at: float  # wall clock (epoch seconds)
+    ttft_s: float | None
+    itl_s: tuple[float, ...]
+    e2e_s: float
+    output_tokens: int
+    prompt_tokens: int | None
+    finish_reason: str | None
+    spec_verify_ct: int | None
+    spec_accept_length: float | None  # as the server reported it
+    content: str
+    reasoning_content: str | None
+    chunks: int
+    unreachable: bool = False  # the connection could not be made at all
+
+    @property
+    def acceptance(self) -> float | None:
+        """Accepted tokens per verify step (bonus included): completion_tokens / spec_verify_ct."""
+        if self.spec_verify_ct:
+            return self.output_tokens / self.spec_verify_ct
+        return self.spec_accept_length
+
+    @property
+    def decode_tok_s(self) -> float | None:
+        """This stream's output rate after its first token."""
+        if self.ttft_s is None or self.output_tokens < 2 or self.e2e_s <= self.ttft_s:
+            return None
+        return (self.output_tokens - 1) / (self.e2e_s - self.ttft_s)
+
+    def raw(self) -> dict:
+        """The raw response record saved in responses.jsonl (regrade reads the first four keys)."""
+        return {"content": self.content, "reasoning_content": self.reasoning_content,
+                "finish_reason": self.finish_reason, "ok": self.ok, "error": self.error,
+                "started_at": self.started_at, "ttft_s": self.ttft_s, "e2e_s": self.e2e_s,
+                "output_tokens": self.output_tokens, "prompt_tokens": self.prompt_tokens,
+                "spec_verify_ct": self.spec_verify_ct, "spec_accept_length": self.spec_accept_length,
+                "chunks": self.chunks}
+
+
+@dataclass
+class _Stream:
+    """Mutable state while one response streams in."""
+
+    endpoint: str
+    t0: float
+    wall: float
+    on_tokens: TokenCallback | None
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    text_so_far: str = ""
+    first: float | None = None
+    last: float | None = None
+    itl: list[float] = field(default_factory=list)
+    chunks: int = 0
+    counted: int = 0  # tokens reported to on_tokens so far
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    finish_reason: str | None = None
+    verify_ct: int | None = None
+    accept_len: float | None = None
+    error: str | None = None
+    done: bool = False
+    separated: bool = False
+
+    def mark_token_chunk(self, t: float) -> None:
+        if self.first is None:
+            self.first = t
+        else:
+            self.itl.append(t - self.last)
+        self.last = t
+
+    def count(self, total: int | None, fallback: int) -> None:
+        """Report new tokens: from a cumulative count when the server sends one, else per chunk."""
+        if self.on_tokens is None:
+            return
+        new = (total - self.counted) if total is not None else fallback
+        if new > 0:
+            self.counted += new
+            self.on_tokens(new)
+
+    def spec(self, details: dict | None) -> None:
+        if not isinstance(details, dict):
+            return
+        if details.get("spec_verify_ct") is not None:
+            self.verify_ct = int(details["spec_verify_ct"])
+        if details.get("spec_accept_length") is not None:
+            self.accept_len = float(details["spec_accept_length"])
+
+    def feed_chat(self, obj: dict, t: float) -> None:
+        self.chunks += 1
+        if "error" in obj or obj.get("object") == "error":
+            err = obj.get("error") or obj
+            self.error = f"server error mid-stream: {err.get('message', err) if isinstance(err, dict) else err}"
+            return
+        produced = False
+        choices = obj.get("choices")
+        if choices:
+            choice = choices[0]
+            delta = choice.get("delta")
+            if delta:
+                text = delta.get("content")
+                if text:
+                    self.content.append(text)
+                    produced = True
+                text = delta.get("reasoning_content")
+                if text:
+                    self.reasoning.append(text)
+                    self.separated = produced = True
+            reason = choice.get("finish_reason")
+            if reason:
+                self.finish_reason = reason
+                if reason == "abort":
+                    self.error = "request aborted by the server"
+        if produced:
+            if self.first is None:
+                self.first = t
+            else:
+                self.itl.append(t - self.last)
+            self.last = t
+        usage = obj.get("usage")
+        if usage:
+            self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
+            if usage.get("completion_tokens") is not None:
+                self.completion_tokens = int(usage["completion_tokens"])
+        sglext = obj.get("sglext")
+        if sglext:
+            self.spec(sglext.get("spec_tokens_details"))
+        if self.on_tokens is not None:
+            self.count(self.completion_tokens if usage else None, 1 if produced else 0)
+
+    def feed_generate(self, obj: dict, t: float) -> None:
+        self.chunks += 1
+        if obj.get("error"):
+            err = obj["error"]
+            self.error = f"server error mid-stream: {err.get('message', err) if isinstance(err, dict) else err}"
+            return
+        text = obj.get("text") or ""
+        # /generate streams the whole text so far; tolerate servers that send increments.
+        if text.startswith(self.text_so_far):
+            piece = text[len(self.text_so_far):]
+            self.text_so_far = text
+        else:
+            piece = text
+            self.text_so_far += text
+        meta = obj.get("meta_info") or {}
+        total = meta.get("completion_tokens")
+        grew = total is not None and total > (self.completion_tokens or 0)
+        if piece or grew:
+            self.mark_token_chunk(t)
+        if total is not None:
+            self.completion_tokens = int(total)
+        if meta.get("prompt_tokens") is not None:
+            self.prompt_tokens = int(meta["prompt_tokens"])
+        fr = meta.get("finish_reason")
+        if fr:
+            self.finish_reason = fr.get("type") if isinstance(fr, dict) else str(fr)
+            if self.finish_reason == "abort":
+                msg = fr.get("message") if isinstance(fr, dict) else None
+                self.error = f"request aborted by the server{': ' + msg if msg else ''}"
+        self.spec(meta)
+        self.count(self.completion_tokens, 1 if piece else 0)
+
+    def result(self, error: str | None = None, unreachable: bool = False) -> RequestResult:
+        end = time.perf_counter()
+        error = error or self.error
+        if error is None and not self.done and self.finish_reason is None:
+            error = "the stream ended before the response finished (server closed the connection)"
+        tokens = self.completion_tokens if self.completion_tokens is not None else len(self.itl) + (self.first is not None)
+        self.count(tokens, 0)
+        content = "".join(self.content) if self.endpoint == "chat" else self.text_so_far
+        return RequestResult(
+            ok=error is None, error=error, endpoint=self.endpoint, started_at=self.wall,
+            ttft_s=None if self.first is None else self.first - self.t0, itl_s=tuple(self.itl),
+            e2e_s=end - self.t0, output_tokens=tokens, prompt_tokens=self.prompt_tokens,
+            finish_reason=self.finish_reason, spec_verify_ct=self.verify_ct, spec_accept_length=self.accept_len,
+            content=content, reasoning_content="".join(self.reasoning) if self.separated else None,
+            chunks=self.chunks, unreachable=unreachable)
+
+
+class StreamingClient:
+    """One connection pool sized to the concurrency. Use as ``async with StreamingClient(url) as c``."""
+
+    def __init__(self, base_url: str, *, api_key: str | None = None, concurrency: int = 64,
+                 request_timeout_s: float = 900.0, connect_timeout_s: float = 10.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers,
+            transport=LeanTransport(concurrency, connect_timeout_s, request_timeout_s),
+            timeout=httpx.Timeout(request_timeout_s, connect=connect_timeout_s, pool=None),
+        )
+        self._model: str | None = None
+
+    async def __aenter__(self) -> StreamingClient:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def get_json(self, path: str) -> dict:
+        try:
+            resp = await self._http.get(path)
+        except httpx.HTTPError as exc:
+            raise ServerError(f"cannot reach {self.base_url}{path}: {_describe(exc)}",
+                              hint="is the server up? check --url or 'ddtune status'") from exc
+        if resp.status_code != 200:
+            raise ServerError(f"{self.base_url}{path} answered HTTP {resp.status_code}: {_short(resp.text)}")
+        try:
+            return resp.json()
+        except ValueError as exc:
+            raise ServerError(f"{self.base_url}{path} did not answer JSON") from exc
+
+    async def model_id(self) -> str:
+        """The served model's id from /v1/models (SGLang accepts any name; this keeps logs honest)."""
+        if self._model is None:
+            try:
+                data = (await self.get_json("/v1/models")).get("data") or []
+                self._model = data[0]["id"] if data else "default"
+            except (ServerError, KeyError, TypeError, IndexError):
+                self._model = "default"
+        return self._model
+
+    async def chat(self, messages: list[dict], *, max_tokens: int, temperature: float = 0.0,
+                   extra: dict | None = None, on_tokens: TokenCallback | None = None) -> RequestResult:
+        body = {"model": await self.model_id(), "messages": messages, "max_tokens": max_tokens,
+                "temperature": temperature, "stream": True,
+                "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+                "return_spec_tokens_details": True}
+        if extra:
+            body.update(extra)
+        return await self._stream("/v1/chat/completions", body, "chat", on_tokens)
+
+    async def generate(self, text: str, *, max_tokens: int, temperature: float = 0.0,
+                       sampling: dict | None = None, on_tokens: TokenCallback | None = None) -> RequestResult:
+        params = {"max_new_tokens": max_tokens, "temperature": temperature, **(sampling or {})}
+        body = {"text": text, "sampling_params": params, "stream": True}
+        return await self._stream("/generate", body, "generate", on_tokens)
+
+    async def _stream(self, path: str, body: dict, endpoint: str, on_tokens: TokenCallback | None) -> RequestResult:
+        st = _Stream(endpoint, time.perf_counter(), time.time(), on_tokens)
+        feed = st.feed_chat if endpoint == "chat" else st.feed_generate
+        answered = False
+        try:
+            async with self._http.stream("POST", path, json=body) as resp:
+                answered = True
+                if resp.status_code != 200:
+                    text = (await resp.aread()).decode("utf-8", "replace")
+                    return st.result(f"HTTP {resp.status_code} from {path}: {_short(text)}")
+                buf = b""
+                async for piece in resp.aiter_raw():
+                    if st.done:
+                        continue  # drain to the end of the body so the connection can be reused
+                    buf += piece
+                    if b"\n" not in piece:
+                        continue
+                    lines = buf.split(b"\n")
+                    buf = lines.pop()
+                    now = time.perf_counter()
+                    for line in lines:
+                        if line[:5] != b"data:":
+                            continue
+                        data = line[5:].strip()
+                        if data == b"[DONE]":
+                            st.done = True
+                            break
+                        try:
+                            feed(_decode(data.decode()), now)
+                        except (ValueError, AttributeError, TypeError) as exc:
+                            return st.result(f"unreadable stream data from {path}: {exc}")
+                        if st.error:
+                            return st.result()
+        except httpx.ConnectError as exc:
+            return st.result(f"cannot connect to {self.base_url}: {_describe(exc)}", unreachable=True)
+        except httpx.TimeoutException as exc:
+            return st.result(f"timed out waiting for {path}: {_describe(exc)}")
+        except httpx.HTTPError as exc:
+            # Dropped before any response (a dying server still accepting for a moment) counts as unreachable.
+            return st.result(f"connection lost during {path}: {_describe(exc)}", unreachable=not answered)
+        return st.result()
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _describe(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,86 @@
+"""What a run records about where it ran: server config and version, GPU, ddtune version, host."""
+
+from __future__ import annotations
+
+import json
+import platform
+import socket
+
+from backends.errors import ServerError
+from backends.paths import state_dir
+
+
+def ddtune_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("ddtune")
+    except Exception:
+        pass
+    import re
+    from pathlib import Path
+
+    init = Path(__file__).resolve().parent.parent / "tui" / "__init__.py"
+    m = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", init.read_text(encoding="utf-8")) if init.is_file() else None
+    return m.group(1) if m else "unknown"
+
+
+def gpu_models() -> list[str] | None:
+    """GPU names through NVML, or None where there is no driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        names = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
+            names.append(name.decode() if isinstance(name, bytes) else str(name))
+        return names
+    except Exception:
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def server_state() -> dict | None:
+    """``state_dir()/server.json`` written by the lifecycle layer, read defensively."""
+    try:
+        data = json.loads((state_dir() / "server.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+async def server_provenance(client) -> dict:
+    """The server's own account: /server_info (launch_command, version, args), plus server.json."""
+    info: dict | None
+    error = None
+    try:
+        info = await client.get_json("/server_info")
+    except ServerError as exc:
+        info, error = None, exc.message
+    state = server_state()
+    knobs = None
+    if state:
+        config = state.get("config")
+        knobs = state.get("knobs") or (config.get("knobs") if isinstance(config, dict) else None)
+    return {
+        "url": client.base_url,
+        "version": (info or {}).get("version"),
+        "launch_command": (info or {}).get("launch_command"),
+        "knobs": knobs,
+        "server_info": info,
+        "server_info_error": error,
+        "state": state,
+    }
+
+
+def host_provenance() -> dict:
+    return {"hostname": socket.gethostname(), "python": platform.python_version(), "platform": platform.platform(),
+            "gpus": gpu_models(), "ddtune_version": ddtune_version()}
