@@ -1,16 +1,83 @@
-"""ddtune doctor: check the config, the interpreter, SGLang's flags, the port and the GPU"""
+"""ddtune doctor: check the setup, one line per check, with the fix for each problem."""
 
 from __future__ import annotations
 
-HELP = "check the config, the interpreter, SGLang's flags, the port and the GPU"
-EXAMPLES = None
+HELP = "check the config, the server interpreter and flags, the knobs, the port, the state and the GPU"
+EXAMPLES = """\
+examples:
+  ddtune doctor
+  ddtune --config box.toml doctor
+
+Exit 0 when every check passes (warnings allowed), 1 when one fails.
+"""
 
 
 def add_arguments(parser) -> None:
     pass
 
 
-def run(args) -> int:
-    from tui.commands._pending import not_yet
+def _line(ok: bool | None, what: str, detail: str = "") -> None:
+    mark = {True: "ok  ", False: "FAIL", None: "warn"}[ok]
+    print(f"[{mark}] {what}" + (f": {detail}" if detail else ""))
 
-    return not_yet("doctor", "lifecycle")
+
+def run(args) -> int:
+    from backends.errors import DdtuneError
+    from backends.paths import state_dir
+    from tui.commands._server import load_config
+
+    failed = False
+    try:
+        config = load_config(args)
+    except DdtuneError as exc:
+        _line(False, "config", f"{exc.message} (fix: {exc.hint})")
+        return 1
+    _line(True, "config", f"{config.source}, backend {config.backend}, model {config.model}")
+    try:
+        path = state_dir()
+        probe = path / ".doctor"
+        probe.write_text("ok")
+        probe.unlink()
+        _line(True, "state dir", str(path))
+    except OSError as exc:
+        failed = True
+        _line(False, "state dir", f"{exc} (fix: set DDTUNE_STATE_DIR to a writable directory)")
+
+    from backends.lifecycle import ServerManager, gpu_holders
+    from backends.process import port_owner
+
+    manager = ServerManager(config)
+    if manager.backend.CAN_START:
+        try:
+            helptext = manager.backend.learn_help()
+            cached = " (cached)" if helptext.cached else ""
+            _line(True, "server --help", f"SGLang {helptext.version or 'version unknown'}{cached}: "
+                  + " ".join(manager.backend.command_prefix()))
+            from backends.knobs import plan_launch
+
+            plan = plan_launch(config, helptext.text, manager.backend.command_prefix(), helptext.version or "unknown")
+            routes = ", ".join(f"{k} -> {r.flag or 'env ' + str(r.env)} ({r.source})" for k, r in plan.routes.items())
+            _line(True, "knobs", routes or "no knobs set")
+            _line(True, "launch command", " ".join(plan.argv))
+        except DdtuneError as exc:
+            failed = True
+            _line(False, "server/knobs", f"{exc.message} (fix: {exc.hint})")
+    state = manager.current()
+    owner = port_owner(config.port) if config.backend != "endpoint" else None
+    ours = state is not None and state.pid is not None and owner is not None and owner.pid == state.pid
+    if owner is None:
+        _line(True, "port", f"{config.port} is free" if config.backend != "endpoint" else config.base_url)
+    elif ours:
+        _line(True, "port", f"{config.port} is held by our server pid {state.pid}")
+    else:
+        failed = True
+        _line(False, "port", f"{owner.describe()} (fix: stop it or change [server] port)")
+    if state is None:
+        _line(True, "server state", "no server recorded")
+    else:
+        _line(state.phase != "stale" and state.phase != "failed" or None, "server state",
+              f"{state.phase}, pid {state.pid}" + (f" ({state.reason.splitlines()[0]})" if state.reason else ""))
+    holders, why = gpu_holders(set())
+    _line(True if holders is not None else None, "GPU telemetry", "NVML works" if holders is not None else
+          f"{why}; restarts will not wait for GPU memory release")
+    return 1 if failed else 0

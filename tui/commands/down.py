@@ -1,9 +1,16 @@
-"""ddtune down: stop the configured server (SIGTERM, then SIGKILL of its process group)"""
+"""ddtune down: stop the server ddtune started (its whole process group)."""
 
 from __future__ import annotations
 
-HELP = "stop the configured server (SIGTERM, then SIGKILL of its process group)"
-EXAMPLES = None
+HELP = "stop the server ddtune started"
+EXAMPLES = """\
+examples:
+  ddtune down
+  ddtune --config box.toml down
+
+Aborts in-flight requests, sends SIGTERM to the server's process group, and SIGKILLs what is left
+after [server] stop_timeout_s. The endpoint backend cannot stop a server.
+"""
 
 
 def add_arguments(parser) -> None:
@@ -11,6 +18,13 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from tui.commands._pending import not_yet
+    import asyncio
 
-    return not_yet("down", "lifecycle")
+    from tui.commands._server import err, load_config, manager
+
+    stopped = asyncio.run(manager(load_config(args)).down())
+    if stopped is None:
+        err("no server recorded: nothing to stop")
+    else:
+        err(f"stopped pid {stopped.pid} ({stopped.backend})")
+    return 0

@@ -1,16 +1,30 @@
-"""ddtune restart: restart the configured server with new knobs, race-free"""
+"""ddtune restart: stop the running server safely, start it again (with new knobs), wait until ready."""
 
 from __future__ import annotations
 
-HELP = "restart the configured server with new knobs, race-free"
-EXAMPLES = None
+HELP = "restart the server (optionally with new knobs) and return once the new one is ready"
+EXAMPLES = """\
+examples:
+  ddtune restart                              same knobs as the running server
+  ddtune restart --set window=1024            change one knob
+  ddtune restart --preset b16-t4-w2048
+
+The old server's in-flight requests are aborted, it gets SIGTERM, then SIGKILL of its whole process
+group after [server] stop_timeout_s; the new one starts only once the port is free (and, where NVML
+works, the old pids hold no GPU memory). Ready means the new pid generated a token.
+"""
 
 
 def add_arguments(parser) -> None:
-    pass
+    from tui.commands._server import add_knob_arguments
+
+    add_knob_arguments(parser)
 
 
 def run(args) -> int:
-    from tui.commands._pending import not_yet
+    import asyncio
 
-    return not_yet("restart", "lifecycle")
+    from tui.commands._server import manager, report_final, requested_config
+
+    config = requested_config(args)
+    return report_final(asyncio.run(manager(config).restart()))

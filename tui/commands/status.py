@@ -1,16 +1,46 @@
-"""ddtune status: show the server's phase, pid, knobs and verification"""
+"""ddtune status: the managed server's phase, pid, knobs, effective settings and mismatches."""
 
 from __future__ import annotations
 
-HELP = "show the server's phase, pid, knobs and verification"
-EXAMPLES = None
+HELP = "show the managed server: phase, pid, knobs, what the server reports, mismatches"
+EXAMPLES = """\
+examples:
+  ddtune status
+  ddtune status --json | jq .effective
+
+phase: ready | starting | failed | stale (the recorded pid is gone or not the same process) | stopped.
+--json keys: backend, pid, phase, url, knobs, effective {window_size, compact_cache, block_size,
+budget}, mismatches, reason, log_path, port, started_at, ready_at.
+"""
 
 
 def add_arguments(parser) -> None:
-    pass
+    parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
 
 
 def run(args) -> int:
-    from tui.commands._pending import not_yet
+    from backends.lifecycle import ServerManager
+    from tui.commands._server import ago, load_config, print_json, status_doc
 
-    return not_yet("status", "lifecycle")
+    config = load_config(args)
+    state = ServerManager(config).current()
+    doc = status_doc(state, config)
+    if args.json:
+        print_json(doc)
+        return 0
+    print(f"backend:    {doc['backend']}")
+    print(f"phase:      {doc['phase']}")
+    print(f"pid:        {doc['pid'] or '-'}")
+    print(f"url:        {doc['url']}")
+    print("knobs:      " + ", ".join(f"{k}={'none' if v is None else v}" for k, v in sorted(doc["knobs"].items())))
+    if doc["effective"]:
+        print("effective:  " + ", ".join(f"{k}={v}" for k, v in doc["effective"].items()))
+    for line in doc["mismatches"]:
+        print(f"MISMATCH:   {line}")
+    if doc.get("reason"):
+        print(f"reason:     {doc['reason']}")
+    if doc.get("log_path"):
+        print(f"log:        {doc['log_path']}")
+    if state is not None:
+        print(f"started:    {ago(state.started_at)}")
+    return 0

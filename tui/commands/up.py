@@ -1,16 +1,31 @@
-"""ddtune up: start or restart the configured server and return once it is ready"""
+"""ddtune up: start (or restart) the configured server and return once it is ready."""
 
 from __future__ import annotations
 
 HELP = "start or restart the configured server and return once it is ready"
-EXAMPLES = None
+EXAMPLES = """\
+examples:
+  ddtune up                                   start the configured server (the simulator when none is configured)
+  ddtune up --preset b8-t4-w2048              start with a shipped knob preset
+  ddtune up --set window=1024 --set topk=4    change knobs (restarts the server if they differ)
+  ddtune --config box.toml up
+
+Prints each startup phase to stderr; exit 0 once the server we started generates a token,
+exit 1 with the reason (fatal log line, log tail) when the start failed.
+A server already running this exact config is re-attached, not restarted.
+"""
 
 
 def add_arguments(parser) -> None:
-    pass
+    from tui.commands._server import add_knob_arguments
+
+    add_knob_arguments(parser)
 
 
 def run(args) -> int:
-    from tui.commands._pending import not_yet
+    import asyncio
 
-    return not_yet("up", "lifecycle")
+    from tui.commands._server import manager, report_final, requested_config
+
+    config = requested_config(args)
+    return report_final(asyncio.run(manager(config).up()))

@@ -1,0 +1,106 @@
+"""The one backend contract: async start/stop/status/log_lines plus capability flags the UI reads.
+
+Backends only do I/O for one kind of server (a process, a systemd unit, a URL). The safe restart
+sequence (stop, wait for port and GPU, launch, track, probe, verify) lives in
+``backends.lifecycle.ServerManager`` and is the same for all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import ClassVar
+
+from backends.config import ServerConfig
+from backends.knobs import LaunchPlan
+from backends.process import StopReport
+from backends.serverhelp import ServerHelp
+from backends.state import ServerState
+
+
+class Backend(ABC):
+    NAME: ClassVar[str]
+    CAN_START: ClassVar[bool] = True
+    CAN_STOP: ClassVar[bool] = True
+    HAS_LOGS: ClassVar[bool] = True
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+
+    @property
+    def base_url(self) -> str:
+        return self.config.base_url
+
+    def has_logs(self) -> bool:
+        return self.HAS_LOGS
+
+    def command_prefix(self) -> tuple[str, ...]:
+        """argv before the SGLang flags, e.g. ``python -m sglang.launch_server``."""
+        raise NotImplementedError
+
+    def server_env(self, plan: LaunchPlan | None = None) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.config.env)
+        if plan is not None:
+            env.update(plan.env)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        return env
+
+    def learn_help(self) -> ServerHelp:
+        """The server's ``--help`` (blocking; call through a thread)."""
+        raise NotImplementedError
+
+    @abstractmethod
+    async def start(self, plan: LaunchPlan) -> ServerState:
+        """Launch the server for ``plan``; returns its state (pid known, not yet ready)."""
+
+    @abstractmethod
+    async def stop(self, state: ServerState | None) -> StopReport:
+        """Stop the server of ``state``: abort in-flight work, SIGTERM, bounded wait, SIGKILL."""
+
+    @abstractmethod
+    async def is_running(self, state: ServerState) -> bool:
+        """True while the server of ``state`` (that very process) is alive."""
+
+    async def exit_code(self, state: ServerState) -> int | None:
+        return None
+
+    @abstractmethod
+    def log_lines(self, state: ServerState | None, from_start: bool = True) -> AsyncIterator[str]:
+        """The server's log, line by line (split on \\n and \\r), following new output forever."""
+
+    async def status(self, state: ServerState | None) -> str:
+        """``running`` or ``stopped`` for the recorded server."""
+        if state is None:
+            return "stopped"
+        return "running" if await self.is_running(state) else "stopped"
+
+
+async def tail_file(path: Path, from_start: bool = True, poll: float = 0.1) -> AsyncIterator[str]:
+    """Follow a log file like ``tail -F``: lines split on \\n and \\r; waits for the file to appear."""
+    from backends.linesplitter import LineSplitter
+
+    splitter = LineSplitter()
+    offset = None
+    while True:
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            await asyncio.sleep(poll)
+            continue
+        if offset is None:
+            offset = 0 if from_start else size
+        if size < offset:  # truncated or replaced: start over
+            offset = 0
+        if size > offset:
+            with path.open("rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read(size - offset)
+            offset += len(chunk)
+            for line in splitter.feed(chunk):
+                yield line
+        else:
+            await asyncio.sleep(poll)

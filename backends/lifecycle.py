@@ -1,0 +1,369 @@
+"""The safe, visible, verified restart, the same for every backend.
+
+stop the old server (abort in-flight, SIGTERM, bounded wait, SIGKILL of the process group) ->
+wait until the port is free and the old pids hold no GPU memory -> launch -> follow the log through
+StartupTracker -> ready only when the pid we started (the one in ``Started server process [PID]``)
+owns the socket and generates a token -> verify requested knobs against what the server reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+from backends.backend import Backend
+from backends.config import ServerConfig
+from backends.endpoint_backend import EndpointBackend, make_backend
+from backends.errors import ServerError
+from backends.knobs import LaunchPlan, plan_launch
+from backends.logevents import DDTreeWorker, DraftRunner, Fatal, ServerReady, ServerStarted
+from backends.logparse import parse_line
+from backends.process import group_members, port_owner, tree_pids, wait_port_free
+from backends.readiness import ReadinessProbe
+from backends.startup import FAILED, READY, StartupHistory, StartupTracker
+from backends.state import ServerState, clear_state, load_state, save_state
+from backends.verify import verify
+
+PORT_RELEASE_S = 60.0   # how long a stopped server may keep its port before we give up
+GPU_RELEASE_S = 60.0    # ... and its GPU memory
+TAIL_LINES = 20
+FATAL_GRACE_S = 2.0     # after a fatal line, wait this long (or for the exit) for the lines that explain it
+HEARTBEAT_S = 5.0       # repeat an unchanged phase this often, so a long wait still shows progress
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One report for the user: the startup phase, its detail, times, and the pid it concerns."""
+
+    phase: str
+    detail: str
+    elapsed_s: float
+    phase_elapsed_s: float
+    eta_s: float | None
+    pid: int | None = None
+
+
+def gpu_holders(pids: set[int]) -> tuple[set[int] | None, str]:
+    """Which of pids hold GPU memory per NVML; (None, why) when that cannot be known here."""
+    try:
+        from backends.gpu import GpuSampler
+    except ImportError:
+        return None, "the GPU sampler (backends.gpu) is not installed"
+    sampler = GpuSampler()
+    try:
+        snap = sampler.sample(pids)
+    finally:
+        sampler.close()
+    if not snap.available:
+        return None, snap.reason or "NVML unavailable"
+    if snap.host_pids:
+        return None, "NVML reports pids of another pid namespace"
+    return {p.pid for p in snap.processes if p.pid in pids and (p.used_bytes or 0) > 0}, ""
+
+
+class ServerManager:
+    """Start, restart, stop and re-attach the configured server. ``on_progress`` gets every change."""
+
+    def __init__(self, config: ServerConfig, backend: Backend | None = None,
+                 on_progress: Callable[[Progress], None] | None = None,
+                 on_note: Callable[[str], None] | None = None) -> None:
+        self.config = config
+        self.backend = backend or make_backend(config)
+        self.on_progress = on_progress or (lambda p: None)
+        self.on_note = on_note or (lambda s: None)
+        self.history = StartupHistory.default()
+        self.tracker = StartupTracker(self.history.medians(config.model))
+        self._last_report: tuple[str, str] | None = None
+        self._last_time = 0.0
+        self.probe_count = 0
+
+    # --- reporting --------------------------------------------------------------------------
+    def _report(self, pid: int | None = None, probing: bool = False, force: bool = False) -> None:
+        now = time.monotonic()
+        t = self.tracker
+        phase, detail = t.phase, t.detail
+        if phase == READY and probing:
+            phase, detail = "warmup", "log says ready; probing the new pid"
+        key = (phase, detail)
+        if key == self._last_report and not force and now - self._last_time < HEARTBEAT_S:
+            return
+        self._last_report, self._last_time = key, now
+        self.on_progress(Progress(phase, detail, t.elapsed(now), t.phase_elapsed(now), t.eta_s(now), pid))
+
+    # --- state ------------------------------------------------------------------------------
+    def current(self) -> ServerState | None:
+        """The recorded server, with phase ``stale`` when its pid is gone or was reused."""
+        state = load_state()
+        if state is None or state.backend == "endpoint":
+            return state
+        if state.phase in ("ready", "starting") and not state.is_alive():
+            return state.with_(phase="stale", reason=f"pid {state.pid} is no longer the server ddtune started")
+        return state
+
+    def plan(self) -> LaunchPlan:
+        """Validate knobs against the server's --help (blocking). Raises before anything is stopped."""
+        helptext = self.backend.learn_help()
+        return plan_launch(self.config, helptext.text, self.backend.command_prefix(), helptext.version or "unknown")
+
+    # --- commands ---------------------------------------------------------------------------
+    async def up(self) -> ServerState:
+        """Ready server for this config: re-attach to a live one with the same config, else (re)start."""
+        if isinstance(self.backend, EndpointBackend):
+            return await self.attach_endpoint()
+        state = self.current()
+        if state and state.backend == self.config.backend and state.phase in ("ready", "starting") \
+                and state.config_hash == self.config.config_hash() and state.is_alive():
+            return await self.reattach(state)
+        return await self.restart()
+
+    async def reattach(self, state: ServerState) -> ServerState:
+        """Follow a server an earlier ddtune started (same pid, same start time) until it is ready."""
+        self.on_note(f"re-attached to pid {state.pid} ({state.phase}): it already runs this config")
+        if state.phase == "ready":
+            async with ReadinessProbe(state.url, state.port, state.pid) as probe:
+                result = await probe.probe()
+            if result.ready:
+                return state
+            self.on_note(f"it does not generate now ({result.reason}); following it")
+        self.tracker.begin_wait(time.monotonic(), "re-attached")
+        plan = await asyncio.to_thread(self.plan)
+        return await self._follow(state, plan)
+
+    async def restart(self) -> ServerState:
+        if not self.backend.CAN_START:
+            await self.backend.start(None)  # type: ignore[arg-type]  # raises the backend's own message
+        plan = await asyncio.to_thread(self.plan)
+        ticker = asyncio.create_task(self._tick())
+        try:
+            return await self._restart(plan)
+        finally:
+            ticker.cancel()
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            if self.tracker.phase in ("stopping-old", "waiting-for-port-and-gpu"):
+                self._report()
+
+    async def _restart(self, plan: LaunchPlan) -> ServerState:
+        old = load_state()
+        now = time.monotonic()
+        self.tracker.begin_stop(now)
+        self._report(force=True)
+        old_pids: set[int] = set()
+        if old is not None and old.backend != "endpoint" and old.is_alive():
+            old_pids = tree_pids(old.pid) | set(group_members(old.pgid) if old.pgid else [])  # type: ignore[arg-type]
+            stopper = self.backend if old.backend == self.config.backend else _process_stopper(self.config)
+            self.on_note(f"stopping old server pid {old.pid} (SIGTERM, then SIGKILL after {self.config.stop_timeout_s:.0f} s)")
+            report = await stopper.stop(old)
+            how = "exited after SIGTERM" if report.terminated else f"SIGKILL needed for pids {list(report.killed)}"
+            self.on_note(f"old server pid {old.pid} {how}")
+        elif self.config.backend == "systemd":
+            await self.backend.stop(old)
+        if old is not None:
+            clear_state()
+        self.tracker.begin_wait(time.monotonic(), f"port {self.config.port}")
+        self._report()
+        await self._wait_port(old_pids)
+        await self._wait_gpu(old_pids)
+        return await self._launch(plan)
+
+    async def down(self) -> ServerState | None:
+        state = load_state()
+        if state is None:
+            return None
+        if state.backend == "endpoint" or not self.backend.CAN_STOP:
+            await self.backend.stop(state)  # raises: cannot stop
+        if state.is_alive() or state.backend == "systemd":
+            await self.backend.stop(state)
+        clear_state()
+        return state.with_(phase="stopped")
+
+    # --- steps ------------------------------------------------------------------------------
+    async def _wait_port(self, old_pids: set[int]) -> None:
+        port = self.config.port
+        owner = await asyncio.to_thread(port_owner, port)
+        if owner is None:
+            return
+        if owner.pid is None or owner.pid not in old_pids:
+            raise ServerError(f"refusing to start: {owner.describe()}, not a server ddtune started",
+                              hint=f"stop that process, or set a different [server] port than {port}")
+        owner = await asyncio.to_thread(wait_port_free, port, time.monotonic() + PORT_RELEASE_S)
+        if owner is not None:
+            raise ServerError(f"the old server still holds port {port} after {PORT_RELEASE_S:.0f} s: {owner.describe()}",
+                              hint=f"kill pid {owner.pid} and retry")
+
+    async def _wait_gpu(self, old_pids: set[int]) -> None:
+        if not old_pids:
+            return
+        deadline = time.monotonic() + GPU_RELEASE_S
+        while True:
+            holders, why = await asyncio.to_thread(gpu_holders, old_pids)
+            if holders is None:
+                self.on_note(f"not waiting for GPU memory release: {why}")
+                return
+            if not holders:
+                return
+            if time.monotonic() >= deadline:
+                raise ServerError(f"old server pids {sorted(holders)} still hold GPU memory after {GPU_RELEASE_S:.0f} s",
+                                  hint=f"kill them (kill -9 {' '.join(map(str, sorted(holders)))}) and retry")
+            self.tracker.begin_wait(time.monotonic(), f"GPU memory of pids {sorted(holders)}")
+            self._report()
+            await asyncio.sleep(0.5)
+
+    async def _launch(self, plan: LaunchPlan) -> ServerState:
+        state = await self.backend.start(plan)
+        save_state(state)
+        self.on_note(f"launched pid {state.pid}: {' '.join(plan.argv)}")
+        return await self._follow(state, plan)
+
+    async def _follow(self, state: ServerState, plan: LaunchPlan | None) -> ServerState:
+        """Track the start until ready, failed or timed out; record and return the final state."""
+        watch = _LogWatch(self.tracker)
+        log_task = asyncio.create_task(watch.run(self.backend, state)) if self.backend.has_logs() else None
+        deadline = time.monotonic() + self.config.ready_timeout_s
+        failure: str | None = None
+        try:
+            async with ReadinessProbe(state.url, state.port, state.pid,
+                                      check_owner=not isinstance(self.backend, EndpointBackend)) as probe:
+                while True:
+                    self._report(state.pid, probing=True)
+                    running = await self.backend.is_running(state)
+                    if not running:
+                        await asyncio.sleep(0.5)  # let the watcher read the last lines of the log
+                        code = await self.backend.exit_code(state)
+                        why = watch.fatal_reason() if watch.fatals else "no fatal line in the log"
+                        failure = f"the server exited{'' if code is None else f' with code {code}'} before it was ready; {why}"
+                        break
+                    if watch.fatal_at is not None and time.monotonic() - watch.fatal_at > FATAL_GRACE_S:
+                        failure = watch.fatal_reason()  # the first fatal line plus what followed it
+                        break
+                    if time.monotonic() >= deadline:
+                        failure = f"not ready after {self.config.ready_timeout_s:.0f} s (ready_timeout_s) in phase {self.tracker.phase}"
+                        break
+                    # with a log, probe only once it named our pid in "Started server process [PID]"
+                    pid_ok = not self.backend.has_logs() or watch.started_pid is not None
+                    if watch.started_pid is not None and state.pid and watch.started_pid not in tree_pids(state.pid):
+                        pid_ok = False
+                    if pid_ok:
+                        result = await probe.probe()
+                        self.probe_count = probe.generations
+                        if result.ready:
+                            break
+                    else:
+                        await asyncio.sleep(0.1)
+        finally:
+            if log_task is not None:
+                await asyncio.sleep(0)
+                log_task.cancel()
+        if failure is not None:
+            return await self._failed(state, failure, watch)
+        return await self._ready(state, plan, watch)
+
+    async def _failed(self, state: ServerState, reason: str, watch: "_LogWatch") -> ServerState:
+        self.tracker.fail(reason, time.monotonic())
+        self._report(state.pid)
+        if self.backend.CAN_STOP and state.pid:
+            await self.backend.stop(state)  # leave nothing running: hung loads and orphaned children included
+        tail = "\n".join(watch.tail[-TAIL_LINES:])
+        final = state.with_(phase="failed", reason=reason + (f"\n--- last log lines ---\n{tail}" if tail else ""))
+        save_state(final)
+        self.history.append(self.config.model, self.tracker.durations(time.monotonic()), False, time.time())
+        return final
+
+    async def _ready(self, state: ServerState, plan: LaunchPlan | None, watch: "_LogWatch") -> ServerState:
+        now = time.monotonic()
+        if self.tracker.phase != READY:
+            self.tracker.feed(ServerReady(), now)
+        durations = self.tracker.durations(now)
+        self._report(state.pid)
+        info = await fetch_server_info(state.url)
+        expected = plan.expected if plan else {}
+        checked = verify(expected, watch.draft_runner, watch.ddtree, info)
+        final = state.with_(phase="ready", ready_at=time.time(), effective=checked.effective,
+                            mismatches=checked.mismatches, reason=None)
+        save_state(final)
+        self.history.append(self.config.model, durations, True, time.time())
+        return final
+
+    async def attach_endpoint(self) -> ServerState:
+        state = self.backend.attach_state()  # type: ignore[attr-defined]
+        self.tracker.begin_wait(time.monotonic(), self.backend.base_url)
+        return await self._follow(state, plan_for_endpoint(self.config))
+
+
+def _process_stopper(config: ServerConfig) -> Backend:
+    """Stops a ddtune-spawned process server recorded under another backend name (same group logic)."""
+    from backends.process_backend import SimBackend
+
+    return SimBackend(config)
+
+
+def plan_for_endpoint(config: ServerConfig) -> LaunchPlan:
+    """What an endpoint should report for our knobs (no --help to read: any route is accepted)."""
+    window = config.knobs.get("window")
+    has_window = isinstance(window, int) and not isinstance(window, bool)
+    return LaunchPlan(argv=(), env={}, routes={}, algorithm=None, block_size=0, expected={
+        "window_size": window if has_window else None, "compact_cache": has_window,
+        "block_size": None, "budget": config.knobs.get("budget")})
+
+
+async def fetch_server_info(url: str) -> dict | None:
+    try:
+        async with httpx.AsyncClient(trust_env=False) as client:
+            resp = await client.get(f"{url}/server_info", timeout=5.0)
+        return resp.json() if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
+def _fatal_rank(event: Fatal) -> int:
+    return 0 if event.kind == "oom" else (2 if event.generic else 1)
+
+
+class _LogWatch:
+    """Follows the server log: feeds the tracker, keeps the facts readiness and verification need."""
+
+    def __init__(self, tracker: StartupTracker) -> None:
+        self.tracker = tracker
+        self.started_pid: int | None = None
+        self.draft_runner: DraftRunner | None = None
+        self.ddtree: DDTreeWorker | None = None
+        self.fatals: list[Fatal] = []
+        self.fatal_at: float | None = None  # when the first fatal (non-generic) line came
+        self.last_error: str | None = None
+        self.tail: list[str] = []
+
+    def fatal_reason(self) -> str:
+        """The fatal lines, most telling first (an OOM beats "scheduler hit an exception")."""
+        seen: list[str] = []
+        for event in sorted(self.fatals, key=_fatal_rank):
+            text = f"{event.kind}: {event.message}"
+            if text not in seen:
+                seen.append(text)
+        return "fatal log line: " + " | ".join(seen[:4])
+
+    async def run(self, backend: Backend, state: ServerState) -> None:
+        async for line in backend.log_lines(state, from_start=True):
+            self.tail.append(line)
+            del self.tail[:-TAIL_LINES * 5]
+            event = parse_line(line)
+            if event is None:
+                continue
+            if isinstance(event, ServerStarted) and self.started_pid is None:
+                self.started_pid = event.pid
+            elif isinstance(event, DraftRunner) and event.is_lead:
+                self.draft_runner = event
+            elif isinstance(event, DDTreeWorker) and event.is_lead:
+                self.ddtree = event
+            elif isinstance(event, Fatal):
+                self.last_error = f"{event.kind}: {event.message}"
+                if self.tracker.phase not in (READY, FAILED) or self.fatal_at is not None:
+                    self.fatals.append(event)
+                    if not event.generic and self.fatal_at is None:
+                        self.fatal_at = time.monotonic()
+            self.tracker.feed(event, time.monotonic())

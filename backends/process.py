@@ -1,0 +1,164 @@
+"""Process groups and ports: spawn a server in its own session, stop it by process group, find
+who listens on a port. Thin I/O over os/signal/psutil; no knowledge of SGLang."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+
+@dataclass(frozen=True)
+class PortOwner:
+    port: int
+    pid: int | None  # None: a socket of a process we may not inspect (another user's)
+    name: str
+    cmdline: str
+
+    def describe(self) -> str:
+        if self.pid is None:
+            return f"port {self.port} is in use by a process ddtune cannot see (another user's, or root's)"
+        return f"port {self.port} is in use by pid {self.pid} ({self.name}: {self.cmdline[:120]})"
+
+
+def spawn(argv: list[str] | tuple[str, ...], env: dict[str, str], log_path: Path,
+          cwd: str | None = None) -> subprocess.Popen:
+    """Start argv in a new session (its own process group), stdout+stderr appended to log_path.
+
+    The log file, not a pipe, holds the output so the server outlives ddtune (a dead reader would
+    SIGPIPE it); ddtune streams the file instead."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab", buffering=0) as log:
+        return subprocess.Popen(list(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def is_running(pid: int | None, create_time: float | None = None) -> bool:
+    """True when pid exists, is not a zombie, and (if given) started at create_time (no pid reuse)."""
+    if not pid:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return create_time is None or abs(proc.create_time() - create_time) < 0.05
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def create_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) pids whose process group is pgid."""
+    members = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if os.getpgid(proc.info["pid"]) == pgid:
+                members.append(proc.info["pid"])
+        except (ProcessLookupError, psutil.NoSuchProcess, PermissionError):
+            continue
+    return members
+
+
+def tree_pids(pid: int) -> set[int]:
+    """pid and all its descendants."""
+    try:
+        proc = psutil.Process(pid)
+        return {pid} | {c.pid for c in proc.children(recursive=True)}
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return {pid}
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def reap(pid: int) -> None:
+    """Collect the exit status of our own child so it does not linger as a zombie."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def wait_gone(pgid: int, leader: int | None, deadline: float, poll: float = 0.1) -> bool:
+    """Wait until no member of pgid (and not the leader) is alive; False if deadline passed first."""
+    while True:
+        if leader:
+            reap(leader)
+        alive = group_members(pgid)
+        if leader and is_running(leader) and leader not in alive:
+            alive.append(leader)
+        if not alive:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll)
+
+
+@dataclass(frozen=True)
+class StopReport:
+    """How a stop went: whether SIGKILL was needed and which pids were still there for it."""
+
+    terminated: bool
+    killed: tuple[int, ...]
+    left: tuple[int, ...]
+
+
+def stop_group(pgid: int, leader: int | None, term_timeout: float, kill_timeout: float = 10.0) -> StopReport:
+    """SIGTERM the whole group, wait up to term_timeout, then SIGKILL what remains of the group."""
+    signal_group(pgid, signal.SIGTERM)
+    if wait_gone(pgid, leader, time.monotonic() + term_timeout):
+        return StopReport(True, (), ())
+    stragglers = tuple(group_members(pgid))
+    signal_group(pgid, signal.SIGKILL)
+    if leader and is_running(leader):
+        try:
+            os.kill(leader, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    wait_gone(pgid, leader, time.monotonic() + kill_timeout)
+    return StopReport(False, stragglers, tuple(group_members(pgid)))
+
+
+def port_owner(port: int) -> PortOwner | None:
+    """Who listens on TCP port (any local address), per psutil; None when nobody does."""
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except psutil.AccessDenied:
+        conns = []
+    for conn in conns:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            if conn.pid is None:
+                return PortOwner(port, None, "?", "?")
+            try:
+                proc = psutil.Process(conn.pid)
+                return PortOwner(port, conn.pid, proc.name(), " ".join(proc.cmdline()))
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                return PortOwner(port, conn.pid, "?", "?")
+    return None
+
+
+def wait_port_free(port: int, deadline: float, poll: float = 0.1) -> PortOwner | None:
+    """Wait until nobody listens on port; returns the owner still there at the deadline, else None."""
+    while True:
+        owner = port_owner(port)
+        if owner is None or time.monotonic() >= deadline:
+            return owner
+        time.sleep(poll)

@@ -1,0 +1,123 @@
+"""The sglang and sim backends: one spawn path, only the command differs.
+
+``sglang`` runs ``PYTHON -m sglang.launch_server ...`` with the configured interpreter; ``sim``
+runs ddtune's simulator (``python -m backends.sim ...``). Both start in a new session (own process
+group) with stdout and stderr appended to a log file under the state dir, which ddtune follows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+
+from backends.backend import Backend, tail_file
+from backends.knobs import LaunchPlan
+from backends.paths import ROOT
+from backends.process import StopReport, create_time, is_running, reap, spawn, stop_group
+from backends.serverhelp import ServerHelp, fetch_help, installed_version
+from backends.state import ServerState, logs_dir
+
+
+class ProcessBackend(Backend):
+    """A server that is a local process ddtune spawns itself."""
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self._children: dict[int, object] = {}  # pid -> Popen, for exit codes while we are the parent
+
+    def learn_help(self) -> ServerHelp:
+        env = self.server_env()
+        version = self.version(env)
+        return fetch_help(self.command_prefix(), env, version)
+
+    def version(self, env: dict[str, str]) -> str | None:
+        return installed_version(self.config.python, env)
+
+    async def start(self, plan: LaunchPlan) -> ServerState:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        log_path = logs_dir() / f"server-{stamp}-{os.getpid()}.log"
+        env = self.server_env(plan)
+        proc = await asyncio.to_thread(spawn, plan.argv, env, log_path)
+        self._children[proc.pid] = proc
+        latest = logs_dir() / "server.log"
+        try:
+            latest.unlink(missing_ok=True)
+            latest.symlink_to(log_path.name)
+        except OSError:
+            pass
+        return ServerState(
+            backend=self.NAME, pid=proc.pid, pgid=proc.pid, host=self.config.host, port=self.config.port,
+            url=self.base_url, config_hash=self.config.config_hash(), knobs=dict(self.config.knobs),
+            log_path=str(log_path), started_at=time.time(), create_time=create_time(proc.pid),
+            argv=tuple(plan.argv), config_source=self.config.source,
+        )
+
+    async def abort_in_flight(self, state: ServerState) -> None:
+        """POST /abort_request {abort_all}: SIGTERM alone would drain in-flight work with no timeout."""
+        try:
+            async with httpx.AsyncClient(trust_env=False) as client:
+                await client.post(f"{state.url}/abort_request", json={"abort_all": True}, timeout=2.0)
+        except httpx.HTTPError:
+            pass
+
+    async def stop(self, state: ServerState | None) -> StopReport:
+        if state is None or not state.pgid:
+            return StopReport(True, (), ())
+        if state.is_alive():
+            await self.abort_in_flight(state)
+        report = await asyncio.to_thread(stop_group, state.pgid, state.pid, self.config.stop_timeout_s)
+        if state.pid in self._children:
+            reap(state.pid)
+        return report
+
+    async def is_running(self, state: ServerState) -> bool:
+        proc = self._children.get(state.pid or -1)
+        if proc is not None:
+            return proc.poll() is None  # type: ignore[attr-defined]
+        return is_running(state.pid, state.create_time)
+
+    async def exit_code(self, state: ServerState) -> int | None:
+        proc = self._children.get(state.pid or -1)
+        return proc.poll() if proc is not None else None  # type: ignore[attr-defined]
+
+    def log_lines(self, state: ServerState | None, from_start: bool = True) -> AsyncIterator[str]:
+        if state is None or not state.log_path:
+            raise ValueError("no server log: nothing was started")
+        return tail_file(Path(state.log_path), from_start)
+
+
+class SGLangBackend(ProcessBackend):
+    NAME = "sglang"
+
+    def command_prefix(self) -> tuple[str, ...]:
+        return (self.config.python, "-m", "sglang.launch_server")
+
+
+class SimBackend(ProcessBackend):
+    """The simulator through exactly the sglang spawn path; only the command differs."""
+
+    NAME = "sim"
+
+    def command_prefix(self) -> tuple[str, ...]:
+        return (sys.executable, "-m", "backends.sim")
+
+    def server_env(self, plan: LaunchPlan | None = None) -> dict[str, str]:
+        env = super().server_env(plan)
+        env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        return env
+
+    def version(self, env: dict[str, str]) -> str | None:
+        return None  # the simulator's --help is cheap: read it fresh, never cache it
+
+    def learn_help(self) -> ServerHelp:
+        # the simulator imitates the release named by --sim-version: ask that one for its flags
+        args = self.config.extra_args
+        pick = tuple(a for i, a in enumerate(args) if a.startswith("--sim-version")
+                     or (i > 0 and args[i - 1] == "--sim-version"))
+        return fetch_help(self.command_prefix() + pick, self.server_env(), None)

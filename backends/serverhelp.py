@@ -1,0 +1,66 @@
+"""Learn which flags the configured server takes: run its ``--help`` once per SGLang version.
+
+Real SGLang needs seconds to print ``--help`` (it imports torch), so the text is cached in the
+state dir under the installed ``sglang`` distribution's version. Without a version (the simulator,
+a source checkout) it is read fresh every time.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+
+from backends.errors import ServerError
+from backends.paths import state_dir
+
+_VERSION_CODE = "import importlib.metadata as m\ntry:\n print(m.version('sglang'))\nexcept Exception:\n print('')"
+
+
+@dataclass(frozen=True)
+class ServerHelp:
+    text: str
+    version: str | None
+    cached: bool
+
+
+def installed_version(python: str, env: dict[str, str]) -> str | None:
+    """The sglang version installed for ``python`` (from its metadata; sglang is not imported)."""
+    try:
+        out = subprocess.run([python, "-c", _VERSION_CODE], env=env, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    version = out.stdout.strip()
+    return version if out.returncode == 0 and version else None
+
+
+def _cache_file(version: str):
+    safe = re.sub(r"[^A-Za-z0-9._+-]", "_", version)
+    path = state_dir() / "help"
+    path.mkdir(parents=True, exist_ok=True)
+    return path / f"sglang-{safe}.txt"
+
+
+def fetch_help(prefix: tuple[str, ...], env: dict[str, str], version: str | None, timeout: float = 300) -> ServerHelp:
+    """``prefix --help`` as text, from the cache when ``version`` is known and cached."""
+    if version:
+        cached = _cache_file(version)
+        if cached.is_file():
+            return ServerHelp(cached.read_text(), version, True)
+    argv = [*prefix, "--help"]
+    try:
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+    except FileNotFoundError:
+        raise ServerError(f"cannot run the server: {argv[0]!r} not found",
+                          hint="set [server] python to the interpreter that has sglang installed")
+    except subprocess.TimeoutExpired:
+        raise ServerError(f"'{' '.join(argv)}' did not finish in {timeout:.0f} s",
+                          hint="check that the interpreter and sglang import cleanly")
+    if out.returncode != 0 or "--model-path" not in out.stdout:
+        tail = "\n".join((out.stderr or out.stdout).strip().splitlines()[-5:])
+        raise ServerError(f"'{' '.join(argv)}' failed (exit {out.returncode}): {tail}",
+                          hint="set [server] python to an interpreter where 'python -m sglang.launch_server --help' works")
+    if version:
+        _cache_file(version).write_text(out.stdout)
+    return ServerHelp(out.stdout, version, False)

@@ -1,0 +1,101 @@
+"""Restart safety: the old process race, a foreign port owner, children left in the group."""
+
+import asyncio
+import socket
+
+import psutil
+import pytest
+
+from backends.errors import ServerError
+from backends.lifecycle import ServerManager
+from backends.process import group_members, port_owner
+from backends.readiness import ReadinessProbe
+from backends.state import load_state
+from tests.backends.lifecycle_support import FAST, config, groups  # noqa: F401  (fixture)
+
+
+async def test_old_process_race_ready_only_for_the_new_pid(tmp_path, state_dir, groups):
+    """The old server keeps answering for 2 s after SIGTERM (drain); ddtune must wait it out and
+    declare ready only for the pid it started."""
+    cfg = config(tmp_path, extra=FAST + ("--sim-drain-seconds", "2"))
+    old = await ServerManager(cfg).up()
+    groups.track(old.pgid)
+    assert old.phase == "ready"
+
+    # While the old server answers, a probe for any other pid refuses it and names the owner.
+    async with ReadinessProbe(old.url, old.port, expected_pid=old.pid + 999_999) as probe:
+        result = await probe.probe()
+    assert not result.ready and f"pid {old.pid}" in result.reason and result.owner_pid == old.pid
+
+    phases = []
+    manager = ServerManager(cfg.with_knobs({"window": 1024}), on_progress=lambda p: phases.append(p))
+    new = await manager.restart()
+    groups.track(new.pgid)
+    assert new.phase == "ready", new.reason
+    assert new.pid != old.pid
+    assert not psutil.pid_exists(old.pid) or psutil.Process(old.pid).status() == psutil.STATUS_ZOMBIE
+    assert group_members(old.pgid) == []
+    assert port_owner(new.port).pid == new.pid
+    seen = [p.phase for p in phases]
+    assert seen[0] == "stopping-old" and "waiting-for-port-and-gpu" in seen and "loading-weights" in seen
+    assert seen.index("stopping-old") < seen.index("waiting-for-port-and-gpu") < seen.index("loading-weights")
+    assert all(p.pid == new.pid for p in phases if p.phase == "loading-weights")
+    assert new.effective["window_size"] == 1024 and new.mismatches == ()
+    assert load_state().knobs["window"] == 1024
+
+
+async def test_foreign_port_owner_is_refused_before_launch(tmp_path, state_dir, groups):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        manager = ServerManager(config(tmp_path, port=port))
+        with pytest.raises(ServerError) as info:
+            await manager.up()
+        import os
+
+        assert f"port {port} is in use by pid {os.getpid()}" in info.value.message
+        assert "refusing to start" in info.value.message
+        assert "port" in info.value.hint
+    assert load_state() is None  # nothing was launched
+
+
+async def test_children_left_in_the_group_are_killed(tmp_path, state_dir, groups):
+    """Scheduler-like children that ignore nothing but outlive a SIGKILLed parent: stop kills the group."""
+    cfg = config(tmp_path, extra=FAST + ("--sim-children", "2", "--sim-hang-at", "shutdown"), stop_timeout_s=1)
+    manager = ServerManager(cfg)
+    state = await manager.up()
+    groups.track(state.pgid)
+    members = group_members(state.pgid)
+    assert len(members) == 3
+    stopped = await manager.down()
+    assert stopped is not None
+    assert group_members(state.pgid) == []
+    assert port_owner(state.port) is None
+
+
+async def test_up_twice_reattaches_instead_of_restarting(tmp_path, state_dir, groups):
+    cfg = config(tmp_path)
+    first = await ServerManager(cfg).up()
+    groups.track(first.pgid)
+    notes = []
+    second = await ServerManager(cfg, on_note=notes.append).up()
+    assert second.pid == first.pid and second.phase == "ready"
+    assert any("re-attached" in n for n in notes)
+
+
+async def test_status_reports_stale_when_the_pid_is_gone(tmp_path, state_dir, groups):
+    import os
+    import signal
+
+    cfg = config(tmp_path)
+    state = await ServerManager(cfg).up()
+    groups.track(state.pgid)
+    os.killpg(state.pgid, signal.SIGKILL)
+    for _ in range(300):
+        if not psutil.pid_exists(state.pid) or psutil.Process(state.pid).status() == psutil.STATUS_ZOMBIE:
+            break
+        await asyncio.sleep(0.1)
+    os.waitpid(state.pid, 0)
+    current = ServerManager(cfg).current()
+    assert current.phase == "stale" and str(state.pid) in current.reason

@@ -1,0 +1,70 @@
+"""Readiness probes against a real simulator: socket owner by psutil, a real 1-token generation."""
+
+import os
+import socket
+
+import pytest
+
+from backends.lifecycle import ServerManager
+from backends.readiness import ReadinessProbe, owner_check
+from backends.serverhelp import fetch_help
+from tests.backends.lifecycle_support import config, groups  # noqa: F401  (fixture)
+
+
+@pytest.fixture
+async def server(tmp_path, state_dir, groups):
+    state = await ServerManager(config(tmp_path)).up()
+    groups.track(state.pgid)
+    assert state.phase == "ready", state.reason
+    return state
+
+
+async def test_probe_ready_for_our_pid_costs_one_generation(server):
+    async with ReadinessProbe(server.url, server.port, server.pid) as probe:
+        result = await probe.probe()
+    assert result.ready and result.generated >= 1 and result.owner_pid == server.pid
+    assert probe.generations == 1
+
+
+async def test_probe_refuses_a_server_we_did_not_start_without_generating(server):
+    other = 99_999_999  # a pid that is not the server nor one of its ancestors
+    async with ReadinessProbe(server.url, server.port, other) as probe:
+        result = await probe.probe()
+    assert not result.ready and result.owner_pid == server.pid
+    assert f"pid {server.pid}" in result.reason and f"(pid {other})" in result.reason
+    assert probe.generations == 0
+
+
+async def test_probe_without_pid_for_an_endpoint(server):
+    async with ReadinessProbe(server.url, None, None) as probe:
+        result = await probe.probe()
+    assert result.ready
+
+
+async def test_nothing_listening_is_not_ready():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = owner_check(port, 1)
+    assert result is not None and not result.ready and "nothing listens" in result.reason
+    async with ReadinessProbe(f"http://127.0.0.1:{port}", None, None) as probe:
+        result = await probe.probe()
+    assert not result.ready and "/generate failed" in result.reason
+
+
+def test_sglang_help_is_cached_per_version(tmp_path, state_dir):
+    manager = ServerManager(config(tmp_path, backend="sglang"))
+    first = manager.backend.learn_help()
+    assert first.version == "0.5.23" and not first.cached
+    assert "--speculative-draft-window-size" in first.text
+    assert (state_dir / "help" / "sglang-0.5.23.txt").read_text() == first.text
+    second = manager.backend.learn_help()
+    assert second.cached and second.text == first.text
+
+
+def test_help_of_a_broken_interpreter_names_the_fix(tmp_path, state_dir):
+    from backends.errors import ServerError
+
+    with pytest.raises(ServerError) as info:
+        fetch_help((str(tmp_path / "no-python"), "-m", "sglang.launch_server"), dict(os.environ), None)
+    assert "not found" in info.value.message and "[server] python" in info.value.hint

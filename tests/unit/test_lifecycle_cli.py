@@ -1,0 +1,107 @@
+"""ddtune up / restart / status / down / doctor as real processes on the simulator."""
+
+import json
+
+from tests.backends.lifecycle_support import groups, read_state, write_config  # noqa: F401  (fixture)
+from tests.helpers import run_ddtune
+
+
+def status_json(cfg):
+    out = run_ddtune("--config", str(cfg), "status", "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_up_restart_status_down(tmp_path, state_dir, groups):
+    cfg = write_config(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-drain-seconds", "1"))
+    out = run_ddtune("--config", str(cfg), "up")
+    groups.track_state()
+    assert out.returncode == 0, out.stderr
+    for phase in ("stopping-old", "waiting-for-port-and-gpu", "loading-weights", "capturing-graphs", "ready"):
+        assert phase in out.stderr
+    doc = status_json(cfg)
+    assert {"backend", "pid", "phase", "url", "knobs", "effective", "mismatches"} <= set(doc)
+    assert doc["phase"] == "ready" and doc["backend"] == "sim"
+    assert set(doc["effective"]) >= {"window_size", "compact_cache", "block_size", "budget"}
+    assert doc["effective"]["window_size"] == 2048 and doc["mismatches"] == []
+    first_pid = doc["pid"]
+
+    out = run_ddtune("--config", str(cfg), "restart", "--set", "window=1024")
+    groups.track_state()
+    assert out.returncode == 0, out.stderr
+    doc = status_json(cfg)
+    assert doc["pid"] != first_pid and doc["phase"] == "ready"
+    assert doc["knobs"]["window"] == 1024
+    assert doc["effective"]["window_size"] == 1024 and doc["mismatches"] == []
+
+    out = run_ddtune("--config", str(cfg), "status")
+    assert "phase:      ready" in out.stdout and "window=1024" in out.stdout
+
+    out = run_ddtune("--config", str(cfg), "down")
+    assert out.returncode == 0 and f"stopped pid {doc['pid']}" in out.stderr
+    assert status_json(cfg)["phase"] == "stopped"
+
+
+def test_preset_sets_knobs(tmp_path, state_dir, groups):
+    cfg = write_config(tmp_path)
+    out = run_ddtune("--config", str(cfg), "up", "--preset", "b8-t4-nowindow")
+    groups.track_state()
+    assert out.returncode == 0, out.stderr
+    doc = status_json(cfg)
+    assert doc["knobs"] == {"budget": 8, "topk": 4, "window": None}
+    assert doc["effective"]["window_size"] is None and doc["effective"]["compact_cache"] is False
+    assert doc["effective"]["budget"] == 8 and doc["mismatches"] == []
+    assert "--speculative-ddtree-budget" in doc["argv"]
+
+
+def test_unsupported_knob_fails_before_anything_starts(tmp_path, state_dir, groups):
+    cfg = write_config(tmp_path, extra=("--sim-version", "0.5.11"))
+    out = run_ddtune("--config", str(cfg), "up", "--set", "budget=8")
+    assert out.returncode == 2
+    assert "knob 'budget'" in out.stderr and "no tree verifier" in out.stderr
+    assert "hint: clear it (--set budget=none" in out.stderr
+    assert read_state(state_dir) is None
+
+
+def test_0511_window_flag_spelling(tmp_path, state_dir, groups):
+    cfg = write_config(tmp_path, extra=("--sim-version", "0.5.11", "--sim-load-seconds", "0.5"))
+    out = run_ddtune("--config", str(cfg), "up")
+    groups.track_state()
+    assert out.returncode == 0, out.stderr
+    doc = status_json(cfg)
+    assert "--speculative-dflash-draft-window-size" in doc["argv"]
+    assert doc["effective"]["window_size"] == 2048 and doc["mismatches"] == []
+
+
+def test_usage_errors_exit_2(tmp_path, state_dir):
+    cfg = write_config(tmp_path)
+    out = run_ddtune("--config", str(cfg), "up", "--set", "window=big")
+    assert out.returncode == 2 and "knob 'window'" in out.stderr and "hint:" in out.stderr
+    out = run_ddtune("--config", str(cfg), "up", "--preset", "nope")
+    assert out.returncode == 2 and "b8-t4-w2048" in out.stderr
+    out = run_ddtune("--config", str(cfg), "up", "--set", "frob=1")
+    assert out.returncode == 2 and "unknown knob" in out.stderr
+
+
+def test_failed_start_exits_1_with_reason(tmp_path, state_dir, groups):
+    cfg = write_config(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-fail-at", "load"))
+    out = run_ddtune("--config", str(cfg), "up")
+    groups.track_state()
+    assert out.returncode == 1
+    assert "server failed:" in out.stderr and "--- last log lines ---" in out.stderr
+    assert status_json(cfg)["phase"] == "failed"
+
+
+def test_doctor_on_the_simulator(tmp_path, state_dir):
+    cfg = write_config(tmp_path)
+    out = run_ddtune("--config", str(cfg), "doctor")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "[ok  ] server --help" in out.stdout
+    assert "window -> --speculative-draft-window-size" in out.stdout
+
+
+def test_doctor_names_a_bad_config(tmp_path, state_dir):
+    path = tmp_path / "bad.toml"
+    path.write_text('[server]\nport = "x"\n')
+    out = run_ddtune("--config", str(path), "doctor")
+    assert out.returncode == 1 and "[FAIL] config" in out.stdout and "port = 30000" in out.stdout

@@ -1,0 +1,107 @@
+"""Shared plumbing of the headless server commands (up, restart, down, status, doctor).
+
+Progress goes to stderr as plain text; ``--json`` output is one JSON document on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+
+def add_knob_arguments(parser, preset: bool = True) -> None:
+    if preset:
+        parser.add_argument("--preset", metavar="P", help="knob preset: a shipped name (b8-t4-w2048, ...) or a .toml file")
+    parser.add_argument("--set", dest="sets", metavar="KNOB=VALUE", action="append", default=[],
+                        help="set one knob, e.g. --set window=1024, --set window=none (repeatable)")
+
+
+def load_config(args):
+    from backends.config import load_config as load
+
+    return load(getattr(args, "config", None))
+
+
+def requested_config(args):
+    """Config knobs, then the running server's knobs (so knobs persist across restarts), then
+    --preset, then --set."""
+    from backends.config import load_preset, parse_set
+    from backends.state import load_state
+
+    config = load_config(args)
+    updates: dict[str, Any] = {}
+    state = load_state()
+    if state and state.backend == config.backend and state.config_source == config.source and state.is_alive():
+        updates.update(state.knobs)
+    if getattr(args, "preset", None):
+        updates.update(load_preset(args.preset))
+    for expr in getattr(args, "sets", []) or []:
+        name, value = parse_set(expr)
+        updates[name] = value
+    if updates:
+        unknown = [k for k in updates if k not in ("budget", "topk", "window") and k not in config.knob_map]
+        if unknown:
+            from backends.errors import UsageError
+
+            raise UsageError(f"--set {unknown[0]}: unknown knob",
+                             hint=f"known knobs: budget, topk, window{''.join(', ' + k for k in config.knob_map)}; "
+                                  f"add others with [knobs.map] in the config")
+        config = config.with_knobs(updates)
+    return config
+
+
+def err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def print_progress(progress) -> None:
+    eta = "" if progress.eta_s is None else f", ETA {progress.eta_s:.0f}s"
+    pid = f" [pid {progress.pid}]" if progress.pid else ""
+    detail = f": {progress.detail}" if progress.detail else ""
+    err(f"[{progress.elapsed_s:6.1f}s] {progress.phase}{detail}{pid}{eta}")
+
+
+def note(text: str) -> None:
+    err(f"          {text}")
+
+
+def manager(config):
+    from backends.lifecycle import ServerManager
+
+    return ServerManager(config, on_progress=print_progress, on_note=note)
+
+
+def report_final(state) -> int:
+    """Print how a start ended; 0 when ready, 1 when failed."""
+    if state.phase != "ready":
+        err(f"ddtune: server failed: {state.reason}")
+        return 1
+    took = f" in {state.ready_at - state.started_at:.1f}s" if state.ready_at else ""
+    err(f"ready{took}: pid {state.pid} at {state.url}")
+    eff = state.effective or {}
+    err("effective: " + ", ".join(f"{k}={eff.get(k)}" for k in ("window_size", "compact_cache", "block_size", "budget")))
+    for line in state.mismatches:
+        err(f"MISMATCH: {line}")
+    return 0
+
+
+def status_doc(state, config) -> dict[str, Any]:
+    if state is None:
+        return {"backend": config.backend, "pid": None, "phase": "stopped", "url": config.base_url,
+                "knobs": dict(config.knobs), "effective": {}, "mismatches": [], "reason": None,
+                "log_path": None, "port": config.port, "started_at": None, "ready_at": None}
+    return {"backend": state.backend, "pid": state.pid, "phase": state.phase, "url": state.url,
+            "knobs": dict(state.knobs), "effective": dict(state.effective), "mismatches": list(state.mismatches),
+            "reason": state.reason, "log_path": state.log_path, "port": state.port,
+            "started_at": state.started_at, "ready_at": state.ready_at, "argv": list(state.argv)}
+
+
+def print_json(doc: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def ago(ts: float | None) -> str:
+    return "-" if not ts else f"{time.time() - ts:.0f}s ago"
