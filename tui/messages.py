@@ -62,3 +62,17 @@ class ApplyKnobs(Message):
     def __init__(self, knobs: dict[str, Any]) -> None:
         super().__init__()
         self.knobs = knobs
+
+
+class ConfigMarked(Message):
+    """The server config changed at time t: plots draw a marker so an A/B reads on one timeline."""
+
+    def __init__(self, t: float, label: str) -> None:
+        super().__init__()
+        self.t, self.label = t, label
+
+
+class LoadStateChanged(Message):
+    def __init__(self, running: bool, detail: str) -> None:
+        super().__init__()
+        self.running, self.detail = running, detail

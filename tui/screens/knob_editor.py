@@ -21,10 +21,11 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
     DEFAULT_CSS = """
     KnobEditor { align: center middle; }
     KnobEditor > Vertical { width: 72; height: auto; max-height: 100%; border: thick $accent; padding: 0 1; background: $surface; }
-    KnobEditor Grid { grid-size: 3; grid-columns: 10 1fr 1fr; grid-rows: auto; height: auto; }
+    KnobEditor Grid { grid-size: 3; grid-columns: 10 1fr 1fr; grid-rows: 1; grid-gutter: 1 1; height: auto; margin: 1 0; }
     KnobEditor .error { color: $error; }
     KnobEditor .diff { color: $warning; }
-    KnobEditor Horizontal { height: auto; align-horizontal: right; }
+    KnobEditor Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
+    KnobEditor Button { margin-left: 2; }
     """
 
     def __init__(self, current: dict[str, str], presets: dict[str, dict[str, str]], validate: Validator) -> None:
@@ -36,19 +37,20 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label("[b]Edit knobs[/b]  (applying restarts the server)")
-            yield Select([(name, name) for name in sorted(self.presets)], prompt="preset…", id="preset")
+            yield Select([(name, name) for name in sorted(self.presets)], prompt="preset…", id="preset", compact=True)
             with Grid():
                 for name, value in self.current.items():
                     yield Label(name)
-                    yield Input(value, id=f"knob-{name}")
+                    yield Input(value, id=f"knob-{name}", compact=True)
                     yield Static("", id=f"note-{name}")
             yield Static("", id="summary")
             with Horizontal():
-                yield Button("Cancel", id="cancel")
-                yield Button("Apply & restart", variant="primary", id="apply")
+                yield Button("Cancel [esc]", id="cancel", compact=True)
+                yield Button("Apply & restart [ctrl+s]", variant="primary", id="apply", compact=True)
 
     def on_mount(self) -> None:
         self._check()
+        self.query(Input).first().focus()
 
     def values(self) -> dict[str, str]:
         return {name: self.query_one(f"#knob-{name}", Input).value.strip() for name in self.current}

@@ -51,5 +51,14 @@ class MainScreen(Screen):
     def on_load_window_updated(self, message: m.LoadWindowUpdated) -> None:
         self.query_one(LivePlots).add_load_point(message.t, message.tok_s, message.accept_len)
 
+    def on_config_marked(self, message: m.ConfigMarked) -> None:
+        self.query_one(LivePlots).mark(message.t, message.label)
+
+    def on_load_state_changed(self, message: m.LoadStateChanged) -> None:
+        table = self.query_one(RequestsTable)
+        table.border_subtitle = f"load: {'on' if message.running else 'off'} ({message.detail})"
+        if not message.running and message.detail not in ("stopped", "duration"):
+            self.notify(f"coding load stopped: {message.detail}", severity="warning")
+
     def on_request_finished(self, message: m.RequestFinished) -> None:
         self.query_one(RequestsTable).add_request(message.row)

@@ -42,9 +42,12 @@ class LivePlots(Horizontal):
 
     def add_server_point(self, t: float, gen_throughput: float, accept_len: float | None) -> None:
         self.server_tok_s.append((self._rel(t), gen_throughput))
-        if accept_len is not None and not self.accept:
-            pass
         self._dirty = True
+
+    def mark_now(self, label: str) -> None:
+        import time
+
+        self.mark(time.monotonic(), label)
 
     def mark(self, t: float, label: str) -> None:
         self.markers.append((self._rel(t), label))

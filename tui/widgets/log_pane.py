@@ -53,7 +53,11 @@ class LogPane(Log):
         self._history.extend(lines)
         shown = [line for line in lines if self._keep(line)]
         if shown:
-            self.write_lines(shown)
+            # Follow the tail unless the user scrolled up to read something.
+            follow = self.scroll_y >= self.max_scroll_y - 1
+            self.write_lines(shown, scroll_end=False)
+            if follow:
+                self.scroll_end(animate=False, immediate=False, x_axis=False)
 
     def set_filter(self, name: str) -> None:
         if name not in FILTERS:
@@ -62,7 +66,8 @@ class LogPane(Log):
         self.border_title = f"log: {name}"
         self.clear()
         kept = [line for line in self._history if self._keep(line)]
-        self.write_lines(kept[-(self.max_lines or len(kept)):])
+        self.write_lines(kept[-(self.max_lines or len(kept)):], scroll_end=False)
+        self.scroll_end(animate=False, immediate=False, x_axis=False)
 
     def cycle_filter(self) -> str:
         self.set_filter(FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)])

@@ -43,14 +43,14 @@ class ServerPanel(Widget):
         if v.progress is not None and v.phase not in ("ready", "failed"):
             phase.append("  ")
             phase.append_text(bar(v.progress, 16, "cyan"))
-        if v.elapsed_s is not None and v.phase not in ("ready", "idle"):
+        if v.elapsed_s is not None and v.phase not in ("ready", "idle", "failed"):
             phase.append(f"  {duration(v.elapsed_s)}")
             phase.append(f" / ~{duration(v.eta_s)} expected" if v.eta_s else " (no history yet)", "grey70")
         parts: list = [head, phase]
         if v.fatal:
             parts.append(Text(f"✗ {v.fatal}", "bold red"))
         if v.note:
-            parts.append(Text(v.note, "grey70"))
+            parts.append(Text(v.note.splitlines()[0], "grey70", no_wrap=True, overflow="ellipsis"))
         for row in v.knobs:
             if row.verified is False:
                 parts.append(Text(f"✗ {row.name}: requested {row.requested}, server says {row.effective}",
@@ -62,6 +62,9 @@ class ServerPanel(Widget):
             table.add_column("server says")
             table.add_column("")
             for row in v.knobs:
+                if row.requested == "none" and row.effective is None:
+                    table.add_row(row.name, "none", "-", Text("not set", "grey50"))
+                    continue
                 mark = {True: Text("✓ verified", "green"), False: Text("✗ MISMATCH", "bold red"),
                         None: Text("… unverified", "grey50")}[row.verified]
                 table.add_row(row.name, row.requested, row.effective if row.effective is not None else "?", mark)
