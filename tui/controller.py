@@ -169,6 +169,9 @@ class ConsoleController:
     def view(self, fatal: str | None = None) -> ServerView:
         state, progress = self.state, self.progress
         phase = state.phase if state and state.phase in ("ready", "failed") else (progress.phase if progress else "idle")
+        detail = progress.detail if progress else ""
+        if phase == "ready" and not (state and state.phase == "ready"):
+            phase, detail = "warmup", "ready; verifying the knobs"  # the manager has not returned yet
         if self.failure:
             phase, fatal = "failed", fatal or self.failure
         if state and state.phase == "failed":
@@ -178,8 +181,8 @@ class ConsoleController:
         return ServerView(
             backend=self.config.backend, simulated=self.simulated, pid=pid, url=self.config.base_url,
             version=self.version, uptime_s=uptime, phase=phase,
-            detail="" if phase in ("ready", "failed") else (progress.detail if progress else ""),
-            progress=None if phase == "ready" else progress_fraction(progress.detail if progress else ""),
+            detail="" if phase in ("ready", "failed") else detail,
+            progress=None if phase == "ready" else progress_fraction(detail),
             elapsed_s=progress.elapsed_s if progress else None, eta_s=progress.eta_s if progress else None,
             knobs=knob_rows(self.config.knobs, state), fatal=fatal,
             note=None if phase == "ready" else self.note,
