@@ -47,22 +47,27 @@ class Progress:
     pid: int | None = None
 
 
-def gpu_holders(pids: set[int]) -> tuple[set[int] | None, str]:
+def gpu_holders(pids: set[int], sampler=None) -> tuple[set[int] | None, str]:
     """Which of pids hold GPU memory per NVML; (None, why) when that cannot be known here."""
-    try:
-        from backends.gpu import GpuSampler
-    except ImportError:
-        return None, "the GPU sampler (backends.gpu) is not installed"
-    sampler = GpuSampler()
+    own = sampler is None
+    if own:
+        try:
+            from backends.gpu import GpuSampler
+        except ImportError:
+            return None, "the GPU sampler (backends.gpu) is not installed"
+        sampler = GpuSampler()
     try:
         snap = sampler.sample(pids)
     finally:
-        sampler.close()
+        if own:
+            sampler.close()
     if not snap.available:
         return None, snap.reason or "NVML unavailable"
-    if snap.host_pids:
+    # an old pid that exited but still holds memory is no longer visible here: match on pid alone
+    holders = {p.pid for p in snap.processes if p.pid in pids and (p.used_bytes or 0) > 0}
+    if not holders and snap.host_pids:
         return None, "NVML reports pids of another pid namespace"
-    return {p.pid for p in snap.processes if p.pid in pids and (p.used_bytes or 0) > 0}, ""
+    return holders, ""
 
 
 class ServerManager:
@@ -70,8 +75,10 @@ class ServerManager:
 
     def __init__(self, config: ServerConfig, backend: Backend | None = None,
                  on_progress: Callable[[Progress], None] | None = None,
-                 on_note: Callable[[str], None] | None = None) -> None:
+                 on_note: Callable[[str], None] | None = None, gpu_sampler=None) -> None:
         self.config = config
+        self.gpu_sampler = gpu_sampler  # None: a fresh backends.gpu.GpuSampler per check
+        self.gpu_release_s = GPU_RELEASE_S
         self.backend = backend or make_backend(config)
         self.on_progress = on_progress or (lambda p: None)
         self.on_note = on_note or (lambda s: None)
@@ -164,6 +171,8 @@ class ServerManager:
             self.on_note(f"old server pid {old.pid} {how}")
         elif self.config.backend == "systemd":
             await self.backend.stop(old)
+        else:
+            self.on_note("no server of ours is running: nothing to stop")
         if old is not None:
             clear_state()
         self.tracker.begin_wait(time.monotonic(), f"port {self.config.port}")
@@ -200,16 +209,16 @@ class ServerManager:
     async def _wait_gpu(self, old_pids: set[int]) -> None:
         if not old_pids:
             return
-        deadline = time.monotonic() + GPU_RELEASE_S
+        deadline = time.monotonic() + self.gpu_release_s
         while True:
-            holders, why = await asyncio.to_thread(gpu_holders, old_pids)
+            holders, why = await asyncio.to_thread(gpu_holders, old_pids, self.gpu_sampler)
             if holders is None:
                 self.on_note(f"not waiting for GPU memory release: {why}")
                 return
             if not holders:
                 return
             if time.monotonic() >= deadline:
-                raise ServerError(f"old server pids {sorted(holders)} still hold GPU memory after {GPU_RELEASE_S:.0f} s",
+                raise ServerError(f"old server pids {sorted(holders)} still hold GPU memory after {self.gpu_release_s:.0f} s",
                                   hint=f"kill them (kill -9 {' '.join(map(str, sorted(holders)))}) and retry")
             self.tracker.begin_wait(time.monotonic(), f"GPU memory of pids {sorted(holders)}")
             self._report()

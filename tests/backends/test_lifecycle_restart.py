@@ -99,3 +99,15 @@ async def test_status_reports_stale_when_the_pid_is_gone(tmp_path, state_dir, gr
     os.waitpid(state.pid, 0)
     current = ServerManager(cfg).current()
     assert current.phase == "stale" and str(state.pid) in current.reason
+
+
+async def test_mismatch_is_reported_when_the_server_runs_other_knobs(tmp_path, state_dir, groups):
+    """Attach to a server that runs window 1024 while asking for 2048: the mismatch is named."""
+    (tmp_path / "sim").mkdir()
+    running = await ServerManager(config(tmp_path / "sim", knobs={"window": 1024})).up()
+    groups.track(running.pgid)
+    attached = await ServerManager(config(tmp_path, backend="endpoint", url=running.url,
+                                          log_file=running.log_path, knobs={"window": 2048})).up()
+    assert attached.phase == "ready"
+    assert "window: requested 2048, server says 1024 (draft runner line)" in attached.mismatches
+    assert attached.effective["window_size"] == 1024

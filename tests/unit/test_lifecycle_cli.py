@@ -37,6 +37,18 @@ def test_up_restart_status_down(tmp_path, state_dir, groups):
     out = run_ddtune("--config", str(cfg), "status")
     assert "phase:      ready" in out.stdout and "window=1024" in out.stdout
 
+    out = run_ddtune("--config", str(cfg), "restart", "--set", "topk=4")  # keeps window 1024
+    groups.track_state()
+    assert out.returncode == 0, out.stderr
+    doc = status_json(cfg)
+    assert doc["knobs"]["window"] == 1024 and doc["knobs"]["topk"] == 4
+
+    out = run_ddtune("--config", str(cfg), "up")  # up = match the config file: window 2048 again
+    groups.track_state()
+    assert out.returncode == 0, out.stderr
+    doc = status_json(cfg)
+    assert doc["knobs"]["window"] == 2048 and doc["effective"]["window_size"] == 2048
+
     out = run_ddtune("--config", str(cfg), "down")
     assert out.returncode == 0 and f"stopped pid {doc['pid']}" in out.stderr
     assert status_json(cfg)["phase"] == "stopped"

@@ -24,15 +24,17 @@ def load_config(args):
     return load(getattr(args, "config", None))
 
 
-def requested_config(args):
-    """Config knobs, then the running server's knobs (so knobs persist across restarts), then
-    --preset, then --set."""
+def requested_config(args, keep_running_knobs: bool = False):
+    """Config knobs, then (restart only) the running server's knobs, then --preset, then --set.
+
+    ``up`` makes the server match the config file; ``restart --set k=v`` changes one knob of the
+    server that runs now and keeps the others."""
     from backends.config import load_preset, parse_set
     from backends.state import load_state
 
     config = load_config(args)
     updates: dict[str, Any] = {}
-    state = load_state()
+    state = load_state() if keep_running_knobs else None
     if state and state.backend == config.backend and state.config_source == config.source and state.is_alive():
         updates.update(state.knobs)
     if getattr(args, "preset", None):
@@ -80,7 +82,8 @@ def report_final(state) -> int:
         err(f"ddtune: server failed: {state.reason}")
         return 1
     took = f" in {state.ready_at - state.started_at:.1f}s" if state.ready_at else ""
-    err(f"ready{took}: pid {state.pid} at {state.url}")
+    who = f"pid {state.pid}" if state.pid else "attached"
+    err(f"ready{took}: {who} at {state.url}")
     eff = state.effective or {}
     err("effective: " + ", ".join(f"{k}={eff.get(k)}" for k in ("window_size", "compact_cache", "block_size", "budget")))
     for line in state.mismatches:

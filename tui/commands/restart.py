@@ -6,7 +6,7 @@ HELP = "restart the server (optionally with new knobs) and return once the new o
 EXAMPLES = """\
 examples:
   ddtune restart                              same knobs as the running server
-  ddtune restart --set window=1024            change one knob
+  ddtune restart --set window=1024            change one knob, keep the running server's others
   ddtune restart --preset b16-t4-w2048
 
 The old server's in-flight requests are aborted, it gets SIGTERM, then SIGKILL of its whole process
@@ -26,5 +26,5 @@ def run(args) -> int:
 
     from tui.commands._server import manager, report_final, requested_config
 
-    config = requested_config(args)
+    config = requested_config(args, keep_running_knobs=True)
     return report_final(asyncio.run(manager(config).restart()))

@@ -12,7 +12,8 @@ examples:
 
 Prints each startup phase to stderr; exit 0 once the server we started generates a token,
 exit 1 with the reason (fatal log line, log tail) when the start failed.
-A server already running this exact config is re-attached, not restarted.
+A server already running this exact config (file knobs + --preset + --set) is re-attached, not
+restarted; one running other knobs is restarted with these.
 """
 
 
