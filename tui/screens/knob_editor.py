@@ -16,6 +16,7 @@ Validator = Callable[[dict[str, str]], dict[str, str]]  # field -> error message
 class KnobEditor(ModalScreen[dict[str, str] | None]):
     """Returns the edited knob values (as typed) on Apply, None on Cancel."""
 
+    AUTO_FOCUS = "Input"  # the first knob; a single focus path, so typed keys never race it
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="knobs.cancel"),
                 Binding("ctrl+s", "apply", "Apply", id="knobs.apply")]
     DEFAULT_CSS = """
@@ -50,7 +51,6 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
 
     def on_mount(self) -> None:
         self._check()
-        self.query(Input).first().focus()
 
     def values(self) -> dict[str, str]:
         return {name: self.query_one(f"#knob-{name}", Input).value.strip() for name in self.current}
