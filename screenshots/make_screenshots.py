@@ -51,7 +51,94 @@ def scene(name: str, size: tuple[int, int], app: Callable[[], object], about: st
 
 
 # --- scenes -------------------------------------------------------------------------------------------
-# A stand-in until the console lands: replace it with scenes of tui.app.DdtuneApp on the simulator.
+# The real console on the simulator, in a private state dir and on a free port; the server it starts is
+# stopped after the shot.
+
+def _console_app(extra: tuple[str, ...] = ("--sim-load-seconds", "2"), knob_map: str = "", knobs: str = "window = 2048"):
+    def make():
+        import socket
+        import tempfile
+
+        from backends.config import load_config
+        from tui.app import DdtuneApp
+        from tui.controller import ConsoleController
+
+        root = tempfile.mkdtemp(prefix="ddtune-shots-")
+        os.environ["DDTUNE_STATE_DIR"] = os.path.join(root, "state")
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        path = os.path.join(root, "ddtune.toml")
+        with open(path, "w") as fh:
+            fh.write(f'[server]\nbackend = "sim"\nport = {port}\nextra_args = {list(extra)!r}\n'
+                     f"[knobs]\n{knobs}\n{knob_map}")
+        return DdtuneApp(ConsoleController(load_config(path), simulated=True), note="no config found: "
+                         "running the built-in SGLang simulator")
+    return make
+
+
+async def _until(pilot, predicate, timeout: float = 60.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError("scene timed out")
+        await pilot.pause(0.1)
+
+
+def _phase(pilot) -> str:
+    from tui.widgets.server_panel import ServerPanel
+
+    return pilot.app.main.query_one(ServerPanel).view.phase
+
+
+def _requests(pilot) -> int:
+    from tui.widgets.requests_table import RequestsTable
+
+    return pilot.app.main.query_one(RequestsTable).total
+
+
+@scene("startup", size=(160, 50), app=_console_app(("--sim-load-seconds", "12")),
+       about="the simulator loading weights: phase, shard progress, log tail")
+async def _startup(pilot) -> None:
+    await _until(pilot, lambda: _phase(pilot) == "loading-weights")
+    await pilot.pause(2.5)
+
+
+@scene("live", size=(160, 50), app=_console_app(), about="coding load running: tok/s and acceptance plots, verdicts")
+async def _live(pilot) -> None:
+    await _until(pilot, lambda: _phase(pilot) == "ready")
+    await pilot.press("l")
+    await _until(pilot, lambda: _requests(pilot) >= 24)
+    await pilot.pause(1.0)
+
+
+@scene("live-80x24", size=(80, 24), app=_console_app(), about="the same at 80x24")
+async def _live_small(pilot) -> None:
+    await _until(pilot, lambda: _phase(pilot) == "ready")
+    await pilot.press("l")
+    await _until(pilot, lambda: _requests(pilot) >= 16)
+    await pilot.pause(1.0)
+
+
+@scene("knob-editor", size=(120, 36), app=_console_app(), about="editing the window: validated as you type")
+async def _knobs(pilot) -> None:
+    await _until(pilot, lambda: _phase(pilot) == "ready")
+    await pilot.press("k")
+    await pilot.pause(0.3)
+    pilot.app.screen.query_one("#knob-window").value = "8"
+    await pilot.pause(0.3)
+
+
+@scene("mismatch", size=(120, 36), app=_console_app(knob_map='[knobs.map]\nwindow = { env = "DDTUNE_DEMO_IGNORED" }\n'),
+       about="a window knob the server silently ignores: requested 2048, server says None")
+async def _mismatch(pilot) -> None:
+    await _until(pilot, lambda: _phase(pilot) == "ready")
+    await pilot.pause(1.0)
+
+
+# --- standin: the harness's own check (tests/e2e/test_screenshot_script.py) -----------------------------
 
 def _standin_app():
     from tests.e2e.standin_app import StandinApp
@@ -59,7 +146,7 @@ def _standin_app():
     return StandinApp()
 
 
-@scene("standin", size=(80, 24), app=_standin_app, about="the stand-in Textual app after three presses of n")
+@scene("standin", size=(80, 24), app=_standin_app, about="harness self-test: the stand-in app (not for the README)")
 async def _standin(pilot) -> None:
     await pilot.press("n", "n", "n")
 
@@ -72,9 +159,14 @@ async def shoot(one: Scene, out_dir: str) -> str:
     async with app.run_test(size=one.size) as pilot:
         app.theme = THEME
         await pilot.pause()
-        await one.setup(pilot)
-        await pilot.pause()
-        return app.save_screenshot(filename=f"{one.name}.svg", path=out_dir)
+        try:
+            await one.setup(pilot)
+            await pilot.pause()
+            return app.save_screenshot(filename=f"{one.name}.svg", path=out_dir)
+        finally:
+            controller = getattr(app, "controller", None)
+            if controller is not None:  # never leave the scene's server running
+                await controller.detach(stop_server=True)
 
 
 def to_png(svg: str, zoom: float) -> str:
@@ -105,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"make_screenshots: {RSVG_HINT}", file=sys.stderr)
         return 1
     os.makedirs(args.out, exist_ok=True)
-    for name in args.scenes or list(SCENES):
+    for name in args.scenes or [name for name in SCENES if name != "standin"]:
         svg = asyncio.run(shoot(SCENES[name], args.out))
         print(svg if args.svg_only else f"{svg}\n{to_png(svg, args.zoom)}")
     return 0

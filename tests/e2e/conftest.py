@@ -1,19 +1,16 @@
 """Fixtures for end-to-end tests of the console in tmux.
 
-CONSOLE_CMD is what ``open_console`` runs. It is the stand-in Textual app until the real console lands;
-then set it to ``ddtune_cmd()`` (``python -m tui.cli``), and every console test runs the real thing.
+CONSOLE_CMD is what ``open_console`` runs: the real console, ``python -m tui.cli``.
 """
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from tests.e2e.tmux import TmuxSession
-from tests.helpers import REPO, ddtune_env
+from tests.helpers import REPO, ddtune_cmd, ddtune_env
 
-CONSOLE_CMD: list[str] = [sys.executable, "-m", "tests.e2e.standin_app"]
+CONSOLE_CMD: list[str] = ddtune_cmd()
 
 
 @pytest.fixture

@@ -133,8 +133,17 @@ def test_cleanup_after_a_failing_test_body():
     assert [pid for pid in [*pids, tmux.server_pid] if not gone(pid)] == []
 
 
-def test_textual_console_counts_and_quits(open_console, state_dir):
-    tmux = open_console(width=70, height=15)  # the stand-in until CONSOLE_CMD names the real console
+def test_textual_standin_counts_and_quits(state_dir):
+    env = ddtune_env(DDTUNE_STATE_DIR=str(state_dir))
+    tmux = TmuxSession([sys.executable, "-m", "tests.e2e.standin_app"], width=70, height=15, env=env, cwd=REPO)
+    tmux.start()
+    try:
+        _standin_checks(tmux, state_dir)
+    finally:
+        tmux.close()
+
+
+def _standin_checks(tmux, state_dir):
     tmux.wait_for("count: 0", timeout=60)
     tmux.send_keys("n", "n", "n")
     screen = tmux.wait_for("count: 3")

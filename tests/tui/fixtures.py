@@ -1,0 +1,45 @@
+"""Fixed views for snapshot and Pilot tests: every input pinned (no clock, no sampling)."""
+
+from tui import messages as m
+from tui.views import GpuRow, GpuView, KnobRow, ServerView
+
+LOADING = ServerView(
+    pid=4242, url="http://127.0.0.1:30000", version="0.5.23", phase="loading-weights",
+    detail="target shard 3/8", progress=0.375, elapsed_s=12, eta_s=40,
+    knobs=(KnobRow("budget", "8", None, None), KnobRow("topk", "4", None, None), KnobRow("window", "2048", None, None)),
+)
+READY_MISMATCH = ServerView(
+    pid=4242, url="http://127.0.0.1:30000", version="0.5.23", phase="ready", uptime_s=300,
+    knobs=(KnobRow("budget", "8", "8", True), KnobRow("topk", "4", "4", True), KnobRow("window", "2048", "None", False)),
+)
+NO_GPU = GpuView(available=False, reason="no NVIDIA driver found (libnvidia-ml.so.1 not loadable)")
+EIGHT_GPUS = GpuView(
+    available=True,
+    rows=tuple(GpuRow(i, "NVIDIA H200", 131.2, 143.8, 120.5, 60 + i * 4, 612.0, 700.0, 60 + i,
+                      (10, 40, 80, 95, 90, 88, 60 + i * 4)) for i in range(8)),
+    server_summary="server: 964.0 GiB on 8 GPUs, pids 4242, 4250-4257",
+    host="host: cpu 12%  ram 80.1/503.7 GiB  server tree: cpu 310%  rss 42.0 GiB",
+)
+LOG = [
+    "[2026-11-30 09:00:08] Load weight begin. avail mem=138.20 GB",
+    "[2026-11-30 09:00:14] Load weight end. elapsed=6.01 s, type=Qwen3ForCausalLM, avail mem=122.80 GB, mem usage=15.40 GB.",
+    "[2026-11-30 09:00:15] Initialized DFLASH draft runner. attention_backend=flashinfer, model=DFlashDraftModel, "
+    "block_size=16, draft_window_size=None, compact_cache=False",
+    "[2026-11-30 09:00:16] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 700000, K size: 48.06 GB, V size: 48.06 GB",
+    "[2026-11-30 09:00:34] The server is fired up and ready to roll!",
+    "[2026-11-30 09:01:00 TP0] Decode batch, #running-req: 8, #token: 9000, token usage: 0.01, accept len: 6.12, "
+    "accept rate: 0.38, cuda graph: True, gen throughput (token/s): 2100.55, #queue-req: 0",
+]
+
+
+def feed(screen, server=READY_MISMATCH, gpu=EIGHT_GPUS, points=40, requests=12):
+    screen.post_message(m.ServerChanged(server))
+    screen.post_message(m.GpuSampled(gpu))
+    screen.post_message(m.LogLinesRead(list(LOG)))
+    for i in range(points):
+        screen.post_message(m.LoadWindowUpdated(1000.0 + i, 1500.0 + 20 * (i % 7), 5.5 + 0.05 * (i % 9), 8))
+        screen.post_message(m.DecodeStatsRead(1000.0 + i, 1450.0 + 15 * (i % 5), 5.6))
+    for i in range(requests):
+        screen.post_message(m.RequestFinished({
+            "problem": ["fib", "gcd", "is_palindrome", "word_count"][i % 4], "tokens": 300 + i,
+            "tok_s": 190.0 + i, "accept_len": 6.0 + i / 10, "ttft_s": 0.041, "verdict": "fail" if i % 5 == 4 else "pass"}))

@@ -1,0 +1,121 @@
+"""Pilot tests of the console on the real simulator: apply knobs -> restart -> ready -> verified,
+the old-process race, a crash with its fatal line, and quitting with the server left running."""
+
+from __future__ import annotations
+
+import time
+
+from backends.config import load_config
+from tests.backends.lifecycle_support import groups, write_config  # noqa: F401  (fixture)
+from tui.app import DdtuneApp
+from tui.controller import ConsoleController
+from tui.screens.knob_editor import KnobEditor
+from tui.widgets.log_pane import LogPane
+from tui.widgets.server_panel import ServerPanel
+
+
+async def wait_until(pilot, predicate, timeout=45.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        await pilot.pause(0.1)
+    view = pilot.app.main.query_one(ServerPanel).view
+    raise AssertionError(f"timed out waiting for {what}; server view: {view}")
+
+
+def app_for(tmp_path, config_file=None, **kw) -> DdtuneApp:
+    config = load_config(config_file or write_config(tmp_path, **kw))
+    return DdtuneApp(ConsoleController(config, simulated=True))
+
+
+def panel(app):
+    return app.main.query_one(ServerPanel).view
+
+
+def log_text(app) -> str:
+    return "\n".join(app.main.query_one(LogPane).lines)
+
+
+async def test_apply_window_restarts_and_verifies(tmp_path, groups):
+    app = app_for(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
+        first_pid = panel(app).pid
+        groups.track_state()
+        window = {row.name: row for row in panel(app).knobs}["window"]
+        assert (window.requested, window.effective, window.verified) == ("2048", "2048", True)
+
+        await pilot.press("k")
+        editor = app.screen
+        assert isinstance(editor, KnobEditor)
+        editor.query_one("#knob-window").value = "8"
+        await pilot.pause()
+        assert "block size" in str(editor.query_one("#note-window").render())
+        assert editor.query_one("#apply").disabled
+        editor.query_one("#knob-window").value = "1024"
+        await pilot.pause()
+        assert not editor.query_one("#apply").disabled
+        await pilot.press("ctrl+s")
+
+        await wait_until(pilot, lambda: panel(app).phase not in ("ready",) or panel(app).pid != first_pid,
+                         what="restart to begin")
+        await wait_until(pilot, lambda: panel(app).phase == "ready" and panel(app).pid not in (None, first_pid),
+                         what="ready on a new pid")
+        groups.track_state()
+        window = {row.name: row for row in panel(app).knobs}["window"]
+        assert (window.requested, window.effective, window.verified) == ("1024", "1024", True)
+        assert "draft_window_size=1024, compact_cache=True" in log_text(app)
+        await app.controller.detach(stop_server=True)
+
+
+async def test_old_process_race_is_shown_as_waiting(tmp_path, groups):
+    app = app_for(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-drain-seconds", "4"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
+        first_pid = panel(app).pid
+        groups.track_state()
+        seen = set()
+        app.controller.restart_with({"window": 4096})
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (panel(app).phase == "ready" and panel(app).pid != first_pid):
+            seen.add(panel(app).phase)
+            await pilot.pause(0.05)
+        groups.track_state()
+        assert panel(app).phase == "ready" and panel(app).pid != first_pid
+        assert "stopping-old" in seen
+        assert f"stopping old server pid {first_pid}" in log_text(app)
+        await app.controller.detach(stop_server=True)
+
+
+async def test_crash_shows_fatal_line(tmp_path, groups):
+    app = app_for(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-fail-at", "capture"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: panel(app).phase == "failed", what="failure")
+        groups.track_state()
+        view = panel(app)
+        assert view.fatal and "out of memory" in view.fatal.lower()
+        assert "CUDA out of memory" in log_text(app)
+
+
+async def test_quit_leaves_server_running_by_default(tmp_path, groups, state_dir):
+    config_file = write_config(tmp_path)
+    app = app_for(tmp_path, config_file)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: panel(app).phase == "ready", what="ready")
+        pid = panel(app).pid
+        groups.track_state()
+        await pilot.press("q")
+        await pilot.press("l")
+        await pilot.pause(0.5)
+    import psutil
+
+    assert psutil.pid_exists(pid), "leaving must not stop the server"
+    # A second console re-attaches instead of restarting.
+    app2 = app_for(tmp_path, config_file)
+    async with app2.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: panel(app2).phase == "ready", what="re-attach")
+        assert panel(app2).pid == pid
+        assert "re-attached to pid" in log_text(app2)
+        await app2.controller.detach(stop_server=True)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

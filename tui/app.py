@@ -1,0 +1,101 @@
+"""The ddtune Textual app: thin. Screens render, the controller runs workers and posts messages."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.app import App
+from textual.binding import Binding
+
+from tui.screens.main import MainScreen
+
+if TYPE_CHECKING:
+    from tui.controller import ConsoleController
+
+
+class DdtuneApp(App):
+    TITLE = "ddtune"
+    CSS_PATH = "ddtune.tcss"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    BINDINGS = [
+        Binding("k", "edit_knobs", "Knobs", id="app.knobs"),
+        Binding("l", "toggle_load", "Load", id="app.load"),
+        Binding("f", "cycle_log_filter", "Log filter", id="app.log_filter"),
+        Binding("r", "results", "Results", id="app.results"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("q", "quit_console", "Quit", id="app.quit"),
+    ]
+
+    def __init__(self, controller: ConsoleController | None = None, note: str | None = None) -> None:
+        super().__init__()
+        self.controller = controller
+        self.note = note
+        self.main = MainScreen()
+
+    def on_mount(self) -> None:
+        self.push_screen(self.main)
+        if self.note:
+            self.sub_title = self.note
+            self.notify(self.note, timeout=6)
+        if self.controller is not None:
+            self.controller.attach(self)
+
+    # --- actions ----------------------------------------------------------------------------
+    def action_cycle_log_filter(self) -> None:
+        from tui.widgets.log_pane import LogPane
+
+        name = self.main.query_one(LogPane).cycle_filter()
+        self.notify(f"log filter: {name}", timeout=2)
+
+    def action_edit_knobs(self) -> None:
+        if self.controller is None:
+            return
+        from tui.knob_rules import presets_as_text, validate_knobs
+        from tui.screens.knob_editor import KnobEditor
+
+        config = self.controller.config
+        current = {k: "none" if v is None else str(v) for k, v in config.knobs.items()}
+
+        def applied(values: dict[str, str] | None) -> None:
+            if values is None:
+                return
+            from backends.config import parse_knob_value
+
+            changed = {k: parse_knob_value("knob editor", k, v) for k, v in values.items() if v != current[k]}
+            self.controller.restart_with(changed)
+            self.notify("restarting with " + ", ".join(f"{k}={v}" for k, v in changed.items()), timeout=4)
+
+        editor = KnobEditor(current, presets_as_text(), lambda values: validate_knobs(values, config))
+        self.push_screen(editor, applied)
+
+    def action_toggle_load(self) -> None:
+        if self.controller is None:
+            return
+        running = self.controller.toggle_load()
+        self.notify("coding load starting" if running else "coding load stopping", timeout=2)
+
+    def action_results(self) -> None:
+        from tui.screens.results import ResultsScreen
+
+        self.push_screen(ResultsScreen())
+
+    def action_help(self) -> None:
+        from tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    def action_quit_console(self) -> None:
+        from tui.screens.quit_dialog import QuitDialog
+
+        def chosen(choice: str | None) -> None:
+            if choice is not None:
+                self.run_worker(self._leave(choice == "stop"), exclusive=True, group="quit")
+
+        self.push_screen(QuitDialog(), chosen)
+
+    async def _leave(self, stop_server: bool) -> None:
+        if self.controller is not None:
+            if stop_server:
+                self.notify("stopping the server…", timeout=10)
+            await self.controller.detach(stop_server)
+        self.exit()

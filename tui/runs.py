@@ -1,0 +1,67 @@
+"""Read past runs for the results screen and compare two of them per cell. Pure over files;
+the screen calls these from a worker thread."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from backends.paths import runs_dir
+from workloads.results import read_jsonl
+
+
+@dataclass(frozen=True)
+class RunRow:
+    path: Path
+    id: str
+    kind: str
+    status: str
+    knobs: str
+    cells: tuple[dict, ...]
+    summary: str
+
+
+def _knobs(run: dict) -> str:
+    knobs = (run.get("server") or {}).get("knobs") or {}
+    return " ".join(f"{k}={v}" for k, v in knobs.items()) or "-"
+
+
+def _summary(run: dict, cells: list[dict]) -> str:
+    if run.get("kind") == "bench" and cells:
+        best = max(cells, key=lambda c: c.get("output_tok_s") or 0)
+        return f"{len(cells)} cells, best {best.get('output_tok_s', 0):.0f} tok/s (ctx {best['context']} c{best['concurrency']})"
+    summary = run.get("summary") or {}
+    if "pass" in summary:
+        total = sum(v for v in summary.values() if isinstance(v, int))
+        return f"{summary['pass']}/{total} pass"
+    return run.get("status", "")
+
+
+def list_runs(limit: int = 200) -> list[RunRow]:
+    rows = []
+    for path in sorted(runs_dir().iterdir(), reverse=True)[:limit]:
+        try:
+            run = json.loads((path / "run.json").read_text())
+        except (OSError, ValueError):
+            continue
+        cells = read_jsonl(path / "cells.jsonl") if (path / "cells.jsonl").exists() else []
+        rows.append(RunRow(path, run.get("id", path.name), run.get("kind", "?"), run.get("status", "?"),
+                           _knobs(run), tuple(cells), _summary(run, cells)))
+    return rows
+
+
+def compare(a: RunRow, b: RunRow) -> list[tuple[str, str, str, str, str, str]]:
+    """Per shared cell: (cell, tok/s A, tok/s B, ratio B/A, accept A, accept B)."""
+    index = {(c["context"], c["concurrency"]): c for c in a.cells}
+    out = []
+    for cell in b.cells:
+        key = (cell["context"], cell["concurrency"])
+        if key not in index:
+            continue
+        x, y = index[key].get("output_tok_s") or 0.0, cell.get("output_tok_s") or 0.0
+        acc_a = (index[key].get("acceptance") or {}).get("mean")
+        acc_b = (cell.get("acceptance") or {}).get("mean")
+        out.append((f"ctx {key[0]} c{key[1]}", f"{x:.0f}", f"{y:.0f}", f"{y / x:.2f}x" if x else "-",
+                    "-" if acc_a is None else f"{acc_a:.2f}", "-" if acc_b is None else f"{acc_b:.2f}"))
+    return out

@@ -1,0 +1,44 @@
+"""The help screen: what the panels mean and which keys do what."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# ddtune
+
+**Server panel**: backend, pid, URL, SGLang version; the startup phase with progress and the
+time expected from earlier starts; each knob as requested and as the server reports it
+(`✓ verified`, `✗ MISMATCH`, `… unverified` when the server does not say).
+
+**GPU panel**: per GPU, memory with the server's share (magenta) and others (blue), utilisation
+history, power, temperature.
+
+**Plots**: tok/s and acceptance length of the live coding load (client), and the server's own
+`Decode batch` throughput; yellow lines mark config changes.
+
+| key | action |
+|---|---|
+| `k` | edit knobs; Apply restarts the server and verifies the knobs took effect |
+| `l` | start / stop the live coding load |
+| `f` | cycle the log filter: all, errors, draft, decode |
+| `r` | results: past runs, compare two per cell |
+| `ctrl+p` | command palette |
+| `q` | quit (asks whether to leave the server running) |
+
+Headless equivalents: `ddtune up/restart/down/status`, `ddtune bench`, `ddtune eval`, `ddtune load`.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "app.pop_screen", "Close", id="help.close")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen Markdown { width: 90%; max-width: 100; height: auto; max-height: 90%; border: thick $accent; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Markdown(HELP)

@@ -1,0 +1,64 @@
+"""The main screen: server, GPUs, live plots, recent requests and the log, on one screen."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header
+
+from tui import messages as m
+from tui.widgets.gpu_panel import GpuPanel
+from tui.widgets.live_plots import LivePlots
+from tui.widgets.log_pane import LogPane
+from tui.widgets.requests_table import RequestsTable
+from tui.widgets.server_panel import ServerPanel
+
+
+class MainScreen(Screen):
+    """Holds no I/O: workers post messages here and the handlers set widget attributes."""
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="⚡")
+        with Horizontal(id="top"):
+            yield ServerPanel(id="server")
+            yield GpuPanel(id="gpu")
+        with Horizontal(id="middle"):
+            yield LivePlots(id="plots")
+            yield RequestsTable(id="requests")
+        yield LogPane(id="log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#server").border_title = "server"
+        self.query_one("#gpu").border_title = "gpu"
+        self.query_one("#requests").border_title = "requests"
+
+    # Facts from workers -> widget attributes.
+    def on_log_lines_read(self, message: m.LogLinesRead) -> None:
+        self.query_one(LogPane).add_lines(message.lines)
+
+    def on_server_changed(self, message: m.ServerChanged) -> None:
+        self.query_one(ServerPanel).view = message.view
+        self.sub_title = f"{message.view.backend}: {message.view.phase}"
+
+    def on_gpu_sampled(self, message: m.GpuSampled) -> None:
+        self.query_one(GpuPanel).view = message.view
+
+    def on_decode_stats_read(self, message: m.DecodeStatsRead) -> None:
+        self.query_one(LivePlots).add_server_point(message.t, message.gen_throughput, message.accept_len)
+
+    def on_load_window_updated(self, message: m.LoadWindowUpdated) -> None:
+        self.query_one(LivePlots).add_load_point(message.t, message.tok_s, message.accept_len)
+
+    def on_config_marked(self, message: m.ConfigMarked) -> None:
+        self.query_one(LivePlots).mark(message.t, message.label)
+
+    def on_load_state_changed(self, message: m.LoadStateChanged) -> None:
+        table = self.query_one(RequestsTable)
+        table.border_subtitle = f"load: {'on' if message.running else 'off'} ({message.detail})"
+        if not message.running and message.detail not in ("stopped", "duration"):
+            self.notify(f"coding load stopped: {message.detail}", severity="warning")
+
+    def on_request_finished(self, message: m.RequestFinished) -> None:
+        self.query_one(RequestsTable).add_request(message.row)

@@ -1,0 +1,44 @@
+"""Quitting asks whether to leave the server running (the default) or stop it."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label
+
+
+class QuitDialog(ModalScreen[str | None]):
+    """Dismisses with "leave", "stop", or None (stay)."""
+
+    BINDINGS = [Binding("escape", "stay", "Stay", id="quit.stay"),
+                Binding("l", "choose('leave')", "Leave running", id="quit.leave"),
+                Binding("s", "choose('stop')", "Stop server", id="quit.stop")]
+    DEFAULT_CSS = """
+    QuitDialog { align: center middle; }
+    QuitDialog > Vertical { width: 64; height: auto; border: thick $accent; padding: 1 2; background: $surface; }
+    QuitDialog Horizontal { height: auto; margin-top: 1; }
+    QuitDialog Button { margin-right: 2; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Quit ddtune. The server keeps running unless you stop it;\n"
+                        "the next `ddtune` re-attaches to it.")
+            with Horizontal():
+                yield Button("Leave it running [l]", variant="primary", id="leave", compact=True)
+                yield Button("Stop the server [s]", variant="error", id="stop", compact=True)
+                yield Button("Stay [esc]", id="stay", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#leave", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(None if event.button.id == "stay" else event.button.id)
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(choice)
+
+    def action_stay(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,65 @@
+"""Past bench/eval/load runs, and a side-by-side comparison of two of them."""
+
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from tui.runs import RunRow, compare, list_runs
+
+
+class ResultsScreen(Screen):
+    BINDINGS = [Binding("escape,r", "app.pop_screen", "Back", id="results.back"),
+                Binding("space", "pick", "Pick for compare", id="results.pick")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[RunRow] = []
+        self.picked: list[RunRow] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("Runs (newest first). Space picks two runs to compare per cell.", id="results-help")
+        yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield DataTable(id="compare", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#runs", DataTable).add_columns("run", "kind", "status", "knobs", "summary")
+        self.query_one("#compare", DataTable).add_columns("cell", "tok/s A", "tok/s B", "B/A", "accept A", "accept B")
+        self.load_runs()
+
+    @work(thread=True, exclusive=True)
+    def load_runs(self) -> None:
+        rows = list_runs()
+        self.app.call_from_thread(self._show, rows)
+
+    def _show(self, rows: list[RunRow]) -> None:
+        self.rows = rows
+        table = self.query_one("#runs", DataTable)
+        table.clear()
+        for row in rows:
+            table.add_row(row.id, row.kind, row.status, row.knobs[:40], row.summary)
+        if not rows:
+            self.query_one("#results-help", Static).update("No runs yet: start the load (l) or run `ddtune bench`.")
+
+    def action_pick(self) -> None:
+        table = self.query_one("#runs", DataTable)
+        if not self.rows:
+            return
+        row = self.rows[table.cursor_row]
+        self.picked = (self.picked + [row])[-2:]
+        if len(self.picked) == 2:
+            a, b = self.picked
+            comp = self.query_one("#compare", DataTable)
+            comp.clear()
+            for line in compare(a, b):
+                comp.add_row(*line)
+            comp.border_title = f"A={a.id}  B={b.id}"
+            if not comp.row_count:
+                self.notify("these two runs share no bench cell", severity="warning")
+        else:
+            self.notify(f"picked {row.id}; pick one more")

@@ -1,0 +1,55 @@
+"""Plain view models the screens hand to widgets. Built from engine objects by tui/adapters.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class KnobRow:
+    name: str
+    requested: str
+    effective: str | None  # None: the server has not said (yet)
+    verified: bool | None  # None: unknown, True: matches, False: mismatch
+
+
+@dataclass(frozen=True)
+class ServerView:
+    backend: str = "sim"
+    simulated: bool = True
+    pid: int | None = None
+    url: str = ""
+    version: str | None = None
+    uptime_s: float | None = None
+    phase: str = "idle"
+    detail: str = ""
+    progress: float | None = None  # 0..1 within the phase, when known
+    elapsed_s: float | None = None
+    eta_s: float | None = None
+    knobs: tuple[KnobRow, ...] = ()
+    fatal: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    index: int
+    name: str
+    used_gib: float
+    total_gib: float
+    server_gib: float
+    util: int | None
+    power_w: float | None
+    power_limit_w: float | None
+    temp_c: int | None
+    util_history: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuView:
+    available: bool
+    reason: str | None = None
+    rows: tuple[GpuRow, ...] = ()
+    server_summary: str | None = None
+    host: str | None = None
+    extra: dict = field(default_factory=dict)

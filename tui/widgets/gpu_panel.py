@@ -1,0 +1,47 @@
+"""The GPU panel: one line per GPU, the server's share of memory, utilisation history."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from tui.views import GpuView
+from tui.widgets.textbars import sparkline, stacked_bar
+
+
+class GpuPanel(Widget):
+    DEFAULT_CSS = "GpuPanel { height: auto; }"
+    view: reactive[GpuView] = reactive(lambda: GpuView(available=False, reason="sampling…"), layout=True)
+
+    def render(self) -> Group:
+        v = self.view
+        if not v.available:
+            return Group(Text(f"no NVIDIA GPU here: {v.reason or 'unavailable'}", "grey62"),
+                         *( [Text(v.host, "grey62")] if v.host else []))
+        width = self.size.width or 80
+        bar_w = max(8, min(24, width - 62))
+        spark_w = max(6, min(20, width - 56 - bar_w))
+        lines = []
+        for g in v.rows:
+            line = Text()
+            line.append(f"{g.index} ", "bold")
+            line.append(f"{g.name.removeprefix('NVIDIA ')[:10]:<10} ")
+            others = max(g.used_gib - g.server_gib, 0.0)
+            total = g.total_gib or 1.0
+            line.append_text(stacked_bar([(g.server_gib / total, "magenta"), (others / total, "blue")], bar_w))
+            line.append(f" {g.used_gib:6.1f}/{g.total_gib:.0f}G ")
+            util = "-" if g.util is None else f"{g.util:3d}%"
+            line.append(f"{util} ", "bold")
+            line.append(sparkline(g.util_history, spark_w), "green")
+            if g.power_w is not None:
+                line.append(f" {g.power_w:4.0f}W")
+            if g.temp_c is not None:
+                line.append(f" {g.temp_c}°C")
+            lines.append(line)
+        if v.server_summary:
+            lines.append(Text(v.server_summary, "magenta"))
+        if v.host:
+            lines.append(Text(v.host, "grey62"))
+        return Group(*lines)

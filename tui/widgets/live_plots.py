@@ -1,0 +1,85 @@
+"""Live tok/s and acceptance plots from bounded deques, redrawn at most twice a second."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from textual.containers import Horizontal
+from textual_plotext import PlotextPlot
+
+
+class LivePlots(Horizontal):
+    DEFAULT_CSS = "LivePlots { height: 1fr; min-height: 8; } LivePlots PlotextPlot { width: 1fr; }"
+
+    def __init__(self, span_s: float = 300.0, maxlen: int = 600, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.span_s = span_s
+        self.tok_s: deque[tuple[float, float]] = deque(maxlen=maxlen)
+        self.accept: deque[tuple[float, float]] = deque(maxlen=maxlen)
+        self.server_tok_s: deque[tuple[float, float]] = deque(maxlen=maxlen)
+        self.markers: deque[tuple[float, str]] = deque(maxlen=20)
+        self._dirty = True
+        self.t0: float | None = None
+
+    def compose(self):
+        yield PlotextPlot(id="plot-toks")
+        yield PlotextPlot(id="plot-accept")
+
+    def on_mount(self) -> None:
+        self.set_interval(0.5, self.redraw)
+        self.redraw()
+
+    def _rel(self, t: float) -> float:
+        if self.t0 is None:
+            self.t0 = t
+        return t - self.t0
+
+    def add_load_point(self, t: float, tok_s: float, accept_len: float | None) -> None:
+        self.tok_s.append((self._rel(t), tok_s))
+        if accept_len is not None:
+            self.accept.append((self._rel(t), accept_len))
+        self._dirty = True
+
+    def add_server_point(self, t: float, gen_throughput: float, accept_len: float | None) -> None:
+        self.server_tok_s.append((self._rel(t), gen_throughput))
+        self._dirty = True
+
+    def mark_now(self, label: str) -> None:
+        import time
+
+        self.mark(time.monotonic(), label)
+
+    def mark(self, t: float, label: str) -> None:
+        self.markers.append((self._rel(t), label))
+        self._dirty = True
+
+    def redraw(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        self._draw(self.query_one("#plot-toks", PlotextPlot), "tok/s",
+                   [("client", self.tok_s, "cyan"), ("server", self.server_tok_s, "grey")])
+        self._draw(self.query_one("#plot-accept", PlotextPlot), "accept length",
+                   [("client", self.accept, "magenta")])
+
+    def _draw(self, widget: PlotextPlot, title: str, series) -> None:
+        plt = widget.plt
+        plt.clear_figure()
+        plt.title(title)
+        last = max((s[-1][0] for _, s, _ in series if s), default=0.0)
+        lo = max(0.0, last - self.span_s)
+        drawn = False
+        for label, points, color in series:
+            pts = [(x, y) for x, y in points if x >= lo]
+            if pts:
+                plt.plot([x for x, _ in pts], [y for _, y in pts], label=label, color=color, marker="braille")
+                drawn = True
+        for x, _label in self.markers:
+            if x >= lo:
+                plt.vline(x, "yellow")
+        if not drawn:
+            plt.text("waiting for data", 0.5, 0.5, alignment="center")
+            plt.xlim(0, 1)
+            plt.ylim(0, 1)
+        plt.xlabel("s")
+        widget.refresh()

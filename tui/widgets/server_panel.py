@@ -1,0 +1,72 @@
+"""The server panel: who is serving, which startup phase, and whether the knobs took effect."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from tui.views import ServerView
+from tui.widgets.textbars import bar, duration
+
+PHASE_STYLE = {
+    "ready": "bold green", "failed": "bold red", "idle": "grey50",
+    "stopping-old": "yellow", "waiting-for-port-and-gpu": "yellow",
+}
+
+
+class ServerPanel(Widget):
+    """Renders a ServerView. The screen assigns `view`; nothing here does I/O."""
+
+    DEFAULT_CSS = "ServerPanel { height: auto; }"
+    view: reactive[ServerView] = reactive(ServerView, layout=True)
+
+    def render(self) -> Group:
+        v = self.view
+        head = Text()
+        if v.simulated:
+            head.append(" SIMULATED ", "bold black on yellow")
+            head.append(" ")
+        head.append(f"{v.backend} ", "bold")
+        head.append(f"  pid {v.pid or '-'}  {v.url or ''}")
+        if v.version:
+            head.append(f"  sglang {v.version}", "grey70")
+        if v.uptime_s is not None and v.phase == "ready":
+            head.append(f"  up {duration(v.uptime_s)}", "grey70")
+
+        phase = Text()
+        phase.append(f"{v.phase}", PHASE_STYLE.get(v.phase, "bold cyan"))
+        if v.detail:
+            phase.append(f"  {v.detail}")
+        if v.progress is not None and v.phase not in ("ready", "failed"):
+            phase.append("  ")
+            phase.append_text(bar(v.progress, 16, "cyan"))
+        if v.elapsed_s is not None and v.phase not in ("ready", "idle", "failed"):
+            phase.append(f"  {duration(v.elapsed_s)}")
+            phase.append(f" / ~{duration(v.eta_s)} expected" if v.eta_s else " (no history yet)", "grey70")
+        parts: list = [head, phase]
+        if v.fatal:
+            parts.append(Text(f"✗ {v.fatal}", "bold red"))
+        if v.note:
+            parts.append(Text(v.note.splitlines()[0], "grey70", no_wrap=True, overflow="ellipsis"))
+        for row in v.knobs:
+            if row.verified is False:
+                parts.append(Text(f"✗ {row.name}: requested {row.requested}, server says {row.effective}",
+                                  "bold white on red"))
+        if v.knobs:
+            table = Table.grid(padding=(0, 2))
+            table.add_column("knob", style="bold")
+            table.add_column("requested")
+            table.add_column("server says")
+            table.add_column("")
+            for row in v.knobs:
+                if row.requested == "none" and row.effective is None:
+                    table.add_row(row.name, "none", "-", Text("not set", "grey50"))
+                    continue
+                mark = {True: Text("✓ verified", "green"), False: Text("✗ MISMATCH", "bold red"),
+                        None: Text("… unverified", "grey50")}[row.verified]
+                table.add_row(row.name, row.requested, row.effective if row.effective is not None else "?", mark)
+            parts.append(table)
+        return Group(*parts)
