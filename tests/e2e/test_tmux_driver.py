@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from tests.e2e.tmux import TmuxMissing, TmuxSession
+from tests.helpers import REPO, ddtune_env
 
 # Prints its pid, a child's in its process group, and a grandchild's that escaped with setsid(),
 # all ignoring SIGHUP and SIGTERM, so only the driver's SIGKILL of group and recorded tree can stop them.
