@@ -19,7 +19,7 @@ def validate_knobs(values: dict[str, str], config: ServerConfig) -> dict[str, st
     window = parsed.get("window")
     block = config.block_size or DEFAULT_BLOCK_SIZE
     if isinstance(window, int) and not isinstance(window, bool) and window < block:
-        errors["window"] = f"must be >= block size {block}, or none"
+        errors["window"] = f"must be >= {block} (the block size), or none"
     return errors
 
 

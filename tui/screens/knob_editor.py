@@ -22,7 +22,7 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
     DEFAULT_CSS = """
     KnobEditor { align: center middle; }
     KnobEditor > Vertical { width: 72; height: auto; max-height: 100%; border: thick $accent; padding: 0 1; background: $surface; }
-    KnobEditor Grid { grid-size: 3; grid-columns: 10 1fr 1fr; grid-rows: 1; grid-gutter: 1 1; height: auto; margin: 1 0; }
+    KnobEditor Grid { grid-size: 3; grid-columns: 10 16 1fr; grid-rows: 1; grid-gutter: 1 1; height: auto; margin: 1 0; }
     KnobEditor .error { color: $error; }
     KnobEditor .diff { color: $warning; }
     KnobEditor Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
