@@ -24,6 +24,7 @@ COMMANDS = [
 MAIN_EXAMPLES = """\
 examples:
   ddtune                                  open the console (the built-in simulator when no server is configured)
+  ddtune --load 8                         open it and start the live coding load with 8 streams
   ddtune sim --model-path demo --port 30000 --speculative-algorithm DFLASH \\
              --speculative-draft-model-path demo-draft
   ddtune --config box.toml up --preset b8-t4-w2048
@@ -62,6 +63,8 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"ddtune {__version__}")
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="config file (default: ./ddtune.toml, then $XDG_CONFIG_HOME/ddtune/ddtune.toml)")
+    parser.add_argument("--load", metavar="C", type=int, default=None,
+                        help="console only: start the live coding load with C streams on open")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in COMMANDS:
         module = load_command(name)

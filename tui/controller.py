@@ -56,7 +56,8 @@ class ConsoleController:
     """What the app drives: start or re-attach, apply knobs, load on/off, and leave or stop on quit."""
 
     def __init__(self, config: ServerConfig, simulated: bool, load_concurrency: int = 8,
-                 load_max_tokens: int = 1024) -> None:
+                 load_max_tokens: int = 1024, autostart_load: bool = False) -> None:
+        self.autostart_load = autostart_load
         self.config = config
         self.simulated = simulated
         self.manager = self._new_manager(config)
@@ -107,6 +108,9 @@ class ConsoleController:
             return
         if self.state.phase == "ready":
             self.version = await self._server_version()
+            if self.autostart_load and self.load_engine is None:
+                self.autostart_load = False
+                self.toggle_load()
         self._publish()
 
     def _follow_log_soon(self, old_pid: int | None) -> None:

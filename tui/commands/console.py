@@ -15,6 +15,12 @@ def run(args) -> int:
         config_note = "no config found: running the built-in SGLang simulator"
     else:
         config_note = f"config: {config.source}"
-    app = DdtuneApp(ConsoleController(config, simulated=simulated), note=config_note)
+    load = getattr(args, "load", None)
+    if load is not None and load < 1:
+        from backends.errors import UsageError
+
+        raise UsageError(f"--load {load}: the coding load needs at least 1 stream", hint="e.g. ddtune --load 8")
+    controller = ConsoleController(config, simulated=simulated, load_concurrency=load or 8, autostart_load=load is not None)
+    app = DdtuneApp(controller, note=config_note)
     app.run()
     return 0
