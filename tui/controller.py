@@ -70,6 +70,8 @@ class ConsoleController:
         self.load_max_tokens = load_max_tokens
         self.load_engine = None
         self.app: DdtuneApp | None = None
+        self._last_view: ServerView | None = None
+        self._progress_at = 0.0
         self._log_buffer: list[str] = []
         self._log_dropped = 0
 
@@ -163,6 +165,7 @@ class ConsoleController:
 
     def _on_progress(self, progress: Progress) -> None:
         self.progress = progress
+        self._progress_at = time.monotonic()
         self._publish()
 
     def _on_note(self, text: str) -> None:
@@ -178,22 +181,36 @@ class ConsoleController:
             phase, detail = "warmup", "ready; verifying the knobs"  # the manager has not returned yet
         if self.failure:
             phase, fatal = "failed", fatal or self.failure
+        if phase == "failed" and not fatal and not state:  # the tracker knows before the manager returns
+            fatal = (getattr(self.manager.tracker, "error", None) or "").split("\n")[0] or None
         if state and state.phase == "failed":
             fatal = fatal or (state.reason or "").split("\n")[0]
         uptime = time.time() - state.ready_at if state and state.ready_at else None
+        if uptime is not None and uptime >= 60:
+            uptime = uptime // 60 * 60  # whole minutes once past the first: the panel redraws once a minute
         pid = (state.pid if state else None) or (progress.pid if progress else None)
         return ServerView(
             backend=self.config.backend, simulated=self.simulated, pid=pid, url=self.config.base_url,
             version=self.version, uptime_s=uptime, phase=phase,
             detail="" if phase in ("ready", "failed") else detail,
             progress=None if phase == "ready" else progress_fraction(detail),
-            elapsed_s=progress.elapsed_s if progress else None, eta_s=progress.eta_s if progress else None,
+            elapsed_s=self._elapsed(phase), eta_s=progress.eta_s if progress else None,
             knobs=knob_rows(self.config.knobs, state), fatal=fatal,
             note=None if phase == "ready" else self.note,
         )
 
+    def _elapsed(self, phase: str) -> float | None:
+        """Seconds since the start began, ticking between the manager's reports (whole seconds)."""
+        if self.progress is None:
+            return None
+        extra = 0.0 if phase in ("ready", "failed") else time.monotonic() - self._progress_at
+        return float(int(self.progress.elapsed_s + extra))
+
     def _publish(self, fatal: str | None = None) -> None:
-        self.post(m.ServerChanged(self.view(fatal)))
+        view = self.view(fatal)
+        if view != self._last_view:  # most ticks change nothing visible: send nothing then
+            self._last_view = view
+            self.post(m.ServerChanged(view))
 
     def restart_with(self, knobs: dict[str, Any]) -> None:
         """Apply new knob values: the manager validates them against the server before stopping it."""

@@ -13,7 +13,11 @@ from tui.widgets.textbars import sparkline, stacked_bar
 
 class GpuPanel(Widget):
     DEFAULT_CSS = "GpuPanel { height: auto; }"
-    view: reactive[GpuView] = reactive(lambda: GpuView(available=False, reason="sampling…"), layout=True)
+    view: reactive[GpuView] = reactive(lambda: GpuView(available=False, reason="sampling…"))
+
+    def watch_view(self, old: GpuView, new: GpuView) -> None:
+        if (old.available, len(old.rows), bool(old.server_summary)) != (new.available, len(new.rows), bool(new.server_summary)):
+            self.refresh(layout=True)
 
     def render(self) -> Group:
         v = self.view

@@ -21,7 +21,13 @@ class ServerPanel(Widget):
     """Renders a ServerView. The screen assigns `view`; nothing here does I/O."""
 
     DEFAULT_CSS = "ServerPanel { height: auto; }"
-    view: reactive[ServerView] = reactive(ServerView, layout=True)
+    view: reactive[ServerView] = reactive(ServerView)
+
+    def watch_view(self, old: ServerView, new: ServerView) -> None:
+        # Re-layout only when the panel's height may change (fatal/note lines, knob rows); a plain
+        # refresh is enough for the per-second ticks.
+        if (bool(old.fatal), bool(old.note), len(old.knobs), old.phase) != (bool(new.fatal), bool(new.note), len(new.knobs), new.phase):
+            self.refresh(layout=True)
 
     def render(self) -> Group:
         v = self.view
