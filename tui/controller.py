@@ -22,7 +22,7 @@ from tui.views import KnobRow, ServerView
 if TYPE_CHECKING:
     from tui.app import DdtuneApp
 
-LOG_FLUSH_S = 0.1          # log lines reach the screen in batches at most this often
+LOG_FLUSH_S = 0.25         # log lines reach the screen in batches at most this often (4 Hz)
 LOG_BATCH_MAX = 2000       # a burst larger than this keeps only its newest lines
 _FRACTION = re.compile(r"(\d+)/(\d+)")
 _EFFECTIVE_KEY = {"window": "window_size", "budget": "budget"}

@@ -9,6 +9,7 @@ from tui.app import DdtuneApp
 async def _settle(pilot):
     await pilot.pause()
     await pilot.wait_for_scheduled_animations()
+    pilot.app.main.query_one("#requests").flush()
     plots = pilot.app.main.query_one("#plots")
     plots.redraw()
     await pilot.pause()

@@ -26,7 +26,7 @@ class MainScreen(Screen):
         with Horizontal(id="middle"):
             yield LivePlots(id="plots")
             yield RequestsTable(id="requests")
-        yield LogPane(id="log")
+        yield LogPane(id="log", max_lines=1000)
         yield Footer()
 
     def on_mount(self) -> None:

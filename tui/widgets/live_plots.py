@@ -26,7 +26,7 @@ class LivePlots(Horizontal):
         yield PlotextPlot(id="plot-accept")
 
     def on_mount(self) -> None:
-        self.set_interval(0.5, self.redraw)
+        self.set_interval(2.0, self.redraw)  # a plotext build costs tens of ms: every 2 s at most
         self.redraw()
 
     def _rel(self, t: float) -> float:

@@ -1,43 +1,61 @@
-"""Recent requests of the live coding load: bounded DataTable, newest on top."""
+"""Recent requests of the live coding load, newest first, redrawn at most once a second.
+
+A plain widget that renders a Rich table of the rows that fit: unlike a DataTable it never changes
+its virtual size, so a busy load costs one repaint of this box a second and no screen re-layout.
+"""
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
-from textual.widgets import DataTable
+from rich.table import Table
+from rich.text import Text
+from textual.widget import Widget
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "red",
                  "no_code": "yellow", "truncated": "yellow"}
 
 
-class RequestsTable(DataTable):
-    def __init__(self, max_rows: int = 200, **kwargs) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
-        self.max_rows = max_rows
-        self._keys: list[Any] = []
+class RequestsTable(Widget):
+    FLUSH_S = 1.0
+
+    def __init__(self, max_rows: int = 100, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.rows: deque[dict[str, Any]] = deque(maxlen=max_rows)
         self.passed = 0
         self.total = 0
+        self._dirty = False
 
     def on_mount(self) -> None:
-        self.add_columns("problem", "tokens", "tok/s", "accept", "ttft", "verdict")
+        self.set_interval(self.FLUSH_S, self.flush)
 
     def add_request(self, row: dict[str, Any]) -> None:
-        from rich.text import Text
-
-        verdict = row.get("verdict") or "-"
+        """Count it now; show it at the next flush."""
         self.total += 1
-        self.passed += verdict == "pass"
-        accept = row.get("accept_len")
-        key = self.add_row(
-            str(row.get("problem", "?"))[:18],
-            str(row.get("tokens", "-")),
-            f"{row.get('tok_s', 0.0):.0f}",
-            "-" if accept is None else f"{accept:.2f}",
-            "-" if row.get("ttft_s") is None else f"{row['ttft_s'] * 1000:.0f}ms",
-            Text(verdict, VERDICT_STYLE.get(verdict, "")),
-        )
-        self._keys.append(key)
-        if len(self._keys) > self.max_rows:
-            self.remove_row(self._keys.pop(0))
-        self.move_cursor(row=self.row_count - 1)
-        self.border_title = f"requests: {self.passed}/{self.total} pass"
+        self.passed += (row.get("verdict") or "-") == "pass"
+        self.rows.append(row)
+        self._dirty = True
+
+    def flush(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        self.border_title = f"requests: {self.passed}/{self.total} pass"  # this repaints the box
+
+    def render(self) -> Table:
+        table = Table(box=None, expand=True, padding=(0, 1), header_style="bold")
+        for name, justify in (("problem", "left"), ("tokens", "right"), ("tok/s", "right"),
+                              ("accept", "right"), ("ttft", "right"), ("verdict", "left")):
+            table.add_column(name, justify=justify, no_wrap=True)
+        fit = max(self.size.height - 1, 0)
+        for row in list(self.rows)[-fit:][::-1] if fit else []:
+            verdict = row.get("verdict") or "-"
+            accept = row.get("accept_len")
+            ttft = row.get("ttft_s")
+            table.add_row(
+                str(row.get("problem", "?"))[:18], str(row.get("tokens", "-")), f"{row.get('tok_s') or 0.0:.0f}",
+                "-" if accept is None else f"{accept:.2f}", "-" if ttft is None else f"{ttft * 1000:.0f}ms",
+                Text(verdict, VERDICT_STYLE.get(verdict, "")),
+            )
+        return table
