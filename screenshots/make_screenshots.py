@@ -138,6 +138,23 @@ async def _mismatch(pilot) -> None:
     await pilot.pause(1.0)
 
 
+@scene("sweep", size=(140, 36), app=_console_app(), about="a quick sweep from the console: runs fill in, the winner is named")
+async def _sweep(pilot) -> None:
+    from textual.widgets import Static
+
+    from tui.screens.sweep import SweepScreen
+
+    await _until(pilot, lambda: _phase(pilot) == "ready")
+    screen = SweepScreen(["b4-t4-w2048", "b8-t4-w2048", "b16-t4-w2048"], contexts=[60, 1024], concurrency=[1, 8],
+                         max_tokens=96)
+    pilot.app.push_screen(screen)
+    await pilot.pause()
+    await pilot.click("#start")
+    status = screen.query_one("#status", Static)
+    await _until(pilot, lambda: "best overall" in str(status.render()) or "finished" in str(status.render()), 240)
+    await pilot.pause(0.5)
+
+
 # --- standin: the harness's own check (tests/e2e/test_screenshot_script.py) -----------------------------
 
 def _standin_app():

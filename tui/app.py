@@ -22,6 +22,7 @@ class DdtuneApp(App):
         Binding("l", "toggle_load", "Load", id="app.load"),
         Binding("f", "cycle_log_filter", "Log filter", id="app.log_filter"),
         Binding("r", "results", "Results", id="app.results"),
+        Binding("s", "sweep", "Sweep", id="app.sweep"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("q", "quit_console", "Quit", id="app.quit"),
     ]
@@ -78,6 +79,14 @@ class DdtuneApp(App):
         from tui.screens.results import ResultsScreen
 
         self.push_screen(ResultsScreen())
+
+    def action_sweep(self) -> None:
+        if self.controller is None:
+            return
+        from backends.config import preset_names
+        from tui.screens.sweep import SweepScreen
+
+        self.push_screen(SweepScreen(preset_names()))
 
     def action_help(self) -> None:
         from tui.screens.help import HelpScreen

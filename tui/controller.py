@@ -221,6 +221,17 @@ class ConsoleController:
         if self.app is not None:
             self.app.run_worker(self._bring_up(restart=True), group="server", exclusive=True, exit_on_error=False)
 
+    def resync(self) -> None:
+        """Pick up whatever server the state file now names (after a sweep restarted it)."""
+        state = self.manager.current()
+        if state is not None and state.phase == "ready":
+            self.config = self.config.with_knobs(dict(state.knobs))
+            self.manager = self._new_manager(self.config)
+            self.state, self.progress, self.failure = state, None, None
+            self.post(m.ConfigMarked(time.monotonic(), "sweep ended"))
+            self._publish()
+            self._follow_log_soon(None)
+
     # --- telemetry --------------------------------------------------------------------------
     async def _telemetry(self) -> None:
         from backends.telemetry import TelemetryStream

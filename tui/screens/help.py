@@ -26,6 +26,7 @@ history, power, temperature.
 | `l` | start / stop the live coding load |
 | `f` | cycle the log filter: all, errors, draft, decode |
 | `r` | results: past runs, compare two per cell |
+| `s` | sweep: pick presets, run a quick sweep (restarts only when knobs change), see the winner |
 | `ctrl+p` | command palette |
 | `q` | quit (asks whether to leave the server running) |
 

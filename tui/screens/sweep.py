@@ -1,0 +1,154 @@
+"""The sweep screen: pick presets, run a quick sweep on the managed server, watch it fill in live.
+
+The engine is workloads.sweep.SweepEngine (the same as `ddtune sweep`), driven from a worker; its
+events come back as messages. A small matrix keeps it quick; `ddtune sweep` takes the full options.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Button, Checkbox, DataTable, Footer, Header, SelectionList, Static
+
+from tui.widgets.textbars import duration
+
+CONTEXTS, CONCURRENCY, MAX_TOKENS = [60, 1024], [1, 8], 256
+
+
+class SweepEventPosted(Message):
+    def __init__(self, event) -> None:
+        super().__init__()
+        self.event = event
+
+
+class SweepScreen(Screen):
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="sweep.back")]
+    DEFAULT_CSS = """
+    SweepScreen #pick { height: auto; max-height: 12; }
+    SweepScreen SelectionList { width: 40; height: auto; max-height: 10; }
+    SweepScreen #side { width: 1fr; height: auto; padding: 0 2; }
+    SweepScreen #status { height: auto; margin: 1 0; }
+    SweepScreen DataTable { height: 1fr; }
+    """
+
+    def __init__(self, presets: list[str], contexts: list[int] = CONTEXTS, concurrency: list[int] = CONCURRENCY,
+                 max_tokens: int = MAX_TOKENS) -> None:
+        super().__init__()
+        self.presets = presets
+        self.matrix = (contexts, concurrency, max_tokens)
+        self.running = False
+        self.rows: dict[int, object] = {}
+        self.best: dict[int, float] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="pick"):
+            yield SelectionList[str](*[(name, name, i < 2) for i, name in enumerate(self.presets)], id="presets")
+            with Vertical(id="side"):
+                yield Checkbox("add a speculation-off baseline", value=True, id="baseline")
+                yield Static(f"matrix: contexts {self.matrix[0]}, concurrency {self.matrix[1]}, {self.matrix[2]} tokens, "
+                             "no eval\n(full options: ddtune sweep --help)")
+                yield Button("Start sweep", variant="primary", id="start")
+        yield Static("pick presets and start; the server restarts only when the knobs change", id="status")
+        yield DataTable(id="slots", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#slots", DataTable).add_columns("#", "config", "status", "best tok/s", "accept", "note")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "start" and not self.running:
+            chosen = list(self.query_one("#presets", SelectionList).selected)
+            if not chosen:
+                self.notify("pick at least one preset", severity="warning")
+                return
+            self.running = True
+            event.button.disabled = True
+            self.run_sweep(chosen, self.query_one("#baseline", Checkbox).value)
+
+    @work(exclusive=True, group="sweep", exit_on_error=False)
+    async def run_sweep(self, presets: list[str], baseline: bool) -> None:
+        from backends.errors import DdtuneError
+        from workloads.provenance import host_provenance
+        from workloads.server_control import ManagedController
+        from workloads.sweep import SweepEngine
+        from workloads.sweep_plan import SweepStore
+        from workloads.sweep_spec import build_plan
+
+        console = self.app.controller
+        if console is not None and console.load_running:
+            console.toggle_load()  # the sweep needs the server to itself
+        try:
+            contexts, concurrency, max_tokens = self.matrix
+            plan = build_plan(presets, baseline=baseline, contexts=contexts, concurrency=concurrency,
+                              max_tokens=max_tokens, run_eval=False)
+            config = console.config
+            store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
+                                             "model": config.model, "host": host_provenance()}, None, "sweep")
+            controller = ManagedController(config)
+            engine = SweepEngine(plan, store, controller, on_event=lambda e: self.post_message(SweepEventPosted(e)),
+                                 expected_restart_s=controller.expected_restart_s())
+            await engine.run()
+            self.post_message(SweepEventPosted(("report", str(store.path))))
+        except DdtuneError as exc:
+            self.query_one("#status", Static).update(f"[red]sweep refused: {exc}[/red]")
+        finally:
+            self.running = False
+            if console is not None:
+                console.resync()  # follow whatever server the sweep left running
+
+    def on_sweep_event_posted(self, message: SweepEventPosted) -> None:
+        from workloads import sweep as s
+
+        event, table, status = message.event, self.query_one("#slots", DataTable), self.query_one("#status", Static)
+        if isinstance(event, s.SweepStarted):
+            for slot in event.slots:
+                self.rows[slot.index] = table.add_row(str(slot.index + 1), slot.config,
+                                                      "done" if slot.index in event.done else "waiting", "-", "-", "")
+            status.update(f"sweep {event.path}: {len(event.slots)} runs, ETA {duration(event.eta_s)}")
+        elif isinstance(event, s.SlotStarted):
+            self._cell(event.slot.index, 2, "restarting" if event.restart else "running")
+            status.update(f"run {event.slot.index + 1}: {event.slot.config}, ETA {duration(event.eta_s)}")
+        elif isinstance(event, s.ServerPhaseChanged):
+            self._cell(event.slot.index, 5, f"{event.phase} {event.detail}"[:40])
+        elif isinstance(event, s.CellFinished):
+            self._cell(event.slot.index, 2, f"cells {event.cells_done}/{event.cells_total}")
+            best = max(float(event.cell.get("output_tok_s") or 0), self.best.get(event.slot.index, 0.0))
+            self.best[event.slot.index] = best
+            self._cell(event.slot.index, 3, f"{best:.0f}")
+            accept = (event.cell.get("acceptance") or {}).get("mean")
+            self._cell(event.slot.index, 4, "-" if accept is None else f"{accept:.2f}")
+            status.update(f"run {event.slot.index + 1}: cell {event.cells_done}/{event.cells_total}, ETA {duration(event.eta_s)}")
+        elif isinstance(event, s.SlotFinished):
+            self._cell(event.record.slot.index, 2, event.record.status)
+            self._cell(event.record.slot.index, 5, (event.record.reason or "")[:60])
+        elif isinstance(event, tuple) and event[0] == "report":
+            self._report(event[1])
+
+    def _cell(self, index: int, column: int, value: str) -> None:
+        table = self.query_one("#slots", DataTable)
+        if index in self.rows:
+            table.update_cell(self.rows[index], table.ordered_columns[column].key, value)
+
+    def _report(self, path: str) -> None:
+        from workloads.report import build_report
+        from workloads.report_input import read_sweep
+
+        report = build_report(read_sweep(Path(path)))
+        status = self.query_one("#status", Static)
+        best = report.overall
+        if best is None:
+            status.update(f"sweep finished ({path}); no configuration measured every cell")
+            return
+        margin = ""
+        if best.margin is not None and best.runner_up:
+            margin = f", ahead of {best.runner_up} by {(best.margin.value - 1) * 100:+.1f}%"
+            if best.margin.lo is not None:
+                margin += f" (95% CI {(best.margin.lo - 1) * 100:+.1f}% to {(best.margin.hi - 1) * 100:+.1f}%)"
+        status.update(f"[b]best overall: {best.config}[/b]{margin}\nfull report: ddtune report {path}")
