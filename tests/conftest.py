@@ -1,5 +1,7 @@
 import pytest
 
+from tests.backends.lifecycle_support import groups  # noqa: F401  (fixture: kills and checks the process groups a test started)
+
 
 @pytest.fixture
 def state_dir(tmp_path, monkeypatch):

@@ -42,15 +42,20 @@ async def run_bench(url: str, plan: BenchPlan, *, api_key: str | None = None, re
                              server_on_resume=server)
         problems = load_problems() if plan.coding else ()
         runner = BenchRunner(client, plan, store, problems, progress)
-        try:
-            cells = await runner.run()
-        except BaseException as exc:
-            store.close()
-            interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
-            store.update_run(status="interrupted" if interrupted else "failed",
-                             error=str(getattr(exc, "message", exc)) or type(exc).__name__, finished_at=time.time())
-            raise
-        store.close()
-        run = store.update_run(status="done", finished_at=time.time(), cells=len(cells))
+        cells, run = await run_recorded(runner, store)
     run["dir"] = str(store.path)
     return {"run": run, "cells": cells}
+
+
+async def run_recorded(runner: BenchRunner, store) -> tuple[list, dict]:
+    """Run the matrix and record how it ended in run.json: done, interrupted (resumable) or failed."""
+    try:
+        cells = await runner.run()
+    except BaseException as exc:
+        store.close()
+        interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+        store.update_run(status="interrupted" if interrupted else "failed",
+                         error=str(getattr(exc, "message", exc)) or type(exc).__name__, finished_at=time.time())
+        raise
+    store.close()
+    return cells, store.update_run(status="done", finished_at=time.time(), cells=len(cells))

@@ -24,6 +24,7 @@ from typing import Any, Callable, Protocol
 
 from backends.errors import DdtuneError
 from workloads.bench import BenchRunner
+from workloads.bench_session import run_recorded
 from workloads.client import StreamingClient
 from workloads.eval_runner import run_eval
 from workloads.problems import load_problems
@@ -271,14 +272,4 @@ class SweepEngine:
                                  server_on_resume=provenance, **meta)
             problems = load_problems() if plan.coding else ()
             last[0] = time.monotonic()
-            runner = BenchRunner(client, plan, store, problems)
-            try:
-                cells = await runner.run()
-            except BaseException as exc:
-                store.close()
-                interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
-                store.update_run(status="interrupted" if interrupted else "failed",
-                                 error=str(getattr(exc, "message", exc)) or type(exc).__name__, finished_at=time.time())
-                raise
-            store.close()
-            store.update_run(status="done", finished_at=time.time(), cells=len(cells))
+            await run_recorded(BenchRunner(client, plan, store, problems), store)

@@ -38,7 +38,7 @@ class LogWriter:
         remaining = (total - n) / rate if rate else 0.0
         fmt = lambda s: f"{int(s) // 60:02d}:{int(s) % 60:02d}"  # noqa: E731
         if n == 0:
-            tail = f"[00:00<?, ?it/s]"
+            tail = "[00:00<?, ?it/s]"
         else:
             speed = f"{rate:5.2f}it/s" if rate >= 1 else f"{1 / rate:5.2f}s/it"
             tail = f"[{fmt(elapsed)}<{fmt(remaining)}, {speed}]"

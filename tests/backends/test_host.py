@@ -87,7 +87,8 @@ def test_own_session_is_never_swept_in():
 
 
 def test_host_sample_reads_ram_and_tree_rss(spawn):
-    proc = spawn([sys.executable, "-c", "import time; time.sleep(60)"])
+    proc = spawn([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"])
+    assert proc.stdout.readline() == "up\n"  # the interpreter is loaded: sampling right after fork saw ~0 RSS
     snap = HostSampler().sample([proc.pid])
     assert snap.ram_total > 0 and 0 < snap.ram_used <= snap.ram_total
     assert snap.cpu_count >= 1 and 0.0 <= snap.cpu_percent <= 100.0

@@ -9,7 +9,7 @@ from backends.errors import ServerError
 from backends.lifecycle import ServerManager
 from backends.process import group_members, port_owner
 from backends.state import load_state
-from tests.backends.lifecycle_support import config, groups  # noqa: F401  (fixture)
+from tests.backends.lifecycle_support import config
 
 BACKENDS = ["sim", "sglang", "endpoint"]
 

@@ -3,7 +3,7 @@
 from backends.lifecycle import ServerManager
 from backends.process import group_members
 from backends.state import load_state
-from tests.backends.lifecycle_support import FAST, config, groups  # noqa: F401  (fixture)
+from tests.backends.lifecycle_support import FAST, config
 
 
 async def failed_start(tmp_path, groups, extra, **server):

@@ -11,7 +11,7 @@ from backends.lifecycle import ServerManager
 from backends.process import group_members, port_owner
 from backends.readiness import ReadinessProbe
 from backends.state import load_state
-from tests.backends.lifecycle_support import FAST, config, groups  # noqa: F401  (fixture)
+from tests.backends.lifecycle_support import FAST, config
 
 
 async def test_old_process_race_ready_only_for_the_new_pid(tmp_path, state_dir, groups):

@@ -8,7 +8,7 @@ import pytest
 from backends.lifecycle import ServerManager
 from backends.readiness import ReadinessProbe, owner_check
 from backends.serverhelp import fetch_help
-from tests.backends.lifecycle_support import config, groups  # noqa: F401  (fixture)
+from tests.backends.lifecycle_support import config
 
 
 @pytest.fixture

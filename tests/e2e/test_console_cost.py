@@ -10,28 +10,12 @@ import shlex
 import sys
 import time
 
-import psutil
 
 from benchmarks.console_cost import REFERENCES, PtyProgram, main, measure
 from tests.helpers import REPO
+from tests.e2e.procs import STUBBORN_TREE, gone
 
 SPIN = "while True: pass"
-STUBBORN_TREE = r"""
-import os, signal, subprocess, sys, time
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-ignore = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
-child = subprocess.Popen([sys.executable, "-c", ignore])
-escaped = subprocess.Popen([sys.executable, "-c", ignore], start_new_session=True)
-print("pids", os.getpid(), child.pid, escaped.pid, flush=True)
-time.sleep(600)
-"""
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 def drain_until(program: PtyProgram, done, deadline_s: float = 60) -> None:

@@ -15,26 +15,7 @@ import pytest
 
 from tests.e2e.tmux import TmuxMissing, TmuxSession
 from tests.helpers import REPO, ddtune_env
-
-# Prints its pid, a child's in its process group, and a grandchild's that escaped with setsid(),
-# all ignoring SIGHUP and SIGTERM, so only the driver's SIGKILL of group and recorded tree can stop them.
-STUBBORN_TREE = r"""
-import os, signal, subprocess, sys, time
-signal.signal(signal.SIGHUP, signal.SIG_IGN)
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-ignore = "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
-child = subprocess.Popen([sys.executable, "-c", ignore])
-escaped = subprocess.Popen([sys.executable, "-c", ignore], start_new_session=True)
-print("pids", os.getpid(), child.pid, escaped.pid, flush=True)
-time.sleep(600)
-"""
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+from tests.e2e.procs import STUBBORN_TREE, gone
 
 
 def started_pids(tmux: TmuxSession) -> list[int]:

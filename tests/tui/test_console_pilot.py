@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from backends.config import load_config
-from tests.backends.lifecycle_support import groups, write_config  # noqa: F401  (fixture)
+from tests.backends.lifecycle_support import write_config
 from tui.app import DdtuneApp
 from tui.controller import ConsoleController
 from tui.screens.knob_editor import KnobEditor

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, SelectionList, Static
 
-from tests.backends.lifecycle_support import groups  # noqa: F401  (fixture)
 from tests.tui.test_console_pilot import app_for, panel, wait_until
 from tui.screens.sweep import SweepScreen
 

@@ -2,7 +2,7 @@
 
 import json
 
-from tests.backends.lifecycle_support import groups, read_state, write_config  # noqa: F401  (fixture)
+from tests.backends.lifecycle_support import read_state, write_config
 from tests.helpers import run_ddtune
 
 

@@ -114,7 +114,6 @@ def test_load_cli_json_summary(start_sim, state_dir):
 
 def test_load_cli_stops_cleanly_on_sigint(start_sim, state_dir):
     import subprocess
-    import time
 
     from tests.helpers import REPO, ddtune_cmd, ddtune_env
 

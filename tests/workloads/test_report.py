@@ -4,14 +4,13 @@ import csv
 import io
 import json
 
-import pytest
 
 from tests.helpers import run_ddtune
 from workloads.bench import BenchPlan
 from workloads.report import build_report, wilson
 from workloads.report_format import to_csv, to_json, to_markdown
 from workloads.report_input import load_inputs, read_sweep
-from workloads.sweep_plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
+from workloads.sweep_plan import SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 CELLS = [(1024, 1), (4096, 8)]
 

@@ -1,6 +1,5 @@
 """The sandbox contains what generated code may do: loops, fork bombs, huge allocations, escapes."""
 
-import os
 from pathlib import Path
 
 import psutil
