@@ -1,3 +1,7 @@
+import os
+import signal
+import subprocess
+
 import pytest
 
 from tests.backends.lifecycle_support import groups  # noqa: F401  (fixture: kills and checks the process groups a test started)
@@ -36,3 +40,27 @@ def start_sim(tmp_path):
     finally:
         for sim in started:
             sim.kill_group()
+
+
+@pytest.fixture
+def spawn():
+    """``spawn(argv) -> Popen`` in its own session (stdout piped); every group in ``spawn.groups`` is
+    SIGKILLed and the processes reaped at teardown. Add a pgid to ``spawn.groups`` for a process that
+    made its own group."""
+    started: list[subprocess.Popen] = []
+
+    def start(argv):
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        started.append(proc)
+        start.groups.append(proc.pid)
+        return proc
+
+    start.groups = []
+    yield start
+    for pgid in start.groups:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for proc in started:
+        proc.wait(timeout=30)

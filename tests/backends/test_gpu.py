@@ -4,7 +4,6 @@ memory to a real process tree."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 
@@ -27,24 +26,6 @@ SERVER = [sys.executable, "-c",
 
 def always(pid):
     return True
-
-
-@pytest.fixture
-def spawn():
-    procs = []
-
-    def start(argv):
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
-        procs.append(proc)
-        return proc
-
-    yield start
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=30)
 
 
 def unused_pid() -> int:

@@ -4,13 +4,10 @@ its CPU%/RSS."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import time
 
 import psutil
-import pytest
 
 from backends.host import HostSampler, server_tree_pids
 
@@ -32,28 +29,6 @@ ORPHANING = [sys.executable, "-c",
              "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
              "print(c.pid, flush=True)\n"]
 BUSY = [sys.executable, "-c", "while True: pass"]
-
-
-@pytest.fixture
-def spawn():
-    """Starts processes in their own sessions; kills every group in ``spawn.groups`` afterwards."""
-    started: list[subprocess.Popen] = []
-
-    def start(argv):
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
-        started.append(proc)
-        start.groups.append(proc.pid)
-        return proc
-
-    start.groups = []
-    yield start
-    for pgid in start.groups:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    for proc in started:
-        proc.wait(timeout=30)
 
 
 def test_tree_covers_descendants_group_and_session(spawn):
