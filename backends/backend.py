@@ -79,6 +79,9 @@ class Backend(ABC):
         return "running" if await self.is_running(state) else "stopped"
 
 
+TAIL_READ_BYTES = 1 << 20  # the most tail_file reads at once
+
+
 async def tail_file(path: Path, from_start: bool = True, poll: float = 0.1) -> AsyncIterator[str]:
     """Follow a log file like ``tail -F``: lines split on \\n and \\r; waits for the file to appear."""
     from backends.linesplitter import LineSplitter
@@ -96,11 +99,14 @@ async def tail_file(path: Path, from_start: bool = True, poll: float = 0.1) -> A
         if size < offset:  # truncated or replaced: start over
             offset = 0
         if size > offset:
+            # Bounded reads: re-attaching to a server with a huge log must not load it whole or
+            # hold the event loop for the whole file.
             with path.open("rb") as fh:
                 fh.seek(offset)
-                chunk = fh.read(size - offset)
+                chunk = fh.read(min(size - offset, TAIL_READ_BYTES))
             offset += len(chunk)
             for line in splitter.feed(chunk):
                 yield line
+            await asyncio.sleep(0)
         else:
             await asyncio.sleep(poll)

@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from backends.config import ServerConfig
 from backends.errors import DdtuneError
 from backends.lifecycle import Progress, ServerManager
+from backends.logevents import DecodeBatch
+from backends.logparse import parse_line
 from backends.state import ServerState
 from tui import messages as m
 from tui.views import KnobRow, ServerView
@@ -72,8 +75,8 @@ class ConsoleController:
         self.app: DdtuneApp | None = None
         self._last_view: ServerView | None = None
         self._progress_at = 0.0
-        self._log_buffer: list[str] = []
-        self._log_dropped = 0
+        self._log_buffer: deque[str] = deque(maxlen=LOG_BATCH_MAX)
+        self._log_read = 0      # lines read since the last flush; more than the buffer holds were skipped
 
     def _new_manager(self, config: ServerConfig) -> ServerManager:
         return ServerManager(config, on_progress=self._on_progress, on_note=self._on_note)
@@ -129,17 +132,12 @@ class ConsoleController:
                 break
             await asyncio.sleep(0.1)
         async for line in self.manager.backend.log_lines(state, from_start=True):
-            self._log_buffer.append(line)
-            if len(self._log_buffer) > LOG_BATCH_MAX:
-                self._log_dropped += len(self._log_buffer) - LOG_BATCH_MAX
-                del self._log_buffer[:-LOG_BATCH_MAX]
+            self._log_buffer.append(line)  # O(1); the oldest fall off past LOG_BATCH_MAX
+            self._log_read += 1
             if "Decode batch" in line:
                 self._decode_line(line)
 
     def _decode_line(self, line: str) -> None:
-        from backends.logevents import DecodeBatch
-        from backends.logparse import parse_line
-
         event = parse_line(line)
         if isinstance(event, DecodeBatch) and event.is_lead:
             self.post(m.DecodeStatsRead(time.monotonic(), event.gen_throughput, event.accept_len))
@@ -147,10 +145,11 @@ class ConsoleController:
     def _flush_log(self) -> None:
         if not self._log_buffer:
             return
-        lines, self._log_buffer = self._log_buffer, []
-        if self._log_dropped:
-            lines.insert(0, f"--- ddtune: {self._log_dropped} log lines skipped (burst) ---")
-            self._log_dropped = 0
+        lines = list(self._log_buffer)
+        skipped, self._log_read = self._log_read - len(lines), 0
+        self._log_buffer.clear()
+        if skipped > 0:
+            lines.insert(0, f"--- ddtune: {skipped} log lines skipped (burst) ---")
         self.post(m.LogLinesRead(lines))
 
     async def _server_version(self) -> str | None:
