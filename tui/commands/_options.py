@@ -8,34 +8,27 @@ import os
 DEFAULT_URL = "http://127.0.0.1:30000"
 
 
-def positive_int(text: str) -> int:
+def _number(text: str, cast, ok, expected: str, bound: str):
+    """Parse ``text`` with ``cast`` and check it with ``ok``; argparse turns the errors into exit 2."""
     try:
-        value = int(text)
+        value = cast(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {bound}, got {text}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _number(text, int, lambda v: v >= 1, "a positive integer", "at least 1")
 
 
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return _number(text, int, lambda v: v >= 0, "an integer >= 0", "0 or more")
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
+    return _number(text, float, lambda v: v > 0, "a number of seconds", "more than 0")
 
 
 def url_type(text: str) -> str:
