@@ -14,11 +14,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import ClassVar
 
+from backends.apikey import REDACTED, api_key, argv_api_key
 from backends.config import ServerConfig
 from backends.knobs import LaunchPlan
 from backends.process import StopReport
 from backends.serverhelp import ServerHelp
-from backends.state import ServerState
+from backends.state import ServerState, launched_api_key
 
 
 class Backend(ABC):
@@ -36,6 +37,14 @@ class Backend(ABC):
 
     def has_logs(self) -> bool:
         return self.HAS_LOGS
+
+    def api_key(self, state: ServerState | None = None) -> str | None:
+        """The key every request to this server carries: the ``--api-key`` ddtune launched it with
+        (in memory right after a launch, else from the 0600 launch record), else $DDTUNE_API_KEY."""
+        launched = argv_api_key(state.argv) if state is not None else None
+        if launched == REDACTED:
+            launched = launched_api_key(state)
+        return launched or api_key()
 
     def command_prefix(self) -> tuple[str, ...]:
         """argv before the SGLang flags, e.g. ``python -m sglang.launch_server``."""

@@ -179,3 +179,12 @@ def plan_launch(config: ServerConfig, help_text: str, prefix: tuple[str, ...], v
     }
     return LaunchPlan(argv=tuple(argv), env=env, routes=routes, algorithm=algorithm,
                       block_size=block_size, expected=expected)
+
+
+def plan_for_endpoint(config: ServerConfig) -> LaunchPlan:
+    """What an endpoint should report for our knobs (no --help to read: any route is accepted)."""
+    window = config.knobs.get("window")
+    has_window = isinstance(window, int) and not isinstance(window, bool)
+    return LaunchPlan(argv=(), env={}, routes={}, algorithm=None, block_size=0, expected={
+        "window_size": window if has_window else None, "compact_cache": has_window,
+        "block_size": None, "budget": config.knobs.get("budget")})

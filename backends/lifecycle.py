@@ -19,13 +19,16 @@ from backends.backend import Backend
 from backends.config import ServerConfig
 from backends.endpoint_backend import EndpointBackend, make_backend
 from backends.errors import ServerError
-from backends.knobs import LaunchPlan, plan_launch
+from backends.knobs import LaunchPlan, plan_for_endpoint, plan_launch
 from backends.logevents import DDTreeWorker, DraftRunner, Fatal, ServerReady, ServerStarted
 from backends.logparse import parse_line
-from backends.process import group_members, port_owner, tree_pids, wait_port_free
+from backends.apikey import auth_headers, redact_argv
+from backends.ownership import NotOurs, describe_stop
+from backends.process import port_owner, tree_pids, wait_port_free
 from backends.readiness import ReadinessProbe
 from backends.startup import FAILED, READY, StartupHistory, StartupTracker
-from backends.state import ServerState, clear_state, load_state, save_state
+from backends.state import ServerState, clear_state, load_state, quarantine_state, save_state
+from backends.statelock import LifecycleLock
 from backends.verify import verify
 
 PORT_RELEASE_S = 60.0   # how long a stopped server may keep its port before we give up
@@ -75,7 +78,8 @@ class ServerManager:
 
     def __init__(self, config: ServerConfig, backend: Backend | None = None,
                  on_progress: Callable[[Progress], None] | None = None,
-                 on_note: Callable[[str], None] | None = None, gpu_sampler=None) -> None:
+                 on_note: Callable[[str], None] | None = None, gpu_sampler=None,
+                 wait_for_lock: bool = True) -> None:
         self.config = config
         self.gpu_sampler = gpu_sampler  # None: a fresh backends.gpu.GpuSampler per check
         self.gpu_release_s = GPU_RELEASE_S
@@ -87,6 +91,7 @@ class ServerManager:
         self._last_report: tuple[str, str] | None = None
         self._last_time = 0.0
         self.probe_count = 0
+        self.wait_for_lock = wait_for_lock
 
     # --- reporting --------------------------------------------------------------------------
     def _report(self, pid: int | None = None, probing: bool = False, force: bool = False) -> None:
@@ -104,7 +109,7 @@ class ServerManager:
     # --- state ------------------------------------------------------------------------------
     def current(self) -> ServerState | None:
         """The recorded server, with phase ``stale`` when its pid is gone or was reused."""
-        state = load_state()
+        state = load_state(self.on_note)
         if state is None or state.backend == "endpoint":
             return state
         if state.phase in ("ready", "starting") and not state.is_alive():
@@ -117,15 +122,22 @@ class ServerManager:
         return plan_launch(self.config, helptext.text, self.backend.command_prefix(), helptext.version or "unknown")
 
     # --- commands ---------------------------------------------------------------------------
+    def _lock(self, action: str) -> LifecycleLock:
+        """One lifecycle action at a time per state dir, across processes (see backends.statelock)."""
+        recorded = load_state(self.on_note)
+        return LifecycleLock(action, recorded.pid if recorded else None, on_wait=self.on_note,
+                             wait=self.wait_for_lock)
+
     async def up(self) -> ServerState:
         """Ready server for this config: re-attach to a live one with the same config, else (re)start."""
         if isinstance(self.backend, EndpointBackend):
             return await self.attach_endpoint()
-        state = self.current()
-        if state and state.backend == self.config.backend and state.phase in ("ready", "starting") \
-                and state.config_hash == self.config.config_hash() and state.is_alive():
-            return await self.reattach(state)
-        return await self.restart()
+        async with self._lock("up"):
+            state = self.current()
+            if state and state.backend == self.config.backend and state.phase in ("ready", "starting") \
+                    and state.config_hash == self.config.config_hash() and state.is_alive():
+                return await self.reattach(state)
+            return await self._restart_locked()
 
     async def reattach(self, state: ServerState) -> ServerState:
         """Follow a server an earlier ddtune started (same pid, same start time) until it is ready."""
@@ -141,6 +153,10 @@ class ServerManager:
         return await self._follow(state, plan)
 
     async def restart(self) -> ServerState:
+        async with self._lock("restart"):
+            return await self._restart_locked()
+
+    async def _restart_locked(self) -> ServerState:
         if not self.backend.CAN_START:
             await self.backend.start(None)  # type: ignore[arg-type]  # raises the backend's own message
         plan = await asyncio.to_thread(self.plan)
@@ -157,18 +173,24 @@ class ServerManager:
                 self._report()
 
     async def _restart(self, plan: LaunchPlan) -> ServerState:
-        old = load_state()
+        old = load_state(self.on_note)
         now = time.monotonic()
         self.tracker.begin_stop(now)
         self._report(force=True)
         old_pids: set[int] = set()
-        if old is not None and old.backend != "endpoint" and old.is_alive():
-            old_pids = tree_pids(old.pid) | set(group_members(old.pgid) if old.pgid else [])  # type: ignore[arg-type]
+        if old is not None and old.backend not in ("endpoint", "systemd") and old.pid is not None:
             stopper = self.backend if old.backend == self.config.backend else _process_stopper(self.config)
-            self.on_note(f"stopping old server pid {old.pid} (SIGTERM, then SIGKILL after {self.config.stop_timeout_s:.0f} s)")
-            report = await stopper.stop(old)
-            how = "exited after SIGTERM" if report.terminated else f"SIGKILL needed for pids {list(report.killed)}"
-            self.on_note(f"old server pid {old.pid} {how}")
+            if old.is_alive():
+                self.on_note(f"stopping old server pid {old.pid} (SIGTERM, then SIGKILL after "
+                             f"{self.config.stop_timeout_s:.0f} s)")
+            try:
+                report = await stopper.stop(old)
+            except NotOurs as exc:
+                self.on_note(f"{exc.message}; {quarantine_state('refused')}")
+                old = None
+            else:
+                old_pids = set(report.stopped) | {old.pid}
+                self.on_note(describe_stop(old.pid, report))
         elif self.config.backend == "systemd":
             await self.backend.stop(old)
         else:
@@ -182,15 +204,26 @@ class ServerManager:
         return await self._launch(plan)
 
     async def down(self) -> ServerState | None:
-        state = load_state()
-        if state is None:
-            return None
-        if state.backend == "endpoint" or not self.backend.CAN_STOP:
-            await self.backend.stop(state)  # raises: cannot stop
-        if state.is_alive() or state.backend == "systemd":
-            await self.backend.stop(state)
-        clear_state()
-        return state.with_(phase="stopped")
+        """Stop the recorded server, or what its dead leader left running. The returned state's
+        ``reason`` says what was stopped. Raises NotOurs (record set aside) when it proves nothing."""
+        async with self._lock("down"):
+            state = load_state(self.on_note)
+            if state is None:
+                return None
+            if state.backend == "endpoint" or not self.backend.CAN_STOP:
+                await self.backend.stop(state)  # raises: cannot stop
+            if state.backend == "systemd":
+                await self.backend.stop(state)
+                summary = f"stopped unit {state.unit or self.config.unit}"
+            else:
+                stopper = self.backend if state.backend == self.config.backend else _process_stopper(self.config)
+                try:
+                    report = await stopper.stop(state)
+                except NotOurs as exc:
+                    raise NotOurs(exc.message, hint=f"{quarantine_state('refused')}; {exc.hint}") from None
+                summary = describe_stop(state.pid, report)
+            clear_state()
+            return state.with_(phase="stopped", reason=summary)
 
     # --- steps ------------------------------------------------------------------------------
     async def _wait_port(self, old_pids: set[int]) -> None:
@@ -227,7 +260,7 @@ class ServerManager:
     async def _launch(self, plan: LaunchPlan) -> ServerState:
         state = await self.backend.start(plan)
         save_state(state)
-        self.on_note(f"launched pid {state.pid}: {' '.join(plan.argv)}")
+        self.on_note(f"launched pid {state.pid}: {' '.join(redact_argv(plan.argv))}")
         return await self._follow(state, plan)
 
     async def _follow(self, state: ServerState, plan: LaunchPlan | None) -> ServerState:
@@ -237,7 +270,7 @@ class ServerManager:
         deadline = time.monotonic() + self.config.ready_timeout_s
         failure: str | None = None
         try:
-            async with ReadinessProbe(state.url, state.port, state.pid,
+            async with ReadinessProbe(state.url, state.port, state.pid, api_key=self.backend.api_key(state),
                                       check_owner=not isinstance(self.backend, EndpointBackend)) as probe:
                 while True:
                     self._report(state.pid, probing=True)
@@ -290,7 +323,7 @@ class ServerManager:
             self.tracker.feed(ServerReady(), now)
         durations = self.tracker.durations(now)
         self._report(state.pid)
-        info = await fetch_server_info(state.url)
+        info = await fetch_server_info(state.url, self.backend.api_key(state))
         expected = plan.expected if plan else {}
         checked = verify(expected, watch.draft_runner, watch.ddtree, info)
         final = state.with_(phase="ready", ready_at=time.time(), effective=checked.effective,
@@ -312,18 +345,9 @@ def _process_stopper(config: ServerConfig) -> Backend:
     return SimBackend(config)
 
 
-def plan_for_endpoint(config: ServerConfig) -> LaunchPlan:
-    """What an endpoint should report for our knobs (no --help to read: any route is accepted)."""
-    window = config.knobs.get("window")
-    has_window = isinstance(window, int) and not isinstance(window, bool)
-    return LaunchPlan(argv=(), env={}, routes={}, algorithm=None, block_size=0, expected={
-        "window_size": window if has_window else None, "compact_cache": has_window,
-        "block_size": None, "budget": config.knobs.get("budget")})
-
-
-async def fetch_server_info(url: str) -> dict | None:
+async def fetch_server_info(url: str, api_key: str | None = None) -> dict | None:
     try:
-        async with httpx.AsyncClient(trust_env=False) as client:
+        async with httpx.AsyncClient(trust_env=False, headers=auth_headers(api_key)) as client:
             resp = await client.get(f"{url}/server_info", timeout=5.0)
         return resp.json() if resp.status_code == 200 else None
     except (httpx.HTTPError, ValueError):
@@ -344,7 +368,6 @@ class _LogWatch:
         self.ddtree: DDTreeWorker | None = None
         self.fatals: list[Fatal] = []
         self.fatal_at: float | None = None  # when the first fatal (non-generic) line came
-        self.last_error: str | None = None
         self.tail: list[str] = []
 
     def fatal_reason(self) -> str:
@@ -370,7 +393,6 @@ class _LogWatch:
             elif isinstance(event, DDTreeWorker) and event.is_lead:
                 self.ddtree = event
             elif isinstance(event, Fatal):
-                self.last_error = f"{event.kind}: {event.message}"
                 if self.tracker.phase not in (READY, FAILED) or self.fatal_at is not None:
                     self.fatals.append(event)
                     if not event.generic and self.fatal_at is None:

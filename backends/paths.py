@@ -10,21 +10,44 @@ PRESETS_DIR = ROOT / "presets"
 PROBLEMS_FILE = PRESETS_DIR / "problems" / "coding.toml"
 
 
+_USER_UMASK: int | None = None  # the umask ddtune started with, for the servers it launches
+_PRIVATE: set[Path] = set()      # state dirs already made private in this process
+
+
+def private_umask() -> None:
+    """From here on this process creates files 0600 and dirs 0700 (the composition root calls it:
+    the state dir holds server logs with SGLang's server_args dump, API key included)."""
+    global _USER_UMASK
+    if _USER_UMASK is None:
+        _USER_UMASK = os.umask(0o077)
+
+
+def user_umask() -> int:
+    """The umask to give a launched server: the user's own, not ddtune's private one (-1: inherit)."""
+    return -1 if _USER_UMASK is None else _USER_UMASK
+
+
 def state_dir() -> Path:
-    """``$DDTUNE_STATE_DIR``, else ``$XDG_STATE_HOME/ddtune``, else ``~/.local/state/ddtune``."""
+    """``$DDTUNE_STATE_DIR``, else ``$XDG_STATE_HOME/ddtune``, else ``~/.local/state/ddtune``.
+
+    Mode 0700, whoever created it: nothing under it is readable by other users."""
     explicit = os.environ.get("DDTUNE_STATE_DIR")
     if explicit:
         path = Path(explicit).expanduser()
     else:
         base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
         path = Path(base) / "ddtune"
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path not in _PRIVATE:
+        if path.stat().st_mode & 0o077 and path.stat().st_uid == os.getuid():
+            path.chmod(0o700)
+        _PRIVATE.add(path)
     return path
 
 
 def runs_dir() -> Path:
     path = state_dir() / "runs"
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
 
 

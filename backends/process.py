@@ -1,16 +1,20 @@
-"""Process groups and ports: spawn a server in its own session, stop it by process group, find
-who listens on a port. Thin I/O over os/signal/psutil; no knowledge of SGLang."""
+"""Process groups and ports: spawn a server in its own session, find who listens on a port.
+
+Stopping lives in backends.ownership, which signals only what a record proves is ours. Thin I/O
+over os/psutil; no knowledge of SGLang."""
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+from backends.ownership import StopReport  # noqa: F401  (re-exported: the backends' stop() result)
+from backends.paths import user_umask
 
 
 @dataclass(frozen=True)
@@ -33,8 +37,10 @@ def spawn(argv: list[str] | tuple[str, ...], env: dict[str, str], log_path: Path
     The log file, not a pipe, holds the output so the server outlives ddtune (a dead reader would
     SIGPIPE it); ddtune streams the file instead."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab", buffering=0) as log:
-        return subprocess.Popen(list(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+    # 0600: SGLang dumps its server_args into the log, --api-key included
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with open(fd, "ab", buffering=0) as log:
+        return subprocess.Popen(list(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL, umask=user_umask(),
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
@@ -81,60 +87,12 @@ def tree_pids(pid: int) -> set[int]:
         return {pid}
 
 
-def signal_group(pgid: int, sig: int) -> bool:
-    try:
-        os.killpg(pgid, sig)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-
-
 def reap(pid: int) -> None:
     """Collect the exit status of our own child so it does not linger as a zombie."""
     try:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
-
-
-def wait_gone(pgid: int, leader: int | None, deadline: float, poll: float = 0.1) -> bool:
-    """Wait until no member of pgid (and not the leader) is alive; False if deadline passed first."""
-    while True:
-        if leader:
-            reap(leader)
-        alive = group_members(pgid)
-        if leader and is_running(leader) and leader not in alive:
-            alive.append(leader)
-        if not alive:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(poll)
-
-
-@dataclass(frozen=True)
-class StopReport:
-    """How a stop went: whether SIGKILL was needed and which pids were still there for it."""
-
-    terminated: bool
-    killed: tuple[int, ...]
-    left: tuple[int, ...]
-
-
-def stop_group(pgid: int, leader: int | None, term_timeout: float, kill_timeout: float = 10.0) -> StopReport:
-    """SIGTERM the whole group, wait up to term_timeout, then SIGKILL what remains of the group."""
-    signal_group(pgid, signal.SIGTERM)
-    if wait_gone(pgid, leader, time.monotonic() + term_timeout):
-        return StopReport(True, (), ())
-    stragglers = tuple(group_members(pgid))
-    signal_group(pgid, signal.SIGKILL)
-    if leader and is_running(leader):
-        try:
-            os.kill(leader, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    wait_gone(pgid, leader, time.monotonic() + kill_timeout)
-    return StopReport(False, stragglers, tuple(group_members(pgid)))
 
 
 def port_owner(port: int) -> PortOwner | None:

@@ -16,10 +16,12 @@ from pathlib import Path
 
 import httpx
 
+from backends.apikey import auth_headers
 from backends.backend import Backend, tail_file
 from backends.knobs import LaunchPlan
 from backends.paths import ROOT
-from backends.process import StopReport, create_time, is_running, reap, spawn, stop_group
+from backends.ownership import owned, stop_owned
+from backends.process import StopReport, create_time, is_running, reap, spawn
 from backends.serverhelp import ServerHelp, fetch_help, installed_version
 from backends.state import ServerState, logs_dir
 
@@ -61,17 +63,20 @@ class ProcessBackend(Backend):
     async def abort_in_flight(self, state: ServerState) -> None:
         """POST /abort_request {abort_all}: SIGTERM alone would drain in-flight work with no timeout."""
         try:
-            async with httpx.AsyncClient(trust_env=False) as client:
+            async with httpx.AsyncClient(trust_env=False, headers=auth_headers(self.api_key(state))) as client:
                 await client.post(f"{state.url}/abort_request", json={"abort_all": True}, timeout=2.0)
         except httpx.HTTPError:
             pass
 
     async def stop(self, state: ServerState | None) -> StopReport:
-        if state is None or not state.pgid:
+        """Stop what the record proves ddtune started: the live group, or the survivors of a leader
+        that died (OOM killer) still holding the GPU. Raises NotOurs, signalling nothing, otherwise."""
+        if state is None or state.pid is None:
             return StopReport(True, (), ())
-        if state.is_alive():
+        found = await asyncio.to_thread(owned, state.pid, state.pgid, state.create_time)  # type: ignore[arg-type]
+        if found.leader_alive:
             await self.abort_in_flight(state)
-        report = await asyncio.to_thread(stop_group, state.pgid, state.pid, self.config.stop_timeout_s)
+        report = await asyncio.to_thread(stop_owned, found, self.config.stop_timeout_s)
         if state.pid in self._children:
             reap(state.pid)
         return report

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from backends.apikey import auth_headers
 from backends.process import port_owner, tree_pids
 
 PROBE_PROMPT = "Hello"
@@ -63,7 +64,7 @@ class ReadinessProbe:
     ``probe()`` never runs more often than ``min_interval``: a call that comes sooner waits."""
 
     def __init__(self, base_url: str, port: int | None, expected_pid: int | None,
-                 min_interval: float = 1.0, check_owner: bool = True) -> None:
+                 min_interval: float = 1.0, check_owner: bool = True, api_key: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.port = port
         self.expected_pid = expected_pid
@@ -72,9 +73,10 @@ class ReadinessProbe:
         self.generations = 0  # 1-token generations sent, for the cost figure
         self._last = float("-inf")
         self._client: httpx.AsyncClient | None = None
+        self._headers = auth_headers(api_key)
 
     async def __aenter__(self) -> "ReadinessProbe":
-        self._client = httpx.AsyncClient(trust_env=False)
+        self._client = httpx.AsyncClient(trust_env=False, headers=self._headers)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -91,7 +93,7 @@ class ReadinessProbe:
             failed = await asyncio.to_thread(owner_check, self.port, self.expected_pid)  # type: ignore[arg-type]
             if failed is not None:
                 return failed
-        client = self._client or httpx.AsyncClient(trust_env=False)
+        client = self._client or httpx.AsyncClient(trust_env=False, headers=self._headers)
         try:
             self.generations += 1
             tokens = await generate_one_token(client, self.base_url)

@@ -1,19 +1,31 @@
 """server.json: what ddtune started, so a later ddtune (after SIGHUP, a dropped SSH session, a
-closed console) can re-attach, after checking the pid is still that very server."""
+closed console) can re-attach, after checking the pid is still that very server.
+
+Two files, both 0600 in the 0700 state dir: ``server.json`` (redacted: what status, the console and
+run records show) and ``launch.json`` (the real argv, API key included, for the server it names).
+A file that does not decode to a well-typed record is reported as corrupt, moved aside, and treated
+as no record: it never reaches a signal.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from backends.apikey import argv_api_key, redact_argv
+from backends.ownership import SAME_START_S
 from backends.paths import state_dir
 from backends.process import is_running
 
 STATE_FILE = "server.json"
+LAUNCH_FILE = "launch.json"
 
 
 @dataclass(frozen=True)
@@ -42,17 +54,29 @@ class ServerState:
         return replace(self, **changes)
 
     def is_alive(self) -> bool:
-        """The recorded pid runs and is the same process (same start time), not a reused pid."""
-        return is_running(self.pid, self.create_time)
+        """The recorded pid runs and is the same process (same start time), not a reused pid.
+        A record without a create time proves nothing: not alive, as far as ddtune is concerned."""
+        return self.create_time is not None and is_running(self.pid, self.create_time)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["argv"] = list(self.argv)
+        data["argv"] = list(redact_argv(self.argv))
         data["mismatches"] = list(self.mismatches)
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ServerState":
+    def from_json(cls, data: Any) -> "ServerState":
+        """Decode a record, checking every field's type; ValueError names the first bad field."""
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        for name, kinds, required in _SCHEMA:
+            if name not in data:
+                if required:
+                    raise ValueError(f"field '{name}' is missing")
+                continue
+            value = data[name]
+            if not _is(value, kinds):
+                raise ValueError(f"field '{name}': expected {_names(kinds)}, got {value!r:.40}")
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
         kw["argv"] = tuple(kw.get("argv", ()))
@@ -60,39 +84,131 @@ class ServerState:
         return cls(**kw)
 
 
+_NUM = "number"
+_SCHEMA: tuple[tuple[str, tuple[Any, ...], bool], ...] = (
+    ("backend", (str,), True), ("pid", (int, None), True), ("pgid", (int, None), True),
+    ("host", (str,), True), ("port", (int,), True), ("url", (str,), True), ("config_hash", (str,), True),
+    ("knobs", (dict,), True), ("log_path", (str, None), True), ("started_at", (_NUM,), True),
+    ("create_time", (_NUM, None), False), ("argv", ("strings",), False), ("phase", (str,), False),
+    ("reason", (str, None), False), ("effective", (dict,), False), ("mismatches", ("strings",), False),
+    ("ready_at", (_NUM, None), False), ("config_source", (str, None), False), ("unit", (str, None), False),
+)
+
+
+def _is(value: Any, kinds: tuple[Any, ...]) -> bool:
+    for kind in kinds:
+        if kind is None and value is None:
+            return True
+        if kind == _NUM and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return True
+        if kind == "strings" and isinstance(value, list) and all(isinstance(x, str) for x in value):
+            return True
+        if isinstance(kind, type) and isinstance(value, kind) and not isinstance(value, bool):
+            return True
+    return False
+
+
+def _names(kinds: tuple[Any, ...]) -> str:
+    words = {str: "a string", int: "an integer", dict: "an object", None: "null", _NUM: "a number",
+             "strings": "a list of strings"}
+    return " or ".join(words[k] for k in kinds)
+
+
 def state_path() -> Path:
     return state_dir() / STATE_FILE
 
 
-def save_state(state: ServerState) -> Path:
-    """Write server.json atomically (temp file + rename): a reader never sees half a file."""
-    path = state_path()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".server.", suffix=".json")
+def _write_private(path: Path, doc: dict[str, Any]) -> None:
+    """Atomically (temp file + rename, so a reader never sees half a file), mode 0600."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".json")
     with os.fdopen(fd, "w") as fh:
-        json.dump(state.to_json(), fh, indent=2, sort_keys=True)
+        json.dump(doc, fh, indent=2, sort_keys=True)
         fh.write("\n")
     os.replace(tmp, path)
+
+
+def save_state(state: ServerState) -> Path:
+    """Write server.json (argv redacted) and, for a launched process, the 0600 launch record."""
+    path = state_path()
+    if state.pid and state.argv:
+        _write_private(path.parent / LAUNCH_FILE, {"pid": state.pid, "create_time": state.create_time,
+                                                   "argv": list(state.argv)})
+    _write_private(path, state.to_json())
     return path
 
 
-def load_state() -> ServerState | None:
+def load_state(note: Callable[[str], None] | None = None) -> ServerState | None:
+    """The recorded server, or None. A corrupt file is moved aside (and ``note`` told): a hand-edited
+    or half-migrated record must never stop ddtune, nor be acted on."""
     path = state_path()
     try:
-        return ServerState.from_json(json.loads(path.read_text()))
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
-    except (ValueError, TypeError):
-        return None  # unreadable: treated as no state; the next start rewrites it
+    except OSError as exc:
+        (note or _stderr)(f"cannot read {path}: {exc.strerror}; ignoring it")
+        return None
+    try:
+        return ServerState.from_json(json.loads(raw.decode("utf-8")))
+    except (ValueError, TypeError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        (note or _stderr)(f"{path} is corrupt ({_short(exc)}); {quarantine_state('corrupt')} and went on "
+                          "without it: nothing it names was signalled")
+        return None
+
+
+def quarantine_state(why: str) -> str:
+    """Move server.json aside (kept for a human to read, never acted on again); says where."""
+    path = state_path()
+    aside = path.with_name(f"{STATE_FILE}.{why}-{time.strftime('%Y%m%d-%H%M%S')}")
+    try:
+        os.replace(path, aside)
+    except FileNotFoundError:
+        return "there was no record to set aside"
+    except OSError as exc:
+        return f"could not move {path} aside ({exc.strerror})"
+    try:
+        (path.parent / LAUNCH_FILE).unlink()
+    except FileNotFoundError:
+        pass
+    return f"moved the record to {aside}"
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:160]
+
+
+def _stderr(text: str) -> None:
+    import sys
+
+    sys.stderr.write(f"ddtune: warning: {text}\n")
+
+
+def launched_api_key(state: ServerState | None) -> str | None:
+    """The --api-key ddtune launched the server of ``state`` with (from the 0600 launch record)."""
+    if state is None or not state.pid:
+        return None
+    try:
+        doc = json.loads((state_dir() / LAUNCH_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("pid") != state.pid or not isinstance(doc.get("argv"), list):
+        return None
+    recorded, wanted = doc.get("create_time"), state.create_time
+    if wanted is not None and (not isinstance(recorded, (int, float)) or abs(recorded - wanted) >= SAME_START_S):
+        return None
+    return argv_api_key([str(a) for a in doc["argv"]])
 
 
 def clear_state() -> None:
-    try:
-        state_path().unlink()
-    except FileNotFoundError:
-        pass
+    for name in (STATE_FILE, LAUNCH_FILE):
+        try:
+            (state_dir() / name).unlink()
+        except FileNotFoundError:
+            pass
 
 
 def logs_dir() -> Path:
     path = state_dir() / "logs"
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path

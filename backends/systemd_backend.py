@@ -9,6 +9,7 @@ can be tested where systemd does not exist; ``run`` is injectable.
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 import subprocess
 import time
@@ -109,7 +110,11 @@ class SystemdBackend(Backend):
     def _write_dropin(path: Path, text: str) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            # 0600: ExecStart carries the server's argv, --api-key included (systemd reads it as root)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
         except PermissionError:
             raise ServerError(f"cannot write the systemd drop-in {path}: permission denied",
                               hint="run as root for a system unit, use user = true, or set knob_file to a writable path")

@@ -84,7 +84,9 @@ def build_parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     from backends.errors import DdtuneError
+    from backends.paths import private_umask
 
+    private_umask()  # every file ddtune writes is 0600, every dir 0700; launched servers keep the user's umask
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -153,14 +153,12 @@ class ConsoleController:
         self.post(m.LogLinesRead(lines))
 
     async def _server_version(self) -> str | None:
-        import httpx
+        from backends.lifecycle import fetch_server_info
 
-        try:
-            async with httpx.AsyncClient(timeout=5) as client:
-                info = (await client.get(f"{self.state.url}/server_info")).json()
-            return str(info.get("version")) if info.get("version") else None
-        except (httpx.HTTPError, ValueError, AttributeError):
+        if self.state is None:
             return None
+        info = await fetch_server_info(self.state.url, self.manager.backend.api_key(self.state)) or {}
+        return str(info["version"]) if info.get("version") else None
 
     def _on_progress(self, progress: Progress) -> None:
         self.progress = progress
@@ -279,7 +277,8 @@ class ConsoleController:
             elif isinstance(event, LoadStopped):
                 self.post(m.LoadStateChanged(False, event.error or event.reason))
 
-        async with StreamingClient(self.config.base_url, concurrency=self.load_concurrency) as client:
+        key = self.manager.backend.api_key(self.state)
+        async with StreamingClient(self.config.base_url, api_key=key, concurrency=self.load_concurrency) as client:
             engine = LoadEngine(client, tuple(load_problems()), concurrency=self.load_concurrency,
                                 max_tokens=self.load_max_tokens, on_event=on_event)
             self.load_engine = engine

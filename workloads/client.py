@@ -15,6 +15,7 @@ from typing import Callable
 
 import httpx
 
+from backends.apikey import auth_headers
 from backends.errors import ServerError
 from workloads.transport import LeanTransport
 
@@ -205,15 +206,19 @@ class _Stream:
             chunks=self.chunks, unreachable=unreachable)
 
 
+KEY_HINT = ("the server wants an API key: pass --api-key, or set DDTUNE_API_KEY (ddtune uses the --api-key "
+            "of a server it launched by itself)")
+
+
 class StreamingClient:
     """One connection pool sized to the concurrency. Use as ``async with StreamingClient(url) as c``."""
 
     def __init__(self, base_url: str, *, api_key: str | None = None, concurrency: int = 64,
                  request_timeout_s: float = 900.0, connect_timeout_s: float = 10.0) -> None:
         self.base_url = base_url.rstrip("/")
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.api_key = api_key  # kept so run records can redact it from what the server reports
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers,
+            base_url=self.base_url, headers=auth_headers(api_key),
             transport=LeanTransport(concurrency, connect_timeout_s, request_timeout_s),
             timeout=httpx.Timeout(request_timeout_s, connect=connect_timeout_s, pool=None),
         )
@@ -235,7 +240,8 @@ class StreamingClient:
             raise ServerError(f"cannot reach {self.base_url}{path}: {_describe(exc)}",
                               hint="is the server up? check --url or 'ddtune status'") from exc
         if resp.status_code != 200:
-            raise ServerError(f"{self.base_url}{path} answered HTTP {resp.status_code}: {_short(resp.text)}")
+            hint = KEY_HINT if resp.status_code in (401, 403) else None
+            raise ServerError(f"{self.base_url}{path} answered HTTP {resp.status_code}: {_short(resp.text)}", hint=hint)
         try:
             return resp.json()
         except ValueError as exc:

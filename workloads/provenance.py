@@ -6,6 +6,7 @@ import json
 import platform
 import socket
 
+from backends.apikey import api_key, redact
 from backends.errors import ServerError
 from backends.paths import state_dir
 
@@ -58,7 +59,9 @@ def server_state() -> dict | None:
 
 
 async def server_provenance(client) -> dict:
-    """The server's own account: /server_info (launch_command, version, args), plus server.json."""
+    """The server's own account: /server_info (launch_command, version, args), plus server.json.
+
+    Redacted: /server_info repeats the server's ``api_key`` (and a launch command may carry it)."""
     info: dict | None
     error = None
     try:
@@ -70,7 +73,7 @@ async def server_provenance(client) -> dict:
     if state:
         config = state.get("config")
         knobs = state.get("knobs") or (config.get("knobs") if isinstance(config, dict) else None)
-    return {
+    return redact({
         "url": client.base_url,
         "version": (info or {}).get("version"),
         "launch_command": (info or {}).get("launch_command"),
@@ -78,7 +81,7 @@ async def server_provenance(client) -> dict:
         "server_info": info,
         "server_info_error": error,
         "state": state,
-    }
+    }, [getattr(client, "api_key", None), api_key()])
 
 
 def host_provenance() -> dict:

@@ -66,6 +66,7 @@ class ManagedController:
         return sum(medians.values()) if medians else None
 
     async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
+        from backends.apikey import redact_argv
         from backends.lifecycle import ServerManager, fetch_server_info
 
         wanted = self.config_for(config)
@@ -77,7 +78,8 @@ class ManagedController:
         took = time.monotonic() - t0
         self._started = True
         phases = manager.tracker.durations() if restart else {}
-        info = {"pid": state.pid, "launch_command": " ".join(state.argv) or None, "knobs": dict(state.knobs),
+        key = manager.backend.api_key(state)
+        info = {"pid": state.pid, "launch_command": " ".join(redact_argv(state.argv)) or None, "knobs": dict(state.knobs),
                 "effective": dict(state.effective), "mismatches": list(state.mismatches), "log_path": state.log_path,
                 "config_hash": state.config_hash, "backend": state.backend}
         restart_s = took if restart else None
@@ -86,14 +88,14 @@ class ManagedController:
         if state.mismatches:
             return Applied(False, None, restart, "knobs did not take effect: " + "; ".join(state.mismatches),
                            restart_s, phases, info)
-        server_info = await fetch_server_info(state.url) or {}
+        server_info = await fetch_server_info(state.url, key) or {}
         info["version"] = server_info.get("version")
         algorithm = server_info.get("speculative_algorithm")
         info["speculative_algorithm"] = algorithm
         if config.baseline and algorithm:
             return Applied(False, None, restart, f"baseline asked for no speculation, the server runs {algorithm}",
                            restart_s, phases, info)
-        return Applied(True, state.url, restart, None, restart_s, phases, info)
+        return Applied(True, state.url, restart, None, restart_s, phases, info, api_key=key)
 
     async def shutdown(self) -> None:
         """Stop the server this sweep left running (the last configuration)."""

@@ -46,6 +46,7 @@ class Applied:
     restart_s: float | None = None          # wall time of stop + start + ready, when restarted
     phases: dict[str, float] = field(default_factory=dict)  # per startup phase, seconds
     info: dict[str, Any] = field(default_factory=dict)      # pid, launch command, version, effective knobs
+    api_key: str | None = None  # the key the server was launched with (never recorded), if any
 
 
 class ServerController(Protocol):
@@ -232,7 +233,8 @@ class SweepEngine:
         if self.plan.eval is not None:
             t0 = time.monotonic()
             try:
-                result = await run_eval(applied.url, api_key=self.api_key, problem_ids=list(self.plan.eval.problems or []) or None,
+                result = await run_eval(applied.url, api_key=self.api_key or applied.api_key,
+                                        problem_ids=list(self.plan.eval.problems or []) or None,
                                         max_tokens=self.plan.eval.max_tokens, concurrency=self.plan.eval.concurrency,
                                         root=slot_dir)
             except DdtuneError as exc:
@@ -255,7 +257,8 @@ class SweepEngine:
             self.emit(CellFinished(slot, cell, done, total, self._eta(total - done)))
 
         store = _ObservedStore(path, on_cell)
-        async with StreamingClient(applied.url, api_key=self.api_key, concurrency=max(plan.concurrencies)) as client:
+        key = self.api_key or applied.api_key
+        async with StreamingClient(applied.url, api_key=key, concurrency=max(plan.concurrencies)) as client:
             for _ in range(self.plan.warmup_requests):
                 await client.chat([{"role": "user", "content": WARMUP_PROMPT}], max_tokens=16)
             provenance = await server_provenance(client)

@@ -9,7 +9,8 @@ import time
 import psutil
 import pytest
 
-from backends.process import group_members, port_owner, spawn, stop_group, wait_port_free
+from backends.ownership import owned, stop_owned
+from backends.process import create_time, group_members, port_owner, spawn, wait_port_free
 
 # A parent that ignores SIGTERM and leaves a child in its group that ignores SIGTERM too.
 STUBBORN = (
@@ -59,7 +60,7 @@ def test_polite_process_stops_on_sigterm(tmp_path, spawned):
     proc = spawn([sys.executable, "-c", POLITE], dict(os.environ), tmp_path / "p.log")
     spawned.append(proc)
     wait_for_text(tmp_path / "p.log", "up")
-    report = stop_group(proc.pid, proc.pid, term_timeout=30)
+    report = stop_owned(owned(proc.pid, proc.pid, create_time(proc.pid)), term_timeout=30)
     assert report.terminated and report.left == ()
     assert proc.wait(timeout=10) == -signal.SIGTERM
 
@@ -71,9 +72,9 @@ def test_stubborn_group_gets_sigkill_children_included(tmp_path, spawned):
     wait_for_text(log, "child up")
     members = group_members(proc.pid)
     assert len(members) == 2 and proc.pid in members
-    report = stop_group(proc.pid, proc.pid, term_timeout=0.5)
+    report = stop_owned(owned(proc.pid, proc.pid, create_time(proc.pid)), term_timeout=0.5)
     assert not report.terminated
-    assert set(report.killed) == set(members)
+    assert set(report.killed) == set(members) == set(report.stopped)
     assert report.left == ()
     assert group_members(proc.pid) == []
     for pid in members:

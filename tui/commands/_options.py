@@ -41,17 +41,23 @@ def add_server_options(parser) -> None:
     parser.add_argument("--url", type=url_type, metavar="URL",
                         help=f"server base URL (default: the configured server, else {DEFAULT_URL})")
     parser.add_argument("--api-key", metavar="KEY", default=None,
-                        help="API key sent as a Bearer token (default: $DDTUNE_API_KEY, else none)")
+                        help="API key sent as a Bearer token (default: the key ddtune launched the managed server "
+                             "with, else $DDTUNE_API_KEY, else none)")
 
 
 def server_url(args) -> tuple[str, str | None]:
-    """The URL and API key: --url, else the config's [server] host/port, else the managed server's
-    url in server.json, else the default."""
-    api_key = args.api_key or os.environ.get("DDTUNE_API_KEY") or None
-    if args.url:
-        return args.url, api_key
-    url = _configured_url(getattr(args, "config", None)) or _managed_url()
-    return url or DEFAULT_URL, api_key
+    """The URL and API key. URL: --url, else the config's [server] host/port, else the managed
+    server's url in server.json, else the default. Key: --api-key, else the --api-key ddtune
+    launched that server with (when the URL is the managed server's), else $DDTUNE_API_KEY."""
+    url = args.url or _configured_url(getattr(args, "config", None)) or _managed_url() or DEFAULT_URL
+    return url, args.api_key or _managed_key(url) or os.environ.get("DDTUNE_API_KEY") or None
+
+
+def _managed_key(url: str) -> str | None:
+    from backends.state import launched_api_key, load_state
+
+    state = load_state()
+    return launched_api_key(state) if state is not None and state.url.rstrip("/") == url.rstrip("/") else None
 
 
 def _managed_url() -> str | None:

@@ -11,6 +11,12 @@ import time
 from typing import Any
 
 
+def add_wait_argument(parser) -> None:
+    parser.add_argument("--no-wait", action="store_true",
+                        help="fail at once when another ddtune is starting, restarting or stopping the server "
+                             "(default: wait for it, saying whom you wait for)")
+
+
 def add_knob_arguments(parser, preset: bool = True) -> None:
     if preset:
         parser.add_argument("--preset", metavar="P", help="knob preset: a shipped name (b8-t4-w2048, ...) or a .toml file")
@@ -34,7 +40,7 @@ def requested_config(args, keep_running_knobs: bool = False):
 
     config = load_config(args)
     updates: dict[str, Any] = {}
-    state = load_state() if keep_running_knobs else None
+    state = load_state(note) if keep_running_knobs else None
     if state and state.backend == config.backend and state.config_source == config.source and state.is_alive():
         updates.update(state.knobs)
     if getattr(args, "preset", None):
@@ -70,10 +76,11 @@ def note(text: str) -> None:
     err(f"          {text}")
 
 
-def manager(config):
+def manager(config, args=None):
     from backends.lifecycle import ServerManager
 
-    return ServerManager(config, on_progress=print_progress, on_note=note)
+    return ServerManager(config, on_progress=print_progress, on_note=note,
+                         wait_for_lock=not getattr(args, "no_wait", False))
 
 
 def report_final(state) -> int:
@@ -92,6 +99,8 @@ def report_final(state) -> int:
 
 
 def status_doc(state, config) -> dict[str, Any]:
+    from backends.apikey import redact_argv
+
     if state is None:
         return {"backend": config.backend, "pid": None, "phase": "stopped", "url": config.base_url,
                 "knobs": dict(config.knobs), "effective": {}, "mismatches": [], "reason": None,
@@ -99,7 +108,7 @@ def status_doc(state, config) -> dict[str, Any]:
     return {"backend": state.backend, "pid": state.pid, "phase": state.phase, "url": state.url,
             "knobs": dict(state.knobs), "effective": dict(state.effective), "mismatches": list(state.mismatches),
             "reason": state.reason, "log_path": state.log_path, "port": state.port,
-            "started_at": state.started_at, "ready_at": state.ready_at, "argv": list(state.argv)}
+            "started_at": state.started_at, "ready_at": state.ready_at, "argv": list(redact_argv(state.argv))}
 
 
 def print_json(doc: dict[str, Any]) -> None:

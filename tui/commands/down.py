@@ -9,12 +9,17 @@ examples:
   ddtune --config box.toml down
 
 Aborts in-flight requests, sends SIGTERM to the server's process group, and SIGKILLs what is left
-after [server] stop_timeout_s. The endpoint backend cannot stop a server.
+after [server] stop_timeout_s. When the server's leader died outside ddtune (the OOM killer), the
+processes it left behind (schedulers holding GPU memory) are found and stopped. Only processes the
+record proves ddtune started are signalled (pid + create time + the group it created); anything
+else is refused, named, and left alone (exit 1). The endpoint backend cannot stop a server.
 """
 
 
 def add_arguments(parser) -> None:
-    pass
+    from tui.commands._server import add_wait_argument
+
+    add_wait_argument(parser)
 
 
 def run(args) -> int:
@@ -22,9 +27,9 @@ def run(args) -> int:
 
     from tui.commands._server import err, load_config, manager
 
-    stopped = asyncio.run(manager(load_config(args)).down())
+    stopped = asyncio.run(manager(load_config(args), args).down())
     if stopped is None:
         err("no server recorded: nothing to stop")
     else:
-        err(f"stopped pid {stopped.pid} ({stopped.backend})")
+        err(f"{stopped.reason} ({stopped.backend})")
     return 0

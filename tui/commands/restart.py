@@ -16,9 +16,10 @@ works, the old pids hold no GPU memory). Ready means the new pid generated a tok
 
 
 def add_arguments(parser) -> None:
-    from tui.commands._server import add_knob_arguments
+    from tui.commands._server import add_knob_arguments, add_wait_argument
 
     add_knob_arguments(parser)
+    add_wait_argument(parser)
 
 
 def run(args) -> int:
@@ -27,4 +28,4 @@ def run(args) -> int:
     from tui.commands._server import manager, report_final, requested_config
 
     config = requested_config(args, keep_running_knobs=True)
-    return report_final(asyncio.run(manager(config).restart()))
+    return report_final(asyncio.run(manager(config, args).restart()))

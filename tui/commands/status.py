@@ -20,10 +20,10 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from backends.lifecycle import ServerManager
-    from tui.commands._server import ago, load_config, print_json, status_doc
+    from tui.commands._server import ago, load_config, note, print_json, status_doc
 
     config = load_config(args)
-    state = ServerManager(config).current()
+    state = ServerManager(config, on_note=note).current()
     doc = status_doc(state, config)
     if args.json:
         print_json(doc)

@@ -18,9 +18,10 @@ restarted; one running other knobs is restarted with these.
 
 
 def add_arguments(parser) -> None:
-    from tui.commands._server import add_knob_arguments
+    from tui.commands._server import add_knob_arguments, add_wait_argument
 
     add_knob_arguments(parser)
+    add_wait_argument(parser)
 
 
 def run(args) -> int:
@@ -29,4 +30,4 @@ def run(args) -> int:
     from tui.commands._server import manager, report_final, requested_config
 
     config = requested_config(args)
-    return report_final(asyncio.run(manager(config).up()))
+    return report_final(asyncio.run(manager(config, args).up()))

@@ -1,0 +1,98 @@
+"""backends.ownership over real processes: what a record proves, and what it does not."""
+
+import os
+import signal
+import sys
+import time
+
+import psutil
+import pytest
+
+from backends.ownership import NotOurs, check_record, owned, stop_owned
+
+PARENT_WITH_CHILD = ("import subprocess, sys, time; "
+                     "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+                     "print(p.pid, flush=True); time.sleep(600)")
+
+
+@pytest.mark.parametrize("pid, pgid, create_time, words", [
+    (None, 5, 1.0, "no valid server pid"),
+    (1, 1, 1.0, "no valid server pid"),
+    (True, 5, 1.0, "no valid server pid"),
+    (5000, 1, 1.0, "process group 1"),
+    (5000, 0, 1.0, "process group 0"),
+    (5000, -1, 1.0, "process group -1"),
+    (5000, 5001, 1.0, "leader of its own group"),
+    (5000, 5000, None, "no process create time"),
+    (5000, 5000, "1.0", "no process create time"),
+])
+def test_records_that_cannot_name_a_group_of_ours(pid, pgid, create_time, words):
+    with pytest.raises(NotOurs, match=words):
+        check_record(pid, pgid, create_time)
+
+
+def test_own_group_is_refused():
+    me = psutil.Process()
+    with pytest.raises(NotOurs, match="own group or session"):
+        check_record(os.getpgrp(), os.getpgrp(), me.create_time())
+
+
+@pytest.fixture
+def family(spawn):
+    parent = spawn([sys.executable, "-c", PARENT_WITH_CHILD])
+    child = int(parent.stdout.readline())
+    return parent, child, psutil.Process(parent.pid).create_time()
+
+
+def test_a_live_leader_owns_its_group(family):
+    parent, child, started = family
+    found = owned(parent.pid, parent.pid, started)
+    assert found.leader_alive and set(found.pids) == {parent.pid, child}
+
+
+def test_a_dead_leader_leaves_survivors_that_are_still_ours(family):
+    parent, child, started = family
+    parent.kill()
+    parent.wait()
+    found = owned(parent.pid, parent.pid, started)
+    assert not found.leader_alive and set(found.pids) == {child}
+    report = stop_owned(found, term_timeout=10)
+    assert report.terminated and report.stopped == (child,) and not report.leader_alive
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_record_of_a_later_start_does_not_own_an_older_process(family):
+    parent, child, started = family
+    with pytest.raises(NotOurs, match="started before the recorded server"):
+        owned(parent.pid, parent.pid, started + 60)
+    assert parent.poll() is None
+
+
+def test_members_older_than_the_record_are_not_ours(spawn):
+    """A process in the recorded group that started before the recorded leader is not its child."""
+    parent = spawn([sys.executable, "-c", PARENT_WITH_CHILD])
+    int(parent.stdout.readline())
+    started = psutil.Process(parent.pid).create_time()
+    parent.kill()
+    parent.wait()
+    # the child started after the parent: pretend the record's leader started later than both
+    assert owned(parent.pid, parent.pid, started + 60).pids == {}
+
+
+def test_stop_sends_nothing_to_a_pid_reused_after_the_listing(spawn):
+    """The pidfd check: a listed pid whose create time changed is not signalled."""
+    from backends.ownership import _signal_pid
+
+    proc = spawn([sys.executable, "-c", "import time; time.sleep(600)"])
+    started = psutil.Process(proc.pid).create_time()
+    assert not _signal_pid(proc.pid, started - 5, signal.SIGKILL)  # "a different process"
+    time.sleep(0.1)
+    assert proc.poll() is None
+    assert _signal_pid(proc.pid, started, signal.SIGKILL)
+    assert proc.wait(timeout=10) == -signal.SIGKILL
+
+
+def test_stopping_never_touches_our_own_process():
+    me = psutil.Process()
+    with pytest.raises(NotOurs):
+        owned(me.pid, os.getpgrp(), me.create_time())
