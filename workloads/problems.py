@@ -8,6 +8,7 @@ from pathlib import Path
 
 from backends.errors import ConfigError, UsageError
 from backends.paths import PROBLEMS_FILE
+from workloads.checks import SHAPE_HINT, parse_test
 
 ANSWER_INSTRUCTION = (
     "Answer with the complete function in one ```python fenced code block. "
@@ -55,9 +56,15 @@ def load_problems(path: Path | str = PROBLEMS_FILE) -> tuple[Problem, ...]:
         tests = raw.get("tests")
         if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
             raise ConfigError(f"{path}: problem '{pid}': field 'tests' must be a non-empty list of strings")
+        function = raw.get("function") or pid
+        for n, test in enumerate(tests, 1):
+            try:
+                parse_test(test, function)
+            except ValueError as exc:
+                raise ConfigError(f"{path}: problem '{pid}': test {n} ({test}): {exc}", hint=SHAPE_HINT) from None
         problems.append(Problem(
             id=pid,
-            function=raw.get("function") or pid,
+            function=function,
             signature=_field(raw, "signature", path, index),
             prompt=_field(raw, "prompt", path, index),
             solution=_field(raw, "solution", path, index),

@@ -1,107 +1,46 @@
-"""Run untrusted generated code against hidden tests in a separate, limited ``python -I`` process.
+"""Run untrusted generated code in a sandbox; judge its results here, where the answers are.
 
 Layers, outermost first:
-- a new session (its own process group), killed as a whole on timeout and after every run, with a
-  watchdog that kills the group when it holds more than ``max_procs`` live processes (root ignores
-  RLIMIT_NPROC, so this is what stops a fork bomb there);
-- resource limits set by the harness on itself before the code runs: CPU seconds, address space,
-  file size, open files, no core dumps, RLIMIT_NPROC (effective for non-root users);
-- a wall-clock timeout; a fresh temporary working directory, removed afterwards; an environment
-  with nothing of the caller's (no tokens, no keys, no PYTHON* variables);
-- an audit hook in the harness that refuses process creation, signals, sockets, ctypes and any
-  write outside the working directory (on by default; tests switch it off to prove the OS layer).
+- trusted-side judging: each hidden test is ``CALL == VALUE`` (workloads/checks.py). The child gets
+  only the CALLs, evaluates them and writes each result as plain-data JSON to a dedicated pipe; this
+  process decodes it (exact builtin types only) and compares it with VALUE, which the child never
+  sees. Nothing the child prints or writes to a file is a verdict; an object that is not plain data
+  is a ``fail``; a lying child can only pass by guessing VALUE;
+- an OS boundary (workloads/sandbox_isolation.py): new user, PID, mount, network and IPC namespaces
+  through bubblewrap, else util-linux ``unshare``: a read-only interpreter and /usr, no network, a
+  fresh /proc, an empty environment, a 64 MiB tmpfs as working directory, and no host directory to
+  clean up. The namespace's pid 1 is SIGKILLed after every run, so nothing it started (a ``setsid``
+  double fork included) outlives the run; ``--die-with-parent``/pdeathsig cover ddtune dying;
+- resource limits the child sets on itself before the answer runs: CPU seconds, address space, file
+  size, open files, no core dumps (RLIMIT_NPROC for non-root in the fallback); a wall-clock timeout;
+  a watchdog that stops the run when it holds more than ``max_procs`` live processes;
+- where no namespace can be made, the ``rlimit`` fallback: its own session (killed as a group), a
+  host temp dir named with our pid (removed afterwards, or by the next run if we were killed), a
+  clean environment and an audit-hook tripwire. It is weak: the answer can read host files and
+  signal ddtune. ddtune warns once per run, and ``ddtune doctor`` shows which sandbox is in use.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import select
+import selectors
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Iterator
 
-HARNESS = r'''
-import json, os, resource, sys
-task = json.load(open("task.json"))
-result = open("verdict.json", "w")
-limits = task["limits"]
-def setlimit(which, value, slack=0):
-    try:
-        soft, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY and value + slack > hard:
-            value, slack = hard, 0
-        resource.setrlimit(which, (value, value + slack))
-    except (ValueError, OSError):
-        pass
-setlimit(resource.RLIMIT_CPU, limits["cpu_s"], 1)  # SIGXCPU at the soft limit
-setlimit(resource.RLIMIT_AS, limits["memory_bytes"])
-setlimit(resource.RLIMIT_FSIZE, limits["file_bytes"])
-setlimit(resource.RLIMIT_NOFILE, limits["open_files"])
-setlimit(resource.RLIMIT_CORE, 0)
-if limits.get("nproc"):
-    setlimit(resource.RLIMIT_NPROC, limits["nproc"])
-ROOT = os.path.realpath(os.getcwd())
-WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-DENY = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen",
-        "os.kill", "os.killpg", "signal.pthread_kill", "socket.connect", "socket.bind", "socket.sendto",
-        "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.setuid", "os.setsid"}
-PATH_EVENTS = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link",
-               "os.symlink", "os.truncate", "shutil.rmtree", "os.utime", "shutil.move", "os.replace"}
-def inside(path):
-    if isinstance(path, int):
-        return True
-    try:
-        real = os.path.realpath(os.fsdecode(path))
-    except Exception:
-        return False
-    return real == ROOT or real.startswith(ROOT + os.sep)
-def hook(event, args):
-    if event in DENY:
-        raise PermissionError(f"sandbox: {event} is not allowed")
-    if event == "open":
-        path, mode, flags = (tuple(args) + (None, None, None))[:3]
-        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (isinstance(flags, int) and flags & WRITE)
-        if writing and not inside(path):
-            raise PermissionError(f"sandbox: writing {path!r} outside the working directory is not allowed")
-    elif event in PATH_EVENTS:
-        for arg in args:
-            if isinstance(arg, (str, bytes, os.PathLike)) and not inside(arg):
-                raise PermissionError(f"sandbox: {event} on {arg!r} outside the working directory is not allowed")
-if task["audit"]:
-    sys.addaudithook(hook)
-def finish(verdict, detail):
-    result.write(json.dumps({"verdict": verdict, "detail": detail}))
-    result.flush()
-    os._exit(0)
-def describe(exc):
-    return f"{type(exc).__name__}: {exc}"[:500]
-try:
-    code = compile(task["code"], "<answer>", "exec")
-except BaseException as exc:
-    finish("error", describe(exc))
-ns = {"__name__": "__answer__"}
-try:
-    exec(code, ns)
-except BaseException as exc:
-    finish("error", "while defining the answer: " + describe(exc))
-if not callable(ns.get(task["function"])):
-    finish("error", f"the answer does not define function {task['function']!r}")
-passed = 0
-for n, test in enumerate(task["tests"], 1):
-    try:
-        ok = eval(test, ns) is True
-    except BaseException as exc:
-        finish("error", f"test {n} raised {describe(exc)}: {test}")
-    if not ok:
-        finish("fail", f"test {n} of {len(task['tests'])} failed: {test}")
-    passed += 1
-finish("pass", f"{passed}/{len(task['tests'])} tests passed")
-'''
+from workloads.checks import Check, Malformed, decode, parse_test
+from workloads.sandbox_isolation import (CHILD_SOURCE, Isolation, interpreter, isolation, make_workdir,
+                                         sweep_once, warn_if_weak, wrapper, wrapper_env)
+
+__all__ = ["Isolation", "SandboxLimits", "SandboxResult", "isolation", "run_tests"]
+MAX_RESULT_BYTES = 8 << 20
+OUTPUT_TAIL = 4096
 
 
 @dataclass(frozen=True)
@@ -116,7 +55,7 @@ class SandboxLimits:
 
 @dataclass(frozen=True)
 class SandboxResult:
-    """``verdict`` is pass, fail, error or timeout."""
+    """``verdict`` is pass, fail, error or timeout; ``output`` the tail of what the code printed."""
 
     verdict: str
     detail: str
@@ -125,17 +64,16 @@ class SandboxResult:
 
 
 def clean_env(workdir: str) -> dict[str, str]:
-    """Only what Python needs; none of the caller's variables (API keys, tokens) travel."""
+    """The fallback's environment: only what Python needs; none of the caller's variables travel."""
     return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir, "TMPDIR": workdir}
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group, read from /proc."""
-    members = []
+def _processes() -> Iterator[tuple[int, bytes, int, int]]:
+    """(pid, state, ppid, pgid) of every process this /proc shows."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return members
+        return
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -145,9 +83,13 @@ def group_members(pgid: int) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
-            members.append(int(entry))
-    return members
+        if len(fields) > 2:
+            yield int(entry), fields[0], int(fields[1]), int(fields[2])
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group."""
+    return [pid for pid, state, _, group in _processes() if state != b"Z" and group == pgid]
 
 
 def kill_group(pgid: int, deadline_s: float = 3.0) -> None:
@@ -163,6 +105,62 @@ def kill_group(pgid: int, deadline_s: float = 3.0) -> None:
         time.sleep(0.01)
 
 
+class _Namespace:
+    """The sandbox's PID namespace seen from here: its pid 1 (held as a pidfd, so a recycled pid is
+    never signalled) and its members. Killing pid 1 makes the kernel kill everything inside."""
+
+    def __init__(self, wrapper_pid: int) -> None:
+        self.wrapper_pid = wrapper_pid
+        self.pidfd: int | None = None
+        self.link = ""
+
+    def find(self) -> bool:
+        if self.pidfd is not None:
+            return True
+        own = os.readlink("/proc/self/ns/pid")
+        for pid in self._children():
+            try:
+                pidfd = os.pidfd_open(pid)
+                link = os.readlink(f"/proc/{pid}/ns/pid")
+            except OSError:
+                continue
+            if link != own:
+                self.pidfd, self.link = pidfd, link
+                return True
+            os.close(pidfd)
+        return False
+
+    def _children(self) -> list[int]:
+        try:
+            with open(f"/proc/{self.wrapper_pid}/task/{self.wrapper_pid}/children") as fh:
+                return [int(pid) for pid in fh.read().split()]
+        except OSError:  # a kernel without CONFIG_PROC_CHILDREN
+            return [pid for pid, _, ppid, _ in _processes() if ppid == self.wrapper_pid]
+
+    def members(self) -> int:
+        count = 0
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and os.readlink(f"/proc/{entry}/ns/pid") == self.link:
+                    count += 1
+            except OSError:
+                pass
+        return count
+
+    def kill(self, deadline_s: float = 5.0) -> None:
+        """SIGKILL pid 1, then wait until it has exited, which the kernel allows only once the
+        namespace is empty."""
+        if self.pidfd is None:
+            return
+        try:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        select.select([self.pidfd], [], [], deadline_s)
+        os.close(self.pidfd)
+        self.pidfd = None
+
+
 def _nproc_limit(extra: int) -> int | None:
     if os.geteuid() == 0:
         return None  # ignored for root; the watchdog covers it
@@ -171,8 +169,7 @@ def _nproc_limit(extra: int) -> int | None:
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    count += 1
+                count += os.stat(f"/proc/{entry}").st_uid == uid
             except OSError:
                 pass
     return count + extra
@@ -180,62 +177,184 @@ def _nproc_limit(extra: int) -> int | None:
 
 def run_tests(code: str, function: str, tests: tuple[str, ...] | list[str],
               limits: SandboxLimits = SandboxLimits(), audit: bool = True) -> SandboxResult:
-    """Blocking: run ``code`` then each test expression. Call it through a thread from async code."""
-    workdir = tempfile.mkdtemp(prefix="ddtune-sandbox-")
+    """Blocking: run ``code``, compute each test's call in the sandbox, judge here. Call it through
+    a thread from async code. ``audit``: the fallback's tripwire hook (tests switch it off to prove
+    the OS layer). Raises ``ValueError`` for a test not of the form CALL == VALUE and ``ConfigError``
+    for a DDTUNE_SANDBOX that cannot be honoured."""
+    checks = [parse_test(test, function) for test in tests]
+    found = isolation()
+    warn_if_weak(found)
+    sweep_once()
     start = time.monotonic()
+    workdir = make_workdir() if found.kind == "rlimit" else None
     try:
-        task = {"code": code, "function": function, "tests": list(tests), "audit": audit,
+        task = {"code": code, "function": function, "calls": [c.call for c in checks], "cwd": workdir,
+                "tripwire": audit and workdir is not None, "parent": os.getpid() if workdir else None,
                 "limits": {"cpu_s": limits.cpu_s, "memory_bytes": limits.memory_bytes,
                            "file_bytes": limits.file_bytes, "open_files": limits.open_files,
-                           "nproc": _nproc_limit(limits.max_procs)}}
-        Path(workdir, "task.json").write_text(json.dumps(task), encoding="utf-8")
-        Path(workdir, "harness.py").write_text(HARNESS, encoding="utf-8")
-        with open(os.path.join(workdir, "output.txt"), "wb") as out:
-            proc = subprocess.Popen([sys.executable, "-I", "harness.py"], cwd=workdir, env=clean_env(workdir),
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True, close_fds=True)
-        verdict = detail = None
-        polls = 0
+                           "nproc": _nproc_limit(limits.max_procs) if workdir else None}}
+        return _supervise(found.kind, json.dumps(task).encode(), checks, limits, workdir, start)
+    finally:
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimits, workdir: str | None,
+               start: float) -> SandboxResult:
+    stdin_r, stdin_w = os.pipe()
+    results_r, results_w = os.pipe()
+    try:
+        os.set_blocking(stdin_w, False)
+        try:  # the whole task goes into the pipe before the child starts: it reads it all first
+            if len(task) > 4096:
+                fcntl.fcntl(stdin_w, fcntl.F_SETPIPE_SZ, len(task))
+            written = os.write(stdin_w, task)
+        except OSError:
+            written = 0
+        if written != len(task):
+            os.close(results_r)
+            return SandboxResult("error", f"the answer is too large to grade ({len(task)} bytes)", "",
+                                 time.monotonic() - start)
+        argv = [*wrapper(kind), interpreter(), "-I", "-S", "-u", "-c", CHILD_SOURCE, str(results_w)]
+        try:
+            proc = subprocess.Popen(argv, cwd=workdir or "/", stdin=stdin_r, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, pass_fds=(results_w,), start_new_session=True,
+                                    env=clean_env(workdir) if workdir else wrapper_env(kind))
+        except OSError:
+            os.close(results_r)
+            raise
+    finally:
+        for fd in (stdin_r, stdin_w, results_w):
+            os.close(fd)
+    assert proc.stdout is not None
+    out, results = bytearray(), bytearray()
+    sel = selectors.DefaultSelector()
+    for fd, sink in ((proc.stdout.fileno(), (out, True)), (results_r, (results, False))):
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ, sink)
+    ns = _Namespace(proc.pid) if workdir is None else None
+    stopped: tuple[str, str] | None = None
+    polls = 0
+    try:
         while proc.poll() is None:
             elapsed = time.monotonic() - start
             if elapsed > limits.wall_s:
-                verdict, detail = "timeout", f"still running after {limits.wall_s:g} s wall clock"
+                stopped = "timeout", f"still running after {limits.wall_s:g} s wall clock"
+                break
+            if len(results) > MAX_RESULT_BYTES:
+                stopped = "error", f"sandbox: the answer sent more than {MAX_RESULT_BYTES >> 20} MiB of results"
                 break
             polls += 1
-            if polls % 5 == 0 and len(group_members(proc.pid)) > limits.max_procs:
-                verdict, detail = "error", f"sandbox: more than {limits.max_procs} processes (fork bomb?)"
-                break
-            time.sleep(0.01 if elapsed < 0.5 else 0.03)
+            if ns is not None and not ns.find():
+                time.sleep(0.001)  # pid 1 appears within milliseconds; hold it before the answer runs
+                continue
+            if polls % 5 == 0:
+                live = ns.members() - 1 if ns is not None else len(group_members(proc.pid))
+                if live > limits.max_procs:
+                    stopped = "error", f"sandbox: more than {limits.max_procs} processes (fork bomb?)"
+                    break
+            for key, _ in sel.select(0.01 if elapsed < 0.5 else 0.03):
+                _drain(key.fd, key.data)
+    finally:
+        if ns is not None:
+            ns.kill()
         kill_group(proc.pid)
         proc.wait()
-        output = _tail(os.path.join(workdir, "output.txt"))
-        if verdict is None:
-            verdict, detail = _read_verdict(workdir, proc.returncode, output)
-        return SandboxResult(verdict, detail, output, time.monotonic() - start)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        for key in list(sel.get_map().values()):
+            _drain(key.fd, key.data)
+        sel.close()
+        proc.stdout.close()
+        os.close(results_r)
+    output = bytes(out[-OUTPUT_TAIL:]).decode("utf-8", "replace")
+    verdict, detail = judge(checks, bytes(results[:MAX_RESULT_BYTES]), stopped,
+                            _signal_of(proc.returncode, kind), proc.returncode, output)
+    return SandboxResult(verdict, detail, output, time.monotonic() - start)
 
 
-def _tail(path: str, limit: int = 4096) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - limit))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+def _drain(fd: int, sink: tuple[bytearray, bool]) -> None:
+    """Read what is there without blocking; stdout keeps only its tail, results stop past the cap."""
+    buf, tail_only = sink
+    while len(buf) <= MAX_RESULT_BYTES:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # BlockingIOError included: nothing more for now
+            return
+        if not chunk:
+            return
+        buf += chunk
+        if tail_only and len(buf) > OUTPUT_TAIL:
+            del buf[:-OUTPUT_TAIL]
 
 
-def _read_verdict(workdir: str, returncode: int, output: str) -> tuple[str, str]:
-    try:
-        data = json.loads(Path(workdir, "verdict.json").read_text(encoding="utf-8"))
-        return str(data["verdict"]), str(data["detail"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    if returncode == -signal.SIGXCPU:
-        return "timeout", "CPU time limit exceeded"
+def _signal_of(returncode: int, kind: str) -> int | None:
+    """The signal that ended the child: negative for a direct child; bwrap and the unshare shell
+    report a signalled child as 128 + n."""
     if returncode < 0:
-        return "error", f"sandbox process killed by signal {signal.Signals(-returncode).name}"
+        return -returncode
+    if kind != "rlimit" and returncode > 128:
+        return returncode - 128
+    return None
+
+
+def _clean(text: object) -> str:
+    """Child-made text for a detail line: a string, printable, bounded."""
+    if type(text) is not str:
+        raise Malformed("a detail that is not a string")
+    return "".join(c if c.isprintable() else "?" for c in text[:500])
+
+
+def _records(data: bytes) -> Iterator[dict]:
+    for line in data.split(b"\n")[:-1]:  # a last line without its newline never finished
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            raise Malformed("a line that is not JSON") from None
+        if type(record) is not dict:
+            raise Malformed("a line that is not a JSON object")
+        yield record
+
+
+def judge(checks: list[Check], data: bytes, stopped: tuple[str, str] | None, sig: int | None,
+          returncode: int, output: str) -> tuple[str, str]:
+    """The verdict from what the child sent, in test order. ``pass`` needs every result present,
+    plain, and equal to the expected value that only this process knows."""
+    total = len(checks)
+    records = _records(data)
+    try:
+        first = next(records, None)
+        if first is not None and set(first) == {"error"}:
+            return "error", _clean(first["error"])
+        if first is not None and first != {"defined": True}:
+            raise Malformed("no definition record first")
+        for n, check in enumerate(checks, 1):
+            record = next(records, None) if first is not None else None
+            if record is None:
+                return _ended(stopped, sig, returncode, output, f"before test {n} finished")
+            if set(record) == {"raised"}:
+                return "error", f"test {n} raised {_clean(record['raised'])}: {check.source}"
+            if set(record) == {"unplain"}:
+                return "fail", f"test {n} of {total} failed: {_clean(record['unplain'])}: {check.source}"
+            if set(record) != {"value"}:
+                raise Malformed("an unknown record")
+            if not check.holds(decode(record["value"])):
+                return "fail", f"test {n} of {total} failed: {check.source}"
+        if next(records, None) is not None:
+            raise Malformed("more results than tests")
+    except Malformed as exc:
+        return "error", f"sandbox: malformed results from the answer ({exc})"
+    if stopped is not None:
+        return stopped
+    return "pass", f"{total}/{total} tests passed"
+
+
+def _ended(stopped: tuple[str, str] | None, sig: int | None, returncode: int, output: str,
+           when: str) -> tuple[str, str]:
+    if stopped is not None:
+        return stopped
+    if sig == signal.SIGXCPU:
+        return "timeout", "CPU time limit exceeded"
+    if sig is not None:
+        name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+        return "error", f"sandbox process killed by signal {name} {when}"
     last = output.strip().splitlines()[-1:] or [""]
-    return "error", f"sandbox process exited {returncode} without a verdict {last[0][:200]}".strip()
+    return "error", f"sandbox process exited {returncode} {when} {last[0][:200]}".strip()

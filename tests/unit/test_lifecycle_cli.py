@@ -110,6 +110,15 @@ def test_doctor_on_the_simulator(tmp_path, state_dir):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "[ok  ] server --help" in out.stdout
     assert "window -> --speculative-draft-window-size" in out.stdout
+    assert "[ok  ] grading sandbox: bwrap: bubblewrap" in out.stdout
+
+
+def test_doctor_warns_about_a_weak_sandbox_and_names_a_bad_one(tmp_path, state_dir):
+    cfg = write_config(tmp_path)
+    weak = run_ddtune("--config", str(cfg), "doctor", DDTUNE_SANDBOX="rlimit")
+    assert weak.returncode == 0 and "[warn] grading sandbox: rlimit" in weak.stdout
+    bad = run_ddtune("--config", str(cfg), "doctor", DDTUNE_SANDBOX="chroot")
+    assert bad.returncode == 1 and "[FAIL] grading sandbox: DDTUNE_SANDBOX=chroot" in bad.stdout
 
 
 def test_doctor_names_a_bad_config(tmp_path, state_dir):

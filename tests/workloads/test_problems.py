@@ -1,4 +1,5 @@
-"""The built-in problem set: shape, the five contract ids, and every reference passing in the sandbox."""
+"""The built-in problem set: shape, the five contract ids, tests the sandbox can judge, and every
+reference passing in the sandbox (in the default mode)."""
 
 from concurrent.futures import ThreadPoolExecutor
 
@@ -53,3 +54,13 @@ def test_bad_problems_file_names_the_field(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_problems(bad)
     assert "'tests'" in err.value.message
+
+
+def test_a_test_the_sandbox_cannot_judge_is_refused_at_load(tmp_path):
+    bad = tmp_path / "p.toml"
+    bad.write_text('[[problem]]\nid = "x"\nsignature = "def x():"\nprompt = "p"\nsolution = "def x(): pass"\n'
+                   'tests = ["x() == 1", "x() in (1, 2)"]\n')
+    with pytest.raises(ConfigError) as err:
+        load_problems(bad)
+    assert "problem 'x': test 2 (x() in (1, 2)): not of the form CALL == VALUE" in err.value.message
+    assert "CALL == VALUE" in err.value.hint

