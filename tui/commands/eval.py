@@ -12,6 +12,9 @@ examples:
   ddtune eval                                  all built-in problems against the configured server
   ddtune eval --problems fib gcd --max-tokens 4096 --concurrency 8
   ddtune eval --url http://127.0.0.1:30000 --out eval.json
+  ddtune eval --resume                         continue the latest eval run (killed, or its server died)
+  ddtune eval --resume ~/.local/state/ddtune/runs/20261130T100000Z-eval
+                                               ask only the problems it has no graded answer for yet
   ddtune eval --regrade ~/.local/state/ddtune/runs/20261130T100000Z-eval/responses.jsonl
   ddtune eval --regrade responses.jsonl --json  one JSON document: results in input order + summary
 
@@ -28,6 +31,8 @@ def add_arguments(parser) -> None:
                         help="requests in flight (default 4)")
     parser.add_argument("--out", metavar="FILE", help="also write the results as one JSON document to FILE")
     parser.add_argument("--regrade", metavar="FILE", help="re-score saved raw responses (JSONL); needs no server")
+    parser.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR",
+                        help="continue an eval run with its own plan (default: the latest eval run)")
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     add_server_options(parser)
 
@@ -36,11 +41,15 @@ def run(args) -> int:
     import asyncio
     import json
 
+    from backends.errors import UsageError
     from workloads.evaluate import regrade, read_responses, summarize
     from workloads.problems import load_problems
 
     problems = load_problems()
     if args.regrade:
+        if args.resume:
+            raise UsageError("--regrade and --resume do not go together",
+                             hint="--regrade grades saved answers offline; --resume asks the server again")
         records = read_responses(args.regrade)
         grades = asyncio.run(regrade(records, problems))
         doc = {"results": [g.to_json() for g in grades], "summary": summarize(grades)}
@@ -57,7 +66,8 @@ def run(args) -> int:
 
     url, api_key = server_url(args)
     doc = asyncio.run(run_eval(url, api_key=api_key, problem_ids=args.problems, max_tokens=args.max_tokens,
-                               concurrency=args.concurrency, progress=None if args.json else _progress))
+                               concurrency=args.concurrency, progress=None if args.json else _progress,
+                               resume=args.resume))
     if args.out:
         _write_json(args.out, doc)
     if args.json:
