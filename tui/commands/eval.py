@@ -18,7 +18,9 @@ examples:
   ddtune eval --regrade ~/.local/state/ddtune/runs/20261130T100000Z-eval/responses.jsonl
   ddtune eval --regrade responses.jsonl --json  one JSON document: results in input order + summary
 
-regrade input: JSONL, one {"problem", "content", "reasoning_content", "finish_reason"} per line
+regrade input: JSONL, one {"problem", "content", "reasoning_content", "finish_reason"} per line.
+Inside a run directory only the answers of kept cells/problems are graded (a killed attempt's are
+skipped); plain bench answers ("problem": null) are skipped and counted.
 verdicts: pass, fail, error, timeout, no_code, truncated
 """
 
@@ -50,15 +52,21 @@ def run(args) -> int:
         if args.resume:
             raise UsageError("--regrade and --resume do not go together",
                              hint="--regrade grades saved answers offline; --resume asks the server again")
-        records = read_responses(args.regrade)
-        grades = asyncio.run(regrade(records, problems))
-        doc = {"results": [g.to_json() for g in grades], "summary": summarize(grades)}
+        found = read_responses(args.regrade)
+        if found.torn_line is not None:
+            sys.stderr.write(f"{args.regrade}: skipped a torn last line (line {found.torn_line}): "
+                             "the run was interrupted while writing it\n")
+        grades = asyncio.run(regrade(found.records, problems))
+        doc = {"results": [g.to_json() for g in grades], "summary": summarize(grades),
+               "skipped": {"non_coding": found.non_coding, "not_kept": found.not_kept,
+                           "torn_last_line": found.torn_line}}
         if args.out:
             _write_json(args.out, doc)
         if args.json:
             sys.stdout.write(json.dumps(doc) + "\n")
         else:
             _print_grades(doc)
+            _print_skipped(found)
         return 0
 
     from tui.commands._options import server_url
@@ -80,6 +88,14 @@ def run(args) -> int:
 
 def _progress(done: int, total: int, grade) -> None:
     sys.stderr.write(f"[{done}/{total}] {grade.problem}: {grade.verdict}\n")
+
+
+def _print_skipped(found) -> None:
+    if found.non_coding:
+        sys.stdout.write(f"skipped {found.non_coding} non-coding responses (plain bench prompts)\n")
+    if found.not_kept:
+        sys.stdout.write(f"skipped {found.not_kept} responses of attempts whose cell or problem was not kept "
+                         "(killed mid-run, then redone)\n")
 
 
 def _write_json(path: str, doc: dict) -> None:
