@@ -9,6 +9,7 @@ from pathlib import Path
 
 from backends.paths import runs_dir
 from workloads.results import read_jsonl
+from workloads.run_attempts import status_of
 
 
 @dataclass(frozen=True)
@@ -27,15 +28,15 @@ def _knobs(run: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in knobs.items()) or "-"
 
 
-def _summary(run: dict, cells: list[dict]) -> str:
+def _summary(run: dict, cells: list[dict], status: str) -> str:
     if run.get("kind") == "bench" and cells:
         best = max(cells, key=lambda c: c.get("output_tok_s") or 0)
-        return f"{len(cells)} cells, best {best.get('output_tok_s', 0):.0f} tok/s (ctx {best['context']} c{best['concurrency']})"
+        return f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s (ctx {best['context']} c{best['concurrency']})"
     summary = run.get("summary") or {}
     if "pass" in summary:
         total = sum(v for v in summary.values() if isinstance(v, int))
         return f"{summary['pass']}/{total} pass"
-    return run.get("status", "")
+    return status
 
 
 def list_runs(limit: int = 200) -> list[RunRow]:
@@ -46,8 +47,11 @@ def list_runs(limit: int = 200) -> list[RunRow]:
         except (OSError, ValueError):
             continue
         cells = read_jsonl(path / "cells.jsonl") if (path / "cells.jsonl").exists() else []
-        rows.append(RunRow(path, run.get("id", path.name), run.get("kind", "?"), run.get("status", "?"),
-                           _knobs(run), tuple(cells), _summary(run, cells)))
+        if not isinstance(run, dict):
+            continue
+        status = status_of(run)  # a run still marked running whose process is gone shows as interrupted
+        rows.append(RunRow(path, run.get("id", path.name), run.get("kind", "?"), status,
+                           _knobs(run), tuple(cells), _summary(run, cells, status)))
     return rows
 
 

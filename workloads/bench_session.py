@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
-from backends.errors import UsageError
 from workloads.bench import BenchPlan, BenchRunner, ProgressCallback
 from workloads.client import StreamingClient
 from workloads.problems import load_problems
@@ -14,18 +12,10 @@ from workloads.provenance import host_provenance, server_provenance
 from workloads.results import RunStore
 
 
-def open_resume(resume: str) -> RunStore:
-    path = RunStore.latest("bench") if resume == "latest" else Path(resume).expanduser()
-    if path is None or not (path / "run.json").is_file():
-        where = "no bench run to resume" if path is None else f"{path} is not a bench run directory (no run.json)"
-        raise UsageError(f"--resume: {where}", hint="give a runs/<time>-bench directory, or run without --resume")
-    return RunStore(path)
-
-
 async def run_bench(url: str, plan: BenchPlan, *, api_key: str | None = None, resume: str | None = None,
                     progress: ProgressCallback | None = None) -> dict:
     """Runs (or continues) a bench and returns ``{"run": run.json, "cells": [...]}``."""
-    store = open_resume(resume) if resume else None
+    store = RunStore.open_resume(resume, "bench") if resume else None
     if store is not None:
         plan = BenchPlan.from_json(store.read_run()["plan"])
     concurrency = max(plan.concurrencies)
@@ -37,9 +27,7 @@ async def run_bench(url: str, plan: BenchPlan, *, api_key: str | None = None, re
             store = RunStore.create("bench", {"plan": plan.to_json(), "server": server, "host": host_provenance(),
                                               "started_at": time.time(), "finished_at": None})
         else:
-            run = store.read_run()
-            store.update_run(status="running", resumed_at=run.get("resumed_at", []) + [time.time()],
-                             server_on_resume=server)
+            store.resume(server_on_resume=server)
         problems = load_problems() if plan.coding else ()
         runner = BenchRunner(client, plan, store, problems, progress)
         cells, run = await run_recorded(runner, store)

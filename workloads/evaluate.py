@@ -10,6 +10,7 @@ from pathlib import Path
 from backends.errors import UsageError
 from workloads.extract import extract_code
 from workloads.problems import Problem
+from workloads.results import kept_filter
 from workloads.sandbox import SandboxLimits, run_tests
 
 VERDICTS = ("pass", "fail", "error", "timeout", "no_code", "truncated")
@@ -62,30 +63,72 @@ def summarize(grades: list[Grade]) -> dict[str, int]:
     return counts
 
 
-def read_responses(path: Path | str) -> list[RawResponse]:
-    """JSONL of ``{"problem", "content", "reasoning_content", "finish_reason"}`` (extra keys ignored)."""
-    path = Path(path)
+@dataclass(frozen=True)
+class ResponseFile:
+    """The answers ``--regrade`` grades from one responses file, and what it left out and why."""
+
+    records: list[RawResponse]
+    non_coding: int = 0          # answers to plain bench prompts: no problem, nothing to grade
+    not_kept: int = 0            # answers of attempts whose cell or problem result was not kept
+    torn_line: int | None = None  # a torn last line (the writer was killed mid-line), skipped
+
+
+def _lines(path: Path) -> tuple[list[tuple[int, dict]], int | None]:
+    """(line number, object) per line, and the number of a torn last line, left out; anything else
+    unreadable is a usage error naming the line."""
+    hint = "each line must be one JSON object, as in the responses.jsonl a run wrote"
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"--regrade: cannot read {path}: {exc.strerror}", hint="give a responses.jsonl file") from exc
-    records: list[RawResponse] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    lines = [(n, line) for n, line in enumerate(data.split(b"\n"), 1) if line.strip()]
+    out: list[tuple[int, dict]] = []
+    torn = None
+    for i, (lineno, line) in enumerate(lines):
         try:
-            raw = json.loads(line)
+            value = json.loads(line.decode("utf-8"))
         except ValueError as exc:
-            raise UsageError(f"--regrade: {path} line {lineno}: not JSON ({exc.msg})",
-                             hint="each line must be one JSON object") from exc
-        if not isinstance(raw, dict) or not isinstance(raw.get("problem"), str):
+            if i == len(lines) - 1 and line.lstrip().startswith(b"{"):
+                torn = lineno  # writers write whole objects: a cut one is a kill mid-write
+                break
+            why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"not JSON ({exc.msg})"
+            raise UsageError(f"--regrade: {path} line {lineno}: {why}", hint=hint) from None
+        if not isinstance(value, dict):
+            raise UsageError(f"--regrade: {path} line {lineno}: not a JSON object", hint=hint)
+        out.append((lineno, value))
+    return out, torn
+
+
+def read_responses(path: Path | str) -> ResponseFile:
+    """JSONL of ``{"problem", "content", "reasoning_content", "finish_reason"}`` (extra keys ignored).
+
+    Inside a run directory only the answers of kept results count (results.kept_filter): a cell or
+    problem that a killed attempt left half done was redone by the next one. ``"problem": null``
+    marks a plain bench prompt, skipped."""
+    path = Path(path)
+    lines, torn = _lines(path)
+    kept = kept_filter(path.parent)
+    attempts = {raw.get("attempt") for _, raw in lines}
+    if kept is None and len(attempts) > 1:
+        raise UsageError(f"--regrade: {path} holds answers of {len(attempts)} attempts of a run and no run.json "
+                         "beside it says which were kept", hint="regrade the responses.jsonl inside its run directory")
+    records: list[RawResponse] = []
+    non_coding = not_kept = 0
+    for lineno, raw in lines:
+        if kept is not None and not kept(raw):
+            not_kept += 1
+            continue
+        if "problem" in raw and raw["problem"] is None:
+            non_coding += 1
+            continue
+        if not isinstance(raw.get("problem"), str):
             raise UsageError(f"--regrade: {path} line {lineno}: field 'problem' must be a string id")
         for key in ("content", "reasoning_content", "finish_reason"):
             if raw.get(key) is not None and not isinstance(raw[key], str):
                 raise UsageError(f"--regrade: {path} line {lineno}: field '{key}' must be a string or null")
         records.append(RawResponse(raw["problem"], raw.get("content"), raw.get("reasoning_content"),
                                    raw.get("finish_reason")))
-    return records
+    return ResponseFile(records, non_coding, not_kept, torn)
 
 
 async def regrade(records: list[RawResponse], problems: tuple[Problem, ...], parallel: int = 2,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backends.errors import UsageError
-from workloads.results import read_jsonl
+from workloads.results import kept_filter, read_jsonl
 
 
 @dataclass(frozen=True)
@@ -83,8 +83,10 @@ def read_bench_dir(path: Path, label: str | None = None, repeat: int = 1, baseli
                    order: int = 0) -> RunData:
     run = _json(path / "run.json")
     found_label, found_baseline = _run_label(run, path.name)
+    kept = kept_filter(path)  # not the answers of an attempt killed mid-cell: its cell was redone
+    responses = tuple(r for r in read_jsonl(path / "responses.jsonl") if kept is None or kept(r))
     return RunData(label or found_label, repeat, str(path), tuple(read_jsonl(path / "cells.jsonl")),
-                   tuple(read_jsonl(path / "responses.jsonl")), None, baseline or found_baseline, order)
+                   responses, None, baseline or found_baseline, order)
 
 
 def _eval_summary(path: Path) -> dict | None:

@@ -1,8 +1,12 @@
-"""The results store: ``state_dir()/runs/<timestamp>-<kind>/`` with run.json, cells.jsonl, responses.jsonl.
+"""The results store: ``state_dir()/runs/<timestamp>-<kind>/`` with run.json, cells.jsonl (bench),
+results.jsonl (eval) and responses.jsonl.
 
 run.json is replaced atomically (write to a temporary file, fsync, rename); the JSONL files are
-appended one line per record and fsynced per finished cell, so a crash keeps every finished cell.
-A torn last line (a crash mid-write) is ignored on reading. Schema: docs/results-schema.md.
+appended one line per record and fsynced per finished cell or graded problem, so a crash keeps every
+finished result. A torn last line (a crash mid-write) is ignored on reading and cut off before a
+``--resume`` appends. Each writing process is an attempt (workloads/run_attempts.py) whose id tags
+every record, so readers keep only the responses of the attempt whose result was kept.
+Schema: docs/results-schema.md.
 """
 
 from __future__ import annotations
@@ -11,8 +15,11 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Callable
 
+from backends.errors import UsageError
 from backends.paths import runs_dir
+from workloads.run_attempts import abandoned_note, begin_attempt, status_of, written_by_other
 
 SCHEMA = "ddtune.run/1"
 
@@ -29,10 +36,10 @@ def _atomic_write(path: Path, text: str) -> None:
 def read_jsonl(path: Path) -> list[dict]:
     records: list[dict] = []
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return records
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines(): answers may hold U+2028 and other line breaks
         if not line.strip():
             continue
         try:
@@ -44,6 +51,94 @@ def read_jsonl(path: Path) -> list[dict]:
     return records
 
 
+def _heal_tail(path: Path) -> None:
+    """Before appending to a file a killed writer left: cut off its torn last line, so the next
+    record starts a line of its own (glued to the fragment it would be unreadable). A complete last
+    record that only lacks its newline gets one instead."""
+    try:
+        fh = open(path, "rb+")
+    except FileNotFoundError:
+        return
+    with fh:
+        end = fh.seek(0, os.SEEK_END)
+        if end == 0:
+            return
+        fh.seek(end - 1)
+        if fh.read(1) == b"\n":
+            return
+        start, pos = 0, end
+        while pos > 0:
+            step = min(1 << 16, pos)
+            pos -= step
+            fh.seek(pos)
+            newline = fh.read(step).rfind(b"\n")
+            if newline >= 0:
+                start = pos + newline + 1
+                break
+        fh.seek(start)
+        try:
+            complete = isinstance(json.loads(fh.read().decode("utf-8")), dict)
+        except ValueError:
+            complete = False
+        if complete:
+            fh.seek(end)
+            fh.write(b"\n")
+        else:
+            fh.truncate(start)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def mark_interrupted_runs(root: Path) -> list[Path]:
+    """Mark ``interrupted`` every run under ``root`` still ``running`` whose writer is gone; returns them.
+
+    Called when a run starts or resumes (with the folder that holds it), so a killed command never
+    leaves a run that says ``running`` forever. Looks at root/*/run.json, sweep manifests
+    (root/*/sweep.json) and the runs in those sweeps' slots: never deeper, as root may be any folder."""
+    sweeps = list(root.glob("*/sweep.json"))
+    marked = []
+    for path in [*root.glob("*/run.json"), *sweeps, *(p for s in sweeps for p in s.parent.glob("*/*/run.json"))]:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and doc.get("status") == "running" and status_of(doc) == "interrupted":
+            doc.update(status="interrupted", error=abandoned_note(doc))
+            _atomic_write(path, json.dumps(doc, indent=2) + "\n")
+            marked.append(path.parent)
+    return marked
+
+
+def kept_filter(run_dir: Path) -> Callable[[dict], bool] | None:
+    """Which records of ``run_dir/responses.jsonl`` belong to a kept result; None when run_dir holds
+    no run.json (a file on its own: nothing says what was kept).
+
+    A bench cell (or an eval problem) that an attempt left unfinished is run again by the next
+    attempt; only the attempt whose cell (or result) line was written counts. Responses and results
+    without an ``attempt`` (older runs) match each other as one attempt. Load responses are all kept."""
+    run_file = run_dir / "run.json"
+    if not run_file.is_file():
+        return None
+    try:
+        run = json.loads(run_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{run_file}: cannot read it ({exc})",
+                         hint="without run.json the answers of a killed attempt cannot be told from the kept ones") from None
+    cells = {(c.get("attempt"), c.get("context"), c.get("concurrency")) for c in read_jsonl(run_dir / "cells.jsonl")}
+    results = {(r.get("attempt"), r.get("problem")) for r in read_jsonl(run_dir / "results.jsonl")}
+    per_problem = isinstance(run, dict) and "attempts" in run  # older eval runs kept no results.jsonl
+
+    def kept(record: dict) -> bool:
+        kind = record.get("kind")
+        if kind == "bench":
+            return (record.get("attempt"), record.get("context"), record.get("concurrency")) in cells
+        if kind == "eval" and per_problem:
+            return (record.get("attempt"), record.get("problem")) in results
+        return True
+
+    return kept
+
+
 class RunStore:
     """One run's directory. Not thread-safe: write from the event loop thread only."""
 
@@ -51,7 +146,9 @@ class RunStore:
         self.path = Path(path)
         self.run_file = self.path / "run.json"
         self.cells_file = self.path / "cells.jsonl"
+        self.results_file = self.path / "results.jsonl"
         self.responses_file = self.path / "responses.jsonl"
+        self.attempt: int | None = None  # set by start/resume: tags every record this process writes
         self._responses = None
 
     @classmethod
@@ -68,7 +165,24 @@ class RunStore:
                 n += 1
                 path = root / f"{stamp}.{n}-{kind}"
         store = cls(path)
-        store.write_run({"schema": SCHEMA, "kind": kind, "id": path.name, "status": "running", **meta})
+        store.start(kind, meta)
+        return store
+
+    @classmethod
+    def open_resume(cls, resume: str, kind: str, root: Path | None = None) -> RunStore:
+        """The run ``--resume`` names: a run directory, or "latest" for the newest run of ``kind``."""
+        path = cls.latest(kind, root) if resume == "latest" else Path(resume).expanduser()
+        hint = f"give a runs/<time>-{kind} directory, or run without --resume"
+        if path is None or not (path / "run.json").is_file():
+            where = f"no {kind} run to resume" if path is None else f"{path} is not a run directory (no run.json)"
+            raise UsageError(f"--resume: {where}", hint=hint)
+        store = cls(path)
+        try:
+            found = store.read_run().get("kind")
+        except (OSError, ValueError, AttributeError) as exc:
+            raise UsageError(f"--resume: {store.run_file} cannot be read ({exc})", hint=hint) from None
+        if found != kind:
+            raise UsageError(f"--resume: {path} is a {found} run, not a {kind} run", hint=hint)
         return store
 
     @staticmethod
@@ -76,6 +190,29 @@ class RunStore:
         root = Path(root) if root else runs_dir()
         found = sorted(p for p in root.glob(f"*-{kind}") if (p / "run.json").is_file())
         return found[-1] if found else None
+
+    def start(self, kind: str, meta: dict) -> None:
+        """Begin a new run in this (existing) directory, this process as its first attempt."""
+        mark_interrupted_runs(self.path.parent)
+        run = {"schema": SCHEMA, "kind": kind, "id": self.path.name, **meta}
+        self.attempt = begin_attempt(run)
+        self.write_run(run)
+
+    def resume(self, **fields) -> dict:
+        """Continue this run as a new attempt (``--resume``); refuses a run another live process writes."""
+        mark_interrupted_runs(self.path.parent)
+        run = self.read_run()
+        pid = written_by_other(run)
+        if pid is not None:
+            raise UsageError(f"--resume: {self.path} is still being written by process {pid}",
+                             hint="wait for that command to finish, or stop it first")
+        for path in (self.cells_file, self.results_file, self.responses_file):
+            _heal_tail(path)
+        self.attempt = begin_attempt(run)
+        run["resumed_at"] = list(run.get("resumed_at") or []) + [time.time()]
+        run.update(fields)
+        self.write_run(run)
+        return run
 
     def read_run(self) -> dict:
         return json.loads(self.run_file.read_text(encoding="utf-8"))
@@ -89,19 +226,30 @@ class RunStore:
         self.write_run(run)
         return run
 
+    def _tagged(self, record: dict) -> dict:
+        return record if self.attempt is None else {**record, "attempt": self.attempt}
+
     def append_response(self, record: dict) -> None:
         if self._responses is None:
             self._responses = open(self.responses_file, "a", encoding="utf-8")
-        self._responses.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._responses.write(json.dumps(self._tagged(record), ensure_ascii=False) + "\n")
         self._responses.flush()
 
-    def append_cell(self, cell: dict) -> None:
-        """Durable once this returns: responses so far and the cell are fsynced."""
+    def _append_durable(self, path: Path, record: dict) -> None:
+        """Durable once this returns: responses so far and the record are fsynced."""
         self.sync()
-        with open(self.cells_file, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(cell) + "\n")
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(self._tagged(record)) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+
+    def append_cell(self, cell: dict) -> None:
+        """A finished bench cell (this attempt's)."""
+        self._append_durable(self.cells_file, cell)
+
+    def append_result(self, result: dict) -> None:
+        """A graded eval problem (this attempt's): what ``eval --resume`` does not ask again."""
+        self._append_durable(self.results_file, result)
 
     def sync(self) -> None:
         if self._responses is not None:
@@ -110,6 +258,9 @@ class RunStore:
 
     def cells(self) -> list[dict]:
         return read_jsonl(self.cells_file)
+
+    def results(self) -> list[dict]:
+        return read_jsonl(self.results_file)
 
     def responses(self) -> list[dict]:
         return read_jsonl(self.responses_file)

@@ -29,7 +29,8 @@ from workloads.client import StreamingClient
 from workloads.eval_runner import run_eval
 from workloads.problems import load_problems
 from workloads.provenance import host_provenance, server_provenance
-from workloads.results import RunStore
+from workloads.results import RunStore, mark_interrupted_runs
+from workloads.run_attempts import begin_attempt
 from workloads.sweep_plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 WARMUP_PROMPT = "Write one sentence about the sea."
@@ -177,8 +178,11 @@ class SweepEngine:
         finished = {r.slot.index: r for r in self.store.records()}
         slots = self.plan.schedule()
         self._pending = [s for s in slots if s.index not in finished]
-        self.store.update(status="running", resumed_at=self.store.read().get("resumed_at", []) +
-                          ([time.time()] if finished else []))
+        mark_interrupted_runs(self.store.path.parent)
+        manifest = self.store.read()
+        begin_attempt(manifest)  # who writes the sweep, so a killed sweep reads interrupted later
+        manifest["resumed_at"] = manifest.get("resumed_at", []) + ([time.time()] if finished else [])
+        self.store.write(manifest)
         self.emit(SweepStarted(str(self.store.path), tuple(slots), tuple(sorted(finished)), self._eta()))
         status = "interrupted"
         try:
@@ -266,13 +270,10 @@ class SweepEngine:
                               "repeat": slot.repeat, "controller": server}}
             if not store.run_file.is_file():
                 path.mkdir(parents=True, exist_ok=True)
-                store.write_run({"schema": "ddtune.run/1", "kind": "bench", "id": path.name, "status": "running",
-                                 "plan": plan.to_json(), "server": provenance, "host": host_provenance(),
-                                 "started_at": time.time(), "finished_at": None, **meta})
+                store.start("bench", {"plan": plan.to_json(), "server": provenance, "host": host_provenance(),
+                                      "started_at": time.time(), "finished_at": None, **meta})
             else:
-                run = store.read_run()
-                store.update_run(status="running", resumed_at=run.get("resumed_at", []) + [time.time()],
-                                 server_on_resume=provenance, **meta)
+                store.resume(server_on_resume=provenance, **meta)
             problems = load_problems() if plan.coding else ()
             last[0] = time.monotonic()
             await run_recorded(BenchRunner(client, plan, store, problems), store)

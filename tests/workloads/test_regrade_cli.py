@@ -86,3 +86,52 @@ def test_default_url_comes_from_config_then_server_json(tmp_path, state_dir, mon
     assert server_url(args)[0] == "http://127.0.0.1:31234"
     monkeypatch.setenv("DDTUNE_API_KEY", "k")
     assert server_url(argparse.Namespace(url="http://h:1", api_key=None, config=None)) == ("http://h:1", "k")
+
+
+def test_regrade_skips_a_torn_last_line_with_a_note(tmp_path):
+    path = write(tmp_path, RECORDS[:2], '{"problem": "fib", "content": "```python\\ndef fi')
+    out = run_ddtune("eval", "--regrade", str(path), "--json", timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)  # still one JSON document on stdout
+    assert [r["verdict"] for r in doc["results"]] == ["pass", "no_code"]
+    assert doc["skipped"]["torn_last_line"] == 3
+    assert "skipped a torn last line (line 3): the run was interrupted while writing it" in out.stderr
+
+
+def test_regrade_torn_line_in_the_middle_is_an_error_naming_it(tmp_path):
+    path = write(tmp_path, RECORDS[:1], '{"problem": "fib", "cont\n' + json.dumps(RECORDS[1]) + "\n")
+    out = run_ddtune("eval", "--regrade", str(path))
+    assert out.returncode == 2 and "line 2: not JSON" in out.stderr and str(path) in out.stderr
+
+
+def test_regrade_binary_garbage_is_one_line_naming_the_file(tmp_path):
+    path = tmp_path / "garbage.bin"
+    path.write_bytes(bytes(range(128, 256)) * 8 + b"\n\xff\xfe{\x00\x81")
+    out = run_ddtune("eval", "--regrade", str(path))
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr and out.stdout == ""
+    error = out.stderr.splitlines()[0]
+    assert str(path) in error and "line 1: not UTF-8 text" in error
+
+
+def test_regrade_skips_non_coding_bench_responses_and_counts_them(tmp_path):
+    plain = {"kind": "bench", "problem": None, "content": "words " * 20, "reasoning_content": None,
+             "finish_reason": "length", "context": 60, "concurrency": 1}
+    path = write(tmp_path, [plain, RECORDS[0], plain, plain])
+    out = run_ddtune("eval", "--regrade", str(path), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pass 1/1" in out.stdout and "skipped 3 non-coding responses" in out.stdout
+    doc = json.loads(run_ddtune("eval", "--regrade", str(path), "--json", timeout=120).stdout)
+    assert doc["skipped"] == {"non_coding": 3, "not_kept": 0, "torn_last_line": None}
+    assert len(doc["results"]) == 1
+
+
+def test_regrade_of_a_lone_file_with_several_attempts_asks_for_the_run_dir(tmp_path):
+    path = write(tmp_path, [dict(RECORDS[0], kind="bench", attempt=1), dict(RECORDS[0], kind="bench", attempt=2)])
+    out = run_ddtune("eval", "--regrade", str(path))
+    assert out.returncode == 2 and "2 attempts" in out.stderr and "run directory" in out.stderr
+
+
+def test_regrade_and_resume_together_is_a_usage_error(tmp_path):
+    out = run_ddtune("eval", "--regrade", str(write(tmp_path, RECORDS[:1])), "--resume")
+    assert out.returncode == 2 and "--resume" in out.stderr

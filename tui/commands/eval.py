@@ -12,10 +12,15 @@ examples:
   ddtune eval                                  all built-in problems against the configured server
   ddtune eval --problems fib gcd --max-tokens 4096 --concurrency 8
   ddtune eval --url http://127.0.0.1:30000 --out eval.json
+  ddtune eval --resume                         continue the latest eval run (killed, or its server died)
+  ddtune eval --resume ~/.local/state/ddtune/runs/20261130T100000Z-eval
+                                               ask only the problems it has no graded answer for yet
   ddtune eval --regrade ~/.local/state/ddtune/runs/20261130T100000Z-eval/responses.jsonl
   ddtune eval --regrade responses.jsonl --json  one JSON document: results in input order + summary
 
-regrade input: JSONL, one {"problem", "content", "reasoning_content", "finish_reason"} per line
+regrade input: JSONL, one {"problem", "content", "reasoning_content", "finish_reason"} per line.
+Inside a run directory only the answers of kept cells/problems are graded (a killed attempt's are
+skipped); plain bench answers ("problem": null) are skipped and counted.
 verdicts: pass, fail, error, timeout, no_code, truncated
 """
 
@@ -28,6 +33,8 @@ def add_arguments(parser) -> None:
                         help="requests in flight (default 4)")
     parser.add_argument("--out", metavar="FILE", help="also write the results as one JSON document to FILE")
     parser.add_argument("--regrade", metavar="FILE", help="re-score saved raw responses (JSONL); needs no server")
+    parser.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR",
+                        help="continue an eval run with its own plan (default: the latest eval run)")
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     add_server_options(parser)
 
@@ -36,20 +43,30 @@ def run(args) -> int:
     import asyncio
     import json
 
+    from backends.errors import UsageError
     from workloads.evaluate import regrade, read_responses, summarize
     from workloads.problems import load_problems
 
     problems = load_problems()
     if args.regrade:
-        records = read_responses(args.regrade)
-        grades = asyncio.run(regrade(records, problems))
-        doc = {"results": [g.to_json() for g in grades], "summary": summarize(grades)}
+        if args.resume:
+            raise UsageError("--regrade and --resume do not go together",
+                             hint="--regrade grades saved answers offline; --resume asks the server again")
+        found = read_responses(args.regrade)
+        if found.torn_line is not None:
+            sys.stderr.write(f"{args.regrade}: skipped a torn last line (line {found.torn_line}): "
+                             "the run was interrupted while writing it\n")
+        grades = asyncio.run(regrade(found.records, problems))
+        doc = {"results": [g.to_json() for g in grades], "summary": summarize(grades),
+               "skipped": {"non_coding": found.non_coding, "not_kept": found.not_kept,
+                           "torn_last_line": found.torn_line}}
         if args.out:
             _write_json(args.out, doc)
         if args.json:
             sys.stdout.write(json.dumps(doc) + "\n")
         else:
             _print_grades(doc)
+            _print_skipped(found)
         return 0
 
     from tui.commands._options import server_url
@@ -57,7 +74,8 @@ def run(args) -> int:
 
     url, api_key = server_url(args)
     doc = asyncio.run(run_eval(url, api_key=api_key, problem_ids=args.problems, max_tokens=args.max_tokens,
-                               concurrency=args.concurrency, progress=None if args.json else _progress))
+                               concurrency=args.concurrency, progress=None if args.json else _progress,
+                               resume=args.resume))
     if args.out:
         _write_json(args.out, doc)
     if args.json:
@@ -70,6 +88,14 @@ def run(args) -> int:
 
 def _progress(done: int, total: int, grade) -> None:
     sys.stderr.write(f"[{done}/{total}] {grade.problem}: {grade.verdict}\n")
+
+
+def _print_skipped(found) -> None:
+    if found.non_coding:
+        sys.stdout.write(f"skipped {found.non_coding} non-coding responses (plain bench prompts)\n")
+    if found.not_kept:
+        sys.stdout.write(f"skipped {found.not_kept} responses of attempts whose cell or problem was not kept "
+                         "(killed mid-run, then redone)\n")
 
 
 def _write_json(path: str, doc: dict) -> None:
