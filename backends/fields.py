@@ -15,6 +15,7 @@ from typing import Any
 
 from backends.errors import ConfigError, DdtuneError
 
+INT64_MAX = 2**63 - 1  # TOML's integer range; JSON's is unbounded, but nothing ddtune writes comes near
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
           list: "a list", dict: "a table", type(None): "null"}
@@ -47,9 +48,9 @@ def fail(source: str, where: str, problem: str, fix: str, error: type[DdtuneErro
 def expect(source: str, where: str, value: Any, kinds: type | tuple[type, ...], fix: str,
            error: type[DdtuneError] = ConfigError, in_json: bool = False) -> Any:
     """``value`` when it is one of ``kinds``. true/false is never a number here (bool is an int in
-    Python); a number must be finite; a string must not hold a NUL byte (no argv or environment
-    can carry one); ``float`` in ``kinds`` admits integers too. ``in_json`` words the message for
-    a JSON file (object, array, null)."""
+    Python); a number must be finite and an integer fit in 64 bits; a string must not hold a NUL
+    byte (no argv or environment can carry one); ``float`` in ``kinds`` admits integers too.
+    ``in_json`` words the message for a JSON file (object, array, null)."""
     kinds = kinds if isinstance(kinds, tuple) else (kinds,)
     ok = isinstance(value, kinds) or (float in kinds and isinstance(value, int))
     if isinstance(value, bool) and bool not in kinds:
@@ -59,6 +60,8 @@ def expect(source: str, where: str, value: Any, kinds: type | tuple[type, ...], 
                    fix, error)
     if isinstance(value, float) and not math.isfinite(value):
         raise fail(source, where, f"expected a finite number, got {value}", fix, error)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > INT64_MAX:
+        raise fail(source, where, f"{shown(value)} is out of range (64-bit integers only)", fix, error)
     if isinstance(value, str) and "\x00" in value:
         raise fail(source, where, "holds a NUL byte (\\u0000)", f"remove it; {fix}", error)
     return value

@@ -224,3 +224,27 @@ def test_binary_run_files_exit_2_without_a_traceback(tmp_path):
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.splitlines()[0] == (f"ddtune: error: {run / 'cells.jsonl'}: not a UTF-8 text file "
                                           "(binary or not UTF-8; bad byte at offset 128)")
+
+
+def test_extreme_but_finite_numbers_still_render(tmp_path):
+    """1e300 next to 1e-300 overflowed ``** 2`` and ``math.exp`` into a traceback."""
+    folders = []
+    for i, speeds in enumerate([(1e300, 1e-300), (1e-300, 1.7e308)]):
+        run = tmp_path / f"run{i}"
+        run.mkdir()
+        (run / "run.json").write_text(json.dumps({"kind": "bench", "sweep": {"config": {"name": f"c{i}"}}}))
+        (run / "cells.jsonl").write_text("".join(json.dumps(cell(1024, 1, v)) + "\n" for v in speeds))
+        folders.append(str(run))
+    report = build_report(load_inputs(folders))
+    assert report.row("c0", (1024, 1)).repeats == 2 and report.overall is not None
+    for render in (to_markdown, to_csv, to_json):
+        assert render(report)
+
+
+def test_integers_beyond_64_bits_are_refused(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text('{"kind": "bench"}')
+    (run / "cells.jsonl").write_text('{"context": 1024, "concurrency": 1, "verdicts": {"pass": 1' + "0" * 400 + "}}\n")
+    _bad(run, "verdicts: field 'pass': 1000")
+    _bad(run, "is out of range (64-bit integers only)")
