@@ -3,12 +3,12 @@ the screen calls these from a worker thread."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from backends.errors import DdtuneError
 from backends.paths import runs_dir
-from workloads.results import read_jsonl
+from workloads.report_input import read_cells, read_run_file
 
 
 @dataclass(frozen=True)
@@ -23,30 +23,33 @@ class RunRow:
 
 
 def _knobs(run: dict) -> str:
-    knobs = (run.get("server") or {}).get("knobs") or {}
+    server = run.get("server")
+    knobs = server.get("knobs") if isinstance(server, dict) else None
+    if not isinstance(knobs, dict):
+        return "-"
     return " ".join(f"{k}={v}" for k, v in knobs.items()) or "-"
 
 
 def _summary(run: dict, cells: list[dict]) -> str:
     if run.get("kind") == "bench" and cells:
         best = max(cells, key=lambda c: c.get("output_tok_s") or 0)
-        return f"{len(cells)} cells, best {best.get('output_tok_s', 0):.0f} tok/s (ctx {best['context']} c{best['concurrency']})"
-    summary = run.get("summary") or {}
+        return f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s (ctx {best['context']} c{best['concurrency']})"
+    summary = run.get("summary") if isinstance(run.get("summary"), dict) else {}
     if "pass" in summary:
         total = sum(v for v in summary.values() if isinstance(v, int))
         return f"{summary['pass']}/{total} pass"
-    return run.get("status", "")
+    return str(run.get("status", ""))
 
 
 def list_runs(limit: int = 200) -> list[RunRow]:
     rows = []
     for path in sorted(runs_dir().iterdir(), reverse=True)[:limit]:
         try:
-            run = json.loads((path / "run.json").read_text())
-        except (OSError, ValueError):
-            continue
-        cells = read_jsonl(path / "cells.jsonl") if (path / "cells.jsonl").exists() else []
-        rows.append(RunRow(path, run.get("id", path.name), run.get("kind", "?"), run.get("status", "?"),
+            run = read_run_file(path / "run.json")
+            cells = list(read_cells(path / "cells.jsonl"))
+        except DdtuneError:
+            continue  # a run whose files are corrupt is left out of the list
+        rows.append(RunRow(path, str(run.get("id", path.name)), str(run.get("kind", "?")), str(run.get("status", "?")),
                            _knobs(run), tuple(cells), _summary(run, cells)))
     return rows
 

@@ -56,6 +56,16 @@ def _json(path: Path) -> dict:
     return expect(str(path), "document", read_json(path, UsageError, hint=_HINT), dict, _HINT, UsageError, True)
 
 
+def read_run_file(path: Path) -> dict:
+    """A run.json (or any JSON object file): UsageError naming the file when it is not one."""
+    return _json(path)
+
+
+def read_cells(path: Path) -> tuple[dict, ...]:
+    """A cells.jsonl, every record checked (UsageError naming the file, line and field)."""
+    return tuple(_cell(where, c) for where, c in _jsonl(path))
+
+
 def _jsonl(path: Path) -> list[tuple[str, dict]]:
     """(where, record) for each JSON object line; a missing file has none. Lines that are not
     JSON objects are skipped, as a torn last line from a crash is."""
@@ -137,7 +147,7 @@ def read_bench_dir(path: Path, label: str | None = None, repeat: int = 1, baseli
                    order: int = 0) -> RunData:
     run = _json(path / "run.json")
     found_label, found_baseline = _run_label(run, path.name, str(path / "run.json"))
-    cells = tuple(_cell(where, c) for where, c in _jsonl(path / "cells.jsonl"))
+    cells = read_cells(path / "cells.jsonl")
     responses = tuple(_response(where, r) for where, r in _jsonl(path / "responses.jsonl"))
     return RunData(label or found_label, repeat, str(path), cells, responses, None, baseline or found_baseline, order)
 
