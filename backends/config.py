@@ -197,6 +197,10 @@ def _server_settings(source: str, server: dict[str, Any]) -> dict[str, Any]:
     if "draft_model" in server:
         value = expect(source, at("draft_model"), server["draft_model"], str, 'draft_model = "org/draft-model" or "none"')
         kw["draft_model"] = None if value.lower() == "none" else value
+    for key, fix in (("python", 'python = "python3"'), ("model", 'model = "org/model"'),
+                     ("draft_model", 'draft_model = "org/draft-model" or "none"')):
+        if key in kw and kw[key] is not None and not kw[key].strip():
+            raise _fail(source, at(key), "is empty", fix)
     if "port" in server:
         port = positive(source, at("port"), server["port"], "port = 30000", integer=True)
         if port > 65535:

@@ -207,3 +207,10 @@ def test_utf8_bom_is_read(tmp_path):
 def test_config_that_is_a_directory_names_it(tmp_path):
     with pytest.raises(ConfigError, match="is a directory"):
         load_config(tmp_path)
+
+
+@pytest.mark.parametrize("key", ["python", "model", "draft_model"])
+def test_empty_interpreter_or_model_is_refused(tmp_path, key):
+    """python = "" reached subprocess and died there with PermissionError."""
+    with pytest.raises(ConfigError, match=rf"\[server\] {key}: is empty"):
+        load_config(write(tmp_path, f'[server]\n{key} = " "\n'))
