@@ -357,3 +357,19 @@ def test_real_inspect_of_a_binary_file(tmp_path):
     path = written(str(tmp_path), "server.log", bytes(range(256)) * 4)
     out = run_ddtune("inspect", str(path))
     assert out.returncode == 0 and out.stderr == "" and out.stdout.startswith(f"log: {path}")
+
+
+@pytest.mark.parametrize("manifest, slots, problem", [
+    (b"\xff\xfe\x00", b"", "not a UTF-8 text file"),
+    (b"[]", b"", "expected a JSON object"),
+    (b'{"plan": 5}', b"", "plan: not a sweep plan ddtune wrote"),
+    (b'{"plan": {"configs": [{"name": "a"}]}}', b"", "plan: not a sweep plan ddtune wrote"),
+])
+def test_real_sweep_resume_of_a_corrupt_sweep_folder(tmp_path, manifest, slots, problem):
+    folder = tmp_path / "sweep"
+    write_folder(folder, {"sweep.json": manifest, "slots.jsonl": slots})
+    out = run_ddtune("sweep", "--resume", "--out", str(folder), DDTUNE_STATE_DIR=str(tmp_path / "state"),
+                     XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    first, hint = out.stderr.splitlines()
+    assert first.startswith(f"ddtune: error: {folder / 'sweep.json'}: {problem}") and hint.startswith("hint: ")
