@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shlex
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from backends.datafile import read_toml
 from backends.errors import ConfigError, UsageError
+from backends.fields import expect, fail, key_name, positive, shown
 from backends.paths import PRESETS_DIR, find_config
 
 BACKENDS = ("sglang", "systemd", "endpoint", "sim")
@@ -97,21 +99,12 @@ class ServerConfig:
 
 
 def _fail(source: str, field_name: str, problem: str, fix: str) -> ConfigError:
-    return ConfigError(f"{source}: {field_name}: {problem}", hint=fix)
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file", hint="check the path, or drop --config to use the defaults")
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}", hint="fix the syntax at the line named above")
+    return fail(source, field_name, problem, fix)  # type: ignore[return-value]
 
 
 def parse_knob_value(source: str, name: str, raw: Any) -> KnobValue:
     """Validate one knob value. budget/topk/window are positive integers; "none" clears a knob."""
+    where = f"knob '{key_name(name)}'"
     if isinstance(raw, str):
         text = raw.strip()
         if text.lower() == "none":
@@ -125,12 +118,14 @@ def parse_knob_value(source: str, name: str, raw: Any) -> KnobValue:
                 raw = text
     if name in BUILTIN_KNOBS:
         if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
-            raise _fail(source, f"knob '{name}'", f"expected a positive integer or \"none\", got {raw!r}",
+            raise _fail(source, where, f"expected a positive integer or \"none\", got {shown(raw)}",
                         f"set {name} = 8 (any integer > 0), or {name} = \"none\" to clear it")
-    elif isinstance(raw, float):
-        raise _fail(source, f"knob '{name}'", f"expected an integer, string or true/false, got {raw!r}",
-                    f"write {name} = {int(raw)} or quote it")
-    return raw
+        return raw
+    if isinstance(raw, float):
+        raise _fail(source, where, f"expected an integer, string or true/false, got {shown(raw)}",
+                    f"write {key_name(name)} = {int(raw) if math.isfinite(raw) else 1} or quote it")
+    return expect(source, where, raw, (int, str, bool),
+                  f'{key_name(name)} = 8, = "text", = true, or = "none" to clear it')
 
 
 def parse_set(expr: str) -> tuple[str, KnobValue]:
@@ -145,115 +140,132 @@ def parse_set(expr: str) -> tuple[str, KnobValue]:
         raise UsageError(exc.message, hint=exc.hint) from None
 
 
+_ROUTE_FIX = '{0} = {{ flag = "--my-flag" }} or {0} = {{ env = "MY_ENV_VAR" }}'
+
+
+def _env_name(source: str, where: str, value: Any, fix: str) -> str:
+    name = expect(source, where, value, str, fix)
+    if not name or "=" in name:
+        raise _fail(source, where, f"{shown(name)} is not an environment variable name", fix)
+    return name
+
+
+def _long_flag(source: str, where: str, value: Any, fix: str) -> str:
+    flag = expect(source, where, value, str, fix)
+    if not flag.startswith("--") or len(flag) < 3:
+        raise _fail(source, where, f"{shown(flag)} is not a long flag", f'flags start with "--"; {fix}')
+    return flag
+
+
 def _parse_route(source: str, name: str, raw: Any) -> KnobRoute:
-    where = f"[knobs.map] {name}"
-    if not isinstance(raw, dict):
-        raise _fail(source, where, f"expected a table, got {raw!r}",
-                    f'write {name} = {{ flag = "--my-flag" }} or {name} = {{ env = "MY_ENV_VAR" }}')
+    where = f"[knobs.map] {key_name(name)}"
+    fix = _ROUTE_FIX.format(key_name(name))
+    expect(source, where, raw, dict, fix)
     unknown = set(raw) - _MAP_FIELDS
     if unknown:
-        raise _fail(source, where, f"unknown field(s) {sorted(unknown)}", f"use only {sorted(_MAP_FIELDS)}")
-    flag, env = raw.get("flag"), raw.get("env")
-    if bool(flag) == bool(env):
-        raise _fail(source, where, "needs exactly one of 'flag' or 'env'",
-                    f'write {name} = {{ flag = "--my-flag" }} or {name} = {{ env = "MY_ENV_VAR" }}')
-    if flag and not str(flag).startswith("--"):
-        raise _fail(source, f"{where}.flag", f"{flag!r} is not a long flag", 'flags start with "--"')
-    offset = raw.get("offset", 0)
-    if isinstance(offset, bool) or not isinstance(offset, int):
-        raise _fail(source, f"{where}.offset", f"expected an integer, got {offset!r}", "e.g. offset = 1")
-    return KnobRoute(knob=name, flag=flag, env=env, offset=offset, switch=raw.get("switch"),
-                     algorithm=raw.get("algorithm"), source=source)
+        raise _fail(source, f"{where}.{key_name(sorted(unknown)[0])}", "unknown field", f"use only {sorted(_MAP_FIELDS)}")
+    if ("flag" in raw) == ("env" in raw):
+        raise _fail(source, where, "needs exactly one of 'flag' or 'env'", fix)
+    flag = _long_flag(source, f"{where}.flag", raw["flag"], fix) if "flag" in raw else None
+    env = _env_name(source, f"{where}.env", raw["env"], fix) if "env" in raw else None
+    offset = expect(source, f"{where}.offset", raw.get("offset", 0), int, "e.g. offset = 1")
+    switch = _long_flag(source, f"{where}.switch", raw["switch"], 'switch = "--enable-my-feature"') \
+        if "switch" in raw else None
+    algorithm = expect(source, f"{where}.algorithm", raw["algorithm"], str, 'algorithm = "DFLASH"') \
+        if "algorithm" in raw else None
+    if algorithm is not None and not algorithm.strip():
+        raise _fail(source, f"{where}.algorithm", "is empty", 'algorithm = "DFLASH", or leave it out')
+    return KnobRoute(knob=name, flag=flag, env=env, offset=offset, switch=switch, algorithm=algorithm, source=source)
 
 
-def _expect(source: str, section: dict, key: str, kind: type | tuple, fix: str) -> Any:
-    value = section[key]
-    if isinstance(value, bool) and kind is not bool and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-        raise _fail(source, f"[server] {key}", f"expected {_kind_name(kind)}, got {value!r}", fix)
-    if not isinstance(value, kind):
-        raise _fail(source, f"[server] {key}", f"expected {_kind_name(kind)}, got {value!r}", fix)
-    return value
+def _server_settings(source: str, server: dict[str, Any]) -> dict[str, Any]:
+    """The [server] table as ServerConfig keyword arguments, every field checked."""
+    unknown = set(server) - _SERVER_FIELDS
+    if unknown:
+        raise _fail(source, f"[server] {key_name(sorted(unknown)[0])}", "unknown field",
+                    f"known fields: {', '.join(sorted(_SERVER_FIELDS))}")
+    at = lambda key: f"[server] {key}"  # noqa: E731
+    kw: dict[str, Any] = {}
+    if "backend" in server:
+        backend = expect(source, at("backend"), server["backend"], str, f'backend = one of {", ".join(BACKENDS)}')
+        if backend not in BACKENDS:
+            raise _fail(source, at("backend"), f"unknown backend {shown(backend)}", f"use one of: {', '.join(BACKENDS)}")
+        kw["backend"] = backend
+    for key in ("python", "model", "host", "flavour", "unit", "knob_file", "url", "log_file"):
+        if key in server:
+            kw[key] = expect(source, at(key), server[key], str, f'{key} = "..." (a quoted string)')
+    if "draft_model" in server:
+        value = expect(source, at("draft_model"), server["draft_model"], str, 'draft_model = "org/draft-model" or "none"')
+        kw["draft_model"] = None if value.lower() == "none" else value
+    for key, fix in (("python", 'python = "python3"'), ("model", 'model = "org/model"'),
+                     ("draft_model", 'draft_model = "org/draft-model" or "none"')):
+        if key in kw and kw[key] is not None and not kw[key].strip():
+            raise _fail(source, at(key), "is empty", fix)
+    if "port" in server:
+        port = positive(source, at("port"), server["port"], "port = 30000", integer=True)
+        if port > 65535:
+            raise _fail(source, at("port"), f"{port} is out of range", "use a port from 1 to 65535, e.g. 30000")
+        kw["port"] = port
+    for key in ("ready_timeout_s", "stop_timeout_s"):
+        if key in server:
+            kw[key] = float(positive(source, at(key), server[key], f"{key} = 600 (seconds, > 0)"))
+    if "block_size" in server:
+        kw["block_size"] = positive(source, at("block_size"), server["block_size"], "block_size = 16", integer=True)
+    if "user" in server:
+        kw["user"] = expect(source, at("user"), server["user"], bool, "user = true (systemctl --user) or false")
+    if "extra_args" in server:
+        kw["extra_args"] = _extra_args(source, server["extra_args"])
+    if "env" in server:
+        kw["env"] = _env(source, server["env"])
+    backend = kw.get("backend", "sim")
+    if backend == "systemd" and not kw.get("unit"):
+        raise _fail(source, at("unit"), "the systemd backend needs a unit name", 'unit = "sglang.service"')
+    if backend == "endpoint" and not kw.get("url"):
+        raise _fail(source, at("url"), "the endpoint backend needs a URL", 'url = "http://127.0.0.1:30000"')
+    return kw
 
 
-def _kind_name(kind: type | tuple) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
-             list: "a list", dict: "a table"}
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
+def _extra_args(source: str, extra: Any) -> tuple[str, ...]:
+    fix = 'extra_args = ["--mem-fraction-static", "0.8"]'
+    if isinstance(extra, str):
+        try:
+            extra = shlex.split(extra)
+        except ValueError as exc:  # "No closing quotation", "No escaped character"
+            raise _fail(source, "[server] extra_args", f"cannot split it into arguments: {exc}",
+                        f"close the quote, or write a list: {fix}") from None
+    expect(source, "[server] extra_args", extra, list, fix)
+    return tuple(expect(source, f"[server] extra_args[{i}]", a, str, fix) for i, a in enumerate(extra))
+
+
+def _env(source: str, env: Any) -> dict[str, str]:
+    fix = '[server.env] then SGLANG_LOG_MS = "1"'
+    expect(source, "[server] env", env, dict, fix)
+    out = {}
+    for key, value in env.items():
+        where = f"[server.env] {key_name(key)}"
+        _env_name(source, where, key, fix)
+        out[key] = str(expect(source, where, value, (str, int, float), f'{key_name(key)} = "1" (quote true/false)'))
+    return out
 
 
 def config_from_dict(data: dict[str, Any], source: str) -> ServerConfig:
     unknown_sections = set(data) - {"server", "knobs"}
     if unknown_sections:
-        raise _fail(source, f"[{sorted(unknown_sections)[0]}]", "unknown section",
+        raise _fail(source, f"[{key_name(sorted(unknown_sections)[0])}]", "unknown section",
                     "ddtune reads [server], [knobs] and [knobs.map]")
-    server = data.get("server", {})
-    if not isinstance(server, dict):
-        raise _fail(source, "server", "expected a [server] table", "write [server] on its own line")
-    unknown = set(server) - _SERVER_FIELDS
-    if unknown:
-        raise _fail(source, f"[server] {sorted(unknown)[0]}", "unknown field", f"known fields: {', '.join(sorted(_SERVER_FIELDS))}")
-    kw: dict[str, Any] = {"source": source}
-    if "backend" in server:
-        backend = _expect(source, server, "backend", str, f'backend = one of {", ".join(BACKENDS)}')
-        if backend not in BACKENDS:
-            raise _fail(source, "[server] backend", f"unknown backend {backend!r}", f"use one of: {', '.join(BACKENDS)}")
-        kw["backend"] = backend
-    for key in ("python", "model", "host", "flavour", "unit", "knob_file", "url", "log_file"):
-        if key in server:
-            kw[key] = _expect(source, server, key, str, f'{key} = "..." (a quoted string)')
-    if "draft_model" in server:
-        value = _expect(source, server, "draft_model", str, 'draft_model = "org/draft-model" or "none"')
-        kw["draft_model"] = None if value.lower() == "none" else value
-    if "port" in server:
-        port = _expect(source, server, "port", int, "port = 30000")
-        if not 1 <= port <= 65535:
-            raise _fail(source, "[server] port", f"{port} is out of range", "use a port from 1 to 65535, e.g. 30000")
-        kw["port"] = port
-    for key in ("ready_timeout_s", "stop_timeout_s"):
-        if key in server:
-            value = _expect(source, server, key, (int, float), f"{key} = 600 (seconds)")
-            if value <= 0:
-                raise _fail(source, f"[server] {key}", f"must be > 0, got {value}", f"{key} = 600 (seconds)")
-            kw[key] = float(value)
-    if "block_size" in server:
-        value = _expect(source, server, "block_size", int, "block_size = 16")
-        if value <= 0:
-            raise _fail(source, "[server] block_size", f"must be > 0, got {value}", "block_size = 16")
-        kw["block_size"] = value
-    if "user" in server:
-        kw["user"] = _expect(source, server, "user", bool, "user = true (systemctl --user) or false")
-    if "extra_args" in server:
-        extra = server["extra_args"]
-        if isinstance(extra, str):
-            extra = shlex.split(extra)
-        if not isinstance(extra, list) or not all(isinstance(a, str) for a in extra):
-            raise _fail(source, "[server] extra_args", f"expected a list of strings, got {extra!r}",
-                        'extra_args = ["--mem-fraction-static", "0.8"]')
-        kw["extra_args"] = tuple(extra)
-    if "env" in server:
-        env = server["env"]
-        if not isinstance(env, dict) or not all(isinstance(v, (str, int, float)) for v in env.values()):
-            raise _fail(source, "[server] env", f"expected a table of strings, got {env!r}",
-                        '[server.env] then SGLANG_LOG_MS = "1"')
-        kw["env"] = {str(k): str(v) for k, v in env.items()}
-    backend = kw.get("backend", "sim")
-    if backend == "systemd" and not kw.get("unit"):
-        raise _fail(source, "[server] unit", "the systemd backend needs a unit name", 'unit = "sglang.service"')
-    if backend == "endpoint" and not kw.get("url"):
-        raise _fail(source, "[server] url", "the endpoint backend needs a URL", 'url = "http://127.0.0.1:30000"')
-
-    knobs_section = data.get("knobs", {})
-    if not isinstance(knobs_section, dict):
-        raise _fail(source, "knobs", "expected a [knobs] table", "write [knobs] then budget = 8")
-    knob_map = {name: _parse_route(source, name, raw) for name, raw in knobs_section.get("map", {}).items()}
+    server = expect(source, "server", data.get("server", {}), dict, "write [server] on its own line")
+    kw: dict[str, Any] = {"source": source, **_server_settings(source, server)}
+    knobs_section = expect(source, "knobs", data.get("knobs", {}), dict, "write [knobs] then budget = 8")
+    routes = expect(source, "[knobs] map", knobs_section.get("map", {}), dict,
+                    '[knobs.map] then my_knob = { flag = "--my-flag" }')
+    knob_map = {name: _parse_route(source, name, raw) for name, raw in routes.items()}
     knobs = dict(DEFAULT_KNOBS)
     for name, raw in knobs_section.items():
         if name == "map":
             continue
         if name not in BUILTIN_KNOBS and name not in knob_map:
-            raise _fail(source, f"[knobs] {name}", "unknown knob",
-                        f'add [knobs.map] {name} = {{ flag = "--..." }} (or env = "...") so ddtune knows how to pass it')
+            raise _fail(source, f"[knobs] {key_name(name)}", "unknown knob",
+                        f'add [knobs.map] {key_name(name)} = {{ flag = "--..." }} (or env = "...") so ddtune knows how to pass it')
         knobs[name] = parse_knob_value(source, name, raw)
     kw["knobs"] = knobs
     kw["knob_map"] = knob_map
@@ -265,7 +277,7 @@ def load_config(explicit: str | Path | None = None) -> ServerConfig:
     path = find_config(explicit)
     if path is None:
         return ServerConfig()
-    return config_from_dict(_read_toml(path), str(path))
+    return config_from_dict(read_toml(path), str(path))
 
 
 def preset_names() -> list[str]:
@@ -280,7 +292,7 @@ def load_preset(name: str) -> dict[str, KnobValue]:
     if not path.is_file():
         raise UsageError(f"--preset {name!r}: no such preset",
                          hint=f"shipped presets: {', '.join(preset_names())} (or give a path to a .toml file)")
-    data = _read_toml(path)
+    data = read_toml(path)
     knobs = data.get("knobs")
     if not isinstance(knobs, dict) or not knobs:
         raise _fail(str(path), "knobs", "a preset needs a [knobs] table", "write [knobs] then budget = 8")

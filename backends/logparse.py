@@ -159,8 +159,15 @@ def _fields(text: str) -> dict[str, str]:
     return out
 
 
+_BOOL_TOKEN = re.compile(r"(True|False)(?!\w)")
+
+
 def _bool(value: str | None) -> bool | None:
-    return None if value is None else value == "True"
+    """The ``True``/``False`` token at the start of ``value``, ignoring whatever follows it: a log
+    cut mid-character leaves U+FFFD right after the token, and that must not turn True into False.
+    None when there is no such token."""
+    m = _BOOL_TOKEN.match(value.strip()) if value is not None else None
+    return None if m is None else m.group(1) == "True"
 
 
 def _fnum(value: str | None) -> float | None:
@@ -229,8 +236,8 @@ def _initialized(line: str, ts, ranks) -> LogEvent | None:
     if line.startswith("Initialized DFLASH draft runner."):
         p = _pairs(line[32:])
         window = _int(p.get("draft_window_size"))
-        compact = p.get("compact_cache")
-        return DraftRunner(window, compact == "True" if compact is not None else window is not None,
+        compact = _bool(p.get("compact_cache"))
+        return DraftRunner(window, compact if compact is not None else window is not None,
                            _int(p.get("block_size")), p.get("attention_backend"), p.get("model"),
                            ts=ts, ranks=ranks)
     if line.startswith("Initialized DDTree worker."):

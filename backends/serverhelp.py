@@ -54,11 +54,14 @@ def fetch_help(prefix: tuple[str, ...], env: dict[str, str], version: str | None
     except FileNotFoundError:
         raise ServerError(f"cannot run the server: {argv[0]!r} not found",
                           hint="set [server] python to the interpreter that has sglang installed")
+    except OSError as exc:  # a directory, not executable, ...
+        raise ServerError(f"cannot run the server: {argv[0]!r}: {exc.strerror or exc}",
+                          hint="set [server] python to the interpreter that has sglang installed")
     except subprocess.TimeoutExpired:
         raise ServerError(f"'{' '.join(argv)}' did not finish in {timeout:.0f} s",
                           hint="check that the interpreter and sglang import cleanly")
     if out.returncode != 0 or "--model-path" not in out.stdout:
-        tail = "\n".join((out.stderr or out.stdout).strip().splitlines()[-5:])
+        tail = " | ".join((out.stderr or out.stdout).strip().splitlines()[-5:])  # the error is one line
         raise ServerError(f"'{' '.join(argv)}' failed (exit {out.returncode}): {tail}",
                           hint="set [server] python to an interpreter where 'python -m sglang.launch_server --help' works")
     if version:

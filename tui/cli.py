@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from types import ModuleType
 
 from tui import __version__
@@ -82,8 +83,30 @@ def build_parser() -> Parser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def one_line(text: str) -> str:
+    """The error contract is one line: line breaks that came in with the input (a key, a value, a
+    file name) are shown escaped rather than splitting the message."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def report_errors(action: Callable[[], int]) -> int:
+    """Run ``action`` the way every command runs: a DdtuneError becomes one ``ddtune: error:`` line
+    (plus a ``hint:`` line) and its exit code (2 bad usage or input, 1 failed run); Ctrl-C is 130."""
     from backends.errors import DdtuneError
+
+    try:
+        return action()
+    except DdtuneError as exc:
+        sys.stderr.write(f"ddtune: error: {one_line(exc.message)}\n")
+        if exc.hint:
+            sys.stderr.write(f"hint: {one_line(exc.hint)}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("ddtune: interrupted\n")
+        return 130
+
+
+def main(argv: list[str] | None = None) -> int:
     from backends.paths import private_umask
 
     private_umask()  # every file ddtune writes is 0600, every dir 0700; launched servers keep the user's umask
@@ -92,20 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.config is not None and not os.path.isfile(os.path.expanduser(args.config)):
         parser.error(f"--config: no such file: {args.config}")
-    try:
+
+    def action() -> int:
         if args.command is None:
             from tui.commands import console
 
             return console.run(args)
         return int(args._module.run(args) or 0)
-    except DdtuneError as exc:
-        sys.stderr.write(f"ddtune: error: {exc.message}\n")
-        if exc.hint:
-            sys.stderr.write(f"hint: {exc.hint}\n")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        sys.stderr.write("ddtune: interrupted\n")
-        return 130
+
+    return report_errors(action)
 
 
 if __name__ == "__main__":

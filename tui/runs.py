@@ -3,12 +3,12 @@ the screen calls these from a worker thread."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from backends.errors import DdtuneError
 from backends.paths import runs_dir
-from workloads.results import read_jsonl
+from workloads.report_input import read_cells, read_run_file
 from workloads.run_attempts import status_of
 
 
@@ -24,7 +24,10 @@ class RunRow:
 
 
 def _knobs(run: dict) -> str:
-    knobs = (run.get("server") or {}).get("knobs") or {}
+    server = run.get("server")
+    knobs = server.get("knobs") if isinstance(server, dict) else None
+    if not isinstance(knobs, dict):
+        return "-"
     return " ".join(f"{k}={v}" for k, v in knobs.items()) or "-"
 
 
@@ -32,7 +35,7 @@ def _summary(run: dict, cells: list[dict], status: str) -> str:
     if run.get("kind") == "bench" and cells:
         best = max(cells, key=lambda c: c.get("output_tok_s") or 0)
         return f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s (ctx {best['context']} c{best['concurrency']})"
-    summary = run.get("summary") or {}
+    summary = run.get("summary") if isinstance(run.get("summary"), dict) else {}
     if "pass" in summary:
         total = sum(v for v in summary.values() if isinstance(v, int))
         return f"{summary['pass']}/{total} pass"
@@ -43,14 +46,12 @@ def list_runs(limit: int = 200) -> list[RunRow]:
     rows = []
     for path in sorted(runs_dir().iterdir(), reverse=True)[:limit]:
         try:
-            run = json.loads((path / "run.json").read_text())
-        except (OSError, ValueError):
-            continue
-        cells = read_jsonl(path / "cells.jsonl") if (path / "cells.jsonl").exists() else []
-        if not isinstance(run, dict):
-            continue
+            run = read_run_file(path / "run.json")
+            cells = list(read_cells(path / "cells.jsonl"))
+        except DdtuneError:
+            continue  # a run whose files are corrupt is left out of the list
         status = status_of(run)  # a run still marked running whose process is gone shows as interrupted
-        rows.append(RunRow(path, run.get("id", path.name), run.get("kind", "?"), status,
+        rows.append(RunRow(path, str(run.get("id", path.name)), str(run.get("kind", "?")), status,
                            _knobs(run), tuple(cells), _summary(run, cells, status)))
     return rows
 

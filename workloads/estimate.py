@@ -59,11 +59,21 @@ class Estimate:
         return {"mean": self.mean, "lo": self.lo, "hi": self.hi, "n": self.n, "method": self.method}
 
 
+def exp(x: float) -> float:
+    """``math.exp`` that answers inf where the result is too large for a float, instead of raising:
+    read-back values can be anything finite, and a report must still render."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
 def mean_sd(values: list[float]) -> tuple[float, float | None]:
     m = sum(values) / len(values)
     if len(values) < 2:
         return m, None
-    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+    # d * d, not d ** 2: float ** raises OverflowError where * gives inf
+    return m, math.sqrt(sum((v - m) * (v - m) for v in values) / (len(values) - 1))
 
 
 def from_repeats(values: list[float]) -> Estimate | None:
@@ -114,13 +124,13 @@ def ratio(a: Estimate | None, b: Estimate | None) -> Ratio | None:
     value = a.mean / b.mean
     if a.rel_se is None or b.rel_se is None:
         return Ratio(value, None, None)
-    rel = math.sqrt(a.rel_se ** 2 + b.rel_se ** 2)
+    rel = math.hypot(a.rel_se, b.rel_se)
     z = t95(max(1, min(a.df, b.df)))
-    return Ratio(value, value * math.exp(-z * rel), value * math.exp(z * rel))
+    return Ratio(value, value * exp(-z * rel), value * exp(z * rel))
 
 
 def geomean(values: list[float]) -> float | None:
     values = [v for v in values if v and v > 0]
     if not values:
         return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
+    return exp(sum(math.log(v) for v in values) / len(values))

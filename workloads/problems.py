@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from backends.datafile import read_toml
 from backends.errors import ConfigError, UsageError
+from backends.fields import expect, key_name, shown
 from backends.paths import PROBLEMS_FILE
 from workloads.checks import SHAPE_HINT, parse_test
 
@@ -30,38 +31,40 @@ class Problem:
         return f"{self.prompt}\n\nSignature: `{self.signature}`\n\n{ANSWER_INSTRUCTION}"
 
 
-def _field(raw: dict, name: str, path: Path, index: int) -> str:
-    value = raw.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{path}: problem #{index + 1} ({raw.get('id', '?')}): field '{name}' must be a non-empty string",
-                          hint="see the schema in the file's header")
+def _field(raw: dict, name: str, path: Path, index: int, required: bool = True) -> str | None:
+    where = f"problem #{index + 1} ({shown(raw.get('id', '?'))}): field '{name}'"
+    if name not in raw and not required:
+        return None
+    value = expect(str(path), where, raw.get(name), str, "see the schema in the file's header")
+    if not value.strip():
+        raise ConfigError(f"{path}: {where}: must be a non-empty string", hint="see the schema in the file's header")
     return value
 
 
 def load_problems(path: Path | str = PROBLEMS_FILE) -> tuple[Problem, ...]:
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read problems file {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    data = read_toml(path)
+    entries = expect(str(path), "problem", data.get("problem", []), list, "write each problem as a [[problem]] table")
     problems: list[Problem] = []
     seen: set[str] = set()
-    for index, raw in enumerate(data.get("problem", [])):
+    for index, raw in enumerate(entries):
+        expect(str(path), f"problem #{index + 1}", raw, dict, "write each problem as a [[problem]] table")
         pid = _field(raw, "id", path, index)
         if pid in seen:
-            raise ConfigError(f"{path}: duplicate problem id '{pid}'", hint="ids must be unique")
+            raise ConfigError(f"{path}: duplicate problem id {key_name(pid)}", hint="ids must be unique")
         seen.add(pid)
-        tests = raw.get("tests")
-        if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
-            raise ConfigError(f"{path}: problem '{pid}': field 'tests' must be a non-empty list of strings")
-        function = raw.get("function") or pid
-        for n, test in enumerate(tests, 1):
+        tests = expect(str(path), f"problem {key_name(pid)}: field 'tests'", raw.get("tests"), list,
+                       'tests = ["f(1) == 2"]')
+        if not tests:
+            raise ConfigError(f"{path}: problem {key_name(pid)}: field 'tests' is empty", hint='tests = ["f(1) == 2"]')
+        function = _field(raw, "function", path, index, required=False) or pid
+        for i, test in enumerate(tests):
+            expect(str(path), f"problem {key_name(pid)}: tests[{i}]", test, str, 'tests = ["f(1) == 2"]')
             try:
                 parse_test(test, function)
             except ValueError as exc:
-                raise ConfigError(f"{path}: problem '{pid}': test {n} ({test}): {exc}", hint=SHAPE_HINT) from None
+                raise ConfigError(f"{path}: problem {key_name(pid)}: tests[{i}] ({shown(test)}): {exc}",
+                                  hint=SHAPE_HINT) from None
         problems.append(Problem(
             id=pid,
             function=function,
@@ -71,7 +74,7 @@ def load_problems(path: Path | str = PROBLEMS_FILE) -> tuple[Problem, ...]:
             tests=tuple(tests),
         ))
     if not problems:
-        raise ConfigError(f"{path}: no [[problem]] entries")
+        raise ConfigError(f"{path}: no [[problem]] entries", hint="add [[problem]] tables (see the file's header)")
     return tuple(problems)
 
 

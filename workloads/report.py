@@ -15,7 +15,7 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
-from workloads.estimate import Estimate, Ratio, from_repeats, from_samples, geomean, ratio, t95
+from workloads.estimate import Estimate, Ratio, exp, from_repeats, from_samples, geomean, ratio, t95
 from workloads.report_input import Failure, Inputs, RunData
 
 Cell = tuple[int, int]  # (context, concurrency)
@@ -147,16 +147,17 @@ def _overall_margin(pairs: list[tuple[Estimate, Estimate]]) -> Ratio | None:
     """Geometric-mean ratio of a over b across cells, interval from the per-cell relative errors."""
     if not pairs:
         return None
-    logs = [math.log(a.mean / b.mean) for a, b in pairs if a.mean > 0 and b.mean > 0]
+    # log a - log b: a / b can underflow to 0 (or overflow) for extreme values read back from disk
+    logs = [math.log(a.mean) - math.log(b.mean) for a, b in pairs if a.mean > 0 and b.mean > 0]
     if not logs:
         return None
-    value = math.exp(sum(logs) / len(logs))
+    value = exp(sum(logs) / len(logs))
     rel = [(a.rel_se, b.rel_se) for a, b in pairs]
     if any(x is None or y is None for x, y in rel):
         return Ratio(value, None, None)
     se = math.sqrt(sum(x * x + y * y for x, y in rel)) / len(rel)  # type: ignore[operator]
     z = t95(max(1, min(min(a.df, b.df) for a, b in pairs)))
-    return Ratio(value, value * math.exp(-z * se), value * math.exp(z * se))
+    return Ratio(value, value * exp(-z * se), value * exp(z * se))
 
 
 def build_report(inputs: Inputs) -> Report:

@@ -3,12 +3,17 @@ and eval run folders, into plain ``RunData`` records labelled by configuration."
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from backends.datafile import parse_jsonl, read_json, read_text
 from backends.errors import UsageError
-from workloads.results import kept_filter, read_jsonl
+from backends.fields import expect, fail, key_name
+from workloads.results import kept_filter
+
+_HINT = "give a run folder, a sweep folder or a run JSON file"
+_FIX = "give files ddtune wrote (see docs/results-schema.md), or fix the value"
 
 
 @dataclass(frozen=True)
@@ -49,15 +54,75 @@ class Inputs:
 
 
 def _json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read it: {exc.strerror}", hint="give a run folder, a sweep folder or a run JSON file")
-    except ValueError as exc:
-        raise UsageError(f"{path}: not JSON: {exc}", hint="give a run folder, a sweep folder or a run JSON file")
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: expected a JSON object", hint="give a run folder, a sweep folder or a run JSON file")
-    return data
+    return expect(str(path), "document", read_json(path, UsageError, hint=_HINT), dict, _HINT, UsageError, True)
+
+
+def read_run_file(path: Path) -> dict:
+    """A run.json (or any JSON object file): UsageError naming the file when it is not one."""
+    return _json(path)
+
+
+def read_cells(path: Path) -> tuple[dict, ...]:
+    """A cells.jsonl, every record checked (UsageError naming the file, line and field)."""
+    return tuple(_cell(where, c) for where, c in _jsonl(path))
+
+
+def _jsonl(path: Path) -> list[tuple[str, dict]]:
+    """(where, record) for each JSON object line; a missing file has none. Lines that are not
+    JSON objects are skipped, as a torn last line from a crash is."""
+    if not path.exists():
+        return []
+    text = read_text(path, UsageError, hint=_HINT)
+    return [(f"{path} line {n}", value) for n, value in parse_jsonl(text) if isinstance(value, dict)]
+
+
+def _field(where: str, record: dict, key: str, kinds: type | tuple[type, ...], minimum: float | None = None,
+           required: bool = False) -> Any:
+    """record[key] checked: absent or null is None (unless required); a number must be finite and
+    at least ``minimum``."""
+    value = record.get(key)
+    if value is None and not required:
+        return None
+    value = expect(where, f"field {key_name(key)!r}", value, kinds, _FIX, UsageError, True)
+    if minimum is not None and value < minimum:
+        raise fail(where, f"field {key_name(key)!r}", f"must be >= {minimum}, got {value}", _FIX, UsageError)
+    return value
+
+
+def _numbers(where: str, record: dict, key: str, inner: tuple[str, ...] | None = None) -> None:
+    """record[key] is null or an object whose ``inner`` keys are null or numbers >= 0 (with
+    ``inner`` None: all its values are numbers >= 0)."""
+    table = _field(where, record, key, dict)
+    for name in (table if inner is None else inner) if table else ():
+        _field(f"{where} {key}", table, name, float, minimum=0, required=inner is None)
+
+
+def _counts(where: str, record: dict, key: str) -> dict | None:
+    table = _field(where, record, key, dict)
+    for name in table or ():
+        _field(f"{where} {key}", table, name, int, minimum=0)
+    return table
+
+
+def _cell(where: str, cell: Any) -> dict:
+    """A cells.jsonl record, checked for every field the report reads."""
+    expect(where, "cell", cell, dict, _FIX, UsageError, True)
+    for key in ("context", "concurrency"):
+        _field(where, cell, key, int, minimum=1, required=True)
+    for key in ("requests", "errors"):
+        _field(where, cell, key, int, minimum=0)
+    _field(where, cell, "output_tok_s", float, minimum=0)
+    _numbers(where, cell, "acceptance", ("mean",))
+    _numbers(where, cell, "ttft_ms", ("p50", "p95"))
+    _numbers(where, cell, "itl_ms", ("p50", "p95"))
+    _counts(where, cell, "verdicts")
+    return cell
+
+
+def _response(where: str, record: dict) -> dict:
+    for key in ("output_tokens", "e2e_s", "spec_verify_ct"):
+        _field(where, record, key, float, minimum=0)
+    return record
 
 
 def knob_label(knobs: dict | None) -> str | None:
@@ -70,57 +135,77 @@ def knob_label(knobs: dict | None) -> str | None:
     return f"b{b if b is not None else '-'}-t{t if t is not None else '-'}-" + (f"w{w}" if w is not None else "nowindow")
 
 
-def _run_label(run: dict, fallback: str) -> tuple[str, bool]:
-    sweep = run.get("sweep") or {}
-    config = sweep.get("config") or {}
+def _run_label(run: dict, fallback: str, where: str = "run.json") -> tuple[str, bool]:
+    sweep = _field(where, run, "sweep", dict) or {}
+    config = _field(f"{where} sweep", sweep, "config", dict) or {}
     if config.get("name"):
         return str(config["name"]), bool(config.get("baseline"))
-    server = run.get("server") or {}
-    return knob_label(server.get("knobs")) or fallback, False
+    server = _field(where, run, "server", dict) or {}
+    return knob_label(_field(f"{where} server", server, "knobs", dict)) or fallback, False
 
 
 def read_bench_dir(path: Path, label: str | None = None, repeat: int = 1, baseline: bool = False,
                    order: int = 0) -> RunData:
     run = _json(path / "run.json")
-    found_label, found_baseline = _run_label(run, path.name)
+    found_label, found_baseline = _run_label(run, path.name, str(path / "run.json"))
+    cells = read_cells(path / "cells.jsonl")
     kept = kept_filter(path)  # not the answers of an attempt killed mid-cell: its cell was redone
-    responses = tuple(r for r in read_jsonl(path / "responses.jsonl") if kept is None or kept(r))
-    return RunData(label or found_label, repeat, str(path), tuple(read_jsonl(path / "cells.jsonl")),
-                   responses, None, baseline or found_baseline, order)
+    responses = tuple(_response(where, r) for where, r in _jsonl(path / "responses.jsonl") if kept is None or kept(r))
+    return RunData(label or found_label, repeat, str(path), cells, responses, None, baseline or found_baseline, order)
 
 
 def _eval_summary(path: Path) -> dict | None:
     if not path or not (path / "run.json").is_file():
         return None
-    summary = _json(path / "run.json").get("summary")
-    return summary if isinstance(summary, dict) else None
+    return _counts(str(path / "run.json"), _json(path / "run.json"), "summary")
+
+
+def _plan_configs(path: Path, doc: dict) -> dict[str, dict]:
+    where = str(path / "sweep.json")
+    plan = _field(where, doc, "plan", dict) or {}
+    configs = _field(f"{where} plan", plan, "configs", list) or []
+    out = {}
+    for i, config in enumerate(configs):
+        at = f"{where} plan configs[{i}]"
+        expect(at, "config", config, dict, _FIX, UsageError, True)
+        out[_field(at, config, "name", str, required=True)] = config
+    return out
 
 
 def read_sweep(path: Path, order0: int = 0) -> Inputs:
     doc = _json(path / "sweep.json")
-    configs = {c["name"]: c for c in (doc.get("plan") or {}).get("configs", [])}
+    configs = _plan_configs(path, doc)
     order = {name: i for i, name in enumerate(configs)}
     runs, failures, restarts = [], [], []
-    records = read_jsonl(path / "slots.jsonl")
-    for rec in records:
-        slot = rec.get("slot") or {}
-        name, repeat = str(slot.get("config")), int(slot.get("repeat", 1))
-        server = rec.get("server") or {}
-        if server.get("restarted") and isinstance(server.get("restart_s"), (int, float)):
-            restarts.append(Restart(name, float(server["restart_s"]), dict(server.get("phases") or {})))
+    records = _jsonl(path / "slots.jsonl")
+    for where, rec in records:
+        slot = _field(where, rec, "slot", dict, required=True)
+        name = _field(f"{where} slot", slot, "config", str, required=True)
+        repeat = _field(f"{where} slot", slot, "repeat", int, minimum=1) or 1
+        key = _field(f"{where} slot", slot, "key", str)
+        server = _field(where, rec, "server", dict) or {}
+        restart_s = _field(f"{where} server", server, "restart_s", float, minimum=0)
+        _numbers(f"{where} server", server, "phases")
+        if server.get("restarted") and restart_s is not None:
+            restarts.append(Restart(name, float(restart_s), dict(server.get("phases") or {})))
+        _field(where, rec, "finished_at", float)
         if rec.get("status") != "done":
-            failures.append(Failure(name, repeat, str(rec.get("reason") or "failed"), str(path / str(slot.get("key")))))
+            failures.append(Failure(name, repeat, str(rec.get("reason") or "failed"), str(path / str(key))))
             continue
         baseline = bool((configs.get(name) or {}).get("baseline"))
-        bench = read_bench_dir(Path(rec["bench_dir"]) if rec.get("bench_dir") else path / slot["key"] / "bench",
+        bench_dir = _field(where, rec, "bench_dir", str)
+        if not bench_dir and key is None:
+            raise fail(where, "slot", "a finished slot needs 'bench_dir' or 'slot.key'", _FIX, UsageError)
+        bench = read_bench_dir(Path(bench_dir) if bench_dir else path / str(key) / "bench",
                                name, repeat, baseline, order0 + order.get(name, len(order)))
-        eval_dir = rec.get("eval_dir")
+        eval_dir = _field(where, rec, "eval_dir", str)
         runs.append(RunData(bench.label, repeat, bench.source, bench.cells, bench.responses,
                             _eval_summary(Path(eval_dir)) if eval_dir else None, baseline, bench.order))
-    started, finished = doc.get("started_at"), doc.get("finished_at")
-    span = [r.get("finished_at") for r in records if r.get("finished_at")]
+    started = _field(str(path / "sweep.json"), doc, "started_at", float)
+    finished = _field(str(path / "sweep.json"), doc, "finished_at", float)
+    span = [r["finished_at"] for _, r in records if r.get("finished_at")]
     end = finished or (max(span) if span else None)
-    seconds = end - started if isinstance(started, (int, float)) and isinstance(end, (int, float)) else None
+    seconds = end - started if started is not None and end is not None else None
     return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds)
 
 
@@ -144,8 +229,8 @@ def load_inputs(paths: list[str]) -> Inputs:
         elif (path / "run.json").is_file():
             run = _json(path / "run.json")
             if run.get("kind") == "eval":
-                label, _ = _run_label(run, path.name)
-                evals[label] = run.get("summary") or {}
+                label, _ = _run_label(run, path.name, str(path / "run.json"))
+                evals[label] = _counts(str(path / "run.json"), run, "summary") or {}
                 continue
             runs.append(_repeat_of(read_bench_dir(path, order=len(runs) * 100), runs))
         elif path.is_file():
@@ -153,9 +238,9 @@ def load_inputs(paths: list[str]) -> Inputs:
             if not isinstance(doc.get("run"), dict) or not isinstance(doc.get("cells"), list):
                 raise UsageError(f"{path}: not a bench run file (expected \"run\" and \"cells\")",
                                  hint="use the file 'ddtune bench --out FILE' wrote, or the run folder")
-            label, baseline = _run_label(doc["run"], path.stem)
-            runs.append(_repeat_of(RunData(label, 1, str(path), tuple(doc["cells"]), (), None, baseline,
-                                           len(runs) * 100), runs))
+            label, baseline = _run_label(doc["run"], path.stem, f"{path} run")
+            cells = tuple(_cell(f"{path} cells[{n}]", c) for n, c in enumerate(doc["cells"]))
+            runs.append(_repeat_of(RunData(label, 1, str(path), cells, (), None, baseline, len(runs) * 100), runs))
         else:
             raise UsageError(f"{path}: no such run", hint="give a sweep folder (sweep.json), a run folder (run.json) "
                                                           "or a bench JSON file; runs live under $DDTUNE_STATE_DIR/runs")

@@ -24,11 +24,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from backends.datafile import parse_jsonl, read_json, read_text
 from backends.errors import UsageError
 from backends.paths import runs_dir
 from workloads.bench import BenchPlan
-from workloads.results import _atomic_write, read_jsonl
+from workloads.results import _atomic_write
 
+_RESUME_HINT = "give the folder a sweep wrote (its --out), or start a new sweep"
 SCHEMA = "ddtune.sweep/1"
 BASELINE = "baseline"
 
@@ -206,7 +208,10 @@ class SweepStore:
         return cls(path)
 
     def read(self) -> dict:
-        return json.loads(self.manifest.read_text(encoding="utf-8"))
+        doc = read_json(self.manifest, UsageError, hint=_RESUME_HINT)
+        if not isinstance(doc, dict):
+            raise UsageError(f"{self.manifest}: expected a JSON object", hint=_RESUME_HINT)
+        return doc
 
     def write(self, doc: dict) -> None:
         _atomic_write(self.manifest, json.dumps(doc, indent=2) + "\n")
@@ -218,14 +223,21 @@ class SweepStore:
         return doc
 
     def plan(self) -> SweepPlan:
-        return SweepPlan.from_json(self.read()["plan"])
+        try:
+            return SweepPlan.from_json(self.read()["plan"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a hand-edited or corrupt manifest
+            raise UsageError(f"{self.manifest}: plan: not a sweep plan ddtune wrote ({type(exc).__name__}: {exc})",
+                             hint=_RESUME_HINT) from None
 
     def records(self) -> list[SlotRecord]:
         out = []
-        for data in read_jsonl(self.slots_file):
+        text = read_text(self.slots_file, UsageError, hint=_RESUME_HINT) if self.slots_file.exists() else ""
+        for _, data in parse_jsonl(text):
+            if not isinstance(data, dict):
+                continue
             try:
                 out.append(SlotRecord.from_json(data))
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, AttributeError):
                 continue
         return out
 

@@ -20,11 +20,12 @@ A plan file (every table and key optional; command-line options win over it)::
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
+from backends.datafile import read_toml
 from backends.errors import ConfigError, UsageError
+from backends.fields import expect, key_name
 from workloads.bench import BenchPlan
 from workloads.sweep_plan import BASELINE, EvalSettings, SweepConfig, SweepPlan
 
@@ -42,19 +43,42 @@ def preset_config(name: str) -> SweepConfig:
 
 
 def read_plan_file(path: str) -> dict[str, Any]:
-    try:
-        data = tomllib.loads(Path(path).expanduser().read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"--plan {path}: cannot read it: {exc.strerror}", hint="check the path") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"--plan {path}: not valid TOML: {exc}", hint="fix the syntax at the line named") from None
+    """The plan file's tables, every field checked for its type (so build_plan can trust them)."""
+    where = f"--plan {path}"
+    data = read_toml(Path(path).expanduser(), ConfigError, name=where)
     unknown = set(data) - _TOP
     if unknown:
-        raise ConfigError(f"--plan {path}: unknown key {sorted(unknown)[0]!r}", hint=f"known keys: {', '.join(sorted(_TOP))}")
-    bench = data.get("bench", {})
-    if not isinstance(bench, dict) or set(bench) - _BENCH:
-        bad = sorted(set(bench) - _BENCH)[0] if isinstance(bench, dict) else "bench"
-        raise ConfigError(f"--plan {path}: [bench] {bad}: unknown", hint=f"[bench] takes {', '.join(sorted(_BENCH))}")
+        raise ConfigError(f"{where}: unknown key {key_name(sorted(unknown)[0])!r}", hint=f"known keys: {', '.join(sorted(_TOP))}")
+    bench = expect(where, "bench", data.get("bench", {}), dict, "[bench] then contexts = [1024, 4096]")
+    if set(bench) - _BENCH:
+        raise ConfigError(f"{where}: [bench] {key_name(sorted(set(bench) - _BENCH)[0])}: unknown",
+                          hint=f"[bench] takes {', '.join(sorted(_BENCH))}")
+    names = expect(where, "presets", data.get("presets", []), list, 'presets = ["b8-t4-w2048"]')
+    for i, name in enumerate(names):
+        expect(where, f"presets[{i}]", name, str, 'presets = ["b8-t4-w2048"]')
+    for key in ("contexts", "concurrency"):
+        for value in expect(where, f"[bench] {key}", bench.get(key, []), list, f"{key} = [1, 8]"):
+            _positive(value, f"{where} [bench] {key}")
+    for key in ("max_tokens", "requests_per_cell"):
+        if key in bench:
+            _positive(bench[key], f"{where} [bench] {key}")
+    if "warmup" in bench:
+        _non_negative(bench["warmup"], f"{where} [bench] warmup")
+    for key in ("baseline", "coding"):
+        table = bench if key == "coding" else data
+        if key in table:
+            expect(where, key, table[key], bool, f"{key} = true")
+    if "repeats" in data:
+        _positive(data["repeats"], f"{where} repeats")
+    if "warmup_requests" in data:
+        _non_negative(data["warmup_requests"], f"{where} warmup_requests")
+    plan_eval = expect(where, "eval", data.get("eval", True), (bool, dict), "eval = false, or [eval] max_tokens = 2048")
+    if isinstance(plan_eval, dict):
+        for key in ("max_tokens", "concurrency"):
+            if key in plan_eval:
+                _positive(plan_eval[key], f"{where} [eval] {key}")
+        for i, pid in enumerate(expect(where, "[eval] problems", plan_eval.get("problems", []), list, 'problems = ["fib"]')):
+            expect(where, f"[eval] problems[{i}]", pid, str, 'problems = ["fib"]')
     return data
 
 
@@ -65,7 +89,7 @@ def _custom_configs(path: str, entries: Any) -> list[SweepConfig]:
         raise ConfigError(f"--plan {path}: config: expected [[config]] tables", hint='[[config]] name = "x" knobs = {...}')
     out = []
     for i, entry in enumerate(entries):
-        name, knobs = entry.get("name"), entry.get("knobs")
+        name, knobs = (entry.get("name"), entry.get("knobs")) if isinstance(entry, dict) else (None, None)
         if not isinstance(name, str) or not name or not isinstance(knobs, dict):
             raise ConfigError(f"--plan {path}: config #{i + 1}: needs name = \"...\" and knobs = {{...}}",
                               hint='e.g. name = "b8-t8" and knobs = { budget = 8, topk = 8, window = 2048 }')
@@ -76,6 +100,12 @@ def _custom_configs(path: str, entries: Any) -> list[SweepConfig]:
 def _positive(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{where}: expected a positive integer, got {value!r}", hint=f"e.g. {where.split()[-1]} = 4")
+    return value
+
+
+def _non_negative(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{where}: expected an integer >= 0, got {value!r}", hint=f"e.g. {where.split()[-1]} = 1")
     return value
 
 

@@ -141,3 +141,76 @@ def test_parse_set_rejects(expr):
 def test_config_from_dict_defaults_keep_window():
     cfg = config_from_dict({}, "x.toml")
     assert cfg.knobs == {"budget": None, "topk": None, "window": 2048}
+
+
+@pytest.mark.parametrize("text, field, fix", [
+    ('[server]\nextra_args = "--foo \\"bar"\n', "[server] extra_args", "close the quote"),
+    ('[knobs]\nmap = 5\n', "[knobs] map", "[knobs.map]"),
+    ('[knobs.map]\nfoo = 5\n', "[knobs.map] foo", 'flag = "--my-flag"'),
+    ('[knobs.map]\nfoo = { flag = 5 }\n', "[knobs.map] foo.flag", 'flag = "--my-flag"'),
+    ('[knobs.map]\nfoo = { env = ["X"] }\n', "[knobs.map] foo.env", 'env = "MY_ENV_VAR"'),
+    ('[knobs.map]\nfoo = { env = "A=B" }\n', "[knobs.map] foo.env", 'env = "MY_ENV_VAR"'),
+    ('[knobs.map]\nfoo = { flag = "--x", offset = "1" }\n', "[knobs.map] foo.offset", "offset = 1"),
+    ('[knobs.map]\nfoo = { flag = "--x", switch = 3 }\n', "[knobs.map] foo.switch", "switch ="),
+    ('[knobs.map]\nfoo = { flag = "--x", algorithm = 5 }\n', "[knobs.map] foo.algorithm", 'algorithm = "DFLASH"'),
+    ('[knobs]\nfoo = [1]\n[knobs.map]\nfoo = { flag = "--x" }\n', "knob 'foo'", '"none"'),
+    ('[knobs]\nfoo = "a\\u0000b"\n[knobs.map]\nfoo = { env = "X" }\n', "knob 'foo'", "remove it"),
+    ('[server.env]\nA = "x\\u0000y"\n', "[server.env] A", "remove it"),
+    ('[server.env]\n"A\\u0000" = "x"\n', '[server.env] "A\\u0000"', "remove it"),
+    ('[server.env]\nA = true\n', "[server.env] A", "quote"),
+    ('[server]\nmodel = "m\\u0000"\n', "[server] model", "remove it"),
+    ('[server]\nextra_args = ["--a\\u0000"]\n', "[server] extra_args[0]", "remove it"),
+    ('[server]\nready_timeout_s = nan\n', "[server] ready_timeout_s", "seconds"),
+    ('[server]\nready_timeout_s = inf\n', "[server] ready_timeout_s", "seconds"),
+    ('[server]\nstop_timeout_s = -1\n', "[server] stop_timeout_s", "seconds"),
+    ('[server]\nstop_timeout_s = true\n', "[server] stop_timeout_s", "seconds"),
+    ('[server]\nblock_size = 0\n', "[server] block_size", "block_size = 16"),
+    ('[server]\nport = 0\n', "[server] port", "port = 30000"),
+    ('[server]\n"a\\nb" = 1\n', '[server] "a\\nb"', "known fields"),
+    ('[knobs]\nwindow = "abc"\n', "knob 'window'", '"none"'),
+    ('[knobs]\nbudget = -1\n', "knob 'budget'", "integer > 0"),
+    ('[knobs]\ntopk = true\n', "knob 'topk'", "integer > 0"),
+])
+def test_wrong_types_and_values_name_the_field(tmp_path, text, field, fix):
+    """Each of these raised a traceback (AttributeError, ValueError) or was accepted and broke
+    later (NaN timeout, NUL byte at spawn): now a ConfigError naming the field, on one line."""
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    err = info.value
+    assert f"{path}: {field}:" in err.message and "\n" not in err.message
+    assert fix in (err.hint or "")
+
+
+@pytest.mark.parametrize("data, what", [
+    (b"\xff\xfe[\x00s\x00]\x00", "UTF-16"),
+    ("[server]\nport = 30000\n".encode("utf-16"), "UTF-16"),
+    (b"[server]\nmodel = \"\xc3\x28\"\n", "not UTF-8"),
+    (bytes(range(256)), "not UTF-8"),
+])
+def test_config_and_preset_that_are_not_utf8_name_the_file(tmp_path, data, what):
+    for load in (load_config, load_preset):
+        path = tmp_path / "bad.toml"
+        path.write_bytes(data)
+        with pytest.raises(ConfigError) as info:
+            load(str(path))
+        assert info.value.message.startswith(f"{path}: not a UTF-8 text file") and what in info.value.message
+        assert "UTF-8" in info.value.hint
+
+
+def test_utf8_bom_is_read(tmp_path):
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf[server]\nport = 31000\n")
+    assert load_config(path).port == 31000
+
+
+def test_config_that_is_a_directory_names_it(tmp_path):
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_config(tmp_path)
+
+
+@pytest.mark.parametrize("key", ["python", "model", "draft_model"])
+def test_empty_interpreter_or_model_is_refused(tmp_path, key):
+    """python = "" reached subprocess and died there with PermissionError."""
+    with pytest.raises(ConfigError, match=rf"\[server\] {key}: is empty"):
+        load_config(write(tmp_path, f'[server]\n{key} = " "\n'))

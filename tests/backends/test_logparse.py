@@ -283,3 +283,42 @@ def test_there_are_enough_golden_logs():
 def test_golden_summary(path):
     expected = json.loads(path.with_suffix(".inspect.json").read_text())
     assert summarize_file(path).to_json() == expected
+
+
+CUT_DRAFT_LINE = (b"[2026-11-30 09:00:15 TP0] Initialized DFLASH draft runner. attention_backend=flashinfer, "
+                  b"model=DFlashDraftModel, block_size=16, draft_window_size=2048, compact_cache=True\xe2\x80")
+
+
+@pytest.mark.parametrize("tail", [b"", b"\n", b"\xe2\x80\n", b", extra=1\n"])
+def test_compact_cache_true_survives_a_log_cut_mid_utf8(tmp_path, tail):
+    """A log cut inside a multi-byte character leaves U+FFFD right after ``True``; the token still
+    reads True (it used to compare the whole tail of the line and read False)."""
+    (event,) = [parse_line(line) for line in split_lines(CUT_DRAFT_LINE + tail)]
+    assert event == DraftRunner(2048, True, 16, "flashinfer", "DFlashDraftModel", ts="2026-11-30 09:00:15",
+                                ranks=Ranks(tp=0))
+    path = tmp_path / "cut.log"
+    path.write_bytes(CUT_DRAFT_LINE + tail)
+    draft = summarize_file(path).draft
+    assert draft is not None and draft.window_size == 2048 and draft.compact_cache is True
+
+
+async def test_tail_file_reads_the_cut_line_the_same(tmp_path):
+    import asyncio
+
+    from backends.backend import tail_file
+
+    path = tmp_path / "server.log"
+    path.write_bytes(CUT_DRAFT_LINE + b"\n")
+    agen = tail_file(path, from_start=True, poll=0.01)
+    line = await asyncio.wait_for(agen.__anext__(), timeout=10)
+    await agen.aclose()
+    assert line.endswith("compact_cache=True\ufffd")
+    assert parse_line(line).compact_cache is True
+
+
+@pytest.mark.parametrize("value, want", [("True", True), ("False", False), ("False\ufffd", False),
+                                          ("Truely", None), ("", None), ("\ufffd", None)])
+def test_compact_cache_token(value, want):
+    line = f"Initialized DFLASH draft runner. block_size=16, draft_window_size=None, compact_cache={value}"
+    # no token: fall back to "a window was set" (here: none)
+    assert parse_line(line).compact_cache is (want if want is not None else False)

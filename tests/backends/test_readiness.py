@@ -68,3 +68,22 @@ def test_help_of_a_broken_interpreter_names_the_fix(tmp_path, state_dir):
     with pytest.raises(ServerError) as info:
         fetch_help((str(tmp_path / "no-python"), "-m", "sglang.launch_server"), dict(os.environ), None)
     assert "not found" in info.value.message and "[server] python" in info.value.hint
+
+
+@pytest.mark.parametrize("make", ["directory", "not executable", "fails"])
+def test_help_of_an_interpreter_that_cannot_run_is_one_line(tmp_path, state_dir, make):
+    """A directory or a non-executable file raised PermissionError past the FileNotFoundError
+    handler; a failing --help put its stderr lines into a multi-line error."""
+    from backends.errors import ServerError
+
+    python = tmp_path / "python"
+    if make == "directory":
+        python.mkdir()
+    else:
+        python.write_text("#!/bin/sh\necho one >&2\necho two >&2\nexit 3\n")
+        python.chmod(0o755 if make == "fails" else 0o644)
+    with pytest.raises(ServerError) as info:
+        fetch_help((str(python), "-m", "sglang.launch_server"), dict(os.environ), None)
+    assert "\n" not in info.value.message and "[server] python" in info.value.hint
+    if make == "fails":
+        assert info.value.message.endswith("failed (exit 3): one | two")

@@ -58,3 +58,32 @@ def test_baseline_config_turns_speculation_off():
     assert cfg.draft_model is None and set(cfg.knobs.values()) == {None}
     assert cfg.extra_args == ("--mem-fraction-static", "0.8") and cfg.env == {"X": "1"}
     assert cfg.config_hash() != base.config_hash()
+
+
+@pytest.mark.parametrize("text, match", [
+    ("presets = 5\n", "presets: expected a list"),
+    ("presets = [5]\n", r"presets\[0\]: expected a string"),
+    ("[bench]\ncontexts = 5\n", r"\[bench\] contexts: expected a list"),
+    ("[bench]\nwarmup = -1\n", r"\[bench\] warmup: expected an integer >= 0"),
+    ("[bench]\ncoding = 1\n", "coding: expected true or false"),
+    ("bench = 5\n", "bench: expected a table"),
+    ("eval = 5\n", "eval: expected true or false or a table"),
+    ("[eval]\nmax_tokens = \"x\"\n", r"\[eval\] max_tokens: expected a positive integer"),
+    ("[eval]\nproblems = [1]\n", r"\[eval\] problems\[0\]"),
+    ("config = [5]\n", "config #1: needs name"),
+    ("warmup_requests = 1.5\n", "warmup_requests: expected an integer >= 0"),
+    ("repeats = nan\n", "repeats: expected a positive integer"),
+])
+def test_plan_fields_of_the_wrong_type_name_the_field(tmp_path, text, match):
+    f = tmp_path / "plan.toml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=match) as info:
+        build_plan(["b8-t4-w2048"], plan_file=str(f))
+    assert info.value.message.startswith(f"--plan {f}")
+
+
+def test_binary_plan_file_names_it(tmp_path):
+    f = tmp_path / "plan.toml"
+    f.write_bytes(b"\x00\xff\xfe")
+    with pytest.raises(ConfigError, match=f"--plan {f}: not a UTF-8 text file"):
+        build_plan([], plan_file=str(f))

@@ -62,5 +62,27 @@ def test_a_test_the_sandbox_cannot_judge_is_refused_at_load(tmp_path):
                    'tests = ["x() == 1", "x() in (1, 2)"]\n')
     with pytest.raises(ConfigError) as err:
         load_problems(bad)
-    assert "problem 'x': test 2 (x() in (1, 2)): not of the form CALL == VALUE" in err.value.message
+    assert "problem x: tests[1] ('x() in (1, 2)'): not of the form CALL == VALUE" in err.value.message
     assert "CALL == VALUE" in err.value.hint
+
+
+GOOD = '[[problem]]\nid = "x"\nsignature = "def x():"\nprompt = "p"\nsolution = "def x(): pass"\ntests = ["x() is None"]\n'
+
+
+@pytest.mark.parametrize("data, match", [
+    (b"\xff\xfe\x00\x01", "not a UTF-8 text file"),
+    (b"[[problem]\n", "not valid TOML"),
+    (b"problem = 5\n", "problem: expected a list"),
+    (b"problem = [5]\n", "problem #1: expected a table"),
+    (GOOD.replace('id = "x"', "id = 3").encode(), "field 'id': expected a string, got 3"),
+    (GOOD.replace('tests = ["x() is None"]', "tests = [1]").encode(), "tests[0]: expected a string"),
+    (GOOD.replace('tests = ["x() is None"]', 'tests = "x"').encode(), "field 'tests': expected a list"),
+    ((GOOD + 'function = 7\n').encode(), "field 'function': expected a string"),
+    (b"", "no [[problem]] entries"),
+])
+def test_bad_problems_files_name_file_and_field(tmp_path, data, match):
+    bad = tmp_path / "p.toml"
+    bad.write_bytes(data)
+    with pytest.raises(ConfigError) as err:
+        load_problems(bad)
+    assert err.value.message.startswith(f"{bad}: ") and match in err.value.message

@@ -4,7 +4,9 @@ import csv
 import io
 import json
 
+import pytest
 
+from backends.errors import UsageError
 from tests.helpers import run_ddtune
 from workloads.bench import BenchPlan
 from workloads.report import build_report, wilson
@@ -157,3 +159,92 @@ def test_cli_formats_and_errors(tmp_path):
     (tmp_path / "empty" / "run.json").write_text("{}")
     empty = run_ddtune("report", str(tmp_path / "empty"))
     assert empty.returncode == 2 and "nothing to report" in empty.stderr
+
+
+def _bad(path, match):
+    with pytest.raises(UsageError) as info:
+        load_inputs([str(path)])
+    assert match in info.value.message and "\n" not in info.value.message, info.value.message
+    return info.value
+
+
+def test_binary_or_malformed_slots_name_the_file_and_line(tmp_path):
+    path = make_sweep(tmp_path, {"b8": SPEEDS["b8"]})
+    slots = path / "slots.jsonl"
+    slots.write_bytes(b"\xff\xfe\x00binary")
+    _bad(path, f"{slots}: not a UTF-8 text file")
+    for line, match in [({"slot": 5}, "line 1: field 'slot': expected an object, got 5"),
+                        ({"slot": {"config": "b8", "repeat": "x"}}, "line 1 slot: field 'repeat'"),
+                        ({"slot": {"config": "b8"}, "status": "done"}, "needs 'bench_dir' or 'slot.key'"),
+                        ({"slot": {"config": "b8"}, "server": {"restarted": True, "restart_s": "4"}},
+                         "line 1 server: field 'restart_s'"),
+                        ({"slot": {"config": "b8"}, "server": {"phases": {"x": None}}}, "server phases: field 'x'")]:
+        slots.write_text(json.dumps(line) + "\n")
+        _bad(path, f"{slots} {match}" if match.startswith("line") else match)
+
+
+def test_torn_and_non_object_lines_are_skipped(tmp_path):
+    path = make_sweep(tmp_path, {"b8": SPEEDS["b8"]})
+    slots = path / "slots.jsonl"
+    slots.write_text('[1]\n"s"\n' + slots.read_text() + '{"slot": {"con')
+    assert len(read_sweep(path).runs) == 1
+
+
+def test_malformed_cells_and_sweep_json_name_the_field(tmp_path):
+    path = make_sweep(tmp_path, {"b8": SPEEDS["b8"]})
+    bench = next(path.glob("*/bench"))
+    cells = bench / "cells.jsonl"
+    good = cells.read_text()
+    for row, match in [({"context": "a", "concurrency": 1}, "field 'context': expected an integer, got \"a\""),
+                       ({"concurrency": 1}, "field 'context': expected an integer, got null"),
+                       ({"context": 1, "concurrency": 1, "output_tok_s": float("nan")}, "field 'output_tok_s'"),
+                       ({"context": 1, "concurrency": 1, "ttft_ms": {"p50": "x"}}, "ttft_ms: field 'p50'"),
+                       ({"context": 1, "concurrency": 1, "verdicts": {"pass": -1}}, "verdicts: field 'pass'")]:
+        cells.write_text(good + json.dumps(row) + "\n")
+        _bad(path, f"{cells} line 3")
+        _bad(path, match)
+    cells.write_text(good)
+    (bench / "responses.jsonl").write_text('{"output_tokens": "many"}\n')
+    _bad(path, "responses.jsonl line 1: field 'output_tokens'")
+    for doc, match in [({"plan": 5}, "field 'plan': expected an object"),
+                       ({"plan": {"configs": [5]}}, "configs[0]: config: expected an object"),
+                       ({"plan": {"configs": [{}]}}, "configs[0]: field 'name'"),
+                       ([], "document: expected an object, got []")]:
+        (path / "sweep.json").write_text(json.dumps(doc))
+        _bad(path, f"{path / 'sweep.json'}")
+        _bad(path, match)
+
+
+def test_binary_run_files_exit_2_without_a_traceback(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text('{"kind": "bench"}')
+    (run / "cells.jsonl").write_bytes(bytes(range(256)))
+    out = run_ddtune("report", str(run))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.splitlines()[0] == (f"ddtune: error: {run / 'cells.jsonl'}: not a UTF-8 text file "
+                                          "(binary or not UTF-8; bad byte at offset 128)")
+
+
+def test_extreme_but_finite_numbers_still_render(tmp_path):
+    """1e300 next to 1e-300 overflowed ``** 2`` and ``math.exp`` into a traceback."""
+    folders = []
+    for i, speeds in enumerate([(1e300, 1e-300), (1e-300, 1.7e308)]):
+        run = tmp_path / f"run{i}"
+        run.mkdir()
+        (run / "run.json").write_text(json.dumps({"kind": "bench", "sweep": {"config": {"name": f"c{i}"}}}))
+        (run / "cells.jsonl").write_text("".join(json.dumps(cell(1024, 1, v)) + "\n" for v in speeds))
+        folders.append(str(run))
+    report = build_report(load_inputs(folders))
+    assert report.row("c0", (1024, 1)).repeats == 2 and report.overall is not None
+    for render in (to_markdown, to_csv, to_json):
+        assert render(report)
+
+
+def test_integers_beyond_64_bits_are_refused(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text('{"kind": "bench"}')
+    (run / "cells.jsonl").write_text('{"context": 1024, "concurrency": 1, "verdicts": {"pass": 1' + "0" * 400 + "}}\n")
+    _bad(run, "verdicts: field 'pass': 1000")
+    _bad(run, "is out of range (64-bit integers only)")

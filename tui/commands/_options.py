@@ -68,19 +68,12 @@ def _managed_url() -> str | None:
 
 
 def _configured_url(explicit: str | None) -> str | None:
-    import tomllib
-
+    """The configured server's URL, when a config file is found. The file is read and checked in
+    full: a broken config is an error here too, not a silent fall back to another server."""
+    from backends.config import load_config
     from backends.paths import find_config
 
     path = find_config(explicit)
-    if path is None or not path.is_file():
+    if path is None:
         return None
-    try:
-        server = tomllib.loads(path.read_text(encoding="utf-8")).get("server", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-    host = server.get("host") or "127.0.0.1"
-    if host in ("0.0.0.0", "::"):
-        host = "127.0.0.1"
-    port = server.get("port") or 30000
-    return f"http://{host}:{port}"
+    return load_config(path).base_url
