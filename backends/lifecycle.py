@@ -386,8 +386,8 @@ class _LogWatch:
             event = parse_line(line)
             if event is None:
                 continue
-            if isinstance(event, ServerStarted) and self.started_pid is None:
-                self.started_pid = event.pid
+            if isinstance(event, ServerStarted):
+                self.started_pid = event.pid  # the latest start in the log is the one being followed
             elif isinstance(event, DraftRunner) and event.is_lead:
                 self.draft_runner = event
             elif isinstance(event, DDTreeWorker) and event.is_lead:

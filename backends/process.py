@@ -32,13 +32,14 @@ class PortOwner:
 
 def spawn(argv: list[str] | tuple[str, ...], env: dict[str, str], log_path: Path,
           cwd: str | None = None) -> subprocess.Popen:
-    """Start argv in a new session (its own process group), stdout+stderr appended to log_path.
+    """Start argv in a new session (its own process group), stdout+stderr written to log_path,
+    which must not exist yet (FileExistsError): a log read from its start belongs to one launch.
 
     The log file, not a pipe, holds the output so the server outlives ddtune (a dead reader would
     SIGPIPE it); ddtune streams the file instead."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # 0600: SGLang dumps its server_args into the log, --api-key included
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
     with open(fd, "ab", buffering=0) as log:
         return subprocess.Popen(list(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL, umask=user_umask(),
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

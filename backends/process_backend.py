@@ -42,10 +42,19 @@ class ProcessBackend(Backend):
         return installed_version(self.config.python, env)
 
     async def start(self, plan: LaunchPlan) -> ServerState:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        log_path = logs_dir() / f"server-{stamp}-{os.getpid()}.log"
         env = self.server_env(plan)
-        proc = await asyncio.to_thread(spawn, plan.argv, env, log_path)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for n in range(100):
+            # one fresh file per launch: two restarts in one second must not share (and append to)
+            # a log, or the new start would be judged by the old server's lines
+            log_path = logs_dir() / f"server-{stamp}-{os.getpid()}{f'-{n}' if n else ''}.log"
+            try:
+                proc = await asyncio.to_thread(spawn, plan.argv, env, log_path)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(f"no free log file name under {logs_dir()}")
         self._children[proc.pid] = proc
         latest = logs_dir() / "server.log"
         try:

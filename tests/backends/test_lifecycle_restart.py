@@ -111,3 +111,37 @@ async def test_mismatch_is_reported_when_the_server_runs_other_knobs(tmp_path, s
     assert attached.phase == "ready"
     assert "window: requested 2048, server says 1024 (draft runner line)" in attached.mismatches
     assert attached.effective["window_size"] == 1024
+
+
+async def test_restarts_within_one_second_each_get_their_own_log(tmp_path, state_dir, groups, monkeypatch):
+    """Two launches in the same second (an A/B sweep on a fast server) once shared one log file: the
+    second start read the first's "Started server process [old pid]" and never became ready."""
+    import time as time_mod
+
+    monkeypatch.setattr(time_mod, "strftime", lambda fmt, *a: "20261201-000000")
+    cfg = config(tmp_path)
+    first = await ServerManager(cfg).up()
+    groups.track(first.pgid)
+    second = await ServerManager(cfg.with_knobs({"window": 1024})).restart()
+    groups.track(second.pgid)
+    third = await ServerManager(cfg).restart()
+    groups.track(third.pgid)
+    assert [s.phase for s in (first, second, third)] == ["ready"] * 3, third.reason
+    logs = [first.log_path, second.log_path, third.log_path]
+    assert len(set(logs)) == 3
+    for state in (first, second, third):
+        text = open(state.log_path).read()
+        assert text.count("Started server process") == 1 and f"[{state.pid}]" in text
+
+
+def test_spawn_refuses_to_append_to_an_existing_log(tmp_path):
+    import os
+    import sys
+
+    from backends.process import spawn
+
+    log = tmp_path / "server.log"
+    log.write_text("an older server's lines\n")
+    with pytest.raises(FileExistsError):
+        spawn([sys.executable, "-c", "pass"], dict(os.environ), log)
+    assert log.read_text() == "an older server's lines\n"
