@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import httpx
 
@@ -20,34 +19,21 @@ from backends.config import ServerConfig
 from backends.endpoint_backend import EndpointBackend, make_backend
 from backends.errors import ServerError
 from backends.knobs import LaunchPlan, plan_for_endpoint, plan_launch
-from backends.logevents import DDTreeWorker, DraftRunner, Fatal, ServerReady, ServerStarted
-from backends.logparse import parse_line
+from backends.logevents import ServerReady
+from backends.logfollow import TAIL_LINES, LogFacts, LogFollower
 from backends.apikey import auth_headers, redact_argv
 from backends.ownership import NotOurs, describe_stop
 from backends.process import port_owner, tree_pids, wait_port_free
 from backends.readiness import ReadinessProbe
-from backends.startup import FAILED, READY, StartupHistory, StartupTracker
+from backends.startup import READY, Progress, StartupHistory, StartupTracker
 from backends.state import ServerState, clear_state, load_state, quarantine_state, save_state
 from backends.statelock import LifecycleLock
 from backends.verify import verify
 
 PORT_RELEASE_S = 60.0   # how long a stopped server may keep its port before we give up
 GPU_RELEASE_S = 60.0    # ... and its GPU memory
-TAIL_LINES = 20
 FATAL_GRACE_S = 2.0     # after a fatal line, wait this long (or for the exit) for the lines that explain it
 HEARTBEAT_S = 5.0       # repeat an unchanged phase this often, so a long wait still shows progress
-
-
-@dataclass(frozen=True)
-class Progress:
-    """One report for the user: the startup phase, its detail, times, and the pid it concerns."""
-
-    phase: str
-    detail: str
-    elapsed_s: float
-    phase_elapsed_s: float
-    eta_s: float | None
-    pid: int | None = None
 
 
 def gpu_holders(pids: set[int], sampler=None) -> tuple[set[int] | None, str]:
@@ -79,21 +65,48 @@ class ServerManager:
     def __init__(self, config: ServerConfig, backend: Backend | None = None,
                  on_progress: Callable[[Progress], None] | None = None,
                  on_note: Callable[[str], None] | None = None, gpu_sampler=None,
-                 wait_for_lock: bool = True) -> None:
+                 wait_for_lock: bool = True, log: LogFollower | None = None,
+                 on_launched: Callable[[ServerState], None] | None = None) -> None:
         self.config = config
         self.gpu_sampler = gpu_sampler  # None: a fresh backends.gpu.GpuSampler per check
         self.gpu_release_s = GPU_RELEASE_S
         self.backend = backend or make_backend(config)
         self.on_progress = on_progress or (lambda p: None)
         self.on_note = on_note or (lambda s: None)
+        self.on_launched = on_launched or (lambda state: None)
         self.history = StartupHistory.default()
         self.tracker = StartupTracker(self.history.medians(config.model))
         self._last_report: tuple[str, str] | None = None
         self._last_time = 0.0
         self.probe_count = 0
+        self.server_info: dict | None = None  # /server_info of the last server made ready
         self.wait_for_lock = wait_for_lock
+        # the one reader of the server's log: a ServerSession passes its own (which keeps reading
+        # after ready, for the console); alone, the manager reads the log only while it follows a start
+        self._own_log = log is None
+        self.log = log or LogFollower(self.backend, self.tracker)
+
+    def use_log(self, log: LogFollower) -> None:
+        """Read the log through ``log`` (a session's follower, which outlives each start)."""
+        self.log.stop()
+        self._own_log, self.log = False, log
+
+    def set_config(self, config: ServerConfig) -> None:
+        """Manage the same server under another config (new knobs): same backend object, so a child
+        launched before can still be reaped and its exit code read."""
+        self.config = config
+        if config.backend == self.backend.NAME:
+            self.backend.config = config
+        else:
+            self.backend = make_backend(config)
+            self.log.backend = self.backend
+        self.tracker.expected = dict(self.history.medians(config.model))
 
     # --- reporting --------------------------------------------------------------------------
+    def report(self, pid: int | None = None) -> None:
+        """Report the tracker's phase now if it changed (log lines move it outside ``_follow`` too)."""
+        self._report(pid)
+
     def _report(self, pid: int | None = None, probing: bool = False, force: bool = False) -> None:
         now = time.monotonic()
         t = self.tracker
@@ -260,13 +273,13 @@ class ServerManager:
     async def _launch(self, plan: LaunchPlan) -> ServerState:
         state = await self.backend.start(plan)
         save_state(state)
+        self.on_launched(state)
         self.on_note(f"launched pid {state.pid}: {' '.join(redact_argv(plan.argv))}")
         return await self._follow(state, plan)
 
     async def _follow(self, state: ServerState, plan: LaunchPlan | None) -> ServerState:
         """Track the start until ready, failed or timed out; record and return the final state."""
-        watch = _LogWatch(self.tracker)
-        log_task = asyncio.create_task(watch.run(self.backend, state)) if self.backend.has_logs() else None
+        facts = self.log.follow(state)
         deadline = time.monotonic() + self.config.ready_timeout_s
         failure: str | None = None
         try:
@@ -276,20 +289,20 @@ class ServerManager:
                     self._report(state.pid, probing=True)
                     running = await self.backend.is_running(state)
                     if not running:
-                        await asyncio.sleep(0.5)  # let the watcher read the last lines of the log
+                        await self.log.settle()  # let the reader take the last lines of the log
                         code = await self.backend.exit_code(state)
-                        why = watch.fatal_reason() if watch.fatals else "no fatal line in the log"
+                        why = facts.fatal_reason() if facts.fatals else "no fatal line in the log"
                         failure = f"the server exited{'' if code is None else f' with code {code}'} before it was ready; {why}"
                         break
-                    if watch.fatal_at is not None and time.monotonic() - watch.fatal_at > FATAL_GRACE_S:
-                        failure = watch.fatal_reason()  # the first fatal line plus what followed it
+                    if facts.fatal_at is not None and time.monotonic() - facts.fatal_at > FATAL_GRACE_S:
+                        failure = facts.fatal_reason()  # the first fatal line plus what followed it
                         break
                     if time.monotonic() >= deadline:
                         failure = f"not ready after {self.config.ready_timeout_s:.0f} s (ready_timeout_s) in phase {self.tracker.phase}"
                         break
                     # with a log, probe only once it named our pid in "Started server process [PID]"
-                    pid_ok = not self.backend.has_logs() or watch.started_pid is not None
-                    if watch.started_pid is not None and state.pid and watch.started_pid not in tree_pids(state.pid):
+                    pid_ok = not self.backend.has_logs() or facts.started_pid is not None
+                    if facts.started_pid is not None and state.pid and facts.started_pid not in tree_pids(state.pid):
                         pid_ok = False
                     if pid_ok:
                         result = await probe.probe()
@@ -299,33 +312,34 @@ class ServerManager:
                     else:
                         await asyncio.sleep(0.1)
         finally:
-            if log_task is not None:
+            if self._own_log:
                 await asyncio.sleep(0)
-                log_task.cancel()
+                self.log.stop()
         if failure is not None:
-            return await self._failed(state, failure, watch)
-        return await self._ready(state, plan, watch)
+            return await self._failed(state, failure, facts)
+        return await self._ready(state, plan, facts)
 
-    async def _failed(self, state: ServerState, reason: str, watch: "_LogWatch") -> ServerState:
+    async def _failed(self, state: ServerState, reason: str, facts: LogFacts) -> ServerState:
         self.tracker.fail(reason, time.monotonic())
         self._report(state.pid)
         if self.backend.CAN_STOP and state.pid:
             await self.backend.stop(state)  # leave nothing running: hung loads and orphaned children included
-        tail = "\n".join(watch.tail[-TAIL_LINES:])
+        tail = "\n".join(facts.last_lines(TAIL_LINES))
         final = state.with_(phase="failed", reason=reason + (f"\n--- last log lines ---\n{tail}" if tail else ""))
         save_state(final)
         self.history.append(self.config.model, self.tracker.durations(time.monotonic()), False, time.time())
         return final
 
-    async def _ready(self, state: ServerState, plan: LaunchPlan | None, watch: "_LogWatch") -> ServerState:
+    async def _ready(self, state: ServerState, plan: LaunchPlan | None, facts: LogFacts) -> ServerState:
         now = time.monotonic()
         if self.tracker.phase != READY:
             self.tracker.feed(ServerReady(), now)
         durations = self.tracker.durations(now)
         self._report(state.pid)
         info = await fetch_server_info(state.url, self.backend.api_key(state))
+        self.server_info = info
         expected = plan.expected if plan else {}
-        checked = verify(expected, watch.draft_runner, watch.ddtree, info)
+        checked = verify(expected, facts.draft_runner, facts.ddtree, info)
         final = state.with_(phase="ready", ready_at=time.time(), effective=checked.effective,
                             mismatches=checked.mismatches, reason=None)
         save_state(final)
@@ -352,49 +366,3 @@ async def fetch_server_info(url: str, api_key: str | None = None) -> dict | None
         return resp.json() if resp.status_code == 200 else None
     except (httpx.HTTPError, ValueError):
         return None
-
-
-def _fatal_rank(event: Fatal) -> int:
-    return 0 if event.kind == "oom" else (2 if event.generic else 1)
-
-
-class _LogWatch:
-    """Follows the server log: feeds the tracker, keeps the facts readiness and verification need."""
-
-    def __init__(self, tracker: StartupTracker) -> None:
-        self.tracker = tracker
-        self.started_pid: int | None = None
-        self.draft_runner: DraftRunner | None = None
-        self.ddtree: DDTreeWorker | None = None
-        self.fatals: list[Fatal] = []
-        self.fatal_at: float | None = None  # when the first fatal (non-generic) line came
-        self.tail: list[str] = []
-
-    def fatal_reason(self) -> str:
-        """The fatal lines, most telling first (an OOM beats "scheduler hit an exception")."""
-        seen: list[str] = []
-        for event in sorted(self.fatals, key=_fatal_rank):
-            text = f"{event.kind}: {event.message}"
-            if text not in seen:
-                seen.append(text)
-        return "fatal log line: " + " | ".join(seen[:4])
-
-    async def run(self, backend: Backend, state: ServerState) -> None:
-        async for line in backend.log_lines(state, from_start=True):
-            self.tail.append(line)
-            del self.tail[:-TAIL_LINES * 5]
-            event = parse_line(line)
-            if event is None:
-                continue
-            if isinstance(event, ServerStarted):
-                self.started_pid = event.pid  # the latest start in the log is the one being followed
-            elif isinstance(event, DraftRunner) and event.is_lead:
-                self.draft_runner = event
-            elif isinstance(event, DDTreeWorker) and event.is_lead:
-                self.ddtree = event
-            elif isinstance(event, Fatal):
-                if self.tracker.phase not in (READY, FAILED) or self.fatal_at is not None:
-                    self.fatals.append(event)
-                    if not event.generic and self.fatal_at is None:
-                        self.fatal_at = time.monotonic()
-            self.tracker.feed(event, time.monotonic())

@@ -41,6 +41,18 @@ class PhaseChange:
     at: float
 
 
+@dataclass(frozen=True)
+class Progress:
+    """One report for the user: the startup phase, its detail, times, and the pid it concerns."""
+
+    phase: str
+    detail: str
+    elapsed_s: float
+    phase_elapsed_s: float
+    eta_s: float | None
+    pid: int | None = None
+
+
 class StartupTracker:
     """Feed it events; read ``phase``, ``detail``, ``durations(now)`` and ``eta_s(now)``.
 

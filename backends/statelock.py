@@ -81,10 +81,27 @@ def describe_holder(fd: int) -> str:
         doc = json.loads(os.pread(fd, 4096, 0) or b"{}")
     except ValueError:
         doc = {}
-    if not isinstance(doc, dict):
-        doc = {}
+    return describe_holder_doc(doc if isinstance(doc, dict) else {})
+
+
+def describe_holder_doc(doc: dict) -> str:
     who = f"another ddtune (pid {doc['pid']})" if isinstance(doc.get("pid"), int) else "another ddtune"
     action = doc.get("action") if isinstance(doc.get("action"), str) else "managing the server"
     verb = {"up": "starting", "restart": "restarting", "down": "stopping"}.get(action, action)
     target = f"pid {doc['server_pid']}" if isinstance(doc.get("server_pid"), int) else "the server"
     return f"{who} is {verb} {target}"
+
+
+def holder() -> dict:
+    """What the current holder of the lifecycle lock wrote ({} when nobody holds it)."""
+    try:
+        fd = os.open(state_dir() / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return {}
+    try:
+        doc = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except ValueError:
+        doc = {}
+    finally:
+        os.close(fd)
+    return doc if isinstance(doc, dict) else {}

@@ -39,7 +39,7 @@ class DdtuneApp(App):
             self.sub_title = self.note
             self.notify(self.note, timeout=6)
         if self.controller is not None:
-            self.controller.attach(self)
+            self.controller.attach(self.main.post_message, self.run_worker)
 
     # --- actions ----------------------------------------------------------------------------
     def action_cycle_log_filter(self) -> None:

@@ -1,32 +1,31 @@
-"""The console's controller: owns the server manager, the log tail, telemetry and the coding load.
+"""The console's controller: a thin reader of the ServerSession, plus telemetry and the coding load.
 
-Everything here runs in Textual workers on the app's event loop and talks to the screen only by
-posting messages (tui/messages.py). Blocking calls (NVML, --help, /proc) go through threads inside
-the engines. The server outlives the console unless the user asks to stop it.
+The session (backends/session.py) owns the server: lifecycle, the one log reader, verification,
+and what other ddtune processes do to it. The controller turns the session's events into the
+screen's messages (tui/messages.py) through the ``post`` callable it is given, and runs the
+session's commands in Textual workers. It never touches a widget and never reads a file itself.
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
-from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
+
+from textual.message import Message
 
 from backends.config import ServerConfig
-from backends.errors import DdtuneError
-from backends.lifecycle import Progress, ServerManager
-from backends.logevents import DecodeBatch
-from backends.logparse import parse_line
-from backends.state import ServerState
+from backends.logkind import LogLine
+from backends.session import ServerSession
+from backends.startup import WORK_PHASES
+from backends.session_events import (
+    CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded, PidChanged, SessionEvent, Settled, Stopped,
+)
 from tui import messages as m
 from tui.views import KnobRow, ServerView
 
-if TYPE_CHECKING:
-    from tui.app import DdtuneApp
-
-LOG_FLUSH_S = 0.25         # log lines reach the screen in batches at most this often (4 Hz)
-LOG_BATCH_MAX = 2000       # a burst larger than this keeps only its newest lines
+TICK_S = 1.0   # the one periodic tick: elapsed and uptime move, the panel redraws only if they show it
 _FRACTION = re.compile(r"(\d+)/(\d+)")
 _EFFECTIVE_KEY = {"window": "window_size", "budget": "budget"}
 
@@ -38,7 +37,7 @@ def progress_fraction(detail: str) -> float | None:
     return min(int(match.group(1)) / int(match.group(2)), 1.0)
 
 
-def knob_rows(knobs: dict[str, Any], state: ServerState | None) -> tuple[KnobRow, ...]:
+def knob_rows(knobs: dict[str, Any], state) -> tuple[KnobRow, ...]:
     """Requested versus effective, per knob: verified, mismatch, or unknown (the server did not say)."""
     rows = []
     effective = state.effective if state and state.phase == "ready" else {}
@@ -55,179 +54,147 @@ def knob_rows(knobs: dict[str, Any], state: ServerState | None) -> tuple[KnobRow
     return tuple(rows)
 
 
+def note_line(text: str) -> LogLine:
+    return LogLine(f"--- ddtune: {text}", "ddtune", None)
+
+
 class ConsoleController:
     """What the app drives: start or re-attach, apply knobs, load on/off, and leave or stop on quit."""
 
     def __init__(self, config: ServerConfig, simulated: bool, load_concurrency: int = 8,
                  load_max_tokens: int = 1024, autostart_load: bool = False) -> None:
-        self.autostart_load = autostart_load
-        self.config = config
+        self.session = ServerSession(config)
         self.simulated = simulated
-        self.manager = self._new_manager(config)
-        self.state: ServerState | None = None
-        self.progress: Progress | None = None
-        self.note: str | None = None
-        self.version: str | None = None
-        self.failure: str | None = None  # why the last start/restart was refused before launching
+        self.autostart_load = autostart_load
         self.load_concurrency = load_concurrency
         self.load_max_tokens = load_max_tokens
         self.load_engine = None
-        self.app: DdtuneApp | None = None
+        self.note: str | None = None
+        self.failure: str | None = None  # why the last command was refused before anything changed
+        self._post: Callable[[Message], None] = lambda message: None
+        self._run_worker: Callable[..., Any] | None = None
         self._last_view: ServerView | None = None
         self._progress_at = 0.0
-        self._log_buffer: deque[str] = deque(maxlen=LOG_BATCH_MAX)
-        self._log_read = 0      # lines read since the last flush; more than the buffer holds were skipped
 
-    def _new_manager(self, config: ServerConfig) -> ServerManager:
-        return ServerManager(config, on_progress=self._on_progress, on_note=self._on_note)
+    @property
+    def config(self) -> ServerConfig:
+        return self.session.config
 
     # --- wiring -----------------------------------------------------------------------------
-    def attach(self, app: "DdtuneApp") -> None:
-        self.app = app
+    def attach(self, post: Callable[[Message], None], run_worker: Callable[..., Any]) -> None:
+        """Start: ``post`` delivers messages to the screen, ``run_worker`` runs coroutines as workers."""
+        self._post, self._run_worker = post, run_worker
+        self.session.subscribe(self._on_event)
         self._publish()
-        app.run_worker(self._bring_up(restart=False), group="server", exclusive=True, exit_on_error=False)
-        app.run_worker(self._telemetry(), group="telemetry", exit_on_error=False)
-        app.set_interval(LOG_FLUSH_S, self._flush_log)
-        app.set_interval(1.0, self._publish)
+        self._command("starting or re-attaching", self.session.up())
+        run_worker(self._tick(), group="tick", exit_on_error=False)
+        run_worker(self._telemetry(), group="telemetry", exit_on_error=False)
 
-    def post(self, message) -> None:
-        if self.app is not None:
-            self.app.main.post_message(message)
+    def post(self, message: Message) -> None:
+        self._post(message)
 
-    # --- server -----------------------------------------------------------------------------
-    async def _bring_up(self, restart: bool) -> None:
+    def _command(self, what: str, command) -> None:
         self.failure = None
-        self.post(m.LogLinesRead([f"--- ddtune: {'restarting' if restart else 'starting or re-attaching'} "
-                                  f"{self.config.backend} server on port {self.config.port} ---"]))
+        self.post(m.LogLinesRead((note_line(f"{what} the {self.config.backend} server on port {self.config.port}"),)))
+        if self._run_worker is not None:
+            self._run_worker(self._await(command), group="server", exclusive=True, exit_on_error=False)
+
+    async def _await(self, command) -> None:
+        from backends.errors import DdtuneError
+
         try:
-            old = self.manager.current()
-            task = self.manager.restart() if restart else self.manager.up()
-            self._follow_log_soon(old.pid if restart and old else None)
-            self.state = await task
-        except DdtuneError as exc:
-            self.note = None
-            self.state = None
-            self.failure = exc.message + (f" ({exc.hint})" if exc.hint else "")
-            self.post(m.LogLinesRead([f"ddtune: {exc}"]))
+            await command
+        except DdtuneError:
+            pass  # the session reported it (CommandRefused)
+        finally:
+            self.session.watch()  # from now on, follow what other ddtune processes do
+
+    async def _tick(self) -> None:
+        import asyncio
+
+        while True:
+            await asyncio.sleep(TICK_S)
             self._publish()
+
+    # --- the session's events -> the screen's messages -------------------------------------
+    def _on_event(self, event: SessionEvent) -> None:
+        if isinstance(event, LogBatch):
+            lines = event.lines
+            if event.skipped:
+                lines = (note_line(f"{event.skipped} log lines skipped (burst)"),) + lines
+            self.post(m.LogLinesRead(lines))
             return
-        if self.state.phase == "ready":
-            self.version = await self._server_version()
-            if self.autostart_load and self.load_engine is None:
+        if isinstance(event, DecodeStats):
+            if event.gen_throughput is not None:
+                self.post(m.DecodeStatsRead(event.t, event.gen_throughput, event.accept_len))
+            return
+        if isinstance(event, NoteAdded):
+            self.note = event.text
+            self.post(m.LogLinesRead((note_line(event.text),)))
+        elif isinstance(event, CommandRefused):
+            self.failure = event.message + (f" ({event.hint})" if event.hint else "")
+            self.post(m.LogLinesRead((note_line(self.failure),)))
+        elif isinstance(event, ConfigChanged):
+            self.post(m.ConfigMarked(time.monotonic(), event.label))
+        elif isinstance(event, PidChanged) and event.by != "ddtune":
+            self.post(m.LogLinesRead((note_line(f"pid {event.pid} launched by {event.by}"),)))
+        elif isinstance(event, Stopped):
+            self.post(m.LogLinesRead((note_line(event.summary),)))
+        elif isinstance(event, Settled):
+            if event.state.phase == "ready" and self.autostart_load and self.load_engine is None:
                 self.autostart_load = False
                 self.toggle_load()
-        self._publish()
-
-    def _follow_log_soon(self, old_pid: int | None) -> None:
-        if self.app is not None:
-            self.app.run_worker(self._tail_log(old_pid), group="log", exclusive=True, exit_on_error=False)
-
-    async def _tail_log(self, old_pid: int | None = None) -> None:
-        """Follow the current server's log file from its start; restarted when the server changes."""
-        if not self.manager.backend.has_logs():
-            return
-        while True:  # the state file names the new process's log once it is launched
-            state = self.manager.current()
-            if state is not None and state.log_path and state.pid != old_pid:
-                break
-            await asyncio.sleep(0.1)
-        async for line in self.manager.backend.log_lines(state, from_start=True):
-            self._log_buffer.append(line)  # O(1); the oldest fall off past LOG_BATCH_MAX
-            self._log_read += 1
-            if "Decode batch" in line:
-                self._decode_line(line)
-
-    def _decode_line(self, line: str) -> None:
-        event = parse_line(line)
-        if isinstance(event, DecodeBatch) and event.is_lead:
-            self.post(m.DecodeStatsRead(time.monotonic(), event.gen_throughput, event.accept_len))
-
-    def _flush_log(self) -> None:
-        if not self._log_buffer:
-            return
-        lines = list(self._log_buffer)
-        skipped, self._log_read = self._log_read - len(lines), 0
-        self._log_buffer.clear()
-        if skipped > 0:
-            lines.insert(0, f"--- ddtune: {skipped} log lines skipped (burst) ---")
-        self.post(m.LogLinesRead(lines))
-
-    async def _server_version(self) -> str | None:
-        from backends.lifecycle import fetch_server_info
-
-        if self.state is None:
-            return None
-        info = await fetch_server_info(self.state.url, self.manager.backend.api_key(self.state)) or {}
-        return str(info["version"]) if info.get("version") else None
-
-    def _on_progress(self, progress: Progress) -> None:
-        self.progress = progress
         self._progress_at = time.monotonic()
         self._publish()
 
-    def _on_note(self, text: str) -> None:
-        self.note = text
-        self.post(m.LogLinesRead([f"--- ddtune: {text}"]))
-        self._publish()
-
-    def view(self, fatal: str | None = None) -> ServerView:
-        state, progress = self.state, self.progress
+    def view(self) -> ServerView:
+        session = self.session
+        state, progress = session.state, session.progress
         phase = state.phase if state and state.phase in ("ready", "failed") else (progress.phase if progress else "idle")
+        if progress is not None and progress.phase in WORK_PHASES:
+            phase = progress.phase  # a start is under way (ours, a sweep's, or another ddtune's)
         detail = progress.detail if progress else ""
         if phase == "ready" and not (state and state.phase == "ready"):
-            phase, detail = "warmup", "ready; verifying the knobs"  # the manager has not returned yet
+            phase, detail = "warmup", "ready; verifying the knobs"  # the session has not settled yet
+        fatal = None
         if self.failure:
-            phase, fatal = "failed", fatal or self.failure
-        if phase == "failed" and not fatal and not state:  # the tracker knows before the manager returns
-            fatal = (getattr(self.manager.tracker, "error", None) or "").split("\n")[0] or None
+            phase, fatal = "failed", self.failure
+        if phase == "failed" and not fatal and not (state and state.phase == "failed"):
+            fatal = (session.tracker.error or "").split("\n")[0] or None
         if state and state.phase == "failed":
             fatal = fatal or (state.reason or "").split("\n")[0]
-        uptime = time.time() - state.ready_at if state and state.ready_at else None
+        uptime = time.time() - state.ready_at if state and state.ready_at and phase == "ready" else None
         if uptime is not None and uptime >= 60:
             uptime = uptime // 60 * 60  # whole minutes once past the first: the panel redraws once a minute
         pid = (state.pid if state else None) or (progress.pid if progress else None)
         return ServerView(
             backend=self.config.backend, simulated=self.simulated, pid=pid, url=self.config.base_url,
-            version=self.version, uptime_s=uptime, phase=phase,
+            version=session.version, uptime_s=uptime, phase=phase,
             detail="" if phase in ("ready", "failed") else detail,
             progress=None if phase == "ready" else progress_fraction(detail),
             elapsed_s=self._elapsed(phase), eta_s=progress.eta_s if progress else None,
-            knobs=knob_rows(self.config.knobs, state), fatal=fatal,
+            knobs=knob_rows(self.config.knobs, state if phase == "ready" else None), fatal=fatal,
             note=None if phase == "ready" else self.note,
         )
 
     def _elapsed(self, phase: str) -> float | None:
-        """Seconds since the start began, ticking between the manager's reports (whole seconds)."""
-        if self.progress is None:
+        """Seconds since the start began, ticking between the session's reports (whole seconds)."""
+        progress = self.session.progress
+        if progress is None:
             return None
         extra = 0.0 if phase in ("ready", "failed") else time.monotonic() - self._progress_at
-        return float(int(self.progress.elapsed_s + extra))
+        return float(int(progress.elapsed_s + extra))
 
-    def _publish(self, fatal: str | None = None) -> None:
-        view = self.view(fatal)
+    def _publish(self) -> None:
+        view = self.view()
         if view != self._last_view:  # most ticks change nothing visible: send nothing then
             self._last_view = view
             self.post(m.ServerChanged(view))
 
+    # --- commands ---------------------------------------------------------------------------
     def restart_with(self, knobs: dict[str, Any]) -> None:
-        """Apply new knob values: the manager validates them against the server before stopping it."""
-        self.config = self.config.with_knobs(knobs)
-        self.manager = self._new_manager(self.config)
-        self.state, self.progress, self.version = None, None, None
-        self.post(m.ConfigMarked(time.monotonic(), ", ".join(f"{k}={v}" for k, v in knobs.items())))
-        if self.app is not None:
-            self.app.run_worker(self._bring_up(restart=True), group="server", exclusive=True, exit_on_error=False)
-
-    def resync(self) -> None:
-        """Pick up whatever server the state file now names (after a sweep restarted it)."""
-        state = self.manager.current()
-        if state is not None and state.phase == "ready":
-            self.config = self.config.with_knobs(dict(state.knobs))
-            self.manager = self._new_manager(self.config)
-            self.state, self.progress, self.failure = state, None, None
-            self.post(m.ConfigMarked(time.monotonic(), "sweep ended"))
-            self._publish()
-            self._follow_log_soon(None)
+        """Apply new knob values: the session validates them against the server before stopping it."""
+        self._command("restarting", self.session.restart(knobs=knobs))
 
     # --- telemetry --------------------------------------------------------------------------
     async def _telemetry(self) -> None:
@@ -235,7 +202,7 @@ class ConsoleController:
         from tui.adapters import gpu_view
 
         def server_ref():
-            state = self.state or self.manager.current()
+            state = self.session.state
             return (state.pid, state.pgid) if state and state.pid else None
 
         stream = TelemetryStream(server=server_ref, interval=1.0)
@@ -254,8 +221,8 @@ class ConsoleController:
         if self.load_engine is not None:
             self.load_engine.stop("stopped")
             return False
-        if self.app is not None:
-            self.app.run_worker(self._run_load(), group="load", exclusive=True, exit_on_error=False)
+        if self._run_worker is not None:
+            self._run_worker(self._run_load(), group="load", exclusive=True, exit_on_error=False)
         return True
 
     async def _run_load(self) -> None:
@@ -277,7 +244,7 @@ class ConsoleController:
             elif isinstance(event, LoadStopped):
                 self.post(m.LoadStateChanged(False, event.error or event.reason))
 
-        key = self.manager.backend.api_key(self.state)
+        key = self.session.api_key()
         async with StreamingClient(self.config.base_url, api_key=key, concurrency=self.load_concurrency) as client:
             engine = LoadEngine(client, tuple(load_problems()), concurrency=self.load_concurrency,
                                 max_tokens=self.load_max_tokens, on_event=on_event)
@@ -292,5 +259,8 @@ class ConsoleController:
     async def detach(self, stop_server: bool) -> None:
         if self.load_engine is not None:
             self.load_engine.stop("stopped")
-        if stop_server:
-            await self.manager.down()
+        try:
+            if stop_server:
+                await self.session.stop()
+        finally:
+            await self.session.close()

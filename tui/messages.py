@@ -1,78 +1,80 @@
-"""Messages the console's workers post: past-tense facts, plus a few intents from widgets.
+"""Messages the console's controller posts to the main screen: past-tense facts, as dataclasses.
 
-Workers never touch widgets; they post these and the screen sets widget attributes.
+Workers never touch widgets; they post these and the screen sets widget attributes. Messages that
+carry only the latest value (server view, GPU sample) replace an unhandled older one of their kind
+(``can_replace``), so a busy screen never works through stale states.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from textual.message import Message
 
+from backends.logkind import LogLine
 from tui.views import GpuView, ServerView
 
 
+@dataclass
 class LogLinesRead(Message):
-    """A batch of server log lines (batched ~100 ms by the log worker)."""
+    """Server log lines (batched by the session's log reader, at most every 0.25 s)."""
 
-    def __init__(self, lines: list[str]) -> None:
-        super().__init__()
-        self.lines = lines
+    lines: tuple[LogLine, ...]
+    skipped: int = 0
 
 
+@dataclass
 class ServerChanged(Message):
-    """The server's state (phase, pid, knobs, verification) changed."""
+    """The server's state (phase, pid, knobs, verification) as the panel shows it."""
 
-    def __init__(self, view: ServerView) -> None:
-        super().__init__()
-        self.view = view
+    view: ServerView
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ServerChanged)
 
 
+@dataclass
 class GpuSampled(Message):
-    def __init__(self, view: GpuView) -> None:
-        super().__init__()
-        self.view = view
+    view: GpuView
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, GpuSampled)
 
 
+@dataclass
 class DecodeStatsRead(Message):
     """A `Decode batch` log line: throughput and acceptance as the server saw them."""
 
-    def __init__(self, t: float, gen_throughput: float, accept_len: float | None) -> None:
-        super().__init__()
-        self.t, self.gen_throughput, self.accept_len = t, gen_throughput, accept_len
+    t: float
+    gen_throughput: float | None
+    accept_len: float | None
 
 
+@dataclass
 class LoadWindowUpdated(Message):
     """The live coding load's windowed figures (tok/s and acceptance)."""
 
-    def __init__(self, t: float, tok_s: float, accept_len: float | None, in_flight: int) -> None:
-        super().__init__()
-        self.t, self.tok_s, self.accept_len, self.in_flight = t, tok_s, accept_len, in_flight
+    t: float
+    tok_s: float
+    accept_len: float | None
+    in_flight: int
 
 
+@dataclass
 class RequestFinished(Message):
-    def __init__(self, row: dict[str, Any]) -> None:
-        super().__init__()
-        self.row = row
+    row: dict[str, Any]
 
 
-class ApplyKnobs(Message):
-    """Intent: restart the server with these knob values."""
-
-    def __init__(self, knobs: dict[str, Any]) -> None:
-        super().__init__()
-        self.knobs = knobs
-
-
+@dataclass
 class ConfigMarked(Message):
     """The server config changed at time t: plots draw a marker so an A/B reads on one timeline."""
 
-    def __init__(self, t: float, label: str) -> None:
-        super().__init__()
-        self.t, self.label = t, label
+    t: float
+    label: str
 
 
+@dataclass
 class LoadStateChanged(Message):
-    def __init__(self, running: bool, detail: str) -> None:
-        super().__init__()
-        self.running, self.detail = running, detail
+    running: bool
+    detail: str

@@ -1,7 +1,7 @@
-"""The sweep's server controller over backends.lifecycle's ServerManager.
+"""The sweep's server controller over a backends.session ServerSession.
 
 ``apply(config)`` turns a SweepConfig into a ServerConfig (the base config with the slot's knobs, or
-the speculation-off baseline), then ``ServerManager.up()``: a server already running exactly that
+the speculation-off baseline), then ``ServerSession.apply()``: a server already running exactly that
 config is re-attached (no restart), anything else is stopped and started, followed until ready,
 and verified. A start that fails, or knobs the server does not report back, make ``Applied.ok``
 false with the reason; a knob the server cannot take at all raises ConfigError before any restart.
@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Callable
 
 from backends.config import ServerConfig
+from backends.session import ServerSession
 from workloads.sweep import Applied
 from workloads.sweep_plan import SweepConfig
 
@@ -41,11 +42,16 @@ def baseline_config(base: ServerConfig) -> ServerConfig:
 
 
 class ManagedController:
-    """Brings the configured server to each sweep configuration through ServerManager."""
+    """Brings the managed server to each sweep configuration through one ServerSession.
 
-    def __init__(self, base: ServerConfig, on_note: Callable[[str], None] | None = None) -> None:
+    Pass the console's session and the console follows every restart of the sweep live; the
+    headless sweep makes its own (``session=None``)."""
+
+    def __init__(self, base: ServerConfig, on_note: Callable[[str], None] | None = None,
+                 session: ServerSession | None = None) -> None:
         self.base = base
         self.on_note = on_note or (lambda s: None)
+        self.session = session
         self._started = False
 
     def config_for(self, config: SweepConfig) -> ServerConfig:
@@ -67,18 +73,30 @@ class ManagedController:
 
     async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
         from backends.apikey import redact_argv
-        from backends.lifecycle import ServerManager, fetch_server_info
+        from backends.session_events import NoteAdded, PhaseChanged, Settled
 
         wanted = self.config_for(config)
         restart = self.restart_needed(config)
-        manager = ServerManager(wanted, on_progress=lambda p: progress(p.phase, p.detail),
-                                on_note=lambda s: progress("note", s))
+        if self.session is None:
+            self.session = ServerSession(wanted, stream_log=False)
+        session = self.session
+
+        def relay(event) -> None:
+            if isinstance(event, PhaseChanged):
+                progress(event.progress.phase, event.progress.detail)
+            elif isinstance(event, NoteAdded):
+                progress("note", event.text)
+
+        session.subscribe(relay)
         t0 = time.monotonic()
-        state = await manager.up()
+        try:
+            state = await session.apply(wanted)
+        finally:
+            session.unsubscribe(relay)
         took = time.monotonic() - t0
         self._started = True
-        phases = manager.tracker.durations() if restart else {}
-        key = manager.backend.api_key(state)
+        phases = session.tracker.durations() if restart else {}
+        key = session.api_key()
         info = {"pid": state.pid, "launch_command": " ".join(redact_argv(state.argv)) or None, "knobs": dict(state.knobs),
                 "effective": dict(state.effective), "mismatches": list(state.mismatches), "log_path": state.log_path,
                 "config_hash": state.config_hash, "backend": state.backend}
@@ -88,7 +106,7 @@ class ManagedController:
         if state.mismatches:
             return Applied(False, None, restart, "knobs did not take effect: " + "; ".join(state.mismatches),
                            restart_s, phases, info)
-        server_info = await fetch_server_info(state.url, key) or {}
+        server_info = session.server_info or {}
         info["version"] = server_info.get("version")
         algorithm = server_info.get("speculative_algorithm")
         info["speculative_algorithm"] = algorithm
@@ -101,6 +119,7 @@ class ManagedController:
         """Stop the server this sweep left running (the last configuration)."""
         if not self._started:
             return
-        from backends.lifecycle import ServerManager
-
-        await ServerManager(self.base).down()
+        session = self.session or ServerSession(self.base, stream_log=False)
+        await session.stop()
+        if session is not self.session:
+            await session.close()

@@ -120,3 +120,38 @@ async def test_quit_leaves_server_running_by_default(tmp_path, groups, state_dir
         assert "re-attached to pid" in log_text(app2)
         await app2.controller.detach(stop_server=True)
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+async def test_a_headless_restart_beside_the_console_shows_in_the_panel(tmp_path, groups):
+    """`ddtune restart --set window=1024` in another terminal: the console's panel shows its phases,
+    the new pid and the verified knob, with no resync and no restart of its own."""
+    import asyncio
+
+    from tests.helpers import REPO, ddtune_cmd, ddtune_env
+
+    config_file = write_config(tmp_path)
+    app = app_for(tmp_path, config_file)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
+        first_pid = panel(app).pid
+        groups.track_state()
+        proc = await asyncio.create_subprocess_exec(
+            *ddtune_cmd("--config", str(config_file), "restart", "--set", "window=1024"), cwd=REPO,
+            env=ddtune_env(), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        phases = set()
+        while proc.returncode is None:
+            phases.add(panel(app).phase)
+            await pilot.pause(0.05)
+            try:
+                await asyncio.wait_for(proc.wait(), 0.01)
+            except asyncio.TimeoutError:
+                pass
+        new = groups.track_state()
+        assert proc.returncode == 0 and new["pid"] != first_pid
+        await wait_until(pilot, lambda: panel(app).phase == "ready" and panel(app).pid == new["pid"],
+                         what="the panel to show the new pid, ready")
+        assert {"stopping-old", "loading-weights"} <= phases, phases
+        window = {row.name: row for row in panel(app).knobs}["window"]
+        assert (window.requested, window.effective, window.verified) == ("1024", "1024", True)
+        assert f"pid {new['pid']} launched by another ddtune" in log_text(app)
+        await app.controller.detach(stop_server=True)

@@ -1,5 +1,5 @@
 """The console's sweep screen on the simulator: two presets run, the table fills in, a winner is named,
-and the console follows the server the sweep left running."""
+and the console's panel follows the sweep's restarts live (one session, no resync)."""
 
 from __future__ import annotations
 
@@ -21,17 +21,29 @@ async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups
         screen.query_one("#baseline").value = False
         await pilot.click("#start")
         status = screen.query_one("#status", Static)
-        await wait_until(pilot, lambda: "best overall" in str(status.render()) or "finished" in str(status.render()),
-                         timeout=120, what="the sweep to finish")
+        first_pid = panel(app).pid
+        phases, pids = set(), set()
+
+        def finished() -> bool:
+            view = panel(app)  # the main screen's panel, updated live under the sweep screen
+            phases.add(view.phase)
+            pids.add(view.pid)
+            return "best overall" in str(status.render()) or "finished" in str(status.render())
+
+        await wait_until(pilot, finished, timeout=120, what="the sweep to finish")
         groups.track_state()
         text = str(status.render())
         assert "best overall: b" in text and "ddtune report" in text
         table = screen.query_one("#slots", DataTable)
         assert table.row_count == 2
         assert [table.get_row_at(i)[2] for i in range(2)] == ["done", "done"]
-        # Back on the main screen the console follows the server the sweep left running.
+        # The sweep drove the console's own session: the panel followed each restart as it happened
+        # (new pids, loading phases), and names the server the sweep left running without a resync.
+        assert "loading-weights" in phases and "stopping-old" in phases, phases
+        assert len(pids - {None, first_pid}) == 2, pids
+        state = groups.track_state()
         await pilot.press("escape")
-        await wait_until(pilot, lambda: panel(app).phase == "ready" and
-                         {r.name: r.requested for r in panel(app).knobs}.get("budget") in ("4", "8"),
-                         what="the console to pick up the sweep's server")
+        await pilot.pause()
+        assert panel(app).phase == "ready" and panel(app).pid == state["pid"]
+        assert {r.name: r.requested for r in panel(app).knobs}["budget"] == "8"
         await app.controller.detach(stop_server=True)

@@ -76,11 +76,37 @@ def note(text: str) -> None:
     err(f"          {text}")
 
 
-def manager(config, args=None):
-    from backends.lifecycle import ServerManager
+def printer(event) -> None:
+    """Headless view of a ServerSession: phases and notes as plain lines on stderr."""
+    from backends.session_events import NoteAdded, PhaseChanged
 
-    return ServerManager(config, on_progress=print_progress, on_note=note,
-                         wait_for_lock=not getattr(args, "no_wait", False))
+    if isinstance(event, PhaseChanged):
+        print_progress(event.progress)
+    elif isinstance(event, NoteAdded):
+        note(event.text)
+
+
+def session(config, args=None):
+    """The ServerSession a headless command drives (no log streaming: progress lines only)."""
+    from backends.session import ServerSession
+
+    sess = ServerSession(config, wait_for_lock=not getattr(args, "no_wait", False), stream_log=False)
+    sess.subscribe(printer)
+    return sess
+
+
+def drive(config, args, command: str):
+    """Run one session command (``up``, ``restart``, ``stop``) to its end and close the session."""
+    import asyncio
+
+    async def main():
+        sess = session(config, args)
+        try:
+            return await getattr(sess, command)()
+        finally:
+            await sess.close()
+
+    return asyncio.run(main())
 
 
 def report_final(state) -> int:

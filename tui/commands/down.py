@@ -23,11 +23,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import asyncio
+    from tui.commands._server import drive, err, load_config
 
-    from tui.commands._server import err, load_config, manager
-
-    stopped = asyncio.run(manager(load_config(args), args).down())
+    stopped = drive(load_config(args), args, "stop")
     if stopped is None:
         err("no server recorded: nothing to stop")
     else:

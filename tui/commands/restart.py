@@ -23,9 +23,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import asyncio
-
-    from tui.commands._server import manager, report_final, requested_config
+    from tui.commands._server import drive, report_final, requested_config
 
     config = requested_config(args, keep_running_knobs=True)
-    return report_final(asyncio.run(manager(config, args).restart()))
+    return report_final(drive(config, args, "restart"))

@@ -36,7 +36,7 @@ class MainScreen(Screen):
 
     # Facts from workers -> widget attributes.
     def on_log_lines_read(self, message: m.LogLinesRead) -> None:
-        self.query_one(LogPane).add_lines(message.lines)
+        self.query_one(LogPane).add_lines([line.text for line in message.lines])
 
     def on_server_changed(self, message: m.ServerChanged) -> None:
         self.query_one(ServerPanel).view = message.view

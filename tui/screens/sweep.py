@@ -91,7 +91,7 @@ class SweepScreen(Screen):
             config = console.config
             store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
                                              "model": config.model, "host": host_provenance()}, None, "sweep")
-            controller = ManagedController(config)
+            controller = ManagedController(config, session=console.session if console is not None else None)
             engine = SweepEngine(plan, store, controller, on_event=lambda e: self.post_message(SweepEventPosted(e)),
                                  expected_restart_s=controller.expected_restart_s())
             await engine.run()
@@ -100,8 +100,6 @@ class SweepScreen(Screen):
             self.query_one("#status", Static).update(f"[red]sweep refused: {exc}[/red]")
         finally:
             self.running = False
-            if console is not None:
-                console.resync()  # follow whatever server the sweep left running
 
     def on_sweep_event_posted(self, message: SweepEventPosted) -> None:
         from workloads import sweep as s

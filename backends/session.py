@@ -1,0 +1,274 @@
+"""ServerSession: the one long-lived owner of "the server we manage" for a config and state dir.
+
+It owns the backend, the lifecycle (``ServerManager``: start, stop, restart, re-attach), the one
+log reader (``LogFollower``), the startup tracker, verification and ``/server_info``. Readers are
+thin: the console, the headless commands and the sweep engine call its methods and read its
+events (``backends.session_events``), either through ``subscribe(callback)`` or
+``async for event in session.events()``.
+
+A session also notices what another ddtune does to the same state dir (a headless ``restart``
+beside the console): the kernel tells it when ``server.json`` or the lifecycle lock changes
+(``backends.statewatch``), and it follows the new launch's log from its first line, so its
+phases, pid and verified knobs stay true without anyone re-reading ``server.json`` on a timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from backends.backend import Backend
+from backends.config import ServerConfig
+from backends.errors import DdtuneError
+from backends.logevents import DecodeBatch, Fatal, ServerReady
+from backends.logfollow import LogFollower
+from backends.logkind import LogLine
+from backends.paths import state_dir
+from backends.session_events import (
+    CommandRefused, ConfigChanged, DecodeStats, FatalSeen, LogBatch, NoteAdded, PhaseChanged, PidChanged,
+    SessionEvent, Settled, Stopped,
+)
+from backends.startup import FAILED, READY, Progress
+from backends.state import ServerState, load_state
+from backends.statelock import LOCK_FILE, holder
+
+QUEUE_MAX = 4096   # events a slow events() reader may fall behind by; past it the oldest log batches go
+
+
+def knob_label(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """``window 2048 -> 1024, topk 4 -> 6``: what changed, for markers and notes."""
+    def show(value: Any) -> str:
+        return "none" if value is None else str(value)
+
+    parts = [f"{k} {show(before.get(k))} -> {show(v)}" for k, v in after.items() if before.get(k) != v]
+    return ", ".join(parts) or "same knobs"
+
+
+class ServerSession:
+    """Commands are methods (``up``, ``restart``, ``apply``, ``stop``); results arrive as events."""
+
+    def __init__(self, config: ServerConfig, backend: Backend | None = None, *, gpu_sampler=None,
+                 wait_for_lock: bool = True, stream_log: bool = True) -> None:
+        from backends.lifecycle import ServerManager
+
+        self.config = config
+        self.manager = ServerManager(config, backend, on_progress=self._on_progress, on_note=self._on_note,
+                                     gpu_sampler=gpu_sampler, wait_for_lock=wait_for_lock,
+                                     on_launched=self._on_launched)
+        self.stream_log = stream_log
+        if stream_log:  # one reader for the session's life: it keeps reading after ready
+            self.manager.use_log(LogFollower(self.manager.backend, self.manager.tracker, on_lines=self._on_lines,
+                                             on_decode=self._on_decode, on_phase=self._on_phase))
+        # else the manager reads each start's log only until ready (headless: nothing reads it after)
+        self.state: ServerState | None = None
+        self.progress: Progress | None = None
+        self.version: str | None = None
+        self.server_info: dict | None = None  # /server_info of the server as it became ready
+        self._listeners: list[Callable[[SessionEvent], None]] = []
+        self._queues: list[asyncio.Queue[SessionEvent]] = []
+        self._busy = 0
+        self._watcher: asyncio.Task | None = None
+
+    @property
+    def backend(self) -> Backend:
+        return self.manager.backend
+
+    @property
+    def log(self) -> LogFollower:
+        return self.manager.log
+
+    @property
+    def tracker(self):
+        return self.manager.tracker
+
+    def api_key(self) -> str | None:
+        return self.backend.api_key(self.state)
+
+    # --- events -----------------------------------------------------------------------------
+    def subscribe(self, callback: Callable[[SessionEvent], None]) -> None:
+        """Call ``callback`` with every event, synchronously, on the session's event loop."""
+        self._listeners.append(callback)
+
+    def unsubscribe(self, callback: Callable[[SessionEvent], None]) -> None:
+        self._listeners.remove(callback)
+
+    async def events(self) -> AsyncIterator[SessionEvent]:
+        """Every event from now on, in order, until the reader stops iterating."""
+        queue: asyncio.Queue[SessionEvent] = asyncio.Queue(QUEUE_MAX)
+        self._queues.append(queue)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self._queues.remove(queue)
+
+    def _emit(self, event: SessionEvent) -> None:
+        for callback in list(self._listeners):
+            callback(event)
+        for queue in self._queues:
+            if queue.full():
+                queue.get_nowait()  # a reader this far behind loses the oldest event, not the loop
+            queue.put_nowait(event)
+
+    # --- what the manager and the log reader tell us ---------------------------------------
+    def _on_progress(self, progress: Progress) -> None:
+        self.progress = progress
+        self._emit(PhaseChanged(progress))
+
+    def _on_note(self, text: str) -> None:
+        self._emit(NoteAdded(text))
+
+    def _on_launched(self, state: ServerState) -> None:
+        self.state = state
+        self._emit(PidChanged(state.pid, state.log_path, "ddtune"))
+
+    def _on_phase(self) -> None:
+        self.manager.report(self.state.pid if self.state else None)
+
+    def _on_lines(self, lines: tuple[LogLine, ...], skipped: int) -> None:
+        self._emit(LogBatch(lines, skipped))
+        for line in lines:
+            if isinstance(line.event, Fatal) and not line.event.generic:
+                self._emit(FatalSeen(line.event.kind, line.event.message))
+
+    def _on_decode(self, t: float, event: DecodeBatch) -> None:
+        self._emit(DecodeStats(t, event.gen_throughput, event.accept_len))
+
+    # --- commands ---------------------------------------------------------------------------
+    def current(self) -> ServerState | None:
+        return self.manager.current()
+
+    async def up(self) -> ServerState:
+        """Re-attach to a live server running this config, else (re)start it; wait until ready."""
+        return await self._command(self.manager.up)
+
+    async def restart(self, config: ServerConfig | None = None, knobs: dict[str, Any] | None = None) -> ServerState:
+        """Stop the server and start it with ``config`` (or these knob changes), even if unchanged."""
+        self._set_config(config or (self.config.with_knobs(knobs) if knobs else self.config))
+        return await self._command(self.manager.restart)
+
+    async def apply(self, config: ServerConfig) -> ServerState:
+        """Make the server run ``config``: re-attach when it already does, else restart."""
+        self._set_config(config)
+        return await self._command(self.manager.up)
+
+    async def stop(self) -> ServerState | None:
+        """Stop the recorded server (``down``); None when there was none."""
+        self._busy += 1
+        try:
+            stopped = await self.manager.down()
+        except DdtuneError as exc:
+            self._emit(CommandRefused(exc.message, exc.hint))
+            raise
+        finally:
+            self._busy -= 1
+        self.log.stop()
+        self.state = None
+        self._emit(Stopped(stopped.reason or "stopped" if stopped else "no server recorded: nothing to stop"))
+        return stopped
+
+    def _set_config(self, config: ServerConfig) -> None:
+        if config.config_hash() == self.config.config_hash():
+            return
+        label = knob_label(self.config.knobs, config.knobs)
+        self.config = config
+        self.manager.set_config(config)
+        self._emit(ConfigChanged(dict(config.knobs), label))
+
+    async def _command(self, run: Callable[[], Any]) -> ServerState:
+        self._busy += 1
+        try:
+            state = await run()
+        except DdtuneError as exc:
+            self._emit(CommandRefused(exc.message, exc.hint))
+            raise
+        finally:
+            self._busy -= 1
+        await self._settle(state)
+        return state
+
+    async def _settle(self, state: ServerState) -> None:
+        if state.phase == "ready":
+            info = self.manager.server_info
+            if info is None:  # re-attached without a start: ask once
+                from backends.lifecycle import fetch_server_info
+
+                info = await fetch_server_info(state.url, self.backend.api_key(state))
+            self.server_info = info
+            self.version = str(info["version"]) if info and info.get("version") else None
+            self.manager.server_info = None
+            if self.stream_log:
+                self.log.follow(state)  # a re-attach did not read the log yet
+        self.state = state  # with the version and log known: readers see one consistent settle
+        self._emit(Settled(state, self.version))
+
+    # --- another ddtune on the same state dir ----------------------------------------------
+    def watch(self) -> None:
+        """Start following what other processes do to this state dir (until ``close``)."""
+        if self._watcher is None:
+            self._watcher = asyncio.create_task(self._watch())
+
+    async def _watch(self) -> None:
+        from backends.statewatch import DirWatch
+
+        async for names in DirWatch(state_dir(), {"server.json", LOCK_FILE}).changes():
+            if self._busy:
+                continue  # our own command writes these files
+            if LOCK_FILE in names:
+                self._lock_changed()
+            if "server.json" in names:
+                await self._state_changed()
+
+    def _lock_changed(self) -> None:
+        doc = holder()
+        if not doc or doc.get("pid") == os.getpid():
+            return
+        from backends.statelock import describe_holder_doc
+
+        self._emit(NoteAdded(describe_holder_doc(doc)))
+        if doc.get("action") in ("restart", "down"):
+            self.tracker.begin_stop(time.monotonic())
+            self.manager.report(self.state.pid if self.state else None)
+
+    async def _state_changed(self) -> None:
+        state = load_state(self._on_note)
+        old = self.state
+        if state is None:
+            if old is not None:
+                self.state = None
+                self.log.stop()
+                self._emit(Stopped("the server was stopped by another ddtune"))
+            return
+        if state.backend == "endpoint":
+            return
+        launched = old is None or (state.pid, state.started_at) != (old.pid, old.started_at)
+        if launched:
+            self.state = state
+            if state.knobs != self.config.knobs:
+                label = knob_label(self.config.knobs, dict(state.knobs))
+                self.config = self.config.with_knobs(dict(state.knobs))
+                self.manager.set_config(self.config)
+                self._emit(ConfigChanged(dict(state.knobs), label))
+            if state.phase == "starting":
+                self.tracker.begin_wait(time.monotonic(), f"pid {state.pid}, launched by another ddtune")
+                self.manager.report(state.pid)
+            self._emit(PidChanged(state.pid, state.log_path, "another ddtune"))
+            self.log.follow(state)
+        if state.phase in ("ready", "failed") and (launched or old is None or old.phase != state.phase):
+            now = time.monotonic()
+            if state.phase == "ready" and self.tracker.phase != READY:
+                self.tracker.feed(ServerReady(), now)
+            elif state.phase == "failed" and self.tracker.phase != FAILED:
+                self.tracker.fail((state.reason or "failed").split("\n")[0], now)
+            self.manager.report(state.pid)
+            await self._settle(state)
+
+    # --- leaving ----------------------------------------------------------------------------
+    async def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            self._watcher = None
+        self.log.stop()

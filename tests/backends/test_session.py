@@ -1,0 +1,128 @@
+"""ServerSession on the real simulator: typed events in order, one log reader, and a session that
+follows what another ddtune process does to the same server (a headless restart beside it)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from backends.errors import ConfigError
+from backends.session import ServerSession
+from backends.session_events import (
+    CommandRefused, ConfigChanged, LogBatch, NoteAdded, PhaseChanged, PidChanged, Settled, Stopped,
+)
+from backends.state import load_state
+from tests.backends.lifecycle_support import config, write_config
+from tests.helpers import REPO, ddtune_cmd, ddtune_env
+
+
+class Recorder:
+    def __init__(self, session: ServerSession) -> None:
+        self.events: list = []
+        session.subscribe(self.events.append)
+
+    def of(self, kind) -> list:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def phases(self) -> list[str]:
+        return [e.progress.phase for e in self.of(PhaseChanged)]
+
+    def lines(self) -> list[str]:
+        return [line.text for batch in self.of(LogBatch) for line in batch.lines]
+
+    async def wait(self, predicate, what: str, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; events: {self.events[-15:]}")
+            await asyncio.sleep(0.05)
+
+
+async def test_up_streams_typed_events_in_order(tmp_path, state_dir, groups):
+    session = ServerSession(config(tmp_path))
+    seen = Recorder(session)
+    try:
+        state = await session.up()
+        groups.track(state.pgid)
+        assert state.phase == "ready", state.reason
+        launched = seen.of(PidChanged)
+        assert [(e.pid, e.by) for e in launched] == [(state.pid, "ddtune")]
+        phases = seen.phases()
+        assert phases.index("loading-weights") < phases.index("capturing-graphs") < phases.index("warmup")
+        settled = seen.of(Settled)
+        assert len(settled) == 1 and settled[0].state.pid == state.pid and settled[0].state.phase == "ready"
+        # the one reader keeps reading after ready: the pane gets the whole log, parsed once
+        await seen.wait(lambda: any("ready to roll" in t for t in seen.lines()), "the ready line in a batch")
+        started = [line for batch in seen.of(LogBatch) for line in batch.lines if "Started server process" in line.text]
+        assert len(started) == 1 and type(started[0].event).__name__ == "ServerStarted"
+        assert session.state is state
+    finally:
+        await session.stop()
+        await session.close()
+    assert seen.of(Stopped) and load_state() is None
+
+
+async def test_bad_knob_is_refused_as_an_event_and_changes_nothing(tmp_path, state_dir, groups):
+    session = ServerSession(config(tmp_path))
+    seen = Recorder(session)
+    try:
+        first = await session.up()
+        groups.track(first.pgid)
+        with pytest.raises(ConfigError):
+            await session.restart(knobs={"window": 8})  # below the block size: SGLang would refuse it
+        refused = seen.of(CommandRefused)
+        assert len(refused) == 1 and "'window' = 8" in refused[0].message and "window >=" in refused[0].hint
+        assert load_state().pid == first.pid and load_state().phase == "ready"
+    finally:
+        await session.stop()
+        await session.close()
+
+
+async def run_cli(*args: str, cwd: Path) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(*ddtune_cmd(*args), cwd=REPO, env=ddtune_env(),
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    return proc.returncode or 0, out.decode()
+
+
+async def test_a_headless_restart_beside_the_session_is_followed_live(tmp_path, state_dir, groups):
+    """The console's session, with no resync: another ddtune restarts the server with new knobs;
+    the session reports who did it, the phases of the new start, the new pid and its verified knobs."""
+    config_file = write_config(tmp_path)
+    from backends.config import load_config
+
+    session = ServerSession(load_config(config_file))
+    seen = Recorder(session)
+    try:
+        first = await session.up()
+        groups.track(first.pgid)
+        session.watch()
+        before = len(seen.events)
+        code, out = await run_cli("--config", str(config_file), "restart", "--set", "window=1024", cwd=tmp_path)
+        groups.track_state()
+        assert code == 0, out
+        new = load_state()
+        assert new.pid != first.pid and new.phase == "ready"
+        await seen.wait(lambda: session.state is not None and session.state.pid == new.pid
+                        and session.state.phase == "ready", "the session to settle on the new pid")
+        later = seen.events[before:]
+        notes = [e.text for e in later if isinstance(e, NoteAdded)]
+        assert any("another ddtune" in n and "restarting" in n for n in notes), notes
+        launched = [e for e in later if isinstance(e, PidChanged)]
+        assert [(e.pid, e.by) for e in launched] == [(new.pid, "another ddtune")]
+        phases = [e.progress.phase for e in later if isinstance(e, PhaseChanged)]
+        assert "stopping-old" in phases and "loading-weights" in phases and phases[-1] == "ready", phases
+        changed = [e for e in later if isinstance(e, ConfigChanged)]
+        assert changed and changed[0].knobs["window"] == 1024 and "window 2048 -> 1024" in changed[0].label
+        settled = [e for e in later if isinstance(e, Settled)]
+        assert settled[-1].state.pid == new.pid and settled[-1].state.effective["window_size"] == 1024
+        assert session.config.knobs["window"] == 1024
+        # and a headless down beside it is reported as a stop
+        code, out = await run_cli("--config", str(config_file), "down", cwd=tmp_path)
+        assert code == 0, out
+        await seen.wait(lambda: session.state is None and seen.of(Stopped), "the stop to be reported")
+    finally:
+        await session.close()
