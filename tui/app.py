@@ -33,13 +33,24 @@ class DdtuneApp(App):
         self.note = note
         self.main = MainScreen()
 
+    TICK_S = 1.0  # the one periodic tick: every periodic redraw hangs off it
+
     def on_mount(self) -> None:
+        self._ticks = 0
+        self.set_interval(self.TICK_S, self._tick)
         self.push_screen(self.main)
         if self.note:
             self.sub_title = self.note
             self.notify(self.note, timeout=6)
         if self.controller is not None:
             self.controller.attach(self.main.post_message, self.run_worker)
+
+    def _tick(self) -> None:
+        self._ticks += 1
+        if self.controller is not None:
+            self.controller.tick()
+        if self.main.is_mounted:
+            self.main.tick(self._ticks)
 
     # --- actions ----------------------------------------------------------------------------
     def action_cycle_log_filter(self) -> None:

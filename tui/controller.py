@@ -25,7 +25,6 @@ from backends.session_events import (
 from tui import messages as m
 from tui.views import KnobRow, ServerView
 
-TICK_S = 1.0   # the one periodic tick: elapsed and uptime move, the panel redraws only if they show it
 _FRACTION = re.compile(r"(\d+)/(\d+)")
 _EFFECTIVE_KEY = {"window": "window_size", "budget": "budget"}
 
@@ -87,7 +86,6 @@ class ConsoleController:
         self.session.subscribe(self._on_event)
         self._publish()
         self._command("starting or re-attaching", self.session.up())
-        run_worker(self._tick(), group="tick", exit_on_error=False)
         run_worker(self._telemetry(), group="telemetry", exit_on_error=False)
 
     def post(self, message: Message) -> None:
@@ -109,12 +107,9 @@ class ConsoleController:
         finally:
             self.session.watch()  # from now on, follow what other ddtune processes do
 
-    async def _tick(self) -> None:
-        import asyncio
-
-        while True:
-            await asyncio.sleep(TICK_S)
-            self._publish()
+    def tick(self) -> None:
+        """The app's periodic tick: elapsed and uptime move; posts only when the panel would change."""
+        self._publish()
 
     # --- the session's events -> the screen's messages -------------------------------------
     def _on_event(self, event: SessionEvent) -> None:

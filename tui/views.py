@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -52,4 +52,3 @@ class GpuView:
     rows: tuple[GpuRow, ...] = ()
     server_summary: str | None = None
     host: str | None = None
-    extra: dict = field(default_factory=dict)

@@ -34,6 +34,12 @@ class MainScreen(Screen):
         self.query_one("#gpu").border_title = "gpu"
         self.query_one("#requests").border_title = "requests"
 
+    def tick(self, n: int) -> None:
+        """The app's one periodic tick (1 s): batched widgets show what arrived since the last one."""
+        self.query_one(RequestsTable).flush()
+        if n % 2 == 0:
+            self.query_one(LivePlots).redraw()
+
     # Facts from workers -> widget attributes.
     def on_log_lines_read(self, message: m.LogLinesRead) -> None:
         self.query_one(LogPane).add_lines([line.text for line in message.lines])

@@ -26,7 +26,7 @@ class LivePlots(Horizontal):
         yield PlotextPlot(id="plot-accept")
 
     def on_mount(self) -> None:
-        self.set_interval(2.0, self.redraw)  # a plotext build costs tens of ms: every 2 s at most
+        self.redraw()  # then the app's tick redraws us every 2 s at most (a plotext build costs tens of ms)
         self.redraw()
 
     def _rel(self, t: float) -> float:
@@ -43,11 +43,6 @@ class LivePlots(Horizontal):
     def add_server_point(self, t: float, gen_throughput: float, accept_len: float | None) -> None:
         self.server_tok_s.append((self._rel(t), gen_throughput))
         self._dirty = True
-
-    def mark_now(self, label: str) -> None:
-        import time
-
-        self.mark(time.monotonic(), label)
 
     def mark(self, t: float, label: str) -> None:
         self.markers.append((self._rel(t), label))

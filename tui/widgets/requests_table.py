@@ -18,17 +18,12 @@ VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "red
 
 
 class RequestsTable(Widget):
-    FLUSH_S = 1.0
-
     def __init__(self, max_rows: int = 100, **kwargs) -> None:
         super().__init__(**kwargs)
         self.rows: deque[dict[str, Any]] = deque(maxlen=max_rows)
         self.passed = 0
         self.total = 0
         self._dirty = False
-
-    def on_mount(self) -> None:
-        self.set_interval(self.FLUSH_S, self.flush)
 
     def add_request(self, row: dict[str, Any]) -> None:
         """Count it now; show it at the next flush."""
