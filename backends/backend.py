@@ -89,33 +89,40 @@ class Backend(ABC):
 
 
 TAIL_READ_BYTES = 1 << 20  # the most tail_file reads at once
+WAKE_S = 2.0               # tail_file looks at the file at least this often, inotify or not
 
 
 async def tail_file(path: Path, from_start: bool = True, poll: float = 0.1) -> AsyncIterator[str]:
-    """Follow a log file like ``tail -F``: lines split on \\n and \\r; waits for the file to appear."""
+    """Follow a log file like ``tail -F``: lines split on \\n and \\r; waits for the file to appear.
+
+    Between writes it sleeps until the kernel says the file changed (inotify on its directory), so
+    a quiet server costs no wake-ups; every ``WAKE_S`` it looks anyway, and where inotify is not
+    available it looks every ``poll`` seconds."""
     from backends.linesplitter import LineSplitter
+    from backends.statewatch import DirWatch
 
     splitter = LineSplitter()
     offset = None
-    while True:
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            await asyncio.sleep(poll)
-            continue
-        if offset is None:
-            offset = 0 if from_start else size
-        if size < offset:  # truncated or replaced: start over
-            offset = 0
-        if size > offset:
-            # Bounded reads: re-attaching to a server with a huge log must not load it whole or
-            # hold the event loop for the whole file.
-            with path.open("rb") as fh:
-                fh.seek(offset)
-                chunk = fh.read(min(size - offset, TAIL_READ_BYTES))
-            offset += len(chunk)
-            for line in splitter.feed(chunk):
-                yield line
-            await asyncio.sleep(0)
-        else:
-            await asyncio.sleep(poll)
+    with DirWatch(path.parent, {path.name}, fallback_s=poll) as watch:
+        while True:
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                await watch.wait(WAKE_S)
+                continue
+            if offset is None:
+                offset = 0 if from_start else size
+            if size < offset:  # truncated or replaced: start over
+                offset = 0
+            if size > offset:
+                # Bounded reads: re-attaching to a server with a huge log must not load it whole or
+                # hold the event loop for the whole file.
+                with path.open("rb") as fh:
+                    fh.seek(offset)
+                    chunk = fh.read(min(size - offset, TAIL_READ_BYTES))
+                offset += len(chunk)
+                for line in splitter.feed(chunk):
+                    yield line
+                await asyncio.sleep(0)
+            else:
+                await watch.wait(WAKE_S)

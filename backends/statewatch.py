@@ -48,41 +48,63 @@ def parse_events(buf: bytes) -> list[tuple[int, str]]:
 
 
 class DirWatch:
-    """``async for names in DirWatch(path, {"server.json"}).changes(): ...``"""
+    """``async for names in DirWatch(path, {"server.json"}).changes(): ...``, or, for one waiter
+    with a timeout, ``with DirWatch(...) as w: await w.wait(timeout)``."""
 
     def __init__(self, path: Path, names: Iterable[str], fallback_s: float = 1.0) -> None:
         self.path = Path(path)
         self.names = frozenset(names)
         self.fallback_s = fallback_s
         self.kind = "inotify"
+        self._fd: int | None = None
+        self._ready: asyncio.Event | None = None
+        self._before: dict[str, tuple[int, int, int] | None] = {}
+
+    def __enter__(self) -> DirWatch:
+        self._fd = self._open()
+        if self._fd is None:
+            self.kind = "stat"
+            self._before = self._stat()
+        else:
+            self._ready = asyncio.Event()
+            asyncio.get_running_loop().add_reader(self._fd, self._ready.set)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            asyncio.get_running_loop().remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+    async def wait(self, timeout: float | None = None) -> set[str]:
+        """The watched names that changed since the last call; empty after ``timeout`` seconds."""
+        if self._fd is None or self._ready is None:
+            await asyncio.sleep(min(self.fallback_s, timeout) if timeout is not None else self.fallback_s)
+            now = self._stat()
+            changed = {name for name in self.names if now[name] != self._before.get(name)}
+            self._before = now
+            return changed
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout)
+        except TimeoutError:
+            return set()
+        await asyncio.sleep(SETTLE_S)
+        self._ready.clear()
+        changed: set[str] = set()
+        while True:
+            try:
+                buf = os.read(self._fd, 65536)
+            except BlockingIOError:
+                break
+            changed.update(name for _mask, name in parse_events(buf) if name in self.names)
+        return changed
 
     async def changes(self) -> AsyncIterator[set[str]]:
-        fd = self._open()
-        if fd is None:
-            self.kind = "stat"
-            async for names in self._poll():
-                yield names
-            return
-        loop = asyncio.get_running_loop()
-        ready = asyncio.Event()
-        loop.add_reader(fd, ready.set)
-        try:
+        with self:
             while True:
-                await ready.wait()
-                await asyncio.sleep(SETTLE_S)
-                ready.clear()
-                changed: set[str] = set()
-                while True:
-                    try:
-                        buf = os.read(fd, 65536)
-                    except BlockingIOError:
-                        break
-                    changed.update(name for _mask, name in parse_events(buf) if name in self.names)
+                changed = await self.wait()
                 if changed:
                     yield changed
-        finally:
-            loop.remove_reader(fd)
-            os.close(fd)
 
     def _open(self) -> int | None:
         libc = _libc()
@@ -105,13 +127,3 @@ class DirWatch:
             except OSError:
                 out[name] = None
         return out
-
-    async def _poll(self) -> AsyncIterator[set[str]]:
-        before = self._stat()
-        while True:
-            await asyncio.sleep(self.fallback_s)
-            now = self._stat()
-            changed = {name for name in self.names if now[name] != before[name]}
-            before = now
-            if changed:
-                yield changed
