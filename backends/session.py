@@ -38,6 +38,10 @@ from backends.statelock import LOCK_FILE, holder
 QUEUE_MAX = 4096   # events a slow events() reader may fall behind by; past it the oldest log batches go
 
 
+def _show(value: Any) -> str:
+    return "none" if value is None else str(value)
+
+
 def knob_label(before: dict[str, Any], after: dict[str, Any]) -> str:
     """``window 2048 -> 1024, topk 4 -> 6``: what changed, for markers and notes."""
     def show(value: Any) -> str:
@@ -141,9 +145,31 @@ class ServerSession:
     def current(self) -> ServerState | None:
         return self.manager.current()
 
-    async def up(self) -> ServerState:
-        """Re-attach to a live server running this config, else (re)start it; wait until ready."""
+    async def up(self, keep_running_knobs: bool = False) -> ServerState:
+        """Re-attach to a live server running this config, else (re)start it; wait until ready.
+
+        ``keep_running_knobs``: a live server of this config file that runs other knobs (tuned with
+        the console, a sweep or ``restart --set``) is kept, knobs and all, and a note says how they
+        differ from the file; a full model reload is never the silent price of re-attaching."""
+        if keep_running_knobs:
+            self._adopt_running_knobs()
         return await self._command(self.manager.up)
+
+    def _adopt_running_knobs(self) -> None:
+        state = self.manager.current()
+        if state is None or state.backend != self.config.backend or state.phase not in ("ready", "starting") \
+                or state.config_hash == self.config.config_hash() or not state.is_alive():
+            return
+        running = self.config.with_knobs(dict(state.knobs))
+        if running.config_hash() != state.config_hash:
+            return  # it differs in more than knobs (model, flags, env): the file wins, with a restart
+        file_knobs = self.config.knobs
+        diff = ", ".join(f"{k}={_show(v)} (the file says {_show(file_knobs.get(k))})"
+                         for k, v in state.knobs.items() if file_knobs.get(k) != v)
+        self.config = running
+        self.manager.set_config(running)
+        self._emit(NoteAdded(f"pid {state.pid} runs {diff}: keeping its knobs; apply the config file with "
+                             f"`ddtune up --apply-config` (or `a` in the console)"))
 
     async def restart(self, config: ServerConfig | None = None, knobs: dict[str, Any] | None = None) -> ServerState:
         """Stop the server and start it with ``config`` (or these knob changes), even if unchanged."""

@@ -19,6 +19,7 @@ class DdtuneApp(App):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     BINDINGS = [
         Binding("k", "edit_knobs", "Knobs", id="app.knobs"),
+        Binding("a", "apply_config_file", "Apply file", id="app.apply_file"),
         Binding("l", "toggle_load", "Load", id="app.load"),
         Binding("f", "cycle_log_filter", "Log filter", id="app.log_filter"),
         Binding("r", "results", "Results", id="app.results"),
@@ -79,6 +80,14 @@ class DdtuneApp(App):
 
         editor = KnobEditor(current, presets_as_text(), lambda values: validate_knobs(values, config))
         self.push_screen(editor, applied)
+
+    def action_apply_config_file(self) -> None:
+        if self.controller is None:
+            return
+        if self.controller.apply_config_file():
+            self.notify("restarting with the config file's knobs", timeout=4)
+        else:
+            self.notify("the server already runs the config file's knobs", timeout=3)
 
     def action_toggle_load(self) -> None:
         if self.controller is None:

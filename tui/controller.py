@@ -63,6 +63,7 @@ class ConsoleController:
     def __init__(self, config: ServerConfig, simulated: bool, load_concurrency: int = 8,
                  load_max_tokens: int = 1024, autostart_load: bool = False) -> None:
         self.session = ServerSession(config)
+        self.file_config = config  # what the config file says; a re-attached server may run other knobs
         self.simulated = simulated
         self.autostart_load = autostart_load
         self.load_concurrency = load_concurrency
@@ -85,7 +86,7 @@ class ConsoleController:
         self._post, self._run_worker = post, run_worker
         self.session.subscribe(self._on_event)
         self._publish()
-        self._command("starting or re-attaching", self.session.up())
+        self._command("starting or re-attaching", self.session.up(keep_running_knobs=True))
         run_worker(self._telemetry(), group="telemetry", exit_on_error=False)
 
     def post(self, message: Message) -> None:
@@ -190,6 +191,13 @@ class ConsoleController:
     def restart_with(self, knobs: dict[str, Any]) -> None:
         """Apply new knob values: the session validates them against the server before stopping it."""
         self._command("restarting", self.session.restart(knobs=knobs))
+
+    def apply_config_file(self) -> bool:
+        """Restart with the config file's knobs; False (nothing done) when the server already runs them."""
+        if self.file_config.config_hash() == self.config.config_hash():
+            return False
+        self._command("applying the config file", self.session.restart(config=self.file_config))
+        return True
 
     # --- telemetry --------------------------------------------------------------------------
     async def _telemetry(self) -> None:

@@ -155,3 +155,30 @@ async def test_a_headless_restart_beside_the_console_shows_in_the_panel(tmp_path
         assert (window.requested, window.effective, window.verified) == ("1024", "1024", True)
         assert f"pid {new['pid']} launched by another ddtune" in log_text(app)
         await app.controller.detach(stop_server=True)
+
+
+async def test_reattach_keeps_a_tuned_server_and_a_applies_the_file(tmp_path, groups):
+    """Tuned with `restart --set`, then the console opens: it keeps that server (no reload), says the
+    knobs differ from the file, and `a` restarts it with the file's knobs."""
+    from tests.helpers import run_ddtune
+
+    config_file = write_config(tmp_path)
+    for args in (("up",), ("restart", "--set", "window=1024")):
+        out = run_ddtune("--config", str(config_file), *args)
+        groups.track_state()
+        assert out.returncode == 0, out.stderr
+    tuned = groups.track_state()
+    app = app_for(tmp_path, config_file)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: panel(app).phase == "ready", what="re-attach")
+        assert panel(app).pid == tuned["pid"]
+        window = {row.name: row for row in panel(app).knobs}["window"]
+        assert (window.requested, window.effective, window.verified) == ("1024", "1024", True)
+        assert "window=1024 (the file says 2048)" in log_text(app)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: panel(app).phase == "ready" and panel(app).pid != tuned["pid"],
+                         what="the restart with the file's knobs")
+        groups.track_state()
+        window = {row.name: row for row in panel(app).knobs}["window"]
+        assert (window.requested, window.effective, window.verified) == ("2048", "2048", True)
+        await app.controller.detach(stop_server=True)

@@ -43,10 +43,19 @@ def test_up_restart_status_down(tmp_path, state_dir, groups):
     doc = status_json(cfg)
     assert doc["knobs"]["window"] == 1024 and doc["knobs"]["topk"] == 4
 
-    out = run_ddtune("--config", str(cfg), "up")  # up = match the config file: window 2048 again
+    tuned_pid = doc["pid"]
+    out = run_ddtune("--config", str(cfg), "up")  # plain up keeps the tuned server and says how it differs
+    assert out.returncode == 0, out.stderr
+    doc = status_json(cfg)
+    assert doc["pid"] == tuned_pid and doc["knobs"]["window"] == 1024
+    assert "window=1024 (the file says 2048)" in out.stderr and "ddtune up --apply-config" in out.stderr
+    assert "stopping old server" not in out.stderr
+
+    out = run_ddtune("--config", str(cfg), "up", "--apply-config")  # the file's knobs: window 2048 again
     groups.track_state()
     assert out.returncode == 0, out.stderr
     doc = status_json(cfg)
+    assert doc["pid"] != tuned_pid
     assert doc["knobs"]["window"] == 2048 and doc["effective"]["window_size"] == 2048
 
     out = run_ddtune("--config", str(cfg), "down")

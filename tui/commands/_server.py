@@ -95,14 +95,14 @@ def session(config, args=None):
     return sess
 
 
-def drive(config, args, command: str):
+def drive(config, args, command: str, **options):
     """Run one session command (``up``, ``restart``, ``stop``) to its end and close the session."""
     import asyncio
 
     async def main():
         sess = session(config, args)
         try:
-            return await getattr(sess, command)()
+            return await getattr(sess, command)(**options)
         finally:
             await sess.close()
 

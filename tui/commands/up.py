@@ -8,12 +8,15 @@ examples:
   ddtune up                                   start the configured server (the simulator when none is configured)
   ddtune up --preset b8-t4-w2048              start with a shipped knob preset
   ddtune up --set window=1024 --set topk=4    change knobs (restarts the server if they differ)
+  ddtune up --apply-config                    restart a tuned server back to the config file's knobs
   ddtune --config box.toml up
 
 Prints each startup phase to stderr; exit 0 once the server we started generates a token,
 exit 1 with the reason (fatal log line, log tail) when the start failed.
 A server already running this exact config (file knobs + --preset + --set) is re-attached, not
-restarted; one running other knobs is restarted with these.
+restarted. Plain `ddtune up` also keeps a server of this config file that was tuned to other knobs
+(console, sweep, `restart --set`) and says how they differ; `--apply-config` restarts it with the
+file's knobs, and --preset/--set restart it with those.
 """
 
 
@@ -21,6 +24,9 @@ def add_arguments(parser) -> None:
     from tui.commands._server import add_knob_arguments, add_wait_argument
 
     add_knob_arguments(parser)
+    parser.add_argument("--apply-config", action="store_true",
+                        help="make the server match the config file even when the running server was tuned "
+                             "to other knobs (default without --preset/--set: keep the running server's knobs)")
     add_wait_argument(parser)
 
 
@@ -28,4 +34,5 @@ def run(args) -> int:
     from tui.commands._server import drive, report_final, requested_config
 
     config = requested_config(args)
-    return report_final(drive(config, args, "up"))
+    keep = not (args.apply_config or args.preset or args.sets)
+    return report_final(drive(config, args, "up", keep_running_knobs=keep))
