@@ -325,9 +325,9 @@ class ServerManager:
         self._report(state.pid)
         info = await fetch_server_info(state.url, self.backend.api_key(state))
         expected = plan.expected if plan else {}
-        checked = verify(expected, watch.draft_runner, watch.ddtree, info)
+        checked = verify(expected, watch.draft_runner, watch.ddtree, info, knobs=self.config.knobs)
         final = state.with_(phase="ready", ready_at=time.time(), effective=checked.effective,
-                            mismatches=checked.mismatches, reason=None)
+                            checks=checked.checks, reason=None)
         save_state(final)
         self.history.append(self.config.model, durations, True, time.time())
         return final
