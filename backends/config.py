@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,14 +16,11 @@ from typing import Any
 from backends.datafile import read_toml
 from backends.errors import ConfigError, UsageError
 from backends.fields import expect, fail, key_name, positive, shown
+from backends.knobs import DEFAULT_KNOBS, KnobRoute, KnobValue, knob_spec, known_knobs
 from backends.paths import PRESETS_DIR, find_config
 
 BACKENDS = ("sglang", "systemd", "endpoint", "sim")
-BUILTIN_KNOBS = ("budget", "topk", "window")
 KNOB_PRESETS_DIR = PRESETS_DIR / "knobs"
-DEFAULT_KNOBS: dict[str, "KnobValue"] = {"budget": None, "topk": None, "window": 2048}
-
-KnobValue = int | str | bool | None  # None means "none": the knob is cleared (no flag, no env var)
 
 _SERVER_FIELDS = {
     "backend", "python", "model", "draft_model", "host", "port", "extra_args", "env",
@@ -32,19 +28,6 @@ _SERVER_FIELDS = {
     "block_size",
 }
 _MAP_FIELDS = {"flag", "env", "offset", "switch", "algorithm"}
-
-
-@dataclass(frozen=True)
-class KnobRoute:
-    """How one knob reaches the server: a flag or an env var (value + offset), maybe a switch flag."""
-
-    knob: str
-    flag: str | None = None
-    env: str | None = None
-    offset: int = 0
-    switch: str | None = None
-    algorithm: str | None = None
-    source: str = "config"
 
 
 @dataclass(frozen=True)
@@ -103,29 +86,9 @@ def _fail(source: str, field_name: str, problem: str, fix: str) -> ConfigError:
 
 
 def parse_knob_value(source: str, name: str, raw: Any) -> KnobValue:
-    """Validate one knob value. budget/topk/window are positive integers; "none" clears a knob."""
-    where = f"knob '{key_name(name)}'"
-    if isinstance(raw, str):
-        text = raw.strip()
-        if text.lower() == "none":
-            return None
-        if text.lower() in ("true", "false"):
-            raw = text.lower() == "true"
-        else:
-            try:
-                raw = int(text)
-            except ValueError:
-                raw = text
-    if name in BUILTIN_KNOBS:
-        if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
-            raise _fail(source, where, f"expected a positive integer or \"none\", got {shown(raw)}",
-                        f"set {name} = 8 (any integer > 0), or {name} = \"none\" to clear it")
-        return raw
-    if isinstance(raw, float):
-        raise _fail(source, where, f"expected an integer, string or true/false, got {shown(raw)}",
-                    f"write {key_name(name)} = {int(raw) if math.isfinite(raw) else 1} or quote it")
-    return expect(source, where, raw, (int, str, bool),
-                  f'{key_name(name)} = 8, = "text", = true, or = "none" to clear it')
+    """One knob value: a shorthand for ``knob_spec(name).parse(raw, source)`` (the rules live in
+    backends.knobs.KNOBS), kept for the console's editor."""
+    return knob_spec(name).parse(raw, source)
 
 
 def parse_set(expr: str) -> tuple[str, KnobValue]:
@@ -135,7 +98,7 @@ def parse_set(expr: str) -> tuple[str, KnobValue]:
     if not sep or not name:
         raise UsageError(f"--set {expr!r}: expected KNOB=VALUE", hint="e.g. --set window=1024 or --set window=none")
     try:
-        return name, parse_knob_value("--set", name, value)
+        return name, knob_spec(name).parse(value, "--set")
     except ConfigError as exc:
         raise UsageError(exc.message, hint=exc.hint) from None
 
@@ -263,10 +226,10 @@ def config_from_dict(data: dict[str, Any], source: str) -> ServerConfig:
     for name, raw in knobs_section.items():
         if name == "map":
             continue
-        if name not in BUILTIN_KNOBS and name not in knob_map:
+        if name not in known_knobs(knob_map):
             raise _fail(source, f"[knobs] {key_name(name)}", "unknown knob",
                         f'add [knobs.map] {key_name(name)} = {{ flag = "--..." }} (or env = "...") so ddtune knows how to pass it')
-        knobs[name] = parse_knob_value(source, name, raw)
+        knobs[name] = knob_spec(name, knob_map.get(name)).parse(raw, source)
     kw["knobs"] = knobs
     kw["knob_map"] = knob_map
     return ServerConfig(**kw)
@@ -296,4 +259,4 @@ def load_preset(name: str) -> dict[str, KnobValue]:
     knobs = data.get("knobs")
     if not isinstance(knobs, dict) or not knobs:
         raise _fail(str(path), "knobs", "a preset needs a [knobs] table", "write [knobs] then budget = 8")
-    return {name: parse_knob_value(str(path), name, raw) for name, raw in knobs.items()}
+    return {name: knob_spec(name).parse(raw, str(path)) for name, raw in knobs.items()}

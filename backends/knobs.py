@@ -1,4 +1,9 @@
-"""Knob mapping as data: which flag or env var carries each knob to this server, and the launch argv.
+"""Knobs as data: the one table of knobs (``KNOBS``: name, the key the server reports it under,
+parser, unit, help) and how each knob reaches this server (the flag or env var, and the launch argv).
+
+Every reader takes its knob facts from here: config and preset parsing, ``--set``, the console's
+editor, launch planning, verification and sweep plans. A knob from ``[knobs.map]`` that is not in
+the table gets a generic spec (any scalar; the server never reports it back).
 
 Pure: ``plan_launch(config, help_text, prefix)`` turns a validated ServerConfig plus the server's
 ``--help`` text into a LaunchPlan (argv, env, routes). The routes come from presets/flavours.toml
@@ -8,14 +13,130 @@ cannot take is a ConfigError here, before any restart.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-from backends.config import KnobRoute, ServerConfig
 from backends.errors import ConfigError
+from backends.fields import expect, fail, key_name, shown
 from backends.paths import PRESETS_DIR
+
+if TYPE_CHECKING:
+    from backends.config import ServerConfig
+
+KnobValue = int | str | bool | None  # None means "none": the knob is cleared (no flag, no env var)
+SERVER_DEFAULT = "the server's default"
+
+
+@dataclass(frozen=True)
+class KnobRoute:
+    """How one knob reaches the server: a flag or an env var (value + offset), maybe a switch flag."""
+
+    knob: str
+    flag: str | None = None
+    env: str | None = None
+    offset: int = 0
+    switch: str | None = None
+    algorithm: str | None = None
+    source: str = "config"
+
+
+@dataclass(frozen=True)
+class KnobSpec:
+    """One knob: its name, the key the server reports its value under (None: it never says), how a
+    value is read (a positive integer, or any scalar for a user's knob), its unit and one help line."""
+
+    name: str
+    effective_key: str | None
+    unit: str
+    help: str
+    integer: bool = True                 # a positive integer; False: an integer, a string or true/false
+    default: KnobValue = None            # the value before any config, preset or --set
+    none_means: str = SERVER_DEFAULT     # what clearing the knob ("none") leaves the server running
+
+    @property
+    def unset_is_default(self) -> bool:
+        """Cleared means the server picks: whatever it reports then is not a mismatch."""
+        return self.none_means == SERVER_DEFAULT
+
+    def parse(self, raw: Any, source: str = "--set") -> KnobValue:
+        """Text (``--set``, the editor) or a TOML value -> the typed value; "none" clears the knob.
+        ConfigError names ``source``, the knob and the fix. true/false is never a number here."""
+        where = f"knob '{key_name(self.name)}'"
+        if isinstance(raw, str):
+            text = raw.strip()
+            if text.lower() == "none":
+                return None
+            if text.lower() in ("true", "false"):
+                raw = text.lower() == "true"
+            else:
+                try:
+                    raw = int(text)
+                except ValueError:
+                    raw = text
+        if self.integer:
+            count = as_count(raw)
+            if count is None or count <= 0:
+                raise fail(source, where, f"expected a positive integer or \"none\", got {shown(raw)}",
+                           f"set {self.name} = 8 (any integer > 0), or {self.name} = \"none\" to clear it")
+            return count
+        if isinstance(raw, float):
+            raise fail(source, where, f"expected an integer, string or true/false, got {shown(raw)}",
+                       f"write {key_name(self.name)} = {int(raw) if math.isfinite(raw) else 1} or quote it")
+        return expect(source, where, raw, (int, str, bool),
+                      f'{key_name(self.name)} = 8, = "text", = true, or = "none" to clear it')
+
+    def describe(self) -> str:
+        """One line for --help and the editor: what it is, its unit, what "none" means."""
+        unit = f" [{self.unit}]" if self.unit else ""
+        return f"{self.help}{unit}; none = {self.none_means}"
+
+
+KNOBS: dict[str, KnobSpec] = {spec.name: spec for spec in (
+    KnobSpec("budget", effective_key="budget", unit="tree nodes",
+             help="DDTree tree budget: drafted nodes verified per step (DDTree builds only)"),
+    KnobSpec("topk", effective_key=None, unit="candidates",
+             help="DDTree top-k: draft candidates each tree node may branch into"),
+    KnobSpec("window", effective_key="window_size", unit="tokens", default=2048,
+             help="DFlash draft window: recent tokens the draft's KV cache keeps",
+             none_means="a full-context draft cache"),
+)}
+DEFAULT_KNOBS: dict[str, KnobValue] = {spec.name: spec.default for spec in KNOBS.values()}
+
+
+def knob_spec(name: str, route: KnobRoute | None = None) -> KnobSpec:
+    """The table's spec, or the generic one of a user's knob (any scalar, never reported back)."""
+    spec = KNOBS.get(name)
+    if spec is not None:
+        return spec
+    how = (f"passed as {route.flag}" if route.flag else f"passed as env {route.env}") if route else "a [knobs.map] knob"
+    return KnobSpec(name, effective_key=None, unit="", help=how, integer=False)
+
+
+def known_knobs(knob_map: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every knob a config can set: the table's, then its own [knobs.map] knobs."""
+    return (*KNOBS, *(name for name in knob_map if name not in KNOBS))
+
+
+def knob_for_effective_key(key: str) -> str:
+    """The knob a server-reported key belongs to (window_size -> window); a derived setting keeps its key."""
+    return next((spec.name for spec in KNOBS.values() if spec.effective_key == key), key)
+
+
+def as_count(value: KnobValue) -> int | None:
+    """``value`` when it is an integer (true/false are not), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def window_too_small(knobs: Mapping[str, KnobValue], block_size: int) -> bool:
+    """SGLang refuses a draft window smaller than the block size (--speculative-num-draft-tokens)."""
+    window = as_count(knobs.get("window"))
+    return window is not None and window < block_size
+
 
 FLAVOURS_FILE = PRESETS_DIR / "flavours.toml"
 DEFAULT_BLOCK_SIZE = 16  # SGLang's fallback when neither the flags nor the draft config give one
@@ -137,7 +258,7 @@ def plan_launch(config: ServerConfig, help_text: str, prefix: tuple[str, ...], v
     routes = resolve_routes(config, flags, version)
     block_size, block_explicit = _block_size(config, routes)
     window = config.knobs.get("window")
-    if isinstance(window, int) and not isinstance(window, bool) and window < block_size:
+    if window_too_small(config.knobs, block_size):
         raise ConfigError(
             f"knob 'window' = {window} is smaller than the block size {block_size}; SGLang refuses it "
             f"(--speculative-draft-window-size must be >= --speculative-num-draft-tokens)",
@@ -171,20 +292,22 @@ def plan_launch(config: ServerConfig, help_text: str, prefix: tuple[str, ...], v
             env[route.env] = text  # type: ignore[index]
     argv += switches
     argv += list(config.extra_args)
-    expected = {
-        "window_size": window if isinstance(window, int) and not isinstance(window, bool) else None,
-        "compact_cache": isinstance(window, int) and not isinstance(window, bool),
-        "block_size": block_size if block_explicit else None,
-        "budget": config.knobs.get("budget") if "budget" in routes else None,
-    }
+    expected = expected_reports(config.knobs, block_size if block_explicit else None)
     return LaunchPlan(argv=tuple(argv), env=env, routes=routes, algorithm=algorithm,
                       block_size=block_size, expected=expected)
 
 
+def expected_reports(knobs: Mapping[str, KnobValue], block_size: int | None) -> dict[str, Any]:
+    """What the server should report once it runs ``knobs``, keyed as verification reads it: each
+    reported knob under its effective key, plus the settings the window and block size decide."""
+    expected: dict[str, Any] = {spec.effective_key: as_count(knobs.get(spec.name))
+                                for spec in KNOBS.values() if spec.effective_key}
+    expected["compact_cache"] = as_count(knobs.get("window")) is not None
+    expected["block_size"] = block_size
+    return expected
+
+
 def plan_for_endpoint(config: ServerConfig) -> LaunchPlan:
     """What an endpoint should report for our knobs (no --help to read: any route is accepted)."""
-    window = config.knobs.get("window")
-    has_window = isinstance(window, int) and not isinstance(window, bool)
-    return LaunchPlan(argv=(), env={}, routes={}, algorithm=None, block_size=0, expected={
-        "window_size": window if has_window else None, "compact_cache": has_window,
-        "block_size": None, "budget": config.knobs.get("budget")})
+    return LaunchPlan(argv=(), env={}, routes={}, algorithm=None, block_size=0,
+                      expected=expected_reports(config.knobs, None))

@@ -339,9 +339,9 @@ class ServerManager:
         info = await fetch_server_info(state.url, self.backend.api_key(state))
         self.server_info = info
         expected = plan.expected if plan else {}
-        checked = verify(expected, facts.draft_runner, facts.ddtree, info)
+        checked = verify(expected, facts.draft_runner, facts.ddtree, info, knobs=self.config.knobs)
         final = state.with_(phase="ready", ready_at=time.time(), effective=checked.effective,
-                            mismatches=checked.mismatches, reason=None)
+                            checks=checked.checks, reason=None)
         save_state(final)
         self.history.append(self.config.model, durations, True, time.time())
         return final

@@ -29,7 +29,7 @@ from backends.logkind import LogLine
 from backends.paths import state_dir
 from backends.session_events import (
     CommandRefused, ConfigChanged, DecodeStats, FatalSeen, LogBatch, NoteAdded, PhaseChanged, PidChanged,
-    SessionEvent, Settled, Stopped,
+    SessionEvent, Settled, Stopped, Verified,
 )
 from backends.startup import FAILED, READY, Progress
 from backends.state import ServerState, load_state
@@ -229,6 +229,8 @@ class ServerSession:
             if self.stream_log:
                 self.log.follow(state)  # a re-attach did not read the log yet
         self.state = state  # with the version and log known: readers see one consistent settle
+        if state.phase == "ready":
+            self._emit(Verified(state.checks))
         self._emit(Settled(state, self.version))
 
     # --- another ddtune on the same state dir ----------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 from backends.logkind import LogLine
 from backends.startup import Progress
 from backends.state import ServerState
+from backends.verify import KnobCheck
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,17 @@ class ConfigChanged:
 
 
 @dataclass(frozen=True)
+class Verified:
+    """What the server reports for each requested knob, once it is ready (before ``Settled``)."""
+
+    checks: tuple[KnobCheck, ...]
+
+    @property
+    def mismatches(self) -> tuple[KnobCheck, ...]:
+        return tuple(c for c in self.checks if c.status == "mismatch")
+
+
+@dataclass(frozen=True)
 class Settled:
     """A start ended: ready (knobs verified, see ``state.checks``) or failed (``state.reason``)."""
 
@@ -88,4 +100,4 @@ class CommandRefused:
 
 
 SessionEvent = (PhaseChanged | NoteAdded | LogBatch | DecodeStats | FatalSeen | PidChanged | ConfigChanged
-                | Settled | Stopped | CommandRefused)
+                | Verified | Settled | Stopped | CommandRefused)

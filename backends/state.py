@@ -23,6 +23,7 @@ from backends.apikey import argv_api_key, redact_argv
 from backends.ownership import SAME_START_S
 from backends.paths import state_dir
 from backends.process import is_running
+from backends.verify import KnobCheck, mismatch_sentences
 
 STATE_FILE = "server.json"
 LAUNCH_FILE = "launch.json"
@@ -45,13 +46,18 @@ class ServerState:
     phase: str = "starting"
     reason: str | None = None
     effective: dict[str, Any] = field(default_factory=dict)
-    mismatches: tuple[str, ...] = ()
+    checks: tuple[KnobCheck, ...] = ()
     ready_at: float | None = None
     config_source: str | None = None
     unit: str | None = None
 
     def with_(self, **changes: Any) -> "ServerState":
         return replace(self, **changes)
+
+    @property
+    def mismatches(self) -> tuple[str, ...]:
+        """One sentence per knob the server runs differently from what we asked for."""
+        return mismatch_sentences(self.checks)
 
     def is_alive(self) -> bool:
         """The recorded pid runs and is the same process (same start time), not a reused pid.
@@ -61,7 +67,8 @@ class ServerState:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["argv"] = list(redact_argv(self.argv))
-        data["mismatches"] = list(self.mismatches)
+        data["checks"] = [c.to_json() for c in self.checks]
+        data["mismatches"] = list(self.mismatches)  # for readers (and older ddtunes) that only print them
         return data
 
     @classmethod
@@ -80,8 +87,18 @@ class ServerState:
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in data.items() if k in known}
         kw["argv"] = tuple(kw.get("argv", ()))
-        kw["mismatches"] = tuple(kw.get("mismatches", ()))
+        if "checks" in data:
+            kw["checks"] = tuple(_check(i, c) for i, c in enumerate(data["checks"]))
+        else:  # written before checks were typed: its mismatch sentences stay mismatches
+            kw["checks"] = tuple(KnobCheck.legacy(m) for m in data.get("mismatches", ()))
         return cls(**kw)
+
+
+def _check(index: int, doc: Any) -> KnobCheck:
+    try:
+        return KnobCheck.from_json(doc)
+    except ValueError as exc:
+        raise ValueError(f"field 'checks'[{index}]: {exc}") from None
 
 
 _NUM = "number"
@@ -91,6 +108,7 @@ _SCHEMA: tuple[tuple[str, tuple[Any, ...], bool], ...] = (
     ("knobs", (dict,), True), ("log_path", (str, None), True), ("started_at", (_NUM,), True),
     ("create_time", (_NUM, None), False), ("argv", ("strings",), False), ("phase", (str,), False),
     ("reason", (str, None), False), ("effective", (dict,), False), ("mismatches", ("strings",), False),
+    ("checks", (list,), False),
     ("ready_at", (_NUM, None), False), ("config_source", (str, None), False), ("unit", (str, None), False),
 )
 
@@ -109,8 +127,8 @@ def _is(value: Any, kinds: tuple[Any, ...]) -> bool:
 
 
 def _names(kinds: tuple[Any, ...]) -> str:
-    words = {str: "a string", int: "an integer", dict: "an object", None: "null", _NUM: "a number",
-             "strings": "a list of strings"}
+    words = {str: "a string", int: "an integer", dict: "an object", list: "a list", None: "null",
+             _NUM: "a number", "strings": "a list of strings"}
     return " or ".join(words[k] for k in kinds)
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
+from backends.knobs import KnobValue
 from backends.telemetry import History, TelemetrySample
-from tui.views import GpuRow, GpuView
+from backends.verify import KnobCheck
+from tui.views import GpuRow, GpuView, KnobRow
 
 GIB = float(2**30)
 
@@ -33,3 +37,22 @@ def gpu_view(sample: TelemetrySample, history: History | None = None) -> GpuView
     if gpu.host_pids and gpu.warnings:
         summary = gpu.warnings[0]
     return GpuView(available=True, rows=tuple(rows), server_summary=summary, host=host_line)
+
+
+_VERIFIED = {"verified": True, "mismatch": False, "default": True}  # default: nothing asked, nothing to miss
+
+
+def knob_rows(knobs: Mapping[str, KnobValue], checks: Iterable[KnobCheck]) -> tuple[KnobRow, ...]:
+    """Requested versus what the server says, per knob, from the typed checks: verified, mismatch,
+    or unknown (no check, or the server did not say)."""
+    by_name = {check.name: check for check in checks}
+    rows = []
+    for name, value in knobs.items():
+        requested = "none" if value is None else str(value)
+        check = by_name.get(name)
+        if check is None or check.status == "unverified" or (check.status == "default" and check.effective is None):
+            rows.append(KnobRow(name, requested, None, None))
+            continue
+        shown = "None" if check.effective is None else str(check.effective)
+        rows.append(KnobRow(name, requested, shown, _VERIFIED[check.status]))
+    return tuple(rows)

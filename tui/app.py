@@ -63,7 +63,7 @@ class DdtuneApp(App):
     def action_edit_knobs(self) -> None:
         if self.controller is None:
             return
-        from tui.knob_rules import presets_as_text, validate_knobs
+        from tui.knob_rules import knob_help, presets_as_text, validate_knobs
         from tui.screens.knob_editor import KnobEditor
 
         config = self.controller.config
@@ -78,7 +78,8 @@ class DdtuneApp(App):
             self.controller.restart_with(changed)
             self.notify("restarting with " + ", ".join(f"{k}={v}" for k, v in changed.items()), timeout=4)
 
-        editor = KnobEditor(current, presets_as_text(), lambda values: validate_knobs(values, config))
+        editor = KnobEditor(current, presets_as_text(), lambda values: validate_knobs(values, config),
+                            {name: knob_help(name, config) for name in current})
         self.push_screen(editor, applied)
 
     def action_apply_config_file(self) -> None:

@@ -23,10 +23,10 @@ from backends.session_events import (
     CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded, PidChanged, SessionEvent, Settled, Stopped,
 )
 from tui import messages as m
-from tui.views import KnobRow, ServerView
+from tui.adapters import knob_rows
+from tui.views import ServerView
 
 _FRACTION = re.compile(r"(\d+)/(\d+)")
-_EFFECTIVE_KEY = {"window": "window_size", "budget": "budget"}
 
 
 def progress_fraction(detail: str) -> float | None:
@@ -34,23 +34,6 @@ def progress_fraction(detail: str) -> float | None:
     if not match or int(match.group(2)) == 0:
         return None
     return min(int(match.group(1)) / int(match.group(2)), 1.0)
-
-
-def knob_rows(knobs: dict[str, Any], state) -> tuple[KnobRow, ...]:
-    """Requested versus effective, per knob: verified, mismatch, or unknown (the server did not say)."""
-    rows = []
-    effective = state.effective if state and state.phase == "ready" else {}
-    mismatched = " ".join(state.mismatches) if state else ""
-    for name, value in knobs.items():
-        requested = "none" if value is None else str(value)
-        key = _EFFECTIVE_KEY.get(name)
-        if key is None or key not in effective or (effective.get(key) is None and name == "budget"):
-            rows.append(KnobRow(name, requested, None, None))
-            continue
-        said = effective.get(key)
-        shown = "None" if said is None else str(said)
-        rows.append(KnobRow(name, requested, shown, f"{name}:" not in mismatched))
-    return tuple(rows)
 
 
 def note_line(text: str) -> LogLine:
@@ -169,7 +152,7 @@ class ConsoleController:
             detail="" if phase in ("ready", "failed") else detail,
             progress=None if phase == "ready" else progress_fraction(detail),
             elapsed_s=self._elapsed(phase), eta_s=progress.eta_s if progress else None,
-            knobs=knob_rows(self.config.knobs, state if phase == "ready" else None), fatal=fatal,
+            knobs=knob_rows(self.config.knobs, state.checks if state and phase == "ready" else ()), fatal=fatal,
             note=None if phase == "ready" else self.note,
         )
 

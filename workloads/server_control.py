@@ -98,7 +98,8 @@ class ManagedController:
         phases = session.tracker.durations() if restart else {}
         key = session.api_key()
         info = {"pid": state.pid, "launch_command": " ".join(redact_argv(state.argv)) or None, "knobs": dict(state.knobs),
-                "effective": dict(state.effective), "mismatches": list(state.mismatches), "log_path": state.log_path,
+                "effective": dict(state.effective), "checks": [c.to_json() for c in state.checks],
+                "mismatches": list(state.mismatches), "log_path": state.log_path,
                 "config_hash": state.config_hash, "backend": state.backend}
         restart_s = took if restart else None
         if state.phase != "ready":

@@ -83,7 +83,7 @@ def read_plan_file(path: str) -> dict[str, Any]:
 
 
 def _custom_configs(path: str, entries: Any) -> list[SweepConfig]:
-    from backends.config import parse_knob_value
+    from backends.knobs import knob_spec
 
     if not isinstance(entries, list):
         raise ConfigError(f"--plan {path}: config: expected [[config]] tables", hint='[[config]] name = "x" knobs = {...}')
@@ -93,7 +93,8 @@ def _custom_configs(path: str, entries: Any) -> list[SweepConfig]:
         if not isinstance(name, str) or not name or not isinstance(knobs, dict):
             raise ConfigError(f"--plan {path}: config #{i + 1}: needs name = \"...\" and knobs = {{...}}",
                               hint='e.g. name = "b8-t8" and knobs = { budget = 8, topk = 8, window = 2048 }')
-        out.append(SweepConfig(name, {k: parse_knob_value(f"--plan {path} config {name!r}", k, v) for k, v in knobs.items()}))
+        where = f"--plan {path} config {name!r}"
+        out.append(SweepConfig(name, {k: knob_spec(k).parse(v, where) for k, v in knobs.items()}))
     return out
 
 

@@ -109,8 +109,13 @@ async def test_mismatch_is_reported_when_the_server_runs_other_knobs(tmp_path, s
     attached = await ServerManager(config(tmp_path, backend="endpoint", url=running.url,
                                           log_file=running.log_path, knobs={"window": 2048})).up()
     assert attached.phase == "ready"
+    window = next(c for c in attached.checks if c.name == "window")
+    assert (window.requested, window.effective, window.source, window.status) == \
+        (2048, 1024, "draft runner line", "mismatch")
     assert "window: requested 2048, server says 1024 (draft runner line)" in attached.mismatches
     assert attached.effective["window_size"] == 1024
+    reloaded = load_state()  # the typed checks survive server.json
+    assert reloaded is not None and reloaded.checks == attached.checks
 
 
 async def test_restarts_within_one_second_each_get_their_own_log(tmp_path, state_dir, groups, monkeypatch):

@@ -12,7 +12,7 @@ import pytest
 from backends.errors import ConfigError
 from backends.session import ServerSession
 from backends.session_events import (
-    CommandRefused, ConfigChanged, LogBatch, NoteAdded, PhaseChanged, PidChanged, Settled, Stopped,
+    CommandRefused, ConfigChanged, LogBatch, NoteAdded, PhaseChanged, PidChanged, Settled, Stopped, Verified,
 )
 from backends.state import load_state
 from tests.backends.lifecycle_support import config, write_config
@@ -52,6 +52,8 @@ async def test_up_streams_typed_events_in_order(tmp_path, state_dir, groups):
         assert [(e.pid, e.by) for e in launched] == [(state.pid, "ddtune")]
         phases = seen.phases()
         assert phases.index("loading-weights") < phases.index("capturing-graphs") < phases.index("warmup")
+        checks = {c.name: c for c in seen.of(Verified)[0].checks}
+        assert (checks["window"].requested, checks["window"].effective, checks["window"].status) == (2048, 2048, "verified")
         settled = seen.of(Settled)
         assert len(settled) == 1 and settled[0].state.pid == state.pid and settled[0].state.phase == "ready"
         # the one reader keeps reading after ready: the pane gets the whole log, parsed once

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from backends.config import load_config
+from backends.knobs import KNOBS
 from tests.backends.lifecycle_support import write_config
 from tui.app import DdtuneApp
 from tui.controller import ConsoleController
@@ -49,6 +50,7 @@ async def test_apply_window_restarts_and_verifies(tmp_path, groups):
         await pilot.press("k")
         editor = app.screen
         assert isinstance(editor, KnobEditor)
+        assert editor.query_one("#knob-window").tooltip == KNOBS["window"].describe()  # the table's help line
         editor.query_one("#knob-window").value = "8"
         await pilot.pause()
         assert "block size" in str(editor.query_one("#note-window").render())

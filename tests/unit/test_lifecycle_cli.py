@@ -20,10 +20,13 @@ def test_up_restart_status_down(tmp_path, state_dir, groups):
     for phase in ("stopping-old", "waiting-for-port-and-gpu", "loading-weights", "capturing-graphs", "ready"):
         assert phase in out.stderr
     doc = status_json(cfg)
-    assert {"backend", "pid", "phase", "url", "knobs", "effective", "mismatches"} <= set(doc)
+    assert {"backend", "pid", "phase", "url", "knobs", "effective", "checks", "mismatches"} <= set(doc)
     assert doc["phase"] == "ready" and doc["backend"] == "sim"
     assert set(doc["effective"]) >= {"window_size", "compact_cache", "block_size", "budget"}
     assert doc["effective"]["window_size"] == 2048 and doc["mismatches"] == []
+    checks = {c["name"]: c for c in doc["checks"]}
+    assert checks["window"] == {"name": "window", "requested": 2048, "effective": 2048,
+                                "source": "draft runner line", "status": "verified"}
     first_pid = doc["pid"]
 
     out = run_ddtune("--config", str(cfg), "restart", "--set", "window=1024")
@@ -36,12 +39,15 @@ def test_up_restart_status_down(tmp_path, state_dir, groups):
 
     out = run_ddtune("--config", str(cfg), "status")
     assert "phase:      ready" in out.stdout and "window=1024" in out.stdout
+    assert "verified:   window: 1024, as requested (draft runner line)" in out.stdout
 
     out = run_ddtune("--config", str(cfg), "restart", "--set", "topk=4")  # keeps window 1024
     groups.track_state()
     assert out.returncode == 0, out.stderr
+    assert "unverified: topk: requested 4" in out.stderr  # the server never reports topk
     doc = status_json(cfg)
     assert doc["knobs"]["window"] == 1024 and doc["knobs"]["topk"] == 4
+    assert {"name": "topk", "requested": 4, "effective": None, "source": None, "status": "unverified"} in doc["checks"]
 
     tuned_pid = doc["pid"]
     out = run_ddtune("--config", str(cfg), "up")  # plain up keeps the tuned server and says how it differs
@@ -73,6 +79,8 @@ def test_preset_sets_knobs(tmp_path, state_dir, groups):
     assert doc["effective"]["window_size"] is None and doc["effective"]["compact_cache"] is False
     assert doc["effective"]["budget"] == 8 and doc["mismatches"] == []
     assert "--speculative-ddtree-budget" in doc["argv"]
+    status = {c["name"]: c["status"] for c in doc["checks"]}
+    assert status["budget"] == "verified" and status["window"] == "verified" and status["topk"] == "unverified"
 
 
 def test_unsupported_knob_fails_before_anything_starts(tmp_path, state_dir, groups):

@@ -20,6 +20,8 @@ CORRUPT = {
     "create-time-text": json.dumps({**VALID, "create_time": "yesterday"}).encode(),
     "argv-numbers": json.dumps({**VALID, "argv": [1, 2]}).encode(),
     "missing-port": json.dumps({k: v for k, v in VALID.items() if k != "port"}).encode(),
+    "checks-not-a-list": json.dumps({**VALID, "checks": {"window": "ok"}}).encode(),
+    "check-bad-status": json.dumps({**VALID, "checks": [{"name": "window", "status": "fine"}]}).encode(),
     "binary": b"\xff\xfe\x00garbage\x00",
     "torn": json.dumps(VALID).encode()[:40],
 }

@@ -21,7 +21,17 @@ def add_knob_arguments(parser, preset: bool = True) -> None:
     if preset:
         parser.add_argument("--preset", metavar="P", help="knob preset: a shipped name (b8-t4-w2048, ...) or a .toml file")
     parser.add_argument("--set", dest="sets", metavar="KNOB=VALUE", action="append", default=[],
-                        help="set one knob, e.g. --set window=1024, --set window=none (repeatable)")
+                        help="set one knob, e.g. --set window=1024, --set window=none (repeatable); "
+                             "the knobs are listed below")
+    parser.epilog = (parser.epilog or "") + knobs_epilog()
+
+
+def knobs_epilog() -> str:
+    """The knob table as --help text: name, what it is and its unit, what "none" leaves."""
+    from backends.knobs import KNOBS
+
+    lines = [f"  {spec.name:<8}{spec.describe()}" for spec in KNOBS.values()]
+    return "\nknobs (--set KNOB=VALUE; a [knobs.map] entry in the config adds your own):\n" + "\n".join(lines) + "\n"
 
 
 def load_config(args):
@@ -49,13 +59,15 @@ def requested_config(args, keep_running_knobs: bool = False):
         name, value = parse_set(expr)
         updates[name] = value
     if updates:
-        unknown = [k for k in updates if k not in ("budget", "topk", "window") and k not in config.knob_map]
+        from backends.knobs import known_knobs
+
+        known = known_knobs(config.knob_map)
+        unknown = [k for k in updates if k not in known]
         if unknown:
             from backends.errors import UsageError
 
             raise UsageError(f"--set {unknown[0]}: unknown knob",
-                             hint=f"known knobs: budget, topk, window{''.join(', ' + k for k in config.knob_map)}; "
-                                  f"add others with [knobs.map] in the config")
+                             hint=f"known knobs: {', '.join(known)}; add others with [knobs.map] in the config")
         config = config.with_knobs(updates)
     return config
 
@@ -111,6 +123,8 @@ def drive(config, args, command: str, **options):
 
 def report_final(state) -> int:
     """Print how a start ended; 0 when ready, 1 when failed."""
+    from backends.verify import EFFECTIVE_KEYS
+
     if state.phase != "ready":
         err(f"ddtune: server failed: {state.reason}")
         return 1
@@ -118,9 +132,12 @@ def report_final(state) -> int:
     who = f"pid {state.pid}" if state.pid else "attached"
     err(f"ready{took}: {who} at {state.url}")
     eff = state.effective or {}
-    err("effective: " + ", ".join(f"{k}={eff.get(k)}" for k in ("window_size", "compact_cache", "block_size", "budget")))
-    for line in state.mismatches:
-        err(f"MISMATCH: {line}")
+    err("effective: " + ", ".join(f"{k}={eff.get(k)}" for k in EFFECTIVE_KEYS))
+    for check in state.checks:
+        if check.status == "mismatch":
+            err(f"MISMATCH: {check.sentence}")
+        elif check.status == "unverified" and check.requested is not None:
+            err(f"unverified: {check.sentence}")
     return 0
 
 
@@ -129,10 +146,11 @@ def status_doc(state, config) -> dict[str, Any]:
 
     if state is None:
         return {"backend": config.backend, "pid": None, "phase": "stopped", "url": config.base_url,
-                "knobs": dict(config.knobs), "effective": {}, "mismatches": [], "reason": None,
+                "knobs": dict(config.knobs), "effective": {}, "checks": [], "mismatches": [], "reason": None,
                 "log_path": None, "port": config.port, "started_at": None, "ready_at": None}
     return {"backend": state.backend, "pid": state.pid, "phase": state.phase, "url": state.url,
-            "knobs": dict(state.knobs), "effective": dict(state.effective), "mismatches": list(state.mismatches),
+            "knobs": dict(state.knobs), "effective": dict(state.effective),
+            "checks": [c.to_json() for c in state.checks], "mismatches": list(state.mismatches),
             "reason": state.reason, "log_path": state.log_path, "port": state.port,
             "started_at": state.started_at, "ready_at": state.ready_at, "argv": list(redact_argv(state.argv))}
 

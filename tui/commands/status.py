@@ -10,7 +10,9 @@ examples:
 
 phase: ready | starting | failed | stale (the recorded pid is gone or not the same process) | stopped.
 --json keys: backend, pid, phase, url, knobs, effective {window_size, compact_cache, block_size,
-budget}, mismatches, reason, log_path, port, started_at, ready_at.
+budget}, checks [{name, requested, effective, source, status}], mismatches, reason, log_path, port,
+started_at, ready_at. A check's status: verified, mismatch, unverified (the server did not say) or
+default (not requested; the server picked). mismatches: one sentence per mismatch check.
 """
 
 
@@ -35,8 +37,9 @@ def run(args) -> int:
     print("knobs:      " + ", ".join(f"{k}={'none' if v is None else v}" for k, v in sorted(doc["knobs"].items())))
     if doc["effective"]:
         print("effective:  " + ", ".join(f"{k}={v}" for k, v in doc["effective"].items()))
-    for line in doc["mismatches"]:
-        print(f"MISMATCH:   {line}")
+    for check in state.checks if state is not None else ():
+        label = "MISMATCH:" if check.status == "mismatch" else f"{check.status}:"
+        print(f"{label:<12}{check.sentence}")
     if doc.get("reason"):
         print(f"reason:     {doc['reason']}")
     if doc.get("log_path"):

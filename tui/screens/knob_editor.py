@@ -29,11 +29,13 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
     KnobEditor Button { margin-left: 2; }
     """
 
-    def __init__(self, current: dict[str, str], presets: dict[str, dict[str, str]], validate: Validator) -> None:
+    def __init__(self, current: dict[str, str], presets: dict[str, dict[str, str]], validate: Validator,
+                 helps: dict[str, str] | None = None) -> None:
         super().__init__()
         self.current = dict(current)
         self.presets = presets
         self.validate = validate
+        self.helps = helps or {}  # knob -> one help line, shown as the knob's tooltip
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -41,8 +43,8 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
             yield Select([(name, name) for name in sorted(self.presets)], prompt="preset…", id="preset", compact=True)
             with Grid():
                 for name, value in self.current.items():
-                    yield Label(name)
-                    yield Input(value, id=f"knob-{name}", compact=True)
+                    yield Label(name).with_tooltip(self.helps.get(name))
+                    yield Input(value, id=f"knob-{name}", compact=True, tooltip=self.helps.get(name))
                     yield Static("", id=f"note-{name}")
             yield Static("", id="summary")
             with Horizontal():

@@ -1,0 +1,120 @@
+"""The knob table drives every reader: each knob's good values parse to typed values, each bad value
+is an error naming the knob and the fix, wherever the value comes from (config, --set, editor, plan)."""
+
+import argparse
+
+import pytest
+
+from backends.config import ServerConfig, config_from_dict, parse_set
+from backends.errors import ConfigError, UsageError
+from backends.knobs import (DEFAULT_KNOBS, KNOBS, KnobRoute, KnobSpec, expected_reports, knob_for_effective_key,
+                            knob_spec, known_knobs, window_too_small)
+from tui.knob_rules import knob_help, validate_knobs
+
+GOOD = [(8, 8), ("8", 8), (" 16 ", 16), ("none", None), ("None", None), (4096, 4096)]
+BAD = [0, -1, "0", "big", "", True, "true", 1.5, [8], None]
+GENERIC_GOOD = [(3, 3), ("0.8", "0.8"), (True, True), ("false", False), ("none", None), ("-2", -2)]
+GENERIC_BAD = [(1.5, "= 1 or quote it"), ([1], '"none"'), ("a\x00b", "remove it"), ({"x": 1}, '"none"')]
+
+
+@pytest.mark.parametrize("name", sorted(KNOBS))
+@pytest.mark.parametrize("raw, value", GOOD)
+def test_each_knob_parses_good_values(name, raw, value):
+    parsed = KNOBS[name].parse(raw, "test")
+    assert parsed == value and type(parsed) is type(value)
+
+
+@pytest.mark.parametrize("name", sorted(KNOBS))
+@pytest.mark.parametrize("raw", BAD)
+def test_each_knob_names_itself_and_the_fix(name, raw):
+    with pytest.raises(ConfigError) as info:
+        KNOBS[name].parse(raw, "some.toml")
+    assert info.value.message.startswith(f"some.toml: knob '{name}': expected a positive integer")
+    assert f"{name} = 8" in info.value.hint and f'{name} = "none"' in info.value.hint
+
+
+@pytest.mark.parametrize("name", sorted(KNOBS))
+def test_the_same_rule_holds_in_config_set_and_editor(name):
+    with pytest.raises(ConfigError, match=f"cfg.toml: knob '{name}'"):
+        config_from_dict({"knobs": {name: True}}, "cfg.toml")
+    assert config_from_dict({"knobs": {name: 64}}, "cfg.toml").knobs[name] == 64
+    with pytest.raises(UsageError, match=f"--set: knob '{name}'"):
+        parse_set(f"{name}=true")
+    assert parse_set(f"{name}=none") == (name, None)
+    errors = validate_knobs({name: "-3"}, ServerConfig())
+    assert f"{name} = 8" in errors[name]
+    assert validate_knobs({name: "64"}, ServerConfig()) == {}
+
+
+@pytest.mark.parametrize("raw, value", GENERIC_GOOD)
+def test_a_mapped_knob_takes_any_scalar(raw, value):
+    spec = knob_spec("mem", KnobRoute("mem", flag="--mem-fraction-static"))
+    parsed = spec.parse(raw)
+    assert parsed == value and type(parsed) is type(value)
+    assert spec.effective_key is None and "--mem-fraction-static" in spec.help
+
+
+@pytest.mark.parametrize("raw, fix", GENERIC_BAD)
+def test_a_mapped_knob_names_itself_and_the_fix(raw, fix):
+    with pytest.raises(ConfigError) as info:
+        knob_spec("mem").parse(raw, "cfg.toml")
+    assert "knob 'mem'" in info.value.message and fix in info.value.hint
+
+
+@pytest.mark.parametrize("spec", KNOBS.values(), ids=list(KNOBS))
+def test_each_knob_has_one_help_line_and_a_server_key_that_maps_back(spec):
+    line = spec.describe()
+    assert "\n" not in line and spec.unit in line and spec.none_means in line
+    assert knob_help(spec.name) == line
+    if spec.effective_key:
+        assert knob_for_effective_key(spec.effective_key) == spec.name
+        assert spec.effective_key in expected_reports({spec.name: 8}, None)
+    assert DEFAULT_KNOBS[spec.name] == spec.default == ServerConfig().knobs[spec.name]
+
+
+def test_the_table_says_what_the_server_reports():
+    assert {n: s.effective_key for n, s in KNOBS.items()} == {"budget": "budget", "topk": None, "window": "window_size"}
+    assert KNOBS["budget"].unset_is_default and not KNOBS["window"].unset_is_default
+    assert knob_for_effective_key("block_size") == "block_size"  # derived settings keep their key
+
+
+def test_known_knobs_are_the_table_then_the_config_map():
+    assert known_knobs({}) == ("budget", "topk", "window")
+    assert known_knobs({"mem": None, "window": None}) == ("budget", "topk", "window", "mem")
+    with pytest.raises(ConfigError, match=r"\[knobs\] frob: unknown knob"):
+        config_from_dict({"knobs": {"frob": 1}}, "cfg.toml")
+
+
+def test_window_is_an_integer_not_a_bool():
+    assert window_too_small({"window": 8}, 16) and not window_too_small({"window": 16}, 16)
+    assert not window_too_small({"window": True}, 16) and not window_too_small({"window": None}, 16)
+    assert expected_reports({"window": True, "budget": False}, None)["window_size"] is None
+    assert expected_reports({"window": 1024}, 8) == {"budget": None, "window_size": 1024, "compact_cache": True,
+                                                     "block_size": 8}
+
+
+def test_editor_checks_the_window_against_the_block_size():
+    assert validate_knobs({"window": "8"}, ServerConfig()) == {"window": "must be >= 16 (the block size), or none"}
+    assert validate_knobs({"window": "8"}, ServerConfig(block_size=8)) == {}
+
+
+def test_editor_reads_a_mapped_knob_with_the_generic_spec():
+    config = ServerConfig(knob_map={"mem": KnobRoute("mem", env="MEM")})
+    assert validate_knobs({"mem": "0.8"}, config) == {}
+    assert "env MEM" in knob_help("mem", config)
+
+
+def test_help_lists_every_knob():
+    from tui.commands._server import add_knob_arguments
+
+    parser = argparse.ArgumentParser(epilog="examples:", formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_knob_arguments(parser)
+    text = parser.format_help()
+    for spec in KNOBS.values():
+        assert f"  {spec.name:<8}{spec.describe()}" in text
+
+
+def test_spec_is_frozen():
+    with pytest.raises(AttributeError):
+        KNOBS["window"].name = "w"  # type: ignore[misc]
+    assert isinstance(knob_spec("window"), KnobSpec) and knob_spec("window") is KNOBS["window"]
