@@ -96,6 +96,9 @@ class SweepScreen(Screen):
                                  expected_restart_s=controller.expected_restart_s())
             await engine.run()
             self.post_message(SweepEventPosted(("report", str(store.path))))
+            done = await controller.shutdown()  # the same as `ddtune sweep`: back to the config it ran before
+            if done:
+                self.notify(f"sweep: {done}", timeout=8)
         except DdtuneError as exc:
             self.query_one("#status", Static).update(f"[red]sweep refused: {exc}[/red]")
         finally:
