@@ -54,6 +54,7 @@ class ConsoleController:
         self.load_engine = None
         self.note: str | None = None
         self.failure: str | None = None  # why the last command was refused before anything changed
+        self.stopped: str | None = None  # what stopped the server, until the next start
         self._post: Callable[[Message], None] = lambda message: None
         self._run_worker: Callable[..., Any] | None = None
         self._last_view: ServerView | None = None
@@ -76,7 +77,7 @@ class ConsoleController:
         self._post(message)
 
     def _command(self, what: str, command) -> None:
-        self.failure = None
+        self.failure = self.stopped = None
         self.post(m.LogLinesRead((note_line(f"{what} the {self.config.backend} server on port {self.config.port}"),)))
         if self._run_worker is not None:
             self._run_worker(self._await(command), group="server", exclusive=True, exit_on_error=False)
@@ -107,6 +108,8 @@ class ConsoleController:
             if event.gen_throughput is not None:
                 self.post(m.DecodeStatsRead(event.t, event.gen_throughput, event.accept_len))
             return
+        if isinstance(event, PidChanged):
+            self.stopped = None
         if isinstance(event, NoteAdded):
             self.note = event.text
             self.post(m.LogLinesRead((note_line(event.text),)))
@@ -118,6 +121,7 @@ class ConsoleController:
         elif isinstance(event, PidChanged) and event.by != "ddtune":
             self.post(m.LogLinesRead((note_line(f"pid {event.pid} launched by {event.by}"),)))
         elif isinstance(event, Stopped):
+            self.stopped = event.summary
             self.post(m.LogLinesRead((note_line(event.summary),)))
         elif isinstance(event, Settled):
             if event.state.phase == "ready" and self.autostart_load and self.load_engine is None:
@@ -135,6 +139,8 @@ class ConsoleController:
         detail = progress.detail if progress else ""
         if phase == "ready" and not (state and state.phase == "ready"):
             phase, detail = "warmup", "ready; verifying the knobs"  # the session has not settled yet
+        if self.stopped and state is None:
+            phase, detail = "stopped", self.stopped
         fatal = None
         if self.failure:
             phase, fatal = "failed", self.failure
@@ -150,7 +156,7 @@ class ConsoleController:
             backend=self.config.backend, simulated=self.simulated, pid=pid, url=self.config.base_url,
             version=session.version, uptime_s=uptime, phase=phase,
             detail="" if phase in ("ready", "failed") else detail,
-            progress=None if phase == "ready" else progress_fraction(detail),
+            progress=None if phase in ("ready", "stopped") else progress_fraction(detail),
             elapsed_s=self._elapsed(phase), eta_s=progress.eta_s if progress else None,
             knobs=knob_rows(self.config.knobs, state.checks if state and phase == "ready" else ()), fatal=fatal,
             note=None if phase == "ready" else self.note,
@@ -160,6 +166,8 @@ class ConsoleController:
         """Seconds since the start began, ticking between the session's reports (whole seconds)."""
         progress = self.session.progress
         if progress is None:
+            return None
+        if phase == "stopped":
             return None
         extra = 0.0 if phase in ("ready", "failed") else time.monotonic() - self._progress_at
         return float(int(progress.elapsed_s + extra))
@@ -174,6 +182,13 @@ class ConsoleController:
     def restart_with(self, knobs: dict[str, Any]) -> None:
         """Apply new knob values: the session validates them against the server before stopping it."""
         self._command("restarting", self.session.restart(knobs=knobs))
+
+    def start(self) -> None:
+        """Start, re-attach, or retry after a failed start (keeps a tuned server's knobs)."""
+        self._command("starting or re-attaching", self.session.up(keep_running_knobs=True))
+
+    def stop(self) -> None:
+        self._command("stopping", self.session.stop())
 
     def apply_config_file(self) -> bool:
         """Restart with the config file's knobs; False (nothing done) when the server already runs them."""

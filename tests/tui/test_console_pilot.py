@@ -184,3 +184,36 @@ async def test_reattach_keeps_a_tuned_server_and_a_applies_the_file(tmp_path, gr
         window = {row.name: row for row in panel(app).knobs}["window"]
         assert (window.requested, window.effective, window.verified) == ("2048", "2048", True)
         await app.controller.detach(stop_server=True)
+
+
+async def test_stop_and_start_from_the_console_and_ctrl_c_asks_first(tmp_path, groups):
+    """x asks, then stops the server; u starts it again; Ctrl+C and Ctrl+Q open the quit question;
+    every action is in the command palette."""
+    import psutil
+
+    from tui.screens.quit_dialog import ConfirmStop, QuitDialog
+
+    app = app_for(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
+        first_pid = panel(app).pid
+        groups.track_state()
+        for key in ("ctrl+c", "ctrl+q"):
+            await pilot.press(key)
+            assert isinstance(app.screen, QuitDialog)
+            await pilot.press("escape")
+            assert not isinstance(app.screen, QuitDialog)
+        await pilot.press("x")
+        assert isinstance(app.screen, ConfirmStop)
+        await pilot.press("escape")  # keep it
+        await pilot.pause(0.3)
+        assert panel(app).phase == "ready" and psutil.pid_exists(first_pid)
+        await pilot.press("x", "y")
+        await wait_until(pilot, lambda: panel(app).phase == "stopped", what="the stop")
+        assert not psutil.pid_exists(first_pid) or psutil.Process(first_pid).status() == psutil.STATUS_ZOMBIE
+        await pilot.press("u")
+        await wait_until(pilot, lambda: panel(app).phase == "ready" and panel(app).pid != first_pid, what="the start")
+        groups.track_state()
+        titles = {cmd.title for cmd in app.get_system_commands(app.screen)}
+        assert {title for title, _, _ in app.ACTIONS} <= titles and "Stop the server" in titles
+        await app.controller.detach(stop_server=True)

@@ -53,3 +53,25 @@ async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups
         assert {r.name: r.requested for r in panel(app).knobs} == knobs_before
         assert knobs_before["window"] == "2048" and state["knobs"]["window"] == 2048
         await app.controller.detach(stop_server=True)
+
+
+async def test_the_picker_shows_what_is_picked_without_colour():
+    from tui.app import DdtuneApp
+
+    app = DdtuneApp(None)
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = SweepScreen(["b4-t4-w2048", "b8-t4-w2048", "b16-t4-w2048"])
+        app.push_screen(screen)
+        await pilot.pause()
+        picks = screen.query_one("#presets", SelectionList)
+        prompts = lambda: [str(picks.get_option_at_index(i).prompt) for i in range(picks.option_count)]  # noqa: E731
+        assert prompts() == ["[x] b4-t4-w2048", "[x] b8-t4-w2048", "[ ] b16-t4-w2048"]
+        assert picks.border_title == "2 of 3 picked"
+        picks.select("b16-t4-w2048")
+        picks.deselect("b4-t4-w2048")
+        await pilot.pause()
+        assert prompts() == ["[ ] b4-t4-w2048", "[x] b8-t4-w2048", "[x] b16-t4-w2048"]
+        assert picks.border_title == "2 of 3 picked"
+        picks.select("b4-t4-w2048")
+        await pilot.pause()
+        assert picks.border_title == "3 of 3 picked"
