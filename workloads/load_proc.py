@@ -163,6 +163,7 @@ class LoadProcess:
         if self._proc is not None:
             raise RuntimeError("this LoadProcess was already started")
         self.concurrency = concurrency
+        # cwd: ``-m`` puts the working directory first on sys.path; ddtune's own, not the user's
         self._proc = await asyncio.create_subprocess_exec(
             self.python, "-m", "workloads.load_worker", stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
