@@ -88,6 +88,10 @@ class ServerSession:
     def tracker(self):
         return self.manager.tracker
 
+    def before_stop(self, hook) -> None:
+        """``await hook()`` before a live server is stopped for a restart (bounded; see lifecycle)."""
+        self.manager.before_stop.append(hook)
+
     def api_key(self) -> str | None:
         return self.backend.api_key(self.state)
 

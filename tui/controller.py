@@ -8,6 +8,7 @@ session's commands in Textual workers. It never touches a widget and never reads
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable
@@ -20,7 +21,8 @@ from backends.logkind import LogLine
 from backends.session import ServerSession
 from backends.startup import WORK_PHASES
 from backends.session_events import (
-    CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded, PidChanged, SessionEvent, Settled, Stopped,
+    CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded, PhaseChanged, PidChanged, SessionEvent, Settled,
+    Stopped,
 )
 from tui import messages as m
 from tui.adapters import knob_rows
@@ -51,7 +53,10 @@ class ConsoleController:
         self.autostart_load = autostart_load
         self.load_concurrency = load_concurrency
         self.load_max_tokens = load_max_tokens
-        self.load_engine = None
+        self.load = None
+        self._load_paused = False
+        self._load_drained = asyncio.Event()
+        self.session.before_stop(self._pause_load_and_wait)
         self.note: str | None = None
         self.failure: str | None = None  # why the last command was refused before anything changed
         self.stopped: str | None = None  # what stopped the server, until the next start
@@ -122,11 +127,19 @@ class ConsoleController:
             self.post(m.LogLinesRead((note_line(f"pid {event.pid} launched by {event.by}"),)))
         elif isinstance(event, Stopped):
             self.stopped = event.summary
+            if self.load is not None:
+                self.toggle_load()
             self.post(m.LogLinesRead((note_line(event.summary),)))
         elif isinstance(event, Settled):
-            if event.state.phase == "ready" and self.autostart_load and self.load_engine is None:
-                self.autostart_load = False
-                self.toggle_load()
+            if event.state.phase == "ready":
+                self._resume_load()
+                if self.autostart_load and self.load is None:
+                    self.autostart_load = False
+                    self.toggle_load()
+            elif self.load is not None:
+                self.toggle_load()  # the new server failed: nothing to resume against
+        elif isinstance(event, PhaseChanged) and event.progress.phase == "stopping-old":
+            self._pause_load()
         self._progress_at = time.monotonic()
         self._publish()
 
@@ -213,53 +226,78 @@ class ConsoleController:
         finally:
             stream.close()
 
-    # --- coding load ------------------------------------------------------------------------
+    # --- coding load ---------------------------------------------------------------------
+    # The load runs in its own process (workloads/load_proc.py): this process only renders. A server
+    # restart (ours, a sweep's or another ddtune's) pauses it: requests in flight are cancelled and
+    # shown as "cancelled (restart)", never scored; it resumes once the new server is verified.
     @property
     def load_running(self) -> bool:
-        return self.load_engine is not None
+        return self.load is not None
 
     def toggle_load(self) -> bool:
-        if self.load_engine is not None:
-            self.load_engine.stop("stopped")
+        if self.load is not None:
+            if self._run_worker is not None:
+                self._run_worker(self.load.stop("stopped"), group="load-stop", exit_on_error=False)
             return False
         if self._run_worker is not None:
             self._run_worker(self._run_load(), group="load", exclusive=True, exit_on_error=False)
         return True
 
-    async def _run_load(self) -> None:
-        from workloads.client import StreamingClient
-        from workloads.load import LoadEngine, LoadStopped, RequestFinished, StatsUpdated
-        from workloads.problems import load_problems
+    def _pause_load(self) -> None:
+        if self.load is not None and not self._load_paused:
+            self._load_paused = True
+            self._load_drained = asyncio.Event()
+            self.load.pause()
+            self.post(m.LoadStateChanged(True, "paused: server restarting"))
 
-        def on_event(event) -> None:
-            if isinstance(event, StatsUpdated):
-                s = event.stats
-                self.post(m.LoadWindowUpdated(time.monotonic(), s.window_1s.tokens_per_s,
-                                              s.window_10s.acceptance, s.in_flight))
-            elif isinstance(event, RequestFinished):
-                r = event.result
-                self.post(m.RequestFinished({
-                    "problem": event.problem, "tokens": r.output_tokens, "tok_s": r.decode_tok_s or 0.0,
-                    "accept_len": r.acceptance, "ttft_s": r.ttft_s,
-                    "verdict": event.grade.verdict if event.grade else ("error" if not r.ok else "-")}))
-            elif isinstance(event, LoadStopped):
-                self.post(m.LoadStateChanged(False, event.error or event.reason))
+    async def _pause_load_and_wait(self) -> None:
+        """Before our own restart stops the server: pause the load and wait until its requests in
+        flight are cancelled, so none of them is scored as an error by the dying server."""
+        if self.load is None:
+            return
+        self._pause_load()
+        await self._load_drained.wait()
 
-        key = self.session.api_key()
-        async with StreamingClient(self.config.base_url, api_key=key, concurrency=self.load_concurrency) as client:
-            engine = LoadEngine(client, tuple(load_problems()), concurrency=self.load_concurrency,
-                                max_tokens=self.load_max_tokens, on_event=on_event)
-            self.load_engine = engine
+    def _resume_load(self) -> None:
+        if self.load is not None and self._load_paused:
+            self._load_paused = False
+            self.load.resume()
             self.post(m.LoadStateChanged(True, f"{self.load_concurrency} streams"))
-            try:
-                await engine.run()
-            finally:
-                self.load_engine = None
+
+    async def _run_load(self) -> None:
+        from workloads.load import LoadPaused, LoadStopped, StatsUpdated
+        from workloads.load_proc import LoadProcess, LoadStarted, RequestDone
+
+        proc = LoadProcess()
+        self.load, self._load_paused = proc, False
+        try:
+            await proc.start(self.config.base_url, self.session.api_key(), self.load_concurrency,
+                             self.load_max_tokens, record=True)
+            async for event in proc.events():
+                if isinstance(event, StatsUpdated):
+                    s = event.stats
+                    if not s.paused:
+                        self.post(m.LoadWindowUpdated(time.monotonic(), s.window_1s.tokens_per_s,
+                                                      s.window_10s.acceptance, s.in_flight))
+                elif isinstance(event, RequestDone):
+                    row = event.row()
+                    if row["verdict"] == "cancelled":
+                        row["verdict"] = "cancelled (restart)"
+                    self.post(m.RequestFinished(row))
+                elif isinstance(event, LoadPaused):
+                    self._load_drained.set()
+                elif isinstance(event, LoadStarted):
+                    self.post(m.LoadStateChanged(True, f"{event.concurrency} streams"))
+                elif isinstance(event, LoadStopped):
+                    self.post(m.LoadStateChanged(False, event.error or event.reason))
+        finally:
+            self.load = None
+            await proc.stop("stopped")
 
     # --- leaving ----------------------------------------------------------------------------
     async def detach(self, stop_server: bool) -> None:
-        if self.load_engine is not None:
-            self.load_engine.stop("stopped")
+        if self.load is not None:
+            await self.load.stop("stopped")
         try:
             if stop_server:
                 await self.session.stop()

@@ -36,15 +36,41 @@ def _summary(run: dict, cells: list[dict], status: str) -> str:
         best = max(cells, key=lambda c: c.get("output_tok_s") or 0)
         return f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s (ctx {best['context']} c{best['concurrency']})"
     summary = run.get("summary") if isinstance(run.get("summary"), dict) else {}
+    if run.get("kind") == "load" and "finished" in summary:
+        verdicts = summary.get("verdicts") if isinstance(summary.get("verdicts"), dict) else {}
+        graded = sum(v for v in verdicts.values() if isinstance(v, int))
+        rate = summary.get("output_tok_s")
+        where = " (console)" if run.get("source") == "console" else ""
+        return (f"{summary['finished']} requests, {rate or 0:.0f} tok/s, {verdicts.get('pass', 0)}/{graded} pass"
+                f"{where}")
     if "pass" in summary:
         total = sum(v for v in summary.values() if isinstance(v, int))
         return f"{summary['pass']}/{total} pass"
     return status
 
 
+def _sweep_row(path: Path) -> RunRow:
+    doc = read_run_file(path / "sweep.json")
+    plan = doc.get("plan") if isinstance(doc.get("plan"), dict) else {}
+    configs = plan.get("configs") if isinstance(plan.get("configs"), list) else []
+    names = [str(c.get("name")) for c in configs if isinstance(c, dict)]
+    done, failed = doc.get("slots_done"), doc.get("slots_failed")
+    counts = f"{done} done, {failed} failed" if isinstance(done, int) and isinstance(failed, int) else "in progress"
+    summary = f"{len(names)} configs: {', '.join(names)[:60]}; {counts}; `ddtune report {path}`"
+    return RunRow(path, str(doc.get("id", path.name)), str(doc.get("kind", "sweep")), str(doc.get("status", "?")),
+                  "-", (), summary)
+
+
 def list_runs(limit: int = 200) -> list[RunRow]:
+    """Runs and sweeps under runs/, newest first (a sweep is one row; `ddtune report` reads it)."""
     rows = []
     for path in sorted(runs_dir().iterdir(), reverse=True)[:limit]:
+        if (path / "sweep.json").is_file():
+            try:
+                rows.append(_sweep_row(path))
+            except DdtuneError:
+                pass
+            continue
         try:
             run = read_run_file(path / "run.json")
             cells = list(read_cells(path / "cells.jsonl"))

@@ -46,6 +46,7 @@ class LoadStarted:
     pid: int
     concurrency: int
     problems: tuple[str, ...]
+    run_dir: str | None = None   # where this configuration's run is recorded (record=True)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def decode(record: dict, concurrency: int) -> LoadProcEvent | None:
         return RequestDone(record["problem"], record["ok"], record["tokens"], record["tok_s"], record["accept_len"],
                            record["ttft_s"], record["e2e_s"], record["verdict"], record["detail"])
     if kind == "started":
-        return LoadStarted(record["pid"], record["concurrency"], tuple(record["problems"]))
+        return LoadStarted(record["pid"], record["concurrency"], tuple(record["problems"]), record.get("run_dir"))
     if kind == "paused":
         return LoadPaused(record["cancelled"], stats)
     if kind == "resumed":
@@ -157,7 +158,7 @@ class LoadProcess:
         return await self._proc.wait()
 
     async def start(self, url: str, api_key: str | None, concurrency: int, max_tokens: int,
-                    problems: list[str] | tuple[str, ...] | None = None) -> None:
+                    problems: list[str] | tuple[str, ...] | None = None, record: bool = False) -> None:
         """Spawn the worker and hand it the settings; everything after arrives as events (a bad
         setting or an unreachable server as LoadStopped)."""
         if self._proc is not None:
@@ -174,7 +175,7 @@ class LoadProcess:
         except psutil.NoSuchProcess:
             self.create_time = None
         settings = {"url": url, "api_key": api_key, "concurrency": concurrency, "max_tokens": max_tokens,
-                    "problems": list(problems) if problems else None, "tick_s": self.tick_s}
+                    "problems": list(problems) if problems else None, "tick_s": self.tick_s, "record": record}
         self._send(settings)
         self._readers = [asyncio.ensure_future(self._read_events()), asyncio.ensure_future(self._read_stderr())]
 

@@ -40,6 +40,7 @@ class Settings:
     max_tokens: int
     problems: tuple[str, ...] | None = None
     tick_s: float = 1.0
+    record: bool = False   # write runs (kind load) under runs/, one per server configuration
 
 
 def parse_settings(line: bytes) -> Settings:
@@ -51,6 +52,9 @@ def parse_settings(line: bytes) -> Settings:
     if not isinstance(raw, dict):
         raise ValueError("the settings line is not a JSON object")
     url, key, problems, tick = raw.get("url"), raw.get("api_key"), raw.get("problems"), raw.get("tick_s", 1.0)
+    record = raw.get("record", False)
+    if not isinstance(record, bool):
+        raise ValueError("settings: 'record' must be true or false")
     if not isinstance(url, str) or not url:
         raise ValueError("settings: 'url' must be a non-empty string")
     if key is not None and not isinstance(key, str):
@@ -64,7 +68,7 @@ def parse_settings(line: bytes) -> Settings:
     if not isinstance(tick, (int, float)) or isinstance(tick, bool) or tick <= 0:
         raise ValueError("settings: 'tick_s' must be a number of seconds above 0")
     return Settings(url, key or None, raw["concurrency"], raw["max_tokens"],
-                    tuple(problems) if problems else None, float(tick))
+                    tuple(problems) if problems else None, float(tick), record)
 
 
 def stats_json(stats: LoadStats) -> dict:
@@ -101,7 +105,7 @@ async def _stdin_reader() -> asyncio.StreamReader:
     return reader
 
 
-async def _follow_commands(reader: asyncio.StreamReader, engine: LoadEngine) -> None:
+async def _follow_commands(reader: asyncio.StreamReader, engine: LoadEngine, recorder=None) -> None:
     """Obey the parent's commands until its end of the pipe closes."""
     told_to_stop = False
     pausing: asyncio.Task | None = None
@@ -124,13 +128,30 @@ async def _follow_commands(reader: asyncio.StreamReader, engine: LoadEngine) -> 
             reason = command.get("reason")
             engine.stop(reason if isinstance(reason, str) and reason else "stopped")
         elif name == "pause" and (pausing is None or pausing.done()):
-            pausing = asyncio.ensure_future(engine.pause())
+            pausing = asyncio.ensure_future(_pause(engine, recorder))
         elif name == "resume":
             if pausing is not None and not pausing.done():
                 await pausing  # report the cancelled requests and "paused" before "resumed"
+            if recorder is not None and recorder.store is None:
+                engine.store = await _open_run(recorder, engine)
             engine.resume()
         else:
             print(f"ddtune load worker: ignored an unknown command: {line[:200]!r}", file=sys.stderr)
+
+
+async def _pause(engine: LoadEngine, recorder) -> None:
+    await engine.pause()
+    if recorder is not None:  # the server is about to change: this configuration's run ends here
+        engine.store = None
+        recorder.close(engine.snapshot(), "paused: server restart")
+
+
+async def _open_run(recorder, engine: LoadEngine | None):
+    try:
+        return await recorder.open(engine.snapshot() if engine is not None else None)
+    except Exception as exc:  # noqa: BLE001 - recording must never stop the load; say why on stderr
+        print(f"ddtune load worker: not recording this run: {exc}", file=sys.stderr)
+        return None
 
 
 async def serve(emit: Emit) -> int:
@@ -147,20 +168,36 @@ async def serve(emit: Emit) -> int:
               "stats": None})
         return 2
     async with StreamingClient(settings.url, api_key=settings.api_key, concurrency=settings.concurrency) as client:
+        recorder = None
+        if settings.record:
+            from workloads.load_record import LoadRecorder
+
+            recorder = LoadRecorder(client, {"concurrency": settings.concurrency, "duration_s": None,
+                                             "max_tokens": settings.max_tokens, "problems": [p.id for p in problems]})
         engine = LoadEngine(client, problems, concurrency=settings.concurrency, max_tokens=settings.max_tokens,
                             on_event=lambda event: emit(encode(event)), tick_s=settings.tick_s)
+        if recorder is not None:
+            engine.store = await _open_run(recorder, None)
+            run_dir = str(recorder.store.path) if recorder.store else None
+        else:
+            run_dir = None
         loop = asyncio.get_running_loop()
         for sig, reason in ((signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupted"),
                             (signal.SIGHUP, "interrupted")):  # a signal means hurry: drop the grading
             loop.add_signal_handler(sig, lambda why=reason: engine.stop(why, drop_grading=True))
         emit({"event": "started", "pid": os.getpid(), "concurrency": settings.concurrency,
-              "problems": [p.id for p in problems]})
-        commands = asyncio.ensure_future(_follow_commands(reader, engine))
+              "problems": [p.id for p in problems], "run_dir": run_dir})
+        commands = asyncio.ensure_future(_follow_commands(reader, engine, recorder))
+        stopped: list[LoadStopped] = []
+        engine.add_listener(lambda e: stopped.append(e) if isinstance(e, LoadStopped) else None)
         try:
-            await engine.run()
+            stats = await engine.run()
         finally:
             commands.cancel()
             await asyncio.gather(commands, return_exceptions=True)
+        if recorder is not None:
+            last = stopped[-1] if stopped else None
+            recorder.close(stats, last.reason if last else "stopped", last.error if last else None)
     return 0
 
 
