@@ -17,6 +17,8 @@ from backends.config import ServerConfig
 from backends.errors import DdtuneError
 from backends.lifecycle import Progress, ServerManager
 from backends.logevents import DecodeBatch
+from backends.logkind import note as note_line
+from backends.logkind import read_lines
 from backends.logparse import parse_line
 from backends.state import ServerState
 from tui import messages as m
@@ -97,8 +99,9 @@ class ConsoleController:
     # --- server -----------------------------------------------------------------------------
     async def _bring_up(self, restart: bool) -> None:
         self.failure = None
-        self.post(m.LogLinesRead([f"--- ddtune: {'restarting' if restart else 'starting or re-attaching'} "
-                                  f"{self.config.backend} server on port {self.config.port} ---"]))
+        what = "restarting" if restart else "starting or re-attaching"
+        self.post(m.LogLinesRead([note_line(f"--- ddtune: {what} {self.config.backend} server on port "
+                                            f"{self.config.port} ---")]))
         try:
             old = self.manager.current()
             task = self.manager.restart() if restart else self.manager.up()
@@ -108,7 +111,7 @@ class ConsoleController:
             self.note = None
             self.state = None
             self.failure = exc.message + (f" ({exc.hint})" if exc.hint else "")
-            self.post(m.LogLinesRead([f"ddtune: {exc}"]))
+            self.post(m.LogLinesRead([note_line(f"ddtune: {exc}")]))
             self._publish()
             return
         if self.state.phase == "ready":
@@ -145,11 +148,11 @@ class ConsoleController:
     def _flush_log(self) -> None:
         if not self._log_buffer:
             return
-        lines = list(self._log_buffer)
+        lines = read_lines(self._log_buffer)
         skipped, self._log_read = self._log_read - len(lines), 0
         self._log_buffer.clear()
         if skipped > 0:
-            lines.insert(0, f"--- ddtune: {skipped} log lines skipped (burst) ---")
+            lines.insert(0, note_line(f"--- ddtune: {skipped} log lines skipped (burst) ---"))
         self.post(m.LogLinesRead(lines))
 
     async def _server_version(self) -> str | None:
@@ -167,7 +170,7 @@ class ConsoleController:
 
     def _on_note(self, text: str) -> None:
         self.note = text
-        self.post(m.LogLinesRead([f"--- ddtune: {text}"]))
+        self.post(m.LogLinesRead([note_line(f"--- ddtune: {text}")]))
         self._publish()
 
     def view(self, fatal: str | None = None) -> ServerView:

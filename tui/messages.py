@@ -9,13 +9,14 @@ from typing import Any
 
 from textual.message import Message
 
+from backends.logkind import LogLine
 from tui.views import GpuView, ServerView
 
 
 class LogLinesRead(Message):
-    """A batch of server log lines (batched ~100 ms by the log worker)."""
+    """A batch of server log lines, each classified (``logkind.read_lines``) or a ddtune note."""
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[LogLine]) -> None:
         super().__init__()
         self.lines = lines
 
