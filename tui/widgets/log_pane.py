@@ -178,18 +178,14 @@ class LogPane(ScrollView, can_focus=True):
             self._to_end()
         else:
             self._unseen += added
-            if dropped:  # the lines under the reader moved up: move the view with them
-                self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False)
+            if dropped:  # the lines under the reader moved up: move the view (and a scroll under way) with them
+                self.scroll_to(y=max(0, self.scroll_target_y - dropped), animate=False)
             self._show_status()
         self.refresh()
 
     def note(self, text: str) -> None:
         """A line of ddtune's own (kind ``ddtune``): shown under every filter."""
         self.append([note_line(text)])
-
-    def clear(self) -> None:
-        self._history.clear()
-        self._rebuild()
 
     # --- filter ---------------------------------------------------------------------------
     def set_filter(self, name: str) -> None:
@@ -292,6 +288,12 @@ class LogPane(ScrollView, can_focus=True):
         if old_value >= 1 or new_value >= 1:  # the column shown in the subtitle
             self._show_status()
 
+    def action_scroll_end(self) -> None:
+        """End: back to the tail at once, following it again (an animated scroll would race the lines)."""
+        self._follow, self._unseen = True, 0
+        self._to_end()
+        self._show_status()
+
     def on_resize(self, event: events.Resize) -> None:
         if self._follow:  # stay at the tail when the pane changes size
             self._to_end()
@@ -385,8 +387,11 @@ class LogSearch(Input):
 
     BINDINGS = [Binding("escape", "close", "Close search", id="log_search.close")]
     DEFAULT_CSS = """
-    LogSearch { display: none; height: 1; border: none; padding: 0 1; }
-    LogSearch.-open { display: block; }
+    LogSearch {
+        display: none; height: 1; border: none; padding: 0 1; background: $boost;
+        &:focus { border: none; background-tint: $foreground 5%; }
+        &.-open { display: block; }
+    }
     """
 
     def __init__(self, pane: LogPane, *, id: str | None = None) -> None:
