@@ -4,6 +4,7 @@ scrolling, `/` search with n/N on the real main screen, and the colours of the l
 from __future__ import annotations
 
 from rich.color import Color
+from textual import events
 from textual.app import App
 
 from backends.logkind import read_lines
@@ -236,3 +237,23 @@ async def test_snapshot_fixture_lines_keep_their_kinds():
         assert pane.lines == tuple(LOG)
         pane.set_filter("draft")
         assert pane.lines == (LOG[2],)
+
+
+async def test_end_reaches_the_tail_while_lines_keep_coming():
+    """End under a burst: an animated scroll would be stopped by each batch and never arrive."""
+    app = LogApp(max_lines=50)
+    async with app.run_test(size=(80, 12)) as pilot:
+        pane = app.query_one(LogPane)
+        pane.append(numbered(50))
+        await pilot.pause()
+        pane.focus()
+        pane.scroll_to(y=0, animate=False)
+        await pilot.pause()
+        assert not pane.follow
+        app.post_message(events.Key("end", None))  # as the terminal sends it; no waiting on animations
+        for batch in range(5):
+            await pilot.pause(0.05)
+            pane.append(numbered(10, start=50 + 10 * batch))
+        await pilot.pause()
+        assert pane.follow and pane.scroll_y == pane.max_scroll_y
+        assert pane.lines[-1] == f"{T} line 0099"
