@@ -17,7 +17,7 @@ from typing import Any
 from textual.message import Message
 
 from backends.config import ServerConfig
-from backends.logkind import LogLine
+from backends.logkind import LogLine, note
 from backends.session import ServerSession
 from backends.startup import WORK_PHASES
 from backends.session_events import (
@@ -39,7 +39,7 @@ def progress_fraction(detail: str) -> float | None:
 
 
 def note_line(text: str) -> LogLine:
-    return LogLine(f"--- ddtune: {text}", "ddtune", None)
+    return note(f"--- ddtune: {text}")
 
 
 class ConsoleController:
