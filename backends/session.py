@@ -28,8 +28,18 @@ from backends.logfollow import LogFollower
 from backends.logkind import LogLine
 from backends.paths import state_dir
 from backends.session_events import (
-    CommandRefused, ConfigChanged, DecodeStats, FatalSeen, LogBatch, NoteAdded, PhaseChanged, PidChanged,
-    SessionEvent, Settled, Stopped, Verified,
+    CommandRefused,
+    ConfigChanged,
+    DecodeStats,
+    FatalSeen,
+    LogBatch,
+    NoteAdded,
+    PhaseChanged,
+    PidChanged,
+    SessionEvent,
+    Settled,
+    Stopped,
+    Verified,
 )
 from backends.startup import FAILED, READY, Progress
 from backends.state import ServerState, load_state

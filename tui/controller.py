@@ -12,21 +12,32 @@ import asyncio
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from backends.config import ServerConfig
 from backends.logkind import LogLine, note
 from backends.session import ServerSession
-from backends.startup import WORK_PHASES
 from backends.session_events import (
-    CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded, PhaseChanged, PidChanged, SessionEvent, Settled,
+    CommandRefused,
+    ConfigChanged,
+    DecodeStats,
+    LogBatch,
+    NoteAdded,
+    PhaseChanged,
+    PidChanged,
+    SessionEvent,
+    Settled,
     Stopped,
 )
+from backends.startup import WORK_PHASES
 from tui import messages as m
 from tui.adapters import knob_rows
 from tui.views import ServerView
+
+if TYPE_CHECKING:
+    from workloads.load_proc import LoadProcess
 
 _FRACTION = re.compile(r"(\d+)/(\d+)")
 
@@ -53,7 +64,7 @@ class ConsoleController:
         self.autostart_load = autostart_load
         self.load_concurrency = load_concurrency
         self.load_max_tokens = load_max_tokens
-        self.load = None
+        self.load: LoadProcess | None = None
         self._load_paused = False
         self._load_drained = asyncio.Event()
         self.session.before_stop(self._pause_load_and_wait)
@@ -146,7 +157,8 @@ class ConsoleController:
     def view(self) -> ServerView:
         session = self.session
         state, progress = session.state, session.progress
-        phase = state.phase if state and state.phase in ("ready", "failed") else (progress.phase if progress else "idle")
+        settled = state is not None and state.phase in ("ready", "failed")
+        phase = state.phase if state and settled else (progress.phase if progress else "idle")
         if progress is not None and progress.phase in WORK_PHASES:
             phase = progress.phase  # a start is under way (ours, a sweep's, or another ddtune's)
         detail = progress.detail if progress else ""

@@ -10,8 +10,8 @@ false with the reason; a knob the server cannot take at all raises ConfigError b
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from backends.config import ServerConfig
 from backends.session import ServerSession
@@ -75,7 +75,7 @@ class ManagedController:
 
     async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
         from backends.apikey import redact_argv
-        from backends.session_events import NoteAdded, PhaseChanged, Settled
+        from backends.session_events import NoteAdded, PhaseChanged
 
         wanted = self.config_for(config)
         if not self._before_known:
@@ -101,7 +101,8 @@ class ManagedController:
         self._started = True
         phases = session.tracker.durations() if restart else {}
         key = session.api_key()
-        info = {"pid": state.pid, "launch_command": " ".join(redact_argv(state.argv)) or None, "knobs": dict(state.knobs),
+        info = {"pid": state.pid, "launch_command": " ".join(redact_argv(state.argv)) or None,
+                "knobs": dict(state.knobs),
                 "effective": dict(state.effective), "checks": [c.to_json() for c in state.checks],
                 "mismatches": list(state.mismatches), "log_path": state.log_path,
                 "config_hash": state.config_hash, "backend": state.backend}
