@@ -86,3 +86,22 @@ def test_apply_keeps_the_load_running_in_a_real_terminal(open_console, tmp_path,
     runs = sorted((state_dir / "runs").glob("*-load"))
     knobs = [json.loads((r / "run.json").read_text())["server"]["knobs"].get("window") for r in runs]
     assert knobs == [2048, 1024]
+
+
+def test_closing_the_terminal_keeps_the_console_load_as_a_run(open_console, tmp_path, state_dir, groups):
+    """The terminal goes away mid-load (tmux killed, as an SSH drop would): the load worker sees its
+    parent gone, stops, and the run under runs/ keeps every finished request, marked interrupted."""
+    config = write_config(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-step-ms", "5"))
+    tmux = open_console("--config", str(config), "--load", "4", width=160, height=44)
+    tmux.wait_for(re.compile(r"requests: \d+/([4-9]|\d\d+) pass"), timeout=90)
+    groups.track_state()
+    workers = [p for p in psutil.process_iter(["cmdline"])
+               if "workloads.load_worker" in " ".join(p.info["cmdline"] or [])]
+    assert len(workers) == 1
+    tmux._tmux("kill-server")
+    gone, alive = psutil.wait_procs(workers, timeout=30)
+    assert not alive, "the load worker outlived its console"
+    [run] = sorted((state_dir / "runs").glob("*-load"))
+    doc = json.loads((run / "run.json").read_text())
+    assert doc["status"] == "interrupted" and doc["summary"]["finished"] >= 4
+    assert len((run / "responses.jsonl").read_text().splitlines()) >= doc["summary"]["finished"]
