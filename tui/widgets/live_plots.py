@@ -4,8 +4,32 @@ from __future__ import annotations
 
 from collections import deque
 
+from rich.console import RenderableType
 from textual.containers import Horizontal
 from textual_plotext import PlotextPlot
+
+
+class CachedPlot(PlotextPlot):
+    """A PlotextPlot that builds its figure only when the data, the size or the theme changed.
+
+    PlotextPlot.render builds the whole figure (tens of ms) on every repaint, and a repaint comes
+    with any layout refresh of the screen (a log batch, a panel growing a line), not only when the
+    plot changed. ``changed()`` marks new data; everything else reuses the last build."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._version = 0
+        self._built: tuple[tuple, RenderableType] | None = None
+
+    def changed(self) -> None:
+        self._version += 1
+        self.refresh()
+
+    def render(self) -> RenderableType:
+        key = (self._version, self.size.width, self.size.height, self.app.theme)
+        if self._built is None or self._built[0] != key:
+            self._built = (key, super().render())
+        return self._built[1]
 
 
 class LivePlots(Horizontal):
@@ -22,8 +46,8 @@ class LivePlots(Horizontal):
         self.t0: float | None = None
 
     def compose(self):
-        yield PlotextPlot(id="plot-toks")
-        yield PlotextPlot(id="plot-accept")
+        yield CachedPlot(id="plot-toks")
+        yield CachedPlot(id="plot-accept")
 
     def on_mount(self) -> None:
         self.redraw()  # then the app's tick redraws us every 2 s at most (a plotext build costs tens of ms)
@@ -52,12 +76,12 @@ class LivePlots(Horizontal):
         if not self._dirty:
             return
         self._dirty = False
-        self._draw(self.query_one("#plot-toks", PlotextPlot), "tok/s",
+        self._draw(self.query_one("#plot-toks", CachedPlot), "tok/s",
                    [("client", self.tok_s, "cyan"), ("server", self.server_tok_s, "grey")])
-        self._draw(self.query_one("#plot-accept", PlotextPlot), "accept length",
+        self._draw(self.query_one("#plot-accept", CachedPlot), "accept length",
                    [("client", self.accept, "magenta")])
 
-    def _draw(self, widget: PlotextPlot, title: str, series) -> None:
+    def _draw(self, widget: CachedPlot, title: str, series) -> None:
         plt = widget.plt
         plt.clear_figure()
         plt.title(title)
@@ -77,4 +101,4 @@ class LivePlots(Horizontal):
             plt.xlim(0, 1)
             plt.ylim(0, 1)
         plt.xlabel("s")
-        widget.refresh()
+        widget.changed()
