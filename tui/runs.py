@@ -34,9 +34,10 @@ def _knobs(run: dict) -> str:
 def _summary(run: dict, cells: list[dict], status: str) -> str:
     if run.get("kind") == "bench" and cells:
         best = max(cells, key=lambda c: c.get("output_tok_s") or 0)
-        return f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s (ctx {best['context']} c{best['concurrency']})"
-    summary = run.get("summary") if isinstance(run.get("summary"), dict) else {}
-    if "pass" in summary:
+        return (f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s "
+                f"(ctx {best['context']} c{best['concurrency']})")
+    summary = run.get("summary")
+    if isinstance(summary, dict) and "pass" in summary:
         total = sum(v for v in summary.values() if isinstance(v, int))
         return f"{summary['pass']}/{total} pass"
     return status
