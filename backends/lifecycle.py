@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import httpx
 
@@ -33,6 +33,7 @@ from backends.verify import verify
 PORT_RELEASE_S = 60.0   # how long a stopped server may keep its port before we give up
 GPU_RELEASE_S = 60.0    # ... and its GPU memory
 FATAL_GRACE_S = 2.0     # after a fatal line, wait this long (or for the exit) for the lines that explain it
+BEFORE_STOP_S = 10.0    # the most a before_stop hook may delay a restart
 HEARTBEAT_S = 5.0       # repeat an unchanged phase this often, so a long wait still shows progress
 
 
@@ -74,6 +75,9 @@ class ServerManager:
         self.on_progress = on_progress or (lambda p: None)
         self.on_note = on_note or (lambda s: None)
         self.on_launched = on_launched or (lambda state: None)
+        # awaited before a live server is stopped for a restart (the console pauses its load here,
+        # so requests in flight are cancelled by the client, not failed by the dying server)
+        self.before_stop: list[Callable[[], Awaitable[None]]] = []
         self.history = StartupHistory.default()
         self.tracker = StartupTracker(self.history.medians(config.model))
         self._last_report: tuple[str, str] | None = None
@@ -194,6 +198,11 @@ class ServerManager:
         if old is not None and old.backend not in ("endpoint", "systemd") and old.pid is not None:
             stopper = self.backend if old.backend == self.config.backend else _process_stopper(self.config)
             if old.is_alive():
+                for hook in self.before_stop:
+                    try:
+                        await asyncio.wait_for(hook(), BEFORE_STOP_S)
+                    except TimeoutError:
+                        self.on_note(f"a pre-stop step took over {BEFORE_STOP_S:.0f} s; stopping anyway")
                 self.on_note(f"stopping old server pid {old.pid} (SIGTERM, then SIGKILL after "
                              f"{self.config.stop_timeout_s:.0f} s)")
             try:

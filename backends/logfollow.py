@@ -66,7 +66,8 @@ class LogFollower:
     def __init__(self, backend: Backend, tracker: StartupTracker,
                  on_lines: Callable[[tuple[LogLine, ...], int], None] | None = None,
                  on_decode: Callable[[float, DecodeBatch], None] | None = None,
-                 on_phase: Callable[[], None] | None = None, flush_s: float = FLUSH_S, batch_max: int = BATCH_MAX) -> None:
+                 on_phase: Callable[[], None] | None = None, flush_s: float = FLUSH_S,
+                 batch_max: int = BATCH_MAX) -> None:
         self.backend = backend
         self.tracker = tracker
         self.on_lines = on_lines
@@ -126,11 +127,10 @@ class LogFollower:
                 facts.draft_runner = event
             elif isinstance(event, DDTreeWorker) and event.is_lead:
                 facts.ddtree = event
-            elif isinstance(event, Fatal):
-                if tracker.phase not in (READY, FAILED) or facts.fatal_at is not None:
-                    facts.fatals.append(event)
-                    if not event.generic and facts.fatal_at is None:
-                        facts.fatal_at = now
+            elif isinstance(event, Fatal) and (tracker.phase not in (READY, FAILED) or facts.fatal_at is not None):
+                facts.fatals.append(event)
+                if not event.generic and facts.fatal_at is None:
+                    facts.fatal_at = now
             if tracker.feed(event, now) and self.on_phase is not None:
                 self.on_phase()
 

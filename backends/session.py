@@ -28,8 +28,18 @@ from backends.logfollow import LogFollower
 from backends.logkind import LogLine
 from backends.paths import state_dir
 from backends.session_events import (
-    CommandRefused, ConfigChanged, DecodeStats, FatalSeen, LogBatch, NoteAdded, PhaseChanged, PidChanged,
-    SessionEvent, Settled, Stopped, Verified,
+    CommandRefused,
+    ConfigChanged,
+    DecodeStats,
+    FatalSeen,
+    LogBatch,
+    NoteAdded,
+    PhaseChanged,
+    PidChanged,
+    SessionEvent,
+    Settled,
+    Stopped,
+    Verified,
 )
 from backends.startup import FAILED, READY, Progress
 from backends.state import ServerState, load_state
@@ -87,6 +97,10 @@ class ServerSession:
     @property
     def tracker(self):
         return self.manager.tracker
+
+    def before_stop(self, hook) -> None:
+        """``await hook()`` before a live server is stopped for a restart (bounded; see lifecycle)."""
+        self.manager.before_stop.append(hook)
 
     def api_key(self) -> str | None:
         return self.backend.api_key(self.state)

@@ -81,8 +81,9 @@ class DirWatch:
         if self._fd is None or self._ready is None:
             await asyncio.sleep(min(self.fallback_s, timeout) if timeout is not None else self.fallback_s)
             now = self._stat()
-            self._before, before = now, self._before
-            return {name for name in self.names if now[name] != before.get(name)}
+            moved = {name for name in self.names if now[name] != self._before.get(name)}
+            self._before = now
+            return moved
         try:
             await asyncio.wait_for(self._ready.wait(), timeout)
         except TimeoutError:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 
 from tui.screens.main import MainScreen
 
@@ -20,13 +22,30 @@ class DdtuneApp(App):
     BINDINGS = [
         Binding("k", "edit_knobs", "Knobs", id="app.knobs"),
         Binding("a", "apply_config_file", "Apply file", id="app.apply_file"),
+        Binding("u", "start_server", "Start/retry", id="app.start"),
+        Binding("x", "stop_server", "Stop server", show=False, id="app.stop"),
         Binding("l", "toggle_load", "Load", id="app.load"),
         Binding("f", "cycle_log_filter", "Log filter", id="app.log_filter"),
         Binding("r", "results", "Results", id="app.results"),
         Binding("s", "sweep", "Sweep", id="app.sweep"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("q", "quit_console", "Quit", id="app.quit"),
+        # Ctrl+Q and Ctrl+C ask the same question as q: leaving must never stop the server by surprise
+        Binding("ctrl+q,ctrl+c", "quit_console", "Quit", show=False, priority=True, id="app.quit_ctrl"),
     ]
+    # every action, for the command palette (Ctrl+P): (title, help, action)
+    ACTIONS = (
+        ("Edit knobs", "change budget/topk/window; Apply restarts the server and verifies them", "edit_knobs"),
+        ("Apply the config file", "restart with the config file's knobs (after tuning)", "apply_config_file"),
+        ("Start / retry the server", "start it, re-attach to it, or retry a failed start", "start_server"),
+        ("Stop the server", "stop the managed server (asks first)", "stop_server"),
+        ("Coding load on/off", "stream coding prompts and plot tok/s and acceptance", "toggle_load"),
+        ("Cycle the log filter", "all, errors, draft, decode", "cycle_log_filter"),
+        ("Results", "past runs; compare two per cell", "results"),
+        ("Sweep", "pick presets, run a quick sweep, see the winner", "sweep"),
+        ("Help", "what the panels mean, every key", "help"),
+        ("Quit", "leave the server running or stop it", "quit_console"),
+    )
 
     def __init__(self, controller: ConsoleController | None = None, note: str | None = None) -> None:
         super().__init__()
@@ -89,6 +108,28 @@ class DdtuneApp(App):
             self.notify("restarting with the config file's knobs", timeout=4)
         else:
             self.notify("the server already runs the config file's knobs", timeout=3)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        for title, help_text, action in self.ACTIONS:
+            yield SystemCommand(title, help_text, lambda action=action: self.run_action(action))
+        yield from (cmd for cmd in super().get_system_commands(screen) if cmd.title not in ("Quit",))
+
+    def action_start_server(self) -> None:
+        if self.controller is not None:
+            self.controller.start()
+            self.notify("starting (or re-attaching to) the server", timeout=3)
+
+    def action_stop_server(self) -> None:
+        if self.controller is None:
+            return
+        from tui.screens.quit_dialog import ConfirmStop
+
+        def chosen(stop: bool | None) -> None:
+            if stop:
+                self.controller.stop()
+                self.notify("stopping the server…", timeout=4)
+
+        self.push_screen(ConfirmStop(), chosen)
 
     def action_toggle_load(self) -> None:
         if self.controller is None:

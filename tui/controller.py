@@ -8,23 +8,36 @@ session's commands in Textual workers. It never touches a widget and never reads
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from backends.config import ServerConfig
-from backends.logkind import LogLine
+from backends.logkind import LogLine, note
 from backends.session import ServerSession
-from backends.startup import WORK_PHASES
 from backends.session_events import (
-    CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded, PidChanged, SessionEvent, Settled, Stopped,
+    CommandRefused,
+    ConfigChanged,
+    DecodeStats,
+    LogBatch,
+    NoteAdded,
+    PhaseChanged,
+    PidChanged,
+    SessionEvent,
+    Settled,
+    Stopped,
 )
+from backends.startup import WORK_PHASES
 from tui import messages as m
 from tui.adapters import knob_rows
 from tui.views import ServerView
+
+if TYPE_CHECKING:
+    from workloads.load_proc import LoadProcess
 
 _FRACTION = re.compile(r"(\d+)/(\d+)")
 
@@ -37,7 +50,7 @@ def progress_fraction(detail: str) -> float | None:
 
 
 def note_line(text: str) -> LogLine:
-    return LogLine(f"--- ddtune: {text}", "ddtune", None)
+    return note(f"--- ddtune: {text}")
 
 
 class ConsoleController:
@@ -51,9 +64,13 @@ class ConsoleController:
         self.autostart_load = autostart_load
         self.load_concurrency = load_concurrency
         self.load_max_tokens = load_max_tokens
-        self.load_engine = None
+        self.load: LoadProcess | None = None
+        self._load_paused = False
+        self._load_drained = asyncio.Event()
+        self.session.before_stop(self._pause_load_and_wait)
         self.note: str | None = None
         self.failure: str | None = None  # why the last command was refused before anything changed
+        self.stopped: str | None = None  # what stopped the server, until the next start
         self._post: Callable[[Message], None] = lambda message: None
         self._run_worker: Callable[..., Any] | None = None
         self._last_view: ServerView | None = None
@@ -76,7 +93,7 @@ class ConsoleController:
         self._post(message)
 
     def _command(self, what: str, command) -> None:
-        self.failure = None
+        self.failure = self.stopped = None
         self.post(m.LogLinesRead((note_line(f"{what} the {self.config.backend} server on port {self.config.port}"),)))
         if self._run_worker is not None:
             self._run_worker(self._await(command), group="server", exclusive=True, exit_on_error=False)
@@ -107,6 +124,8 @@ class ConsoleController:
             if event.gen_throughput is not None:
                 self.post(m.DecodeStatsRead(event.t, event.gen_throughput, event.accept_len))
             return
+        if isinstance(event, PidChanged):
+            self.stopped = None
         if isinstance(event, NoteAdded):
             self.note = event.text
             self.post(m.LogLinesRead((note_line(event.text),)))
@@ -118,23 +137,35 @@ class ConsoleController:
         elif isinstance(event, PidChanged) and event.by != "ddtune":
             self.post(m.LogLinesRead((note_line(f"pid {event.pid} launched by {event.by}"),)))
         elif isinstance(event, Stopped):
+            self.stopped = event.summary
+            if self.load is not None:
+                self.toggle_load()
             self.post(m.LogLinesRead((note_line(event.summary),)))
         elif isinstance(event, Settled):
-            if event.state.phase == "ready" and self.autostart_load and self.load_engine is None:
-                self.autostart_load = False
-                self.toggle_load()
+            if event.state.phase == "ready":
+                self._resume_load()
+                if self.autostart_load and self.load is None:
+                    self.autostart_load = False
+                    self.toggle_load()
+            elif self.load is not None:
+                self.toggle_load()  # the new server failed: nothing to resume against
+        elif isinstance(event, PhaseChanged) and event.progress.phase == "stopping-old":
+            self._pause_load()
         self._progress_at = time.monotonic()
         self._publish()
 
     def view(self) -> ServerView:
         session = self.session
         state, progress = session.state, session.progress
-        phase = state.phase if state and state.phase in ("ready", "failed") else (progress.phase if progress else "idle")
+        settled = state is not None and state.phase in ("ready", "failed")
+        phase = state.phase if state and settled else (progress.phase if progress else "idle")
         if progress is not None and progress.phase in WORK_PHASES:
             phase = progress.phase  # a start is under way (ours, a sweep's, or another ddtune's)
         detail = progress.detail if progress else ""
         if phase == "ready" and not (state and state.phase == "ready"):
             phase, detail = "warmup", "ready; verifying the knobs"  # the session has not settled yet
+        if self.stopped and state is None:
+            phase, detail = "stopped", self.stopped
         fatal = None
         if self.failure:
             phase, fatal = "failed", self.failure
@@ -150,7 +181,7 @@ class ConsoleController:
             backend=self.config.backend, simulated=self.simulated, pid=pid, url=self.config.base_url,
             version=session.version, uptime_s=uptime, phase=phase,
             detail="" if phase in ("ready", "failed") else detail,
-            progress=None if phase == "ready" else progress_fraction(detail),
+            progress=None if phase in ("ready", "stopped") else progress_fraction(detail),
             elapsed_s=self._elapsed(phase), eta_s=progress.eta_s if progress else None,
             knobs=knob_rows(self.config.knobs, state.checks if state and phase == "ready" else ()), fatal=fatal,
             note=None if phase == "ready" else self.note,
@@ -160,6 +191,8 @@ class ConsoleController:
         """Seconds since the start began, ticking between the session's reports (whole seconds)."""
         progress = self.session.progress
         if progress is None:
+            return None
+        if phase == "stopped":
             return None
         extra = 0.0 if phase in ("ready", "failed") else time.monotonic() - self._progress_at
         return float(int(progress.elapsed_s + extra))
@@ -174,6 +207,13 @@ class ConsoleController:
     def restart_with(self, knobs: dict[str, Any]) -> None:
         """Apply new knob values: the session validates them against the server before stopping it."""
         self._command("restarting", self.session.restart(knobs=knobs))
+
+    def start(self) -> None:
+        """Start, re-attach, or retry after a failed start (keeps a tuned server's knobs)."""
+        self._command("starting or re-attaching", self.session.up(keep_running_knobs=True))
+
+    def stop(self) -> None:
+        self._command("stopping", self.session.stop())
 
     def apply_config_file(self) -> bool:
         """Restart with the config file's knobs; False (nothing done) when the server already runs them."""
@@ -198,53 +238,78 @@ class ConsoleController:
         finally:
             stream.close()
 
-    # --- coding load ------------------------------------------------------------------------
+    # --- coding load ---------------------------------------------------------------------
+    # The load runs in its own process (workloads/load_proc.py): this process only renders. A server
+    # restart (ours, a sweep's or another ddtune's) pauses it: requests in flight are cancelled and
+    # shown as "cancelled (restart)", never scored; it resumes once the new server is verified.
     @property
     def load_running(self) -> bool:
-        return self.load_engine is not None
+        return self.load is not None
 
     def toggle_load(self) -> bool:
-        if self.load_engine is not None:
-            self.load_engine.stop("stopped")
+        if self.load is not None:
+            if self._run_worker is not None:
+                self._run_worker(self.load.stop("stopped"), group="load-stop", exit_on_error=False)
             return False
         if self._run_worker is not None:
             self._run_worker(self._run_load(), group="load", exclusive=True, exit_on_error=False)
         return True
 
-    async def _run_load(self) -> None:
-        from workloads.client import StreamingClient
-        from workloads.load import LoadEngine, LoadStopped, RequestFinished, StatsUpdated
-        from workloads.problems import load_problems
+    def _pause_load(self) -> None:
+        if self.load is not None and not self._load_paused:
+            self._load_paused = True
+            self._load_drained = asyncio.Event()
+            self.load.pause()
+            self.post(m.LoadStateChanged(True, "paused: server restarting"))
 
-        def on_event(event) -> None:
-            if isinstance(event, StatsUpdated):
-                s = event.stats
-                self.post(m.LoadWindowUpdated(time.monotonic(), s.window_1s.tokens_per_s,
-                                              s.window_10s.acceptance, s.in_flight))
-            elif isinstance(event, RequestFinished):
-                r = event.result
-                self.post(m.RequestFinished({
-                    "problem": event.problem, "tokens": r.output_tokens, "tok_s": r.decode_tok_s or 0.0,
-                    "accept_len": r.acceptance, "ttft_s": r.ttft_s,
-                    "verdict": event.grade.verdict if event.grade else ("error" if not r.ok else "-")}))
-            elif isinstance(event, LoadStopped):
-                self.post(m.LoadStateChanged(False, event.error or event.reason))
+    async def _pause_load_and_wait(self) -> None:
+        """Before our own restart stops the server: pause the load and wait until its requests in
+        flight are cancelled, so none of them is scored as an error by the dying server."""
+        if self.load is None:
+            return
+        self._pause_load()
+        await self._load_drained.wait()
 
-        key = self.session.api_key()
-        async with StreamingClient(self.config.base_url, api_key=key, concurrency=self.load_concurrency) as client:
-            engine = LoadEngine(client, tuple(load_problems()), concurrency=self.load_concurrency,
-                                max_tokens=self.load_max_tokens, on_event=on_event)
-            self.load_engine = engine
+    def _resume_load(self) -> None:
+        if self.load is not None and self._load_paused:
+            self._load_paused = False
+            self.load.resume()
             self.post(m.LoadStateChanged(True, f"{self.load_concurrency} streams"))
-            try:
-                await engine.run()
-            finally:
-                self.load_engine = None
+
+    async def _run_load(self) -> None:
+        from workloads.load import LoadPaused, LoadStopped, StatsUpdated
+        from workloads.load_proc import LoadProcess, LoadStarted, RequestDone
+
+        proc = LoadProcess()
+        self.load, self._load_paused = proc, False
+        try:
+            await proc.start(self.config.base_url, self.session.api_key(), self.load_concurrency,
+                             self.load_max_tokens, record=True)
+            async for event in proc.events():
+                if isinstance(event, StatsUpdated):
+                    s = event.stats
+                    if not s.paused:
+                        self.post(m.LoadWindowUpdated(time.monotonic(), s.window_1s.tokens_per_s,
+                                                      s.window_10s.acceptance, s.in_flight))
+                elif isinstance(event, RequestDone):
+                    row = event.row()
+                    if row["verdict"] == "cancelled":
+                        row["verdict"] = "cancelled (restart)"
+                    self.post(m.RequestFinished(row))
+                elif isinstance(event, LoadPaused):
+                    self._load_drained.set()
+                elif isinstance(event, LoadStarted):
+                    self.post(m.LoadStateChanged(True, f"{event.concurrency} streams"))
+                elif isinstance(event, LoadStopped):
+                    self.post(m.LoadStateChanged(False, event.error or event.reason))
+        finally:
+            self.load = None
+            await proc.stop("stopped")
 
     # --- leaving ----------------------------------------------------------------------------
     async def detach(self, stop_server: bool) -> None:
-        if self.load_engine is not None:
-            self.load_engine.stop("stopped")
+        if self.load is not None:
+            await self.load.stop("stopped")
         try:
             if stop_server:
                 await self.session.stop()

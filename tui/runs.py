@@ -37,15 +37,47 @@ def _summary(run: dict, cells: list[dict], status: str) -> str:
         return (f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s "
                 f"(ctx {best['context']} c{best['concurrency']})")
     summary = run.get("summary")
-    if isinstance(summary, dict) and "pass" in summary:
+    if not isinstance(summary, dict):
+        return status
+    if run.get("kind") == "load" and "finished" in summary:
+        verdicts = summary.get("verdicts")
+        if not isinstance(verdicts, dict):
+            verdicts = {}
+        graded = sum(v for v in verdicts.values() if isinstance(v, int))
+        rate = summary.get("output_tok_s")
+        where = " (console)" if run.get("source") == "console" else ""
+        return (f"{summary['finished']} requests, {rate or 0:.0f} tok/s, {verdicts.get('pass', 0)}/{graded} pass"
+                f"{where}")
+    if "pass" in summary:
         total = sum(v for v in summary.values() if isinstance(v, int))
         return f"{summary['pass']}/{total} pass"
     return status
 
 
+def _sweep_row(path: Path) -> RunRow:
+    doc = read_run_file(path / "sweep.json")
+    plan = doc.get("plan")
+    configs = plan.get("configs") if isinstance(plan, dict) else None
+    if not isinstance(configs, list):
+        configs = []
+    names = [str(c.get("name")) for c in configs if isinstance(c, dict)]
+    done, failed = doc.get("slots_done"), doc.get("slots_failed")
+    counts = f"{done} done, {failed} failed" if isinstance(done, int) and isinstance(failed, int) else "in progress"
+    summary = f"{len(names)} configs: {', '.join(names)[:60]}; {counts}; `ddtune report {path}`"
+    return RunRow(path, str(doc.get("id", path.name)), str(doc.get("kind", "sweep")), str(doc.get("status", "?")),
+                  "-", (), summary)
+
+
 def list_runs(limit: int = 200) -> list[RunRow]:
+    """Runs and sweeps under runs/, newest first (a sweep is one row; `ddtune report` reads it)."""
     rows = []
     for path in sorted(runs_dir().iterdir(), reverse=True)[:limit]:
+        if (path / "sweep.json").is_file():
+            try:
+                rows.append(_sweep_row(path))
+            except DdtuneError:
+                pass
+            continue
         try:
             run = read_run_file(path / "run.json")
             cells = list(read_cells(path / "cells.jsonl"))

@@ -3,7 +3,9 @@
 The console's engine and ``ddtune load``'s. It never prints: everything goes out as events to a
 callback (``on_event``) or through ``events()``, an async iterator. Rates use 1 s and 10 s sliding
 windows of streamed tokens; acceptance in a window is tokens / verify steps of the requests that
-finished in it (per-request values, never the server's lifetime average).
+finished in it (per-request values, never the server's lifetime average). ``pause()`` cancels the
+requests in flight (each reported as RequestCancelled, never as an error) and sends nothing until
+``resume()``: the console pauses the load while it restarts the server.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ class LoadStats:
     window_1s: WindowStats
     window_10s: WindowStats
     verdicts: dict[str, int] = field(default_factory=dict)
+    cancelled: int = 0   # requests cut off by pause(): neither finished nor errors
+    paused: bool = False
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,27 @@ class RequestFinished:
     problem: str
     result: RequestResult
     grade: Grade | None
+
+
+@dataclass(frozen=True)
+class RequestCancelled:
+    """A request in flight when the load was paused: cut off on purpose, not an error."""
+
+    problem: str
+    tokens: int  # streamed before it was cut off (already counted in the windows)
+
+
+@dataclass(frozen=True)
+class LoadPaused:
+    """Every request that was in flight has been cancelled (and reported); none is sent until resume()."""
+
+    cancelled: int
+    stats: LoadStats
+
+
+@dataclass(frozen=True)
+class LoadResumed:
+    stats: LoadStats
 
 
 @dataclass(frozen=True)
@@ -52,7 +77,7 @@ class LoadStopped:
     stats: LoadStats
 
 
-LoadEvent = Union[RequestFinished, StatsUpdated, LoadStopped]
+LoadEvent = Union[RequestFinished, RequestCancelled, StatsUpdated, LoadPaused, LoadResumed, LoadStopped]
 
 
 class LoadEngine:
@@ -85,18 +110,55 @@ class LoadEngine:
         self._verdicts = {v: 0 for v in VERDICTS}
         self._gate = asyncio.Semaphore(2)
         self._grading: set[asyncio.Task] = set()
+        self._requests: set[asyncio.Task] = set()
+        self._cancelled = 0
+        self._drop_grading = False
+        self._sending = asyncio.Event()  # cleared while paused
+        self._sending.set()
+        self._drained = asyncio.Event()  # set while no request is in flight
+        self._drained.set()
         self._started = clock()
 
     # ---- control ----------------------------------------------------------------------------
-    def stop(self, reason: str = "stopped", error: str | None = None) -> None:
+    def stop(self, reason: str = "stopped", error: str | None = None, *, drop_grading: bool = False) -> None:
+        """End the run. Answers already in are still graded unless ``drop_grading`` (a hurried stop:
+        grades not yet started never start; a sandbox already running ends at its own wall limit)."""
         if not self._stop.is_set():
             self._stop_reason, self._stop_error = reason, error
             self._stop.set()
+        if drop_grading:
+            self._drop_grading = True
+            for task in list(self._grading):
+                task.cancel()
+
+    @property
+    def paused(self) -> bool:
+        return not self._sending.is_set()
+
+    async def pause(self) -> int:
+        """Send nothing new and cancel every request in flight; each is reported as RequestCancelled
+        before LoadPaused. Returns how many were cancelled. Grading of answers already in goes on."""
+        if self.paused or self._stop.is_set():
+            return 0
+        self._sending.clear()
+        before = self._cancelled
+        for task in list(self._requests):
+            task.cancel()
+        await self._drained.wait()
+        cancelled = self._cancelled - before
+        self._emit(LoadPaused(cancelled, self.snapshot()))
+        return cancelled
+
+    def resume(self) -> None:
+        if self.paused and not self._stop.is_set():
+            self._sending.set()
+            self._emit(LoadResumed(self.snapshot()))
 
     def snapshot(self) -> LoadStats:
         now = self.clock()
         return LoadStats(now - self._started, self.concurrency, self._in_flight, self._finished, self._errors,
-                         self._tokens, self.window.stats(now, 1.0), self.window.stats(now, 10.0), dict(self._verdicts))
+                         self._tokens, self.window.stats(now, 1.0), self.window.stats(now, 10.0), dict(self._verdicts),
+                         self._cancelled, self.paused)
 
     async def events(self) -> AsyncIterator[LoadEvent]:
         """Every event from now on, ending after LoadStopped. Use while ``run()`` runs in a task."""
@@ -137,6 +199,9 @@ class LoadEngine:
                 task.cancel()
             await asyncio.gather(*workers, ticker, return_exceptions=True)
             if self._grading:  # answers already in: let their sandboxes finish (bounded by the wall limit)
+                if self._drop_grading:
+                    for task in self._grading:
+                        task.cancel()
                 await asyncio.gather(*self._grading, return_exceptions=True)
             if self.store is not None:
                 self.store.sync()
@@ -155,17 +220,40 @@ class LoadEngine:
 
     async def _worker(self) -> None:
         while not self._stop.is_set():
+            await self._sending.wait()
             while len(self._grading) > 2 * self.concurrency:  # backpressure when grading falls behind
                 await asyncio.wait(set(self._grading), return_when=asyncio.FIRST_COMPLETED)
+            if self.paused:
+                continue
             problem = self.problems[self._next % len(self.problems)]
             self._next += 1
+            streamed = [0]
+
+            def on_tokens(n: int) -> None:
+                streamed[0] += n
+                self._on_tokens(n)
+
+            # The request runs as its own task so pause() can cancel it without ending this worker.
+            request = asyncio.ensure_future(self.client.chat(
+                [{"role": "user", "content": problem.chat_prompt()}], max_tokens=self.max_tokens,
+                on_tokens=on_tokens))
+            self._requests.add(request)
             self._in_flight += 1
+            self._drained.clear()
             try:
-                result = await self.client.chat([{"role": "user", "content": problem.chat_prompt()}],
-                                                max_tokens=self.max_tokens, on_tokens=self._on_tokens)
+                await asyncio.wait((request,))
             finally:
+                self._requests.discard(request)
+                if not request.done():  # this worker itself was cancelled (the run is ending)
+                    request.cancel()
                 self._in_flight -= 1
-            await self._finish(problem, result)
+                if not self._in_flight:
+                    self._drained.set()
+            if request.cancelled():
+                self._cancelled += 1
+                self._emit(RequestCancelled(problem.id, streamed[0]))
+                continue
+            await self._finish(problem, request.result())
 
     async def _finish(self, problem: Problem, result: RequestResult) -> None:
         now = self.clock()

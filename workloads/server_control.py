@@ -10,8 +10,8 @@ false with the reason; a knob the server cannot take at all raises ConfigError b
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from backends.config import ServerConfig
 from backends.session import ServerSession
@@ -53,6 +53,8 @@ class ManagedController:
         self.on_note = on_note or (lambda s: None)
         self.session = session
         self._started = False
+        self.before: ServerConfig | None = None  # the config the server ran when the sweep began
+        self._before_known = False
 
     def config_for(self, config: SweepConfig) -> ServerConfig:
         return baseline_config(self.base) if config.baseline else self.base.with_knobs(config.knobs)
@@ -73,9 +75,11 @@ class ManagedController:
 
     async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
         from backends.apikey import redact_argv
-        from backends.session_events import NoteAdded, PhaseChanged, Settled
+        from backends.session_events import NoteAdded, PhaseChanged
 
         wanted = self.config_for(config)
+        if not self._before_known:
+            self.remember_before(self.running_config())
         restart = self.restart_needed(config)
         if self.session is None:
             self.session = ServerSession(wanted, stream_log=False)
@@ -97,7 +101,8 @@ class ManagedController:
         self._started = True
         phases = session.tracker.durations() if restart else {}
         key = session.api_key()
-        info = {"pid": state.pid, "launch_command": " ".join(redact_argv(state.argv)) or None, "knobs": dict(state.knobs),
+        info = {"pid": state.pid, "launch_command": " ".join(redact_argv(state.argv)) or None,
+                "knobs": dict(state.knobs),
                 "effective": dict(state.effective), "checks": [c.to_json() for c in state.checks],
                 "mismatches": list(state.mismatches), "log_path": state.log_path,
                 "config_hash": state.config_hash, "backend": state.backend}
@@ -116,11 +121,37 @@ class ManagedController:
                            restart_s, phases, info)
         return Applied(True, state.url, restart, None, restart_s, phases, info, api_key=key)
 
-    async def shutdown(self) -> None:
-        """Stop the server this sweep left running (the last configuration)."""
+    def remember_before(self, config: ServerConfig | dict | None) -> None:
+        """What to return the server to at the end: a config, the knobs of one (as a sweep's
+        manifest keeps them, so a resumed sweep still knows), or None (stop it)."""
+        if isinstance(config, dict):
+            config = self.base.with_knobs(config)
+        self.before, self._before_known = config, True
+
+    def running_config(self) -> ServerConfig | None:
+        """The base config with the knobs of the server running now (None when none of ours runs)."""
+        from backends.state import load_state
+
+        state = load_state()
+        if state is None or state.phase != "ready" or state.backend != self.base.backend or not state.is_alive():
+            return None
+        return self.base.with_knobs(dict(state.knobs))
+
+    async def shutdown(self) -> str | None:
+        """Leave the server as the sweep found it: back on the config it ran before (restarted if
+        the sweep changed it), or stopped when none ran. Returns what was done, for the user."""
         if not self._started:
-            return
+            return None
         session = self.session or ServerSession(self.base, stream_log=False)
-        await session.stop()
-        if session is not self.session:
-            await session.close()
+        try:
+            if self.before is None:
+                await session.stop()
+                return "stopped the server (none was running before the sweep)"
+            knobs = ", ".join(f"{k}={'none' if v is None else v}" for k, v in self.before.knobs.items())
+            state = await session.apply(self.before)
+            if state.phase != "ready":
+                return f"could not return the server to {knobs}: {state.reason}"
+            return f"returned the server to the config it ran before the sweep ({knobs})"
+        finally:
+            if session is not self.session:
+                await session.close()

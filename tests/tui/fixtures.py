@@ -39,7 +39,7 @@ LOG = [
 def feed(screen, server=READY_MISMATCH, gpu=EIGHT_GPUS, points=40, requests=12):
     screen.post_message(m.ServerChanged(server))
     screen.post_message(m.GpuSampled(gpu))
-    screen.post_message(m.LogLinesRead(tuple(read_lines(LOG))))
+    screen.post_message(m.LogLinesRead(read_lines(LOG)))
     for i in range(points):
         screen.post_message(m.LoadWindowUpdated(1000.0 + i, 1500.0 + 20 * (i % 7), 5.5 + 0.05 * (i % 9), 8))
         screen.post_message(m.DecodeStatsRead(1000.0 + i, 1450.0 + 15 * (i % 5), 5.6))

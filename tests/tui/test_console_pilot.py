@@ -142,8 +142,10 @@ async def test_a_headless_restart_beside_the_console_shows_in_the_panel(tmp_path
             *ddtune_cmd("--config", str(config_file), "restart", "--set", "window=1024"), cwd=REPO,
             env=ddtune_env(), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
         phases = set()
+        # what the panel shows after each of the session's events (sampling the screen could miss a
+        # phase that lasts a few milliseconds on the simulator)
+        app.controller.session.subscribe(lambda event: phases.add(app.controller.view().phase))
         while proc.returncode is None:
-            phases.add(panel(app).phase)
             await pilot.pause(0.05)
             try:
                 await asyncio.wait_for(proc.wait(), 0.01)
@@ -185,3 +187,76 @@ async def test_reattach_keeps_a_tuned_server_and_a_applies_the_file(tmp_path, gr
         window = {row.name: row for row in panel(app).knobs}["window"]
         assert (window.requested, window.effective, window.verified) == ("2048", "2048", True)
         await app.controller.detach(stop_server=True)
+
+
+async def test_stop_and_start_from_the_console_and_ctrl_c_asks_first(tmp_path, groups):
+    """x asks, then stops the server; u starts it again; Ctrl+C and Ctrl+Q open the quit question;
+    every action is in the command palette."""
+    import psutil
+
+    from tui.screens.quit_dialog import ConfirmStop, QuitDialog
+
+    app = app_for(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
+        first_pid = panel(app).pid
+        groups.track_state()
+        for key in ("ctrl+c", "ctrl+q"):
+            await pilot.press(key)
+            assert isinstance(app.screen, QuitDialog)
+            await pilot.press("escape")
+            assert not isinstance(app.screen, QuitDialog)
+        await pilot.press("x")
+        assert isinstance(app.screen, ConfirmStop)
+        await pilot.press("escape")  # keep it
+        await pilot.pause(0.3)
+        assert panel(app).phase == "ready" and psutil.pid_exists(first_pid)
+        await pilot.press("x", "y")
+        await wait_until(pilot, lambda: panel(app).phase == "stopped", what="the stop")
+        assert not psutil.pid_exists(first_pid) or psutil.Process(first_pid).status() == psutil.STATUS_ZOMBIE
+        await pilot.press("u")
+        await wait_until(pilot, lambda: panel(app).phase == "ready" and panel(app).pid != first_pid, what="the start")
+        groups.track_state()
+        titles = {cmd.title for cmd in app.get_system_commands(app.screen)}
+        assert {title for title, _, _ in app.ACTIONS} <= titles and "Stop the server" in titles
+        await app.controller.detach(stop_server=True)
+
+
+async def test_apply_keeps_the_load_running_and_records_a_run_per_configuration(tmp_path, groups, state_dir):
+    """Load on, Apply window=1024: the load pauses, the requests in flight are cancelled (shown, not
+    scored), it resumes by itself once the new server is verified, and each configuration's share
+    is recorded as a run (kind load) with that server's knobs."""
+    import json
+
+    from tui.widgets.requests_table import RequestsTable
+
+    config = load_config(write_config(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-step-ms", "5")))
+    app = DdtuneApp(ConsoleController(config, simulated=True, load_concurrency=4, load_max_tokens=64,
+                                      autostart_load=True))
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.main.query_one(RequestsTable)
+        await wait_until(pilot, lambda: panel(app).phase == "ready" and table.total >= 4, what="load running")
+        first_pid = panel(app).pid
+        groups.track_state()
+        app.controller.restart_with({"window": 1024})
+        await wait_until(pilot, lambda: panel(app).phase == "ready" and panel(app).pid != first_pid,
+                         what="ready on a new pid")
+        groups.track_state()
+        before = table.total
+        await wait_until(pilot, lambda: table.total >= before + 4, what="the load to resume by itself")
+        assert app.controller.load_running and "streams" in str(table.border_subtitle)
+        verdicts = [row["verdict"] for row in table.rows]
+        assert "error" not in verdicts, verdicts
+        await app.controller.detach(stop_server=True)
+    runs = sorted((state_dir / "runs").glob("*-load"))
+    docs = [json.loads((r / "run.json").read_text()) for r in runs]
+    assert [d["server"]["knobs"].get("window") for d in docs] == [2048, 1024], docs
+    assert docs[0]["summary"]["reason"] == "paused: server restart" and docs[0]["status"] == "done"
+    assert docs[0]["summary"]["finished"] >= 4 and docs[1]["summary"]["finished"] >= 4
+    assert all(d["source"] == "console" for d in docs)
+    responses = (runs[1] / "responses.jsonl").read_text().splitlines()
+    assert len(responses) >= 4
+    from tui.runs import list_runs  # and the results screen (r) lists both
+
+    listed = list_runs()
+    assert [r.kind for r in listed] == ["load", "load"] and all("(console)" in r.summary for r in listed)

@@ -1,47 +1,259 @@
-"""The log pane: bounded, follows the tail unless the user scrolled up, filters re-render history."""
+"""The log pane under Pilot: batches, the bound, filters by kind, follow versus scrolled up, sideways
+scrolling, `/` search with n/N on the real main screen, and the colours of the lines that matter."""
 
+from __future__ import annotations
+
+from rich.color import Color
+from textual import events
 from textual.app import App
 
-from tui.widgets.log_pane import LogPane
+from backends.logkind import read_lines
+from tests.tui.fixtures import LOG
+from tui import messages as m
+from tui.app import DdtuneApp
+from tui.widgets.log_pane import LogPane, LogSearch
+
+T = "[2026-11-30 09:00:08]"
+WINDOW_OFF = (f"{T} Initialized DFLASH draft runner. attention_backend=fa3, model=DFlashDraftModel, "
+              "block_size=16, draft_window_size=None, compact_cache=False")
+WINDOW_ON = (f"{T} Initialized DFLASH draft runner. attention_backend=fa3, model=DFlashDraftModel, "
+             "block_size=16, draft_window_size=1024, compact_cache=True")
+DECODE = (f"{T} Decode batch, #running-req: 1, #token: 90, token usage: 0.01, accept len: 6.12, "
+          "accept rate: 0.38, cuda graph: True, gen throughput (token/s): 210.55, #queue-req: 0")
+FATAL = f"{T} Scheduler hit an exception: Traceback (most recent call last):"
+WARNING = f"{T} WARNING: the draft model's vocab differs from the target's"
+ACCESS = f'{T} INFO:     127.0.0.1:43514 - "GET /health HTTP/1.1" 200 OK'
+
+
+class CountingPane(LogPane):
+    """Counts repaint requests, to show that a batch costs the same however many lines it has."""
+
+    refreshes = 0
+
+    def refresh(self, *regions, **kwargs):
+        self.refreshes += 1
+        return super().refresh(*regions, **kwargs)
 
 
 class LogApp(App):
+    def __init__(self, max_lines: int = 50) -> None:
+        super().__init__()
+        self.max_lines = max_lines
+
     def compose(self):
-        yield LogPane(max_lines=50, id="log")
+        yield CountingPane(max_lines=self.max_lines, id="log")
 
 
-async def test_follows_tail_bounded_and_respects_scroll_back():
-    app = LogApp()
+def numbered(n: int, start: int = 0, width: int = 0) -> list:
+    return read_lines([f"{T} line {i:04d}" + (" " + "x" * width if width else "") for i in range(start, start + n)])
+
+
+def segment_at(pane: LogPane, row: int, needle: str):
+    """The first drawn segment of ``row`` that holds ``needle`` (row is an index into ``pane.lines``)."""
+    strip = pane.render_line(row - round(pane.scroll_y))
+    for segment in strip:
+        if needle in segment.text:
+            return segment
+    raise AssertionError(f"{needle!r} not drawn in row {row}: {strip.text!r}")
+
+
+def reddish(color: Color) -> bool:
+    r, g, b = color.get_truecolor()
+    return r - max(g, b) >= 50
+
+
+def greenish(color: Color) -> bool:
+    r, g, b = color.get_truecolor()
+    return g > r and g > b
+
+
+async def test_a_batch_is_one_update_and_the_pane_is_bounded():
+    app = LogApp(max_lines=50)
     async with app.run_test(size=(80, 12)) as pilot:
-        log = app.query_one(LogPane)
-        log.add_lines([f"line {i}" for i in range(200)])
+        pane = app.query_one(CountingPane)
+        pane.append(numbered(60))
         await pilot.pause()
-        assert log.line_count == 50  # bounded
-        assert log.lines[-1] == "line 199"
-        assert log.scroll_y == log.max_scroll_y > 0  # at the tail
-        log.scroll_to(y=0, animate=False, immediate=True)
-        log.add_lines(["line 200"])
+        pane.refreshes = 0
+        pane.append(numbered(1, start=60))
+        one = pane.refreshes
+        pane.refreshes = 0
+        pane.append(numbered(441, start=61))
+        assert pane.refreshes == one <= 2  # 441 lines cost what one line costs
         await pilot.pause()
-        assert log.scroll_y == 0  # reading old lines: not yanked to the end
-        log.scroll_end(animate=False, immediate=True)
-        log.add_lines(["line 201"])
-        await pilot.pause()
-        assert log.scroll_y == log.max_scroll_y
+        assert pane.line_count == 50  # bounded
+        assert pane.lines[0] == f"{T} line 0452" and pane.lines[-1] == f"{T} line 0501"
+        assert pane.scroll_y == pane.max_scroll_y > 0  # at the tail
+        pane.set_filter("decode")
+        pane.set_filter("all")  # a rebuilt view holds only what the bound kept
+        assert pane.line_count == 50
 
 
-async def test_filters_rebuild_from_history():
-    app = LogApp()
+async def test_follow_only_at_the_bottom_and_scrolled_up_stays_put():
+    app = LogApp(max_lines=50)
     async with app.run_test(size=(80, 12)) as pilot:
-        log = app.query_one(LogPane)
-        log.add_lines(["[t] Decode batch, #running-req: 1", "[t] INFO: GET /health",
-                       "[t] Initialized DFLASH draft runner. draft_window_size=None, compact_cache=False",
-                       "[t] Scheduler hit an exception: boom"])
-        log.set_filter("decode")
+        pane = app.query_one(LogPane)
+        pane.append(numbered(30))
         await pilot.pause()
-        assert list(log.lines) == ["[t] Decode batch, #running-req: 1"]
-        assert log.cycle_filter() == "all"
-        assert log.line_count == 4
-        log.set_filter("errors")
-        assert list(log.lines) == ["[t] Scheduler hit an exception: boom"]
-        log.set_filter("draft")
-        assert len(log.lines) == 1 and "DFLASH" in log.lines[0]
+        assert pane.follow and pane.scroll_y == pane.max_scroll_y
+        pane.focus()
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert not pane.follow
+        top = round(pane.scroll_y)
+        first_shown = pane.lines[top]
+        pane.append(numbered(10, start=30))  # not full yet: nothing moves
+        await pilot.pause()
+        assert round(pane.scroll_y) == top and pane.lines[top] == first_shown
+        pane.append(numbered(15, start=40))  # full: 5 lines fall off the top, the view moves with its lines
+        await pilot.pause()
+        assert pane.lines[round(pane.scroll_y)] == first_shown
+        assert "new below" in str(pane.border_subtitle)
+        await pilot.press("end")
+        await pilot.pause()
+        assert pane.follow and "new below" not in str(pane.border_subtitle)
+        pane.append(numbered(3, start=55))
+        await pilot.pause()
+        assert pane.scroll_y == pane.max_scroll_y and pane.lines[-1] == f"{T} line 0057"
+        await pilot.resize_terminal(80, 8)  # a smaller pane keeps following the tail
+        await pilot.pause()
+        pane.append(numbered(2, start=58))
+        await pilot.pause()
+        assert pane.follow and pane.scroll_y == pane.max_scroll_y
+
+
+async def test_filters_by_kind_and_notes_show_in_every_filter():
+    app = LogApp()
+    async with app.run_test(size=(100, 12)) as pilot:
+        pane = app.query_one(LogPane)
+        pane.append(read_lines([DECODE, ACCESS, WINDOW_OFF, FATAL, WARNING]))
+        pane.note("--- ddtune: restarting sim server on port 30000 ---")
+        pane.set_filter("decode")
+        await pilot.pause()
+        assert pane.lines == (DECODE, "--- ddtune: restarting sim server on port 30000 ---")
+        assert pane.border_title == "log: decode"
+        assert pane.cycle_filter() == "all"
+        assert pane.line_count == 6
+        pane.set_filter("errors")
+        assert pane.lines[:2] == (FATAL, WARNING)
+        pane.set_filter("draft")
+        assert pane.lines[0] == WINDOW_OFF
+        pane.append(read_lines([ACCESS, WINDOW_ON]))  # new lines pass the same filter
+        assert pane.lines[-1] == WINDOW_ON and ACCESS not in pane.lines
+
+
+async def test_long_lines_scroll_sideways():
+    app = LogApp()
+    async with app.run_test(size=(60, 10)) as pilot:
+        pane = app.query_one(LogPane)
+        pane.append(numbered(3, width=300))
+        await pilot.pause()
+        assert pane.virtual_size.width > 300 and pane.max_scroll_x > 0
+        pane.focus()
+        before = pane.render_line(0).text
+        for _ in range(5):
+            await pilot.press("right")
+        await pilot.pause()
+        assert pane.scroll_x > 0
+        assert pane.render_line(0).text != before  # the row shows columns further right
+        assert "col" in str(pane.border_subtitle)
+        pane.append(numbered(1, start=3))  # following the tail does not reset the sideways scroll
+        await pilot.pause()
+        assert pane.scroll_x > 0
+
+
+async def test_draft_window_line_stands_out():
+    app = LogApp()
+    async with app.run_test(size=(200, 12)) as pilot:
+        pane = app.query_one(LogPane)
+        pane.append(read_lines([WINDOW_OFF, WINDOW_ON, DECODE]))
+        await pilot.pause()
+        off = segment_at(pane, 0, "draft_window_size=None, compact_cache=False")
+        assert off.style.bgcolor is not None and reddish(off.style.bgcolor)
+        assert off.style.bold
+        start = segment_at(pane, 0, "Initialized DFLASH")  # the whole line is red too, visible at any width
+        assert reddish(start.style.color)
+        on = segment_at(pane, 1, "draft_window_size=1024, compact_cache=True")
+        assert greenish(on.style.color) and on.style.bold
+        accept = segment_at(pane, 2, "accept len: 6.12")
+        assert accept.style.color != segment_at(pane, 2, "Decode batch").style.color
+
+
+async def test_search_on_the_main_screen_n_and_N():
+    app = DdtuneApp()  # no controller: the real main screen fed by messages
+    async with app.run_test(size=(120, 40)) as pilot:
+        texts = [f"{T} filler {i}" if i % 10 else f"{T} needle {i}" for i in range(60)]
+        app.main.post_message(m.LogLinesRead(read_lines(texts)))
+        await pilot.pause()
+        pane = app.main.query_one("#log", LogPane)
+        search = app.main.query_one(LogSearch)
+        assert not search.display
+        await pilot.press("slash")
+        assert search.display and search.has_focus
+        await pilot.press(*"needle")
+        assert pane.query == "needle" and pane.current_match is None  # typing lights, Enter moves
+        await pilot.press("enter")
+        first = pane.current_match
+        assert first is not None and pane.lines[first].startswith(f"{T} needle")
+        lit = segment_at(pane, first, "needle")
+        assert lit.text == "needle" and lit.style.bgcolor is not None
+        assert "lines" in str(pane.border_subtitle)
+        await pilot.press("escape")
+        assert not search.display and pane.has_focus
+        await pilot.press("n")
+        assert pane.current_match == (first + 10) % 60
+        await pilot.press("N", "N")
+        assert pane.current_match == (first - 10) % 60
+        row = pane.current_match
+        assert pane.scroll_y <= row < pane.scroll_y + pane.scrollable_content_region.height  # scrolled to it
+        plain = segment_at(pane, row + 1, "filler")
+        assert plain.style.bgcolor == pane.rich_style.bgcolor  # a line without the word is not lit
+        await pilot.press("slash")
+        await pilot.press("ctrl+u", "enter")  # an empty search clears the lights
+        assert pane.query == "" and pane.current_match is None
+
+
+async def test_search_wraps_is_smart_case_and_reveals_columns():
+    app = LogApp()
+    async with app.run_test(size=(60, 10)) as pilot:
+        pane = app.query_one(LogPane)
+        pane.append(read_lines([f"{T} " + "x" * 200 + " Target here", f"{T} target there", f"{T} nothing"]))
+        await pilot.pause()
+        assert pane.search("Target")  # a capital: case-sensitive, only the first line
+        assert pane.current_match == 0 and pane.scroll_x > 100  # scrolled sideways to the match
+        assert pane.next_match() and pane.current_match == 0  # wraps to itself
+        assert pane.search("target")  # lower case matches both
+        assert pane.next_match() and pane.previous_match()
+        assert not pane.search("absent") and pane.current_match is None
+        assert "no match" in str(pane.border_subtitle)
+
+
+async def test_snapshot_fixture_lines_keep_their_kinds():
+    """The console's LogLinesRead carries LogLines made by read_lines: the pane shows them as given."""
+    app = DdtuneApp()
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.main.post_message(m.LogLinesRead(read_lines(LOG)))
+        await pilot.pause()
+        pane = app.main.query_one("#log", LogPane)
+        assert pane.lines == tuple(LOG)
+        pane.set_filter("draft")
+        assert pane.lines == (LOG[2],)
+
+
+async def test_end_reaches_the_tail_while_lines_keep_coming():
+    """End under a burst: an animated scroll would be stopped by each batch and never arrive."""
+    app = LogApp(max_lines=50)
+    async with app.run_test(size=(80, 12)) as pilot:
+        pane = app.query_one(LogPane)
+        pane.append(numbered(50))
+        await pilot.pause()
+        pane.focus()
+        pane.scroll_to(y=0, animate=False)
+        await pilot.pause()
+        assert not pane.follow
+        app.post_message(events.Key("end", None))  # as the terminal sends it; no waiting on animations
+        for batch in range(5):
+            await pilot.pause(0.05)
+            pane.append(numbered(10, start=50 + 10 * batch))
+        await pilot.pause()
+        assert pane.follow and pane.scroll_y == pane.max_scroll_y
+        assert pane.lines[-1] == f"{T} line 0099"

@@ -1,5 +1,6 @@
 """The console's sweep screen on the simulator: two presets run, the table fills in, a winner is named,
-and the console's panel follows the sweep's restarts live (one session, no resync)."""
+the console's panel follows the sweep's restarts live (one session, no resync), and the server
+returns to the config it ran before the sweep."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
         groups.track_state()
+        knobs_before = {r.name: r.requested for r in panel(app).knobs}
+        first_pid = panel(app).pid
         screen = SweepScreen(["b4-t4-w2048", "b8-t4-w2048"], contexts=[60], concurrency=[2], max_tokens=48)
         app.push_screen(screen)
         await pilot.pause()
@@ -21,7 +24,6 @@ async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups
         screen.query_one("#baseline").value = False
         await pilot.click("#start")
         status = screen.query_one("#status", Static)
-        first_pid = panel(app).pid
         phases, pids = set(), set()
 
         def finished() -> bool:
@@ -41,9 +43,39 @@ async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups
         # (new pids, loading phases), and names the server the sweep left running without a resync.
         assert "loading-weights" in phases and "stopping-old" in phases, phases
         assert len(pids - {None, first_pid}) == 2, pids
+        # Then, like `ddtune sweep`, it returns the server to the config it ran before the sweep.
+        await wait_until(pilot, lambda: panel(app).phase == "ready" and panel(app).pid not in pids,
+                         timeout=60, what="the server back on the pre-sweep config")
         state = groups.track_state()
         await pilot.press("escape")
         await pilot.pause()
         assert panel(app).phase == "ready" and panel(app).pid == state["pid"]
-        assert {r.name: r.requested for r in panel(app).knobs}["budget"] == "8"
+        assert {r.name: r.requested for r in panel(app).knobs} == knobs_before
+        assert knobs_before["window"] == "2048" and state["knobs"]["window"] == 2048
+        from tui.runs import list_runs  # the results screen (r) lists the sweep
+
+        sweeps = [r for r in list_runs() if r.kind == "sweep"]
+        assert len(sweeps) == 1 and sweeps[0].status == "done" and "2 done, 0 failed" in sweeps[0].summary
         await app.controller.detach(stop_server=True)
+
+
+async def test_the_picker_shows_what_is_picked_without_colour():
+    from tui.app import DdtuneApp
+
+    app = DdtuneApp(None)
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = SweepScreen(["b4-t4-w2048", "b8-t4-w2048", "b16-t4-w2048"])
+        app.push_screen(screen)
+        await pilot.pause()
+        picks = screen.query_one("#presets", SelectionList)
+        prompts = lambda: [str(picks.get_option_at_index(i).prompt) for i in range(picks.option_count)]  # noqa: E731
+        assert prompts() == ["[x] b4-t4-w2048", "[x] b8-t4-w2048", "[ ] b16-t4-w2048"]
+        assert picks.border_title == "2 of 3 picked"
+        picks.select("b16-t4-w2048")
+        picks.deselect("b4-t4-w2048")
+        await pilot.pause()
+        assert prompts() == ["[ ] b4-t4-w2048", "[x] b8-t4-w2048", "[x] b16-t4-w2048"]
+        assert picks.border_title == "2 of 3 picked"
+        picks.select("b4-t4-w2048")
+        await pilot.pause()
+        assert picks.border_title == "3 of 3 picked"

@@ -1,5 +1,5 @@
 """ddtune sweep / ab as real processes against the simulator backend through the lifecycle layer:
-restarts per config, kill and resume, a failing configuration, and the server stopped at the end."""
+restarts per config, kill and resume, a failing configuration, and the server left as the sweep found it."""
 
 import json
 import os
@@ -171,3 +171,17 @@ def test_usage_errors(box):
     assert r.returncode == 2 and "no sweep.json" in r.stderr
     r = sweep(box, "--config", cfg, "ab", "b8-t4-w2048")
     assert r.returncode == 2 and "two presets" in r.stderr
+
+
+def test_a_sweep_returns_the_server_to_the_config_it_ran_before(box):
+    cfg = box.config("--sim-step-ms", "0")
+    r = sweep(box, "--config", cfg, "up", "--set", "window=4096")
+    assert r.returncode == 0, r.stderr[-3000:]
+    r = sweep(box, "--config", cfg, "ab", "b8-t4-w2048", "b8-t4-nowindow", "--rounds", "1", "--contexts", "60",
+              "--concurrency", "1", "--requests-per-cell", "1", "--max-tokens", "16", "--warmup", "0",
+              "--out", str(box.tmp / "ab"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "returned the server to the config it ran before the sweep" in r.stderr and "window=4096" in r.stderr
+    status = json.loads(sweep(box, "--config", cfg, "status", "--json").stdout)
+    assert status["phase"] == "ready" and status["knobs"]["window"] == 4096
+    assert status["effective"]["window_size"] == 4096 and server_alive(box.state)

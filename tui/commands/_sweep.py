@@ -24,7 +24,8 @@ def add_matrix_options(parser, contexts: list[int], concurrency: list[int], max_
     parser.add_argument("--resume", action="store_true",
                         help="continue the interrupted sweep in --out DIR (default: the latest one)")
     parser.add_argument("--keep-server", action="store_true",
-                        help="leave the last configuration's server running (default: stop it at the end)")
+                        help="leave the last configuration's server running (default: return the server to "
+                             "the config it ran before the sweep, or stop it when none was running)")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON document on stdout")
     parser.add_argument("--api-key", metavar="KEY", default=None, help="API key (default: $DDTUNE_API_KEY)")
 
@@ -96,14 +97,21 @@ def run_sweep(args, plan, kind: str) -> int:
     from workloads.sweep_plan import SweepStore
 
     config = load_config(args)
+    controller = ManagedController(config)
     if args.resume:
         store = SweepStore.open(args.out, kind)
         plan = store.plan()
+        before = store.read().get("server_before", "unknown")  # older sweeps did not record it
+        if before != "unknown":
+            controller.remember_before(before["knobs"] if isinstance(before, dict) else None)
     else:
+        running = controller.running_config()
+        controller.remember_before(running)
         store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
-                                         "model": config.model, "host": host_provenance()}, args.out, kind)
+                                         "model": config.model, "host": host_provenance(),
+                                         "server_before": None if running is None else {"knobs": running.knobs}},
+                                  args.out, kind)
     printer = EventPrinter()
-    controller = ManagedController(config)
     api_key = args.api_key or os.environ.get("DDTUNE_API_KEY") or None
     engine = SweepEngine(plan, store, controller, api_key=api_key, on_event=printer,
                          expected_restart_s=controller.expected_restart_s())
@@ -117,7 +125,9 @@ def run_sweep(args, plan, kind: str) -> int:
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
             if not args.keep_server:
-                await asyncio.shield(controller.shutdown())
+                done = await asyncio.shield(controller.shutdown())
+                if done:
+                    sys.stderr.write(f"sweep: {done}\n")
 
     try:
         asyncio.run(main())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import Footer, Header
@@ -10,13 +11,19 @@ from textual.widgets import Footer, Header
 from tui import messages as m
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.live_plots import LivePlots
-from tui.widgets.log_pane import LogPane
+from tui.widgets.log_pane import LogPane, LogSearch
 from tui.widgets.requests_table import RequestsTable
 from tui.widgets.server_panel import ServerPanel
 
 
 class MainScreen(Screen):
     """Holds no I/O: workers post messages here and the handlers set widget attributes."""
+
+    BINDINGS = [  # the log's search keys work wherever focus is on this screen
+        Binding("slash", "search_log", "Search log", show=False, id="main.search_log"),
+        Binding("n", "log_match(1)", "Next match", show=False, id="main.next_match"),
+        Binding("N", "log_match(-1)", "Previous match", show=False, id="main.previous_match"),
+    ]
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="⚡")
@@ -26,7 +33,9 @@ class MainScreen(Screen):
         with Horizontal(id="middle"):
             yield LivePlots(id="plots")
             yield RequestsTable(id="requests")
-        yield LogPane(id="log", max_lines=1000)
+        log = LogPane(id="log", max_lines=1000)
+        yield log
+        yield LogSearch(log, id="log-search")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -40,9 +49,16 @@ class MainScreen(Screen):
         if n % 2 == 0:
             self.query_one(LivePlots).redraw()
 
+    def action_search_log(self) -> None:
+        self.query_one(LogSearch).open()
+
+    def action_log_match(self, step: int) -> None:
+        log = self.query_one("#log", LogPane)
+        log.next_match() if step > 0 else log.previous_match()
+
     # Facts from workers -> widget attributes.
     def on_log_lines_read(self, message: m.LogLinesRead) -> None:
-        self.query_one(LogPane).add_lines([line.text for line in message.lines])
+        self.query_one("#log", LogPane).append(message.lines)
 
     def on_server_changed(self, message: m.ServerChanged) -> None:
         self.query_one(ServerPanel).view = message.view

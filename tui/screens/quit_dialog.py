@@ -1,4 +1,4 @@
-"""Quitting asks whether to leave the server running (the default) or stop it."""
+"""Quitting asks whether to leave the server running (the default) or stop it; stopping asks first."""
 
 from __future__ import annotations
 
@@ -42,3 +42,27 @@ class QuitDialog(ModalScreen[str | None]):
 
     def action_stay(self) -> None:
         self.dismiss(None)
+
+
+class ConfirmStop(ModalScreen[bool]):
+    """Stopping a server that took minutes to load asks first. Dismisses with True to stop."""
+
+    BINDINGS = [Binding("escape,n", "answer(False)", "Keep it", id="stop.keep"),
+                Binding("y,s", "answer(True)", "Stop it", id="stop.stop")]
+    DEFAULT_CSS = QuitDialog.DEFAULT_CSS.replace("QuitDialog", "ConfirmStop")
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Stop the server? Starting it again reloads the model.")
+            with Horizontal():
+                yield Button("Stop it [y]", variant="error", id="yes", compact=True)
+                yield Button("Keep it running [esc]", variant="primary", id="no", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, stop: bool) -> None:
+        self.dismiss(stop)

@@ -44,7 +44,9 @@ class ResultsScreen(Screen):
         for row in rows:
             table.add_row(row.id, row.kind, row.status, row.knobs[:40], row.summary)
         if not rows:
-            self.query_one("#results-help", Static).update("No runs yet: start the load (l) or run `ddtune bench`.")
+            self.query_one("#results-help", Static).update(
+                "No runs yet. The console records its coding load (l) and its sweeps (s) here, as do "
+                "`ddtune bench`, `load`, `eval` and `sweep`.")
 
     def action_pick(self) -> None:
         table = self.query_one("#runs", DataTable)

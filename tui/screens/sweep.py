@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -54,7 +55,8 @@ class SweepScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="pick"):
-            yield SelectionList[str](*[(name, name, i < 2) for i, name in enumerate(self.presets)], id="presets")
+            yield SelectionList[str](*[(self._prompt(name, i < 2), name, i < 2) for i, name in enumerate(self.presets)],
+                                     id="presets")
             with Vertical(id="side"):
                 yield Checkbox("add a speculation-off baseline", value=True, id="baseline")
                 contexts, concurrency, tokens = self.matrix
@@ -65,7 +67,20 @@ class SweepScreen(Screen):
         yield DataTable(id="slots", zebra_stripes=True)
         yield Footer()
 
+    @staticmethod
+    def _prompt(name: str, picked: bool) -> Text:
+        return Text(f"[{'x' if picked else ' '}] {name}")  # picked is readable without colour (Text: no markup)
+
+    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged) -> None:
+        picks = event.selection_list
+        chosen = set(picks.selected)
+        for index in range(picks.option_count):
+            name = picks.get_option_at_index(index).value
+            picks.replace_option_prompt_at_index(index, self._prompt(name, name in chosen))
+        picks.border_title = f"{len(chosen)} of {picks.option_count} picked"
+
     def on_mount(self) -> None:
+        self.query_one("#presets", SelectionList).border_title = f"2 of {len(self.presets)} picked"
         self.query_one("#slots", DataTable).add_columns("#", "config", "status", "best tok/s", "accept", "note")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -106,6 +121,9 @@ class SweepScreen(Screen):
                                  expected_restart_s=controller.expected_restart_s())
             await engine.run()
             self.post_message(SweepEventPosted(("report", str(store.path))))
+            done = await controller.shutdown()  # the same as `ddtune sweep`: back to the config it ran before
+            if done:
+                self.notify(f"sweep: {done}", timeout=8)
         except DdtuneError as exc:
             self.query_one("#status", Static).update(f"[red]sweep refused: {exc}[/red]")
         finally:

@@ -1,117 +1,415 @@
-"""The server log tail: batched, bounded, filterable, with the lines that matter highlighted."""
+"""The server log pane: a line-API view over a bounded deque of classified log lines.
+
+Lines arrive already classified (``backends.logkind.LogLine``): the filter and the colours read
+``line.kind`` and ``line.event``, never the text, so "is this an error" is decided once, in
+``logkind.classify``. The pane draws only the rows on screen (``render_line``), caches the rendered
+rows by text, and holds at most ``max_lines`` lines. Built on Textual's public API only: a
+``ScrollView`` whose ``virtual_size`` is set once per batch; at steady state (the deque full, no
+longer line) the size does not change, so a batch repaints the pane and re-lays out nothing.
+
+Filters (``f``): all; errors = fatal + error + warning; draft; decode. ddtune's own notes show under
+every filter, so a filtered view still says where the server was restarted.
+Search (``/``): case-insensitive unless the query has a capital; matches are lit, Enter and ``n``
+go to the next matching line, ``N`` to the previous one, Escape closes the prompt (matches stay lit
+for ``n``/``N``; an empty search clears them).
+Follow: new lines scroll the pane only while it is at the bottom; scrolled up, the lines under the
+reader stay put and the subtitle counts what arrived below (End follows again).
+"""
 
 from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Sequence
 
-from rich.highlighter import Highlighter
+from rich.cells import cell_len
+from rich.style import Style
 from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.geometry import Size
-from textual.widget import Widget
-from textual.widgets import Log
+from textual.scroll_view import ScrollView
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.widgets import Input
+
+from backends.logevents import DraftRunner, ServerReady
+from backends.logkind import KINDS, LogLine
+from backends.logkind import note as note_line
 
 FILTERS = ("all", "errors", "draft", "decode")
-_MATCH = {
-    "errors": re.compile(r"error|exception|traceback|failed|out of memory|died|fatal|sigquit", re.I),
-    "draft": re.compile(r"dflash|ddtree|draft|speculative", re.I),
-    "decode": re.compile(r"Decode batch|Prefill batch"),
+FILTER_KINDS: dict[str, frozenset[str] | None] = {
+    "all": None,
+    "errors": frozenset({"fatal", "error", "warning", "ddtune"}),
+    "draft": frozenset({"draft", "ddtune"}),
+    "decode": frozenset({"decode", "ddtune"}),
 }
+MAX_SHOWN = 2000  # characters of one line that are drawn; the rest is cut with "…"
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_PARTS = ("stamp", "ready", "draft-off", "window-off", "window-on", "accept", "match", "current-match")
 
 
-class ServerLogHighlighter(Highlighter):
-    """Colours the draft-window line, fatal lines and phase changes; everything else stays plain.
+def display_text(text: str) -> str:
+    """The text as drawn: bounded, tabs expanded, control characters shown as U+FFFD."""
+    if len(text) > MAX_SHOWN:
+        text = text[:MAX_SHOWN] + "…"
+    if "\t" in text:
+        text = text.expandtabs()
+    if not text.isprintable():
+        text = _CONTROL.sub("\ufffd", text)
+    return text
 
-    Each rule is (gate, pattern, style): the regex runs only on lines that contain one of the gate's
-    substrings, so the usual access and batch lines cost a few substring tests, not eight scans.
+
+def _cells(text: str) -> int:
+    return len(text) if text.isascii() else cell_len(text)
+
+
+def search_pattern(query: str) -> re.Pattern[str] | None:
+    """Smart case: a query in lower case matches any case; one with a capital matches exactly."""
+    if not query:
+        return None
+    return re.compile(re.escape(query), 0 if query != query.lower() else re.IGNORECASE)
+
+
+class LogPane(ScrollView, can_focus=True):
+    """The server log: ``append`` batches of ``LogLine``, ``note`` ddtune's own lines."""
+
+    ALLOW_SELECT = True
+    COMPONENT_CLASSES = {f"log-pane--{name}" for name in KINDS + _PARTS}
+    DEFAULT_CSS = """
+    LogPane {
+        background: $surface;
+        color: $foreground;
+        overflow: auto auto;
+        &:focus { background-tint: $foreground 5%; }
+        & > .log-pane--fatal { color: $text-error; text-style: bold; }
+        & > .log-pane--error { color: $text-error; }
+        & > .log-pane--warning { color: $text-warning; }
+        & > .log-pane--draft { color: ansi_magenta; }
+        & > .log-pane--phase { color: ansi_cyan; }
+        & > .log-pane--http { color: $text-muted; }
+        & > .log-pane--ddtune { color: $text-primary; text-style: bold; }
+        & > .log-pane--stamp { color: $text-muted; }
+        & > .log-pane--ready { color: $text-success; text-style: bold; }
+        & > .log-pane--draft-off { color: $text-error; text-style: bold; }
+        & > .log-pane--window-off { background: $error; color: $foreground; text-style: bold; }
+        & > .log-pane--window-on { color: $text-success; text-style: bold; }
+        & > .log-pane--accept { color: $text-warning; }
+        & > .log-pane--match { background: $warning 45%; }
+        & > .log-pane--current-match { background: $warning; color: $background; text-style: bold; }
+    }
     """
 
-    RULES = (
-        (("draft_window_size=None",), re.compile(r"draft_window_size=None, compact_cache=False"), "bold black on red"),
-        (("Initialized D",), re.compile(r"(Initialized DFLASH draft runner|Initialized DDTree worker)\..*"), "bold magenta"),
-        (("compact_cache=True",), re.compile(r"draft_window_size=\d+, compact_cache=True"), "bold green"),
-        (("Traceback", "rror", "out of memory", "died", "failed", "Not enough memory"),
-         re.compile(r".*(Traceback|Error|error while|out of memory|died|failed|Not enough memory).*"), "bold red"),
-        (("ready to roll",), re.compile(r"The server is fired up and ready to roll!"), "bold green"),
-        (("Load weight", "graph", "KV Cache", "Started server process", "Uvicorn running"),
-         re.compile(r"(Load weight (begin|end)|Capture .*(cuda|CUDA) graph (begin|end)|KV Cache is allocated|"
-                    r"Started server process|Uvicorn running on).*"), "cyan"),
-        (("accept len",), re.compile(r"accept len: [\d.]+"), "yellow"),
-        (("[",), re.compile(r"^\[[^\]]+\]"), "grey50"),
-    )
-
-    def highlight(self, text: Text) -> None:
-        plain = text.plain
-        for gate, pattern, style in self.RULES:
-            if any(word in plain for word in gate):
-                for m in pattern.finditer(plain):
-                    text.stylize(style, m.start(), m.end())
-
-
-class LogPane(Log):
-    """A `Log` whose lines arrive in batches. Keeps a bounded history so the filter can change."""
-
-    def __init__(self, max_lines: int = 2000, **kwargs) -> None:
-        super().__init__(max_lines=max_lines, highlight=True, auto_scroll=True, **kwargs)
-        self.highlighter = ServerLogHighlighter()
-        self._history: deque[str] = deque(maxlen=max_lines * 4)
-        self.filter = "all"
-        self.border_title = "log: all"
+    def __init__(self, max_lines: int = 2000, *, name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        if max_lines < 1:
+            raise ValueError("max_lines must be positive")
+        super().__init__(name=name, id=id, classes=classes)
+        self.max_lines = max_lines
+        self._history: deque[LogLine] = deque(maxlen=max_lines)  # every line, newest last
+        self._shown: deque[LogLine] = deque()  # the lines the filter keeps: a subsequence of _history
+        self._gone = 0  # lines that fell off the top of _shown since the last rebuild
+        self._width = 0  # widest shown line, in cells
+        self._filter = "all"
+        self._query = ""
+        self._pattern: re.Pattern[str] | None = None
+        self._current: int | None = None  # the current match, as _gone + its index in _shown
         self._follow = True
+        self._unseen = 0  # lines that arrived below while scrolled up
+        self._strips: LRUCache[tuple[str, str, str, bool], Strip] = LRUCache(1024)
+        self._styles: dict[str, Style] = {}
+        self.border_title = "log: all"
 
-    def write_lines(self, lines, scroll_end: bool | None = None):  # type: ignore[override]
-        """Log.write_lines without a screen re-layout per batch.
+    # --- what others read -----------------------------------------------------------------
+    @property
+    def filter(self) -> str:
+        return self._filter
 
-        Log sets ``virtual_size``, a layout reactive, on every write: under a busy server log that
-        re-lays out and repaints the whole screen several times a second (the console's main cost in
-        the busy benchmark). A scroll view only needs its scrollbars updated, so this sets the size
-        without the layout and refreshes the log alone.
-        """
-        try:
-            add = [part for line in lines for part in line.splitlines()]
-            start = len(self._lines)
-            self._lines.extend(add)
-            if self.max_lines is not None and len(self._lines) > self.max_lines:
-                self._prune_max_lines()
-            self._update_size(self._updates, add)
-            size = Size(self._width, len(self._lines))
-            if size != self.virtual_size:
-                self.set_reactive(Widget.virtual_size, size)
-                self._scroll_update(size)
-            self.refresh_lines(start, len(add))
-            self.refresh()
-        except AttributeError:  # Textual changed its internals: fall back to the public path
-            return super().write_lines(lines, scroll_end)
-        if scroll_end:
-            # Same frame (one repaint) once laid out; before the first layout, after it.
-            self.scroll_end(animate=False, immediate=self.size.height > 0, x_axis=False)
-        return self
+    @property
+    def query(self) -> str:
+        return self._query
 
-    def add_lines(self, lines: list[str]) -> None:
-        self._history.extend(lines)
-        shown = [line for line in lines if self._keep(line)]
-        if shown:
-            # Follow the tail unless the user scrolled up to read something.
-            self._follow = self.scroll_y >= self.max_scroll_y - 1
-            self.write_lines(shown, scroll_end=self._follow)
+    @property
+    def follow(self) -> bool:
+        """True while new lines scroll the pane (it is at the bottom)."""
+        return self._follow
 
-    def on_resize(self) -> None:
-        if self._follow:  # stay at the tail when the pane changes size (layout, terminal resize)
-            self.scroll_end(animate=False, immediate=False, x_axis=False)
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """The texts of the lines the filter keeps, oldest first."""
+        return tuple(line.text for line in self._shown)
 
+    @property
+    def line_count(self) -> int:
+        return len(self._shown)
+
+    @property
+    def current_match(self) -> int | None:
+        """The row (index into ``lines``) of the current search match, if any."""
+        return None if self._current is None else self._current - self._gone
+
+    # --- lines in -------------------------------------------------------------------------
+    def append(self, lines: Sequence[LogLine]) -> None:
+        """Add a batch: one size update and one repaint, however many lines."""
+        if not lines:
+            return
+        follow = self._follow and not self.is_vertical_scrollbar_grabbed
+        keep = FILTER_KINDS[self._filter]
+        history, shown = self._history, self._shown
+        width, added, dropped = self._width, 0, 0
+        for line in lines:
+            if len(history) == self.max_lines and shown and shown[0] is history[0]:
+                shown.popleft()  # keep _shown within _history: memory is bounded by max_lines
+                dropped += 1
+            history.append(line)
+            if keep is None or line.kind in keep:
+                shown.append(line)
+                added += 1
+                width = max(width, _cells(display_text(line.text)))
+        if not (added or dropped):
+            return
+        self._width = width
+        self._gone += dropped
+        if self._current is not None and self._current < self._gone:
+            self._current = None
+        self.virtual_size = Size(width, len(shown))
+        if follow:
+            self._to_end()
+        else:
+            self._unseen += added
+            if dropped:  # the lines under the reader moved up: move the view (and a scroll under way) with them
+                self.scroll_to(y=max(0, self.scroll_target_y - dropped), animate=False)
+            self._show_status()
+        self.refresh()
+
+    def note(self, text: str) -> None:
+        """A line of ddtune's own (kind ``ddtune``): shown under every filter."""
+        self.append([note_line(text)])
+
+    # --- filter ---------------------------------------------------------------------------
     def set_filter(self, name: str) -> None:
-        if name not in FILTERS:
+        if name not in FILTER_KINDS:
             raise ValueError(f"unknown log filter {name!r}")
-        self.filter = name
+        self._filter = name
         self.border_title = f"log: {name}"
-        self.clear()
-        kept = [line for line in self._history if self._keep(line)]
-        self.write_lines(kept[-(self.max_lines or len(kept)):], scroll_end=False)
-        self.scroll_end(animate=False, immediate=False, x_axis=False)
+        self._rebuild()
 
     def cycle_filter(self) -> str:
-        self.set_filter(FILTERS[(FILTERS.index(self.filter) + 1) % len(FILTERS)])
-        return self.filter
+        self.set_filter(FILTERS[(FILTERS.index(self._filter) + 1) % len(FILTERS)])
+        return self._filter
 
-    def _keep(self, line: str) -> bool:
-        return self.filter == "all" or bool(_MATCH[self.filter].search(line))
+    def _rebuild(self) -> None:
+        keep = FILTER_KINDS[self._filter]
+        self._shown = deque(line for line in self._history if keep is None or line.kind in keep)
+        self._gone, self._current, self._unseen = 0, None, 0
+        self._width = max((_cells(display_text(line.text)) for line in self._shown), default=0)
+        self.virtual_size = Size(self._width, len(self._shown))
+        self._follow = True
+        self._to_end()
+        self._show_status()
+        self.refresh()
+
+    # --- search ---------------------------------------------------------------------------
+    def highlight(self, query: str) -> None:
+        """Light every match of ``query`` without moving (the prompt calls this as you type)."""
+        if query != self._query:
+            self._query, self._pattern, self._current = query, search_pattern(query), None
+            self._show_status()
+            self.refresh()
+
+    def search(self, query: str) -> bool:
+        """Light ``query`` and go to its next match; an empty query clears the search."""
+        self.highlight(query)
+        return self.next_match() if query else False
+
+    def next_match(self) -> bool:
+        return self._jump(+1)
+
+    def previous_match(self) -> bool:
+        return self._jump(-1)
+
+    def _jump(self, step: int) -> bool:
+        pattern, rows = self._pattern, list(self._shown)
+        if pattern is None or not rows:
+            return False
+        row = self.current_match
+        if row is not None:
+            start = row + step
+        else:  # from the top of the view forward, or from its bottom backward
+            top = round(self.scroll_y)
+            start = top if step > 0 else min(len(rows), top + self.scrollable_content_region.height) - 1
+        for n in range(len(rows)):
+            i = (start + step * n) % len(rows)
+            found = pattern.search(display_text(rows[i].text))
+            if found:
+                self._current = self._gone + i
+                self._reveal(i, _cells(found.string[:found.start()]), _cells(found.group()))
+                self._show_status()
+                self.refresh()
+                return True
+        self.app.bell()
+        return False
+
+    def _reveal(self, row: int, column: int, length: int) -> None:
+        view = self.scrollable_content_region
+        x = y = None
+        if not self.scroll_y <= row < self.scroll_y + view.height:
+            y = max(0, row - view.height // 2)
+        if not (self.scroll_x <= column and column + length <= self.scroll_x + view.width):
+            x = max(0, column - view.width // 4)
+        self.scroll_to(x=x, y=y, animate=False)
+
+    def _show_status(self) -> None:
+        parts = []
+        if self._pattern is not None:
+            hits = [i for i, line in enumerate(self._shown) if self._pattern.search(display_text(line.text))]
+            row = self.current_match
+            at = f"{hits.index(row) + 1}/" if row in hits else ""
+            parts.append(f"/{self._query}: {at}{len(hits)} lines" if hits else f"/{self._query}: no match")
+        if self._unseen and not self._follow:
+            parts.append(f"{self._unseen} new below (End follows)")
+        if self.scroll_x >= 1:
+            parts.append(f"→ col {round(self.scroll_x) + 1}")
+        self.border_subtitle = "  ".join(parts)
+
+    # --- scrolling ------------------------------------------------------------------------
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        follow = new_value >= self.max_scroll_y
+        if follow != self._follow:
+            self._follow = follow
+            if follow:
+                self._unseen = 0
+            self._show_status()
+
+    def watch_scroll_x(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_x(old_value, new_value)
+        if old_value >= 1 or new_value >= 1:  # the column shown in the subtitle
+            self._show_status()
+
+    def action_scroll_end(self) -> None:
+        """End: back to the tail at once, following it again (an animated scroll would race the lines)."""
+        self._follow, self._unseen = True, 0
+        self._to_end()
+        self._show_status()
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self._follow:  # stay at the tail when the pane changes size
+            self._to_end()
+
+    def _to_end(self) -> None:
+        """Scroll to the last line now, in this frame. ``force``: the scrollbar that the new size
+        calls for is only shown at the next layout, and until then Textual would refuse to scroll."""
+        self.scroll_end(animate=False, immediate=self.size.height > 0, force=True, x_axis=False)
+
+    # --- drawing --------------------------------------------------------------------------
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+        self._strips.clear()
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self._strips.clear()
+        self.refresh()
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        return selection.extract("\n".join(line.text for line in self._shown)), "\n"
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        row = scroll_y + y
+        width = self.size.width
+        base = self.rich_style
+        if row >= len(self._shown):
+            return Strip.blank(width, base)
+        line = self._shown[row]
+        current = self._current == self._gone + row
+        selection = self.text_selection
+        key = (line.text, line.kind, self._query, current)
+        strip = self._strips.get(key) if selection is None else None
+        if strip is None:
+            text = self._styled(line, current, base)
+            if selection is not None and (span := selection.get_span(row)) is not None:
+                start, end = span
+                selected = self.screen.get_component_rich_style("screen--selection")
+                text.stylize(selected, start, len(text) if end == -1 else end)
+            strip = Strip(text.render(self.app.console), text.cell_len)
+            if selection is None:
+                self._strips[key] = strip
+        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, row)
+
+    def _style(self, name: str) -> Style:
+        """A component's style as a span: its colours resolved against the pane (so ``$text-muted``
+        is a real grey), its background only where the component sets one."""
+        style = self._styles.get(name)
+        if style is None:
+            component = f"log-pane--{name}"
+            own = self.get_component_rich_style(component, partial=True)
+            full = self.get_component_rich_style(component)
+            colours = Style.from_color(full.color if own.color else None, full.bgcolor if own.bgcolor else None)
+            style = self._styles[name] = own.without_color + colours
+        return style
+
+    def _styled(self, line: LogLine, current: bool, base: Style) -> Text:
+        """One row: the stamp muted, the message in its kind's colour, then the spans that matter."""
+        plain = display_text(line.text)
+        text = Text(plain, no_wrap=True, end="")
+        text.stylize(base)
+        start = 0
+        if plain.startswith("[") and (close := plain.find("]", 1, 64)) > 0:
+            text.stylize(self._style("stamp"), 0, close + 1)
+            start = close + 2 if plain[close + 1:close + 2] == " " else close + 1
+        event = line.event
+        if isinstance(event, ServerReady):
+            text.stylize(self._style("ready"), start)
+        elif isinstance(event, DraftRunner):
+            text.stylize(self._style("draft" if event.window_size is not None else "draft-off"), start)
+            at = plain.find("draft_window_size=")
+            if at >= 0:
+                end = plain.find(",", plain.find("compact_cache=", at))
+                text.stylize(self._style("window-off" if event.window_size is None else "window-on"),
+                             at, len(plain) if end < 0 else end)
+        else:
+            text.stylize(self._style(line.kind), start)
+            if line.kind == "decode" and (at := plain.find("accept len: ")) >= 0:
+                end = plain.find(",", at)
+                text.stylize(self._style("accept"), at, len(plain) if end < 0 else end)
+        if self._pattern is not None:
+            lit = self._style("current-match" if current else "match")
+            for found in self._pattern.finditer(plain):
+                text.stylize(lit, found.start(), found.end())
+        return text
+
+
+class LogSearch(Input):
+    """The ``/`` prompt under the log pane: Enter goes to the next match, Escape closes."""
+
+    BINDINGS = [Binding("escape", "close", "Close search", id="log_search.close")]
+    DEFAULT_CSS = """
+    LogSearch {
+        display: none; height: 1; border: none; padding: 0 1; background: $boost;
+        &:focus { border: none; background-tint: $foreground 5%; }
+        &.-open { display: block; }
+    }
+    """
+
+    def __init__(self, pane: LogPane, *, id: str | None = None) -> None:
+        super().__init__(placeholder="/ search the log: Enter next match, n/N next/previous, Esc close", id=id)
+        self.pane = pane
+
+    def open(self) -> None:
+        self.add_class("-open")
+        self.focus()
+
+    def action_close(self) -> None:
+        self.remove_class("-open")
+        self.pane.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.pane.highlight(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.pane.search(event.value)

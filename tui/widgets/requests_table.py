@@ -15,7 +15,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "red",
-                 "no_code": "yellow", "truncated": "yellow"}
+                 "no_code": "yellow", "truncated": "yellow", "cancelled (restart)": "grey50"}
 COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
     ("problem", "left"), ("tokens", "right"), ("tok/s", "right"), ("accept", "right"), ("ttft", "right"),
     ("verdict", "left"))
@@ -30,9 +30,11 @@ class RequestsTable(Widget):
         self._dirty = False
 
     def add_request(self, row: dict[str, Any]) -> None:
-        """Count it now; show it at the next flush."""
-        self.total += 1
-        self.passed += (row.get("verdict") or "-") == "pass"
+        """Count it now; show it at the next flush. A request a restart cancelled is shown, never scored."""
+        verdict = row.get("verdict") or "-"
+        if not verdict.startswith("cancelled"):
+            self.total += 1
+            self.passed += verdict == "pass"
         self.rows.append(row)
         self._dirty = True
 

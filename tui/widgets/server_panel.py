@@ -12,7 +12,7 @@ from tui.views import ServerView
 from tui.widgets.textbars import bar, duration
 
 PHASE_STYLE = {
-    "ready": "bold green", "failed": "bold red", "idle": "grey50",
+    "ready": "bold green", "failed": "bold red", "idle": "grey50", "stopped": "bold yellow",
     "stopping-old": "yellow", "waiting-for-port-and-gpu": "yellow",
 }
 

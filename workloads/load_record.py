@@ -1,0 +1,61 @@
+"""The console's live load, recorded as runs (kind ``load``), one per server configuration.
+
+A run's provenance (knobs, version, launch command from ``/server_info``) holds for one server, so
+the load worker opens a run when the load starts or resumes after a restart, and closes it when the
+load pauses for a restart or stops. Responses are appended as they finish (``RunStore``), so a run
+survives a closed terminal; ``summary`` holds this run's share of the engine's counters.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from workloads.load import LoadStats
+from workloads.results import RunStore
+
+
+@dataclass
+class _Segment:
+    store: RunStore
+    at: LoadStats | None      # the engine's counters when this run opened
+    started: float
+
+
+class LoadRecorder:
+    def __init__(self, client, plan: dict) -> None:
+        self.client = client
+        self.plan = plan
+        self._segment: _Segment | None = None
+
+    @property
+    def store(self) -> RunStore | None:
+        return self._segment.store if self._segment else None
+
+    async def open(self, stats: LoadStats | None) -> RunStore:
+        from workloads.provenance import host_provenance, server_provenance
+
+        server = await server_provenance(self.client)
+        store = RunStore.create("load", {"plan": self.plan, "server": server, "host": host_provenance(),
+                                         "started_at": time.time(), "source": "console"})
+        self._segment = _Segment(store, stats, time.monotonic())
+        return store
+
+    def close(self, stats: LoadStats, reason: str, error: str | None = None) -> None:
+        segment, self._segment = self._segment, None
+        if segment is None:
+            return
+        base = segment.at
+        finished = stats.finished - (base.finished if base else 0)
+        tokens = stats.output_tokens - (base.output_tokens if base else 0)
+        elapsed = time.monotonic() - segment.started
+        verdicts = {k: v - (base.verdicts.get(k, 0) if base else 0) for k, v in stats.verdicts.items()}
+        summary = {"reason": reason, "error": error, "elapsed_s": elapsed, "finished": finished,
+                   "errors": stats.errors - (base.errors if base else 0), "output_tokens": tokens,
+                   "output_tok_s": tokens / elapsed if elapsed > 0 else None,
+                   "verdicts": {k: v for k, v in verdicts.items() if v},
+                   "cancelled": stats.cancelled - (base.cancelled if base else 0), "run_dir": str(segment.store.path)}
+        status = "failed" if error else ("interrupted" if reason in ("parent-gone", "terminated", "interrupted")
+                                         else "done")
+        segment.store.update_run(status=status, finished_at=time.time(), summary=summary)
+        segment.store.close()
