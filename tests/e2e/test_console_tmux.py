@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import psutil
 
@@ -42,3 +43,65 @@ def test_console_applies_window_and_stops_server_on_quit(open_console, tmp_path,
     assert tmux.wait_exit(timeout=60) == 0
     assert not (state_dir / "server.json").exists()
     assert not psutil.pid_exists(new_pid) or psutil.Process(new_pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_apply_keeps_the_load_running_in_a_real_terminal(open_console, tmp_path, state_dir):
+    """Load on, apply window=1024 from the editor: the load resumes by itself once the knob is
+    verified, and no request is scored `error` because of the restart."""
+    config = write_config(tmp_path, extra=("--sim-load-seconds", "1", "--sim-step-ms", "5"))
+    tmux = open_console("--config", str(config), "--load", "4", width=160, height=44)
+    tmux.wait_for(re.compile(r"window\s+2048\s+2048\s+✓ verified"), timeout=90)
+    screen = tmux.wait_for(re.compile(r"requests: \d+/([4-9]|\d\d+) pass"), timeout=90)
+    assert "load: on (4 streams)" in screen
+
+    tmux.send_keys("k")
+    tmux.wait_for("Edit knobs")
+    for _ in range(2):  # budget -> topk -> window, one key per write (a burst can drop keys: issue 12)
+        time.sleep(0.3)
+        tmux.send_keys("Tab")
+    time.sleep(0.3)
+    tmux.type_text("1024")
+    tmux.wait_for("1 change(s): window")
+    tmux.send_keys("C-s")
+    tmux.wait_for(re.compile(r"window\s+1024\s+1024\s+✓ verified"), timeout=90)
+    total = int(re.search(r"requests: \d+/(\d+) pass", tmux.capture()).group(1))
+    screen = tmux.wait_for(re.compile(r"requests: \d+/(\d+) pass"), timeout=5)
+
+    def grown(text: str) -> bool:
+        found = re.search(r"requests: \d+/(\d+) pass", text)
+        return bool(found) and int(found.group(1)) >= total + 4
+
+    deadline = time.monotonic() + 90
+    while not grown(screen) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        screen = tmux.capture()
+    assert grown(screen), screen
+    assert "load: on (4 streams)" in screen
+    assert not re.search(r"\berror\b", screen.split("requests:", 1)[1].split("log:", 1)[0]), screen
+
+    tmux.send_keys("q")
+    tmux.wait_for("Leave it running")
+    tmux.send_keys("s")
+    assert tmux.wait_exit(timeout=60) == 0
+    runs = sorted((state_dir / "runs").glob("*-load"))
+    knobs = [json.loads((r / "run.json").read_text())["server"]["knobs"].get("window") for r in runs]
+    assert knobs == [2048, 1024]
+
+
+def test_closing_the_terminal_keeps_the_console_load_as_a_run(open_console, tmp_path, state_dir, groups):
+    """The terminal goes away mid-load (tmux killed, as an SSH drop would): the load worker sees its
+    parent gone, stops, and the run under runs/ keeps every finished request, marked interrupted."""
+    config = write_config(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-step-ms", "5"))
+    tmux = open_console("--config", str(config), "--load", "4", width=160, height=44)
+    tmux.wait_for(re.compile(r"requests: \d+/([4-9]|\d\d+) pass"), timeout=90)
+    groups.track_state()
+    workers = [p for p in psutil.process_iter(["cmdline"])
+               if "workloads.load_worker" in " ".join(p.info["cmdline"] or [])]
+    assert len(workers) == 1
+    tmux._tmux("kill-server")
+    gone, alive = psutil.wait_procs(workers, timeout=30)
+    assert not alive, "the load worker outlived its console"
+    [run] = sorted((state_dir / "runs").glob("*-load"))
+    doc = json.loads((run / "run.json").read_text())
+    assert doc["status"] == "interrupted" and doc["summary"]["finished"] >= 4
+    assert len((run / "responses.jsonl").read_text().splitlines()) >= doc["summary"]["finished"]
