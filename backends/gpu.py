@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 NO_DRIVER_HINT = "GPU telemetry unavailable; everything else in ddtune works"
 HOST_PID_HINT = ("NVML reports process ids from another pid namespace (a container without the host's pids): "
@@ -159,7 +159,13 @@ class GpuSampler:
         self._static: list[tuple[str, str | None]] = []   # (name, uuid) per device, read once
         self._driver: str | None = None
         self._mem_v2: bool | None = None
-        self._pid_verdicts: dict[tuple[int, str], str | bool] = {}
+        self._pid_verdicts: dict[tuple[int, str], str | Literal[False]] = {}
+
+    @property
+    def _nv(self) -> ModuleType:
+        """The NVML module, once ``_load`` has found it (every reader runs after a successful load)."""
+        assert self._nvml is not None, "NVML read before it was loaded"
+        return self._nvml
 
     # -- set-up ----------------------------------------------------------------------------------
     def _load(self) -> GpuSnapshot | None:
@@ -205,7 +211,7 @@ class GpuSampler:
         return None
 
     def _init_failure(self, exc: Exception) -> GpuSnapshot:
-        nv = self._nvml
+        nv = self._nv
         if isinstance(exc, getattr(nv, "NVMLError_LibraryNotFound", ())):
             return unavailable("no NVIDIA driver found (libnvidia-ml.so.1 not loadable)")
         if isinstance(exc, getattr(nv, "NVMLError_DriverNotLoaded", ())):
@@ -220,7 +226,7 @@ class GpuSampler:
              label: str = "") -> Any:
         try:
             return fn(*args)
-        except self._nvml.NVMLError:
+        except self._nv.NVMLError:
             if missing is not None:
                 missing.append(label)
             return None
@@ -239,7 +245,7 @@ class GpuSampler:
             return self._read(frozenset(server_pids))
 
     def _read(self, server_pids: frozenset[int]) -> GpuSnapshot:
-        nv = self._nvml
+        nv = self._nv
         now = time.time()
         devices: list[GpuDevice] = []
         raw_procs: dict[tuple[int, int], list[Any]] = {}   # (pid, device) -> [bytes|None, kinds]
@@ -248,7 +254,8 @@ class GpuSampler:
             name, uuid = self._static[index]
             if handle is None:
                 warnings.append(f"GPU {index}: NVML gave no handle (lost or inaccessible)")
-                devices.append(GpuDevice(index, name, uuid, *([None] * 8), unsupported=("handle",)))
+                devices.append(GpuDevice(index, name, uuid, None, None, None, None, None, None, None, None,
+                                         unsupported=("handle",)))
                 continue
             devices.append(self._read_device(index, handle, name, uuid))
             for kind, fn_name in (("C", "nvmlDeviceGetComputeRunningProcesses"),
@@ -275,7 +282,7 @@ class GpuSampler:
         )
 
     def _read_device(self, index: int, handle: Any, name: str, uuid: str | None) -> GpuDevice:
-        nv = self._nvml
+        nv = self._nv
         missing: list[str] = []
         mem = self._memory(handle, missing)
         util = self._try(nv.nvmlDeviceGetUtilizationRates, handle, missing=missing, label="utilization")
@@ -300,7 +307,7 @@ class GpuSampler:
     def _memory(self, handle: Any, missing: list[str]) -> Any:
         """Memory info v2 where the driver has it: its 'used' leaves out driver-reserved memory, as
         nvidia-smi does; v1 (used = total - free) otherwise."""
-        nv = self._nvml
+        nv = self._nv
         version = getattr(nv, "nvmlMemory_v2", None)
         if version is not None and self._mem_v2 is not False:
             try:
@@ -312,7 +319,7 @@ class GpuSampler:
                     self._mem_v2 = False
         return self._try(nv.nvmlDeviceGetMemoryInfo, handle, missing=missing, label="memory")
 
-    def _visible(self, pid: int) -> str | bool:
+    def _visible(self, pid: int) -> str | Literal[False]:
         """False when the pid NVML reports is not a process of our namespace that uses a GPU; else its
         name (None if unreadable). Cached per (pid, start time), so a reused pid is judged afresh."""
         start = _start_ticks(pid)

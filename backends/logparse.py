@@ -114,7 +114,8 @@ def _parse(line: str) -> LogEvent | None:
         return _colon_word(line, word, ts, ranks)
     if "shards:" in line and "Completed" in line:
         return _shards(line, ts, ranks)
-    if word in ("Exception", "KeyboardInterrupt") or (word.endswith(("Error", "Exception")) and _EXCEPTION.fullmatch(word)):
+    if word in ("Exception", "KeyboardInterrupt") or (
+            word.endswith(("Error", "Exception")) and _EXCEPTION.fullmatch(word)):
         return _exception(line, ts, ranks)
     return None
 

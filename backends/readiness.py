@@ -75,7 +75,7 @@ class ReadinessProbe:
         self._client: httpx.AsyncClient | None = None
         self._headers = auth_headers(api_key)
 
-    async def __aenter__(self) -> "ReadinessProbe":
+    async def __aenter__(self) -> ReadinessProbe:
         self._client = httpx.AsyncClient(trust_env=False, headers=self._headers)
         return self
 

@@ -51,19 +51,20 @@ def fetch_help(prefix: tuple[str, ...], env: dict[str, str], version: str | None
     try:
         out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout,
                              stdin=subprocess.DEVNULL, start_new_session=True)
-    except FileNotFoundError:
+    except FileNotFoundError as exc:
         raise ServerError(f"cannot run the server: {argv[0]!r} not found",
-                          hint="set [server] python to the interpreter that has sglang installed")
+                          hint="set [server] python to the interpreter that has sglang installed") from exc
     except OSError as exc:  # a directory, not executable, ...
         raise ServerError(f"cannot run the server: {argv[0]!r}: {exc.strerror or exc}",
-                          hint="set [server] python to the interpreter that has sglang installed")
-    except subprocess.TimeoutExpired:
+                          hint="set [server] python to the interpreter that has sglang installed") from exc
+    except subprocess.TimeoutExpired as exc:
         raise ServerError(f"'{' '.join(argv)}' did not finish in {timeout:.0f} s",
-                          hint="check that the interpreter and sglang import cleanly")
+                          hint="check that the interpreter and sglang import cleanly") from exc
     if out.returncode != 0 or "--model-path" not in out.stdout:
         tail = " | ".join((out.stderr or out.stdout).strip().splitlines()[-5:])  # the error is one line
         raise ServerError(f"'{' '.join(argv)}' failed (exit {out.returncode}): {tail}",
-                          hint="set [server] python to an interpreter where 'python -m sglang.launch_server --help' works")
+                          hint="set [server] python to an interpreter where "
+                               "'python -m sglang.launch_server --help' works")
     if version:
         _cache_file(version).write_text(out.stdout)
     return ServerHelp(out.stdout, version, False)

@@ -38,7 +38,7 @@ class LifecycleLock:
         self.wait = wait
         self._fd: int | None = None
 
-    async def __aenter__(self) -> "LifecycleLock":
+    async def __aenter__(self) -> LifecycleLock:
         path = state_dir() / LOCK_FILE
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         told = False
@@ -86,7 +86,9 @@ def describe_holder(fd: int) -> str:
 
 def describe_holder_doc(doc: dict) -> str:
     who = f"another ddtune (pid {doc['pid']})" if isinstance(doc.get("pid"), int) else "another ddtune"
-    action = doc.get("action") if isinstance(doc.get("action"), str) else "managing the server"
+    action = doc.get("action")
+    if not isinstance(action, str):
+        action = "managing the server"
     verb = {"up": "starting", "restart": "restarting", "down": "stopping"}.get(action, action)
     target = f"pid {doc['server_pid']}" if isinstance(doc.get("server_pid"), int) else "the server"
     return f"{who} is {verb} {target}"

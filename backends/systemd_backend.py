@@ -78,9 +78,9 @@ class SystemdBackend(Backend):
     def _check(self, argv: list[str]) -> subprocess.CompletedProcess:
         try:
             out = self.run(argv)
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
             raise ServerError(f"'{argv[0]}' not found: the systemd backend needs systemd",
-                              hint='use backend = "sglang" to let ddtune run the server itself')
+                              hint='use backend = "sglang" to let ddtune run the server itself') from exc
         if out.returncode != 0:
             raise ServerError(f"'{shlex.join(argv)}' failed (exit {out.returncode}): {(out.stderr or '').strip()}",
                               hint="check the unit name and your permissions (system units need root; try user = true)")
@@ -115,9 +115,10 @@ class SystemdBackend(Backend):
             os.fchmod(fd, 0o600)
             with os.fdopen(fd, "w") as fh:
                 fh.write(text)
-        except PermissionError:
+        except PermissionError as exc:
             raise ServerError(f"cannot write the systemd drop-in {path}: permission denied",
-                              hint="run as root for a system unit, use user = true, or set knob_file to a writable path")
+                              hint="run as root for a system unit, use user = true, or set knob_file to a writable path"
+                              ) from exc
 
     async def stop(self, state: ServerState | None) -> StopReport:
         pid = state.pid if state else None

@@ -40,9 +40,8 @@ import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
 
-from console_cost import PtyProgram, ProgramEnded  # noqa: E402
+from benchmarks.console_cost import PtyProgram, ProgramEnded  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
 
 MODES = ("inprocess", "worker", "console")
@@ -191,7 +190,7 @@ def run_subject(mode: str, url: str, server: psutil.Process, args) -> Result:
             str(args.concurrency), str(args.max_tokens)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=REPO, start_new_session=True)
     ticks: list[dict] = []
-    reader = threading.Thread(target=lambda: ticks.extend(json.loads(line) for line in proc.stdout), daemon=True)
+    reader = threading.Thread(target=lambda: ticks.extend(json.loads(line) for line in proc.stdout or ()), daemon=True)
     reader.start()
     shim = psutil.Process(proc.pid)
     try:
@@ -266,7 +265,7 @@ def server_process(state: Path) -> psutil.Process:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from console_cost import parse_size
+    from benchmarks.console_cost import parse_size
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == [SUBJECT_MARK]:  # the measured program of the inprocess and worker modes

@@ -80,7 +80,8 @@ def main() -> None:
         spans.append(span)
         print(f"run {i + 1}: ready {lag * 1000:7.1f} ms after the server could generate; "
               f"{count} probe generation(s) over a {span:.1f} s start")
-    print(f"ready lag: median {statistics.median(lags) * 1000:.1f} ms, max {max(lags) * 1000:.1f} ms (target < 1000 ms)")
+    print(f"ready lag: median {statistics.median(lags) * 1000:.1f} ms, max {max(lags) * 1000:.1f} ms "
+          "(target < 1000 ms)")
     print(f"probe cost: {statistics.median(probes):.0f} one-token generation(s) per start (median), "
           f"at most 1 per second by construction (ReadinessProbe.min_interval=1.0)")
 

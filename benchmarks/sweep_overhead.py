@@ -53,8 +53,9 @@ def main() -> None:
           f"median {rs['median_s']:.2f} s with --sim-load-seconds {opts.load_seconds}")
     best = doc["best_overall"]
     m = best["margin"] or {}
+    value, lo, hi = (m.get("value", 1) - 1) * 100, ((m.get("lo") or 1) - 1) * 100, ((m.get("hi") or 1) - 1) * 100
     print(f"best overall: {best['config']} (x{best['value']:.2f} vs baseline), ahead of {best['runner_up']} by "
-          f"{(m.get('value', 1) - 1) * 100:.1f}% [{((m.get('lo') or 1) - 1) * 100:.1f}%, {((m.get('hi') or 1) - 1) * 100:.1f}%]")
+          f"{value:.1f}% [{lo:.1f}%, {hi:.1f}%]")
     print(f"ddtune report over it: {report_s:.2f} s (process start included)")
 
 

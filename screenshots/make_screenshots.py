@@ -54,7 +54,8 @@ def scene(name: str, size: tuple[int, int], app: Callable[[], object], about: st
 # The real console on the simulator, in a private state dir and on a free port; the server it starts is
 # stopped after the shot.
 
-def _console_app(extra: tuple[str, ...] = ("--sim-load-seconds", "2"), knob_map: str = "", knobs: str = "window = 2048"):
+def _console_app(extra: tuple[str, ...] = ("--sim-load-seconds", "2"), knob_map: str = "",
+                 knobs: str = "window = 2048"):
     def make():
         import socket
         import tempfile
@@ -138,7 +139,8 @@ async def _mismatch(pilot) -> None:
     await pilot.pause(1.0)
 
 
-@scene("sweep", size=(140, 36), app=_console_app(), about="a quick sweep from the console: runs fill in, the winner is named")
+@scene("sweep", size=(140, 36), app=_console_app(),
+       about="a quick sweep from the console: runs fill in, the winner is named")
 async def _sweep(pilot) -> None:
     from textual.widgets import Static
 

@@ -51,7 +51,7 @@ def load_command(name: str) -> ModuleType:
 
 
 def build_parser() -> Parser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     # SUPPRESS keeps a value given before the subcommand when the subcommand does not repeat it.
     common.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
                         help="config file (default: ./ddtune.toml, then $XDG_CONFIG_HOME/ddtune/ddtune.toml)")

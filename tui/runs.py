@@ -34,10 +34,15 @@ def _knobs(run: dict) -> str:
 def _summary(run: dict, cells: list[dict], status: str) -> str:
     if run.get("kind") == "bench" and cells:
         best = max(cells, key=lambda c: c.get("output_tok_s") or 0)
-        return f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s (ctx {best['context']} c{best['concurrency']})"
-    summary = run.get("summary") if isinstance(run.get("summary"), dict) else {}
+        return (f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s "
+                f"(ctx {best['context']} c{best['concurrency']})")
+    summary = run.get("summary")
+    if not isinstance(summary, dict):
+        return status
     if run.get("kind") == "load" and "finished" in summary:
-        verdicts = summary.get("verdicts") if isinstance(summary.get("verdicts"), dict) else {}
+        verdicts = summary.get("verdicts")
+        if not isinstance(verdicts, dict):
+            verdicts = {}
         graded = sum(v for v in verdicts.values() if isinstance(v, int))
         rate = summary.get("output_tok_s")
         where = " (console)" if run.get("source") == "console" else ""
@@ -51,8 +56,10 @@ def _summary(run: dict, cells: list[dict], status: str) -> str:
 
 def _sweep_row(path: Path) -> RunRow:
     doc = read_run_file(path / "sweep.json")
-    plan = doc.get("plan") if isinstance(doc.get("plan"), dict) else {}
-    configs = plan.get("configs") if isinstance(plan.get("configs"), list) else []
+    plan = doc.get("plan")
+    configs = plan.get("configs") if isinstance(plan, dict) else None
+    if not isinstance(configs, list):
+        configs = []
     names = [str(c.get("name")) for c in configs if isinstance(c, dict)]
     done, failed = doc.get("slots_done"), doc.get("slots_failed")
     counts = f"{done} done, {failed} failed" if isinstance(done, int) and isinstance(failed, int) else "in progress"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 from backends.errors import ServerError
 from workloads.client import RequestResult, StreamingClient
@@ -136,7 +136,7 @@ class BenchRunner:
         return [done[key] for key in cells if key in done]
 
     async def _prompts(self, ctx: int, count: int) -> list[tuple[SizedPrompt, Problem | None]]:
-        out = []
+        out: list[tuple[SizedPrompt, Problem | None]] = []
         for i in range(count):
             if self.plan.coding:
                 problem = self.problems[i % len(self.problems)]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import httpx
 
@@ -78,7 +78,7 @@ class _Stream:
     reasoning: list[str] = field(default_factory=list)
     text_so_far: str = ""
     first: float | None = None
-    last: float | None = None
+    last: float = 0.0  # the latest token chunk's time; read only once `first` is set
     itl: list[float] = field(default_factory=list)
     chunks: int = 0
     counted: int = 0  # tokens reported to on_tokens so far
@@ -194,7 +194,9 @@ class _Stream:
         error = error or self.error
         if error is None and not self.done and self.finish_reason is None:
             error = "the stream ended before the response finished (server closed the connection)"
-        tokens = self.completion_tokens if self.completion_tokens is not None else len(self.itl) + (self.first is not None)
+        tokens = self.completion_tokens
+        if tokens is None:  # no usage block: count the chunks that carried tokens
+            tokens = len(self.itl) + (self.first is not None)
         self.count(tokens, 0)
         content = "".join(self.content) if self.endpoint == "chat" else self.text_so_far
         return RequestResult(

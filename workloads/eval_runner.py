@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from backends.errors import ServerError, UsageError
 from workloads.client import RequestResult, StreamingClient

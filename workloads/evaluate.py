@@ -87,7 +87,7 @@ def _lines(path: Path) -> tuple[list[tuple[int, dict]], int | None]:
     for i, (lineno, line) in enumerate(lines):
         try:
             value = json.loads(line.decode("utf-8"))
-        except ValueError as exc:
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             if i == len(lines) - 1 and line.lstrip().startswith(b"{"):
                 torn = lineno  # writers write whole objects: a cut one is a kill mid-write
                 break

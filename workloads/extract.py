@@ -100,7 +100,8 @@ def extract_code(content: str | None, reasoning_content: str | None, function: s
             "before the answer" if not answer.strip() else "before a complete code block")
         return Extraction("truncated", answer, None, f"cut at max tokens {where}")
     if not answer.strip():
-        return Extraction("no_code", answer, None, "empty answer (only thinking)" if (content or reasoning_content) else "empty response")
+        why = "empty answer (only thinking)" if (content or reasoning_content) else "empty response"
+        return Extraction("no_code", answer, None, why)
     if unclosed:
         return Extraction("no_code", answer, None, "the answer's code block is never closed")
     return Extraction("no_code", answer, None, "no fenced code block in the answer")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, overload
 
 from backends.datafile import read_toml
 from backends.errors import ConfigError, UsageError
@@ -31,6 +32,10 @@ class Problem:
         return f"{self.prompt}\n\nSignature: `{self.signature}`\n\n{ANSWER_INSTRUCTION}"
 
 
+@overload
+def _field(raw: dict, name: str, path: Path, index: int, required: Literal[True] = True) -> str: ...
+@overload
+def _field(raw: dict, name: str, path: Path, index: int, required: bool) -> str | None: ...
 def _field(raw: dict, name: str, path: Path, index: int, required: bool = True) -> str | None:
     where = f"problem #{index + 1} ({shown(raw.get('id', '?'))}): field '{name}'"
     if name not in raw and not required:

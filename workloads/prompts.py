@@ -10,8 +10,8 @@ fixed-width nonce first, so the server's prefix cache cannot serve one request f
 from __future__ import annotations
 
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable
 
 _WORDS = ("time year people way day man thing woman life child world school state family student group "
           "country problem hand part place case week company system program question work government number "

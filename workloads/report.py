@@ -133,7 +133,7 @@ def _config_cell(config: str, cell: Cell, runs: list[tuple[RunData, dict]]) -> C
     tok = _estimate([c.get("output_tok_s") for _, c in runs], _per_request_tok_s(reqs) if single else None)
     acc = _estimate([(c.get("acceptance") or {}).get("mean") for _, c in runs],
                     _per_request_acceptance(reqs) if single else None)
-    pick = lambda key, q: from_repeats([(c.get(key) or {}).get(q) for _, c in runs if (c.get(key) or {}).get(q) is not None])
+    pick = lambda key, q: from_repeats([v for _, c in runs if (v := (c.get(key) or {}).get(q)) is not None])
     return ConfigCell(config, cell, len(runs), sum(int(c.get("requests") or 0) for _, c in runs),
                       sum(int(c.get("errors") or 0) for _, c in runs), tok, acc, pick("ttft_ms", "p50"),
                       pick("ttft_ms", "p95"), pick("itl_ms", "p50"), pick("itl_ms", "p95"), None)
@@ -152,10 +152,12 @@ def _overall_margin(pairs: list[tuple[Estimate, Estimate]]) -> Ratio | None:
     if not logs:
         return None
     value = exp(sum(logs) / len(logs))
-    rel = [(a.rel_se, b.rel_se) for a, b in pairs]
-    if any(x is None or y is None for x, y in rel):
-        return Ratio(value, None, None)
-    se = math.sqrt(sum(x * x + y * y for x, y in rel)) / len(rel)  # type: ignore[operator]
+    rel: list[tuple[float, float]] = []
+    for a, b in pairs:
+        if a.rel_se is None or b.rel_se is None:
+            return Ratio(value, None, None)
+        rel.append((a.rel_se, b.rel_se))
+    se = math.sqrt(sum(x * x + y * y for x, y in rel)) / len(rel)
     z = t95(max(1, min(min(a.df, b.df) for a, b in pairs)))
     return Ratio(value, value * exp(-z * se), value * exp(z * se))
 
@@ -188,36 +190,42 @@ def build_report(inputs: Inputs) -> Report:
         vs = ratio(r.tok_s, ref.tok_s) if ref is not None and r.config != reference else None
         with_ratio.append(replace(r, vs_reference=vs))
     rows = with_ratio
-    index = {(r.config, r.cell): r for r in rows}
+
+    speed = {(r.config, r.cell): r.tok_s for r in rows if r.tok_s is not None}  # measured tok/s only
 
     best_cells = []
     for cell in cells:
-        ranked = sorted((r for r in rows if r.cell == cell and r.tok_s is not None), key=lambda r: -r.tok_s.mean)
+        ranked = sorted(((tok_s, config) for (config, at), tok_s in speed.items() if at == cell),
+                        key=lambda m: -m[0].mean)
         if ranked:
-            top, second = ranked[0], (ranked[1] if len(ranked) > 1 else None)
-            best_cells.append(Best(cell, top.config, top.tok_s.mean, second.config if second else None,
-                                   _margin(top.tok_s, second.tok_s) if second else None))
+            (top_s, top), second = ranked[0], (ranked[1] if len(ranked) > 1 else None)
+            best_cells.append(Best(cell, top, top_s.mean, second[1] if second else None,
+                                   _margin(top_s, second[0]) if second else None))
 
-    common = [cell for cell in cells if all(index.get((c, cell)) and index[(c, cell)].tok_s for c in configs)]
+    common = [cell for cell in cells if all((c, cell) in speed for c in configs)]
     scores: dict[str, float] = {}
     for config in configs:
-        ref_rows = [(index[(config, cell)].tok_s, index[(reference, cell)].tok_s) for cell in common]
-        score = geomean([a.mean / b.mean for a, b in ref_rows if b.mean])  # type: ignore[union-attr]
+        if reference is None:  # no configurations at all
+            break
+        ref_rows = [(speed[(config, cell)], speed[(reference, cell)]) for cell in common]
+        score = geomean([a.mean / b.mean for a, b in ref_rows if b.mean])
         if score is not None:
             scores[config] = score
     overall = None
     if scores:
-        ranked = sorted(scores, key=lambda c: -scores[c])
-        top, second = ranked[0], (ranked[1] if len(ranked) > 1 else None)
-        margin = _overall_margin([(index[(top, cell)].tok_s, index[(second, cell)].tok_s) for cell in common]) \
-            if second else None  # type: ignore[misc]
-        overall = Best(None, top, scores[top], second, margin)
+        ranked_configs = sorted(scores, key=lambda c: -scores[c])
+        winner, runner_up = ranked_configs[0], (ranked_configs[1] if len(ranked_configs) > 1 else None)
+        margin = None
+        if runner_up:
+            margin = _overall_margin([(speed[(winner, cell)], speed[(runner_up, cell)]) for cell in common])
+        overall = Best(None, winner, scores[winner], runner_up, margin)
 
     pass_rates = []
     for config, runs in by_config.items():
         passed = total = 0
         for run in runs:
-            summaries = [run.eval_summary] if run.eval_summary else [c.get("verdicts") for c in run.cells if c.get("verdicts")]
+            summaries = ([run.eval_summary] if run.eval_summary
+                         else [c["verdicts"] for c in run.cells if c.get("verdicts")])
             for s in summaries:
                 passed += int(s.get("pass", 0))
                 total += sum(int(v) for v in s.values())
@@ -226,8 +234,8 @@ def build_report(inputs: Inputs) -> Report:
 
     seconds = [r.seconds for r in inputs.restarts]
     phases: dict[str, list[float]] = {}
-    for r in inputs.restarts:
-        for p, v in r.phases.items():
+    for restart in inputs.restarts:
+        for p, v in restart.phases.items():
             phases.setdefault(p, []).append(float(v))
     cost = RestartCost(len(seconds), sum(seconds), statistics.median(seconds) if seconds else None,
                        {p: sum(v) / len(v) for p, v in phases.items()}, inputs.sweep_seconds)

@@ -29,7 +29,7 @@ def _pct(r: Ratio | None) -> str:
     if r is None:
         return "no runner-up"
     text = f"+{(r.value - 1) * 100:.1f}%"
-    if r.lo is None:
+    if r.lo is None or r.hi is None:
         return text + " (no interval: one run, too few requests)"
     verdict = "clear" if r.significant else "within noise"
     return text + f" (95% CI {(r.lo - 1) * 100:+.1f}% to {(r.hi - 1) * 100:+.1f}%, {verdict})"
@@ -47,8 +47,8 @@ def to_markdown(report: Report) -> str:
     out = ["# ddtune report", ""]
     if report.overall:
         o = report.overall
-        out.append(f"**Best overall: {o.config}**" + (f", ahead of {o.runner_up} by {_pct(o.margin)}" if o.runner_up else "")
-                   + f"; geometric-mean tok/s {vs}: x{o.value:.2f}.")
+        ahead = f", ahead of {o.runner_up} by {_pct(o.margin)}" if o.runner_up else ""
+        out.append(f"**Best overall: {o.config}**{ahead}; geometric-mean tok/s {vs}: x{o.value:.2f}.")
         out.append("")
     out.append("Intervals are 95%: from repeats where a configuration ran more than once, else from per-request "
                "variation. ±: half-width.")

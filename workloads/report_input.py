@@ -132,7 +132,8 @@ def knob_label(knobs: dict | None) -> str | None:
     b, t, w = knobs.get("budget"), knobs.get("topk"), knobs.get("window")
     if b is None and t is None and w is None:
         return None
-    return f"b{b if b is not None else '-'}-t{t if t is not None else '-'}-" + (f"w{w}" if w is not None else "nowindow")
+    dash = lambda v: "-" if v is None else v
+    return f"b{dash(b)}-t{dash(t)}-" + (f"w{w}" if w is not None else "nowindow")
 
 
 def _run_label(run: dict, fallback: str, where: str = "run.json") -> tuple[str, bool]:
@@ -217,7 +218,7 @@ def load_inputs(paths: list[str]) -> Inputs:
     seconds = 0.0
     any_sweep = False
     evals: dict[str, dict] = {}
-    for i, raw in enumerate(paths):
+    for raw in paths:
         path = Path(raw).expanduser()
         if (path / "sweep.json").is_file():
             found = read_sweep(path, order0=len(runs) * 100)
@@ -242,8 +243,9 @@ def load_inputs(paths: list[str]) -> Inputs:
             cells = tuple(_cell(f"{path} cells[{n}]", c) for n, c in enumerate(doc["cells"]))
             runs.append(_repeat_of(RunData(label, 1, str(path), cells, (), None, baseline, len(runs) * 100), runs))
         else:
-            raise UsageError(f"{path}: no such run", hint="give a sweep folder (sweep.json), a run folder (run.json) "
-                                                          "or a bench JSON file; runs live under $DDTUNE_STATE_DIR/runs")
+            raise UsageError(f"{path}: no such run",
+                             hint="give a sweep folder (sweep.json), a run folder (run.json) or a bench JSON file; "
+                                  "runs live under $DDTUNE_STATE_DIR/runs")
     if evals:
         runs = [RunData(r.label, r.repeat, r.source, r.cells, r.responses, r.eval_summary or evals.get(r.label),
                         r.baseline, r.order) for r in runs]

@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+from typing import TextIO
 
 from backends.errors import UsageError
 from backends.paths import runs_dir
@@ -56,7 +57,7 @@ def _heal_tail(path: Path) -> None:
     record starts a line of its own (glued to the fragment it would be unreadable). A complete last
     record that only lacks its newline gets one instead."""
     try:
-        fh = open(path, "rb+")
+        fh = open(path, "rb+")  # noqa: SIM115 -- only the open is guarded; `with fh` below closes it
     except FileNotFoundError:
         return
     with fh:
@@ -123,7 +124,8 @@ def kept_filter(run_dir: Path) -> Callable[[dict], bool] | None:
         run = json.loads(run_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UsageError(f"{run_file}: cannot read it ({exc})",
-                         hint="without run.json the answers of a killed attempt cannot be told from the kept ones") from None
+                         hint="without run.json the answers of a killed attempt cannot be told from the kept ones"
+                         ) from None
     cells = {(c.get("attempt"), c.get("context"), c.get("concurrency")) for c in read_jsonl(run_dir / "cells.jsonl")}
     results = {(r.get("attempt"), r.get("problem")) for r in read_jsonl(run_dir / "results.jsonl")}
     per_problem = isinstance(run, dict) and "attempts" in run  # older eval runs kept no results.jsonl
@@ -149,7 +151,7 @@ class RunStore:
         self.results_file = self.path / "results.jsonl"
         self.responses_file = self.path / "responses.jsonl"
         self.attempt: int | None = None  # set by start/resume: tags every record this process writes
-        self._responses = None
+        self._responses: TextIO | None = None
 
     @classmethod
     def create(cls, kind: str, meta: dict, root: Path | None = None) -> RunStore:
@@ -231,7 +233,8 @@ class RunStore:
 
     def append_response(self, record: dict) -> None:
         if self._responses is None:
-            self._responses = open(self.responses_file, "a", encoding="utf-8")
+            # kept open across records (one open per run, not per response); close() closes it
+            self._responses = open(self.responses_file, "a", encoding="utf-8")  # noqa: SIM115
         self._responses.write(json.dumps(self._tagged(record), ensure_ascii=False) + "\n")
         self._responses.flush()
 

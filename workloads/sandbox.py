@@ -31,8 +31,8 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from workloads.checks import Check, Malformed, decode, parse_test
 from workloads.sandbox_isolation import (CHILD_SOURCE, Isolation, interpreter, isolation, make_workdir,

@@ -109,7 +109,7 @@ def unshare_argv(setpriv: str, unshare: str) -> list[str]:
             "--kill-child=SIGKILL", "--mount", "--net", "--ipc", "--uts", "sh", "-c", "\n".join(lines), "sh"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def wrapper(kind: str) -> tuple[str, ...]:
     """argv that goes before ``python -I -S ...``; empty for the rlimit fallback."""
     if kind == "bwrap":
@@ -123,7 +123,7 @@ def wrapper_env(kind: str) -> dict[str, str]:
     return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"} if kind == "unshare" else {}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def probe(kind: str) -> str | None:
     """None when Python runs inside ``kind`` here, else why not (one line). Cached per process."""
     if kind == "rlimit":
@@ -219,7 +219,7 @@ def sweep_stale(root: str | None = None, legacy_age_s: float = 3600.0) -> int:
     return removed
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sweep_once() -> int:
     """``sweep_stale`` in the temp dir, the first time this process grades."""
     return sweep_stale()

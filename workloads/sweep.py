@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from backends.errors import DdtuneError
 from workloads.bench import BenchRunner
@@ -225,19 +226,20 @@ class SweepEngine:
         if applied.restarted and applied.restart_s is not None:
             self.eta_model.restart_s.append(applied.restart_s)
         self.emit(ServerApplied(slot, applied))
-        if not applied.ok or not applied.url:
+        url = applied.url
+        if not applied.ok or not url:
             return fail(applied.reason or "the server did not become ready", server)
         slot_dir = self.store.slot_dir(slot)
         bench_dir = slot_dir / "bench"
         try:
-            await self._bench(slot, config, applied, bench_dir, server)
+            await self._bench(slot, config, url, applied.api_key, bench_dir, server)
         except DdtuneError as exc:
             return fail(exc.message, server, str(bench_dir))
         eval_dir = None
         if self.plan.eval is not None:
             t0 = time.monotonic()
             try:
-                result = await run_eval(applied.url, api_key=self.api_key or applied.api_key,
+                result = await run_eval(url, api_key=self.api_key or applied.api_key,
                                         problem_ids=list(self.plan.eval.problems or []) or None,
                                         max_tokens=self.plan.eval.max_tokens, concurrency=self.plan.eval.concurrency,
                                         root=slot_dir)
@@ -248,7 +250,8 @@ class SweepEngine:
             self.emit(EvalFinished(slot, result["summary"]))
         return SlotRecord(slot, "done", None, str(bench_dir), eval_dir, server, started, time.time())
 
-    async def _bench(self, slot: Slot, config: SweepConfig, applied: Applied, path: Path, server: dict) -> None:
+    async def _bench(self, slot: Slot, config: SweepConfig, url: str, api_key: str | None, path: Path,
+                     server: dict) -> None:
         plan = self.plan.bench
         total = len(plan.cells())
         last = [time.monotonic()]
@@ -261,8 +264,8 @@ class SweepEngine:
             self.emit(CellFinished(slot, cell, done, total, self._eta(total - done)))
 
         store = _ObservedStore(path, on_cell)
-        key = self.api_key or applied.api_key
-        async with StreamingClient(applied.url, api_key=key, concurrency=max(plan.concurrencies)) as client:
+        key = self.api_key or api_key
+        async with StreamingClient(url, api_key=key, concurrency=max(plan.concurrencies)) as client:
             for _ in range(self.plan.warmup_requests):
                 await client.chat([{"role": "user", "content": WARMUP_PROMPT}], max_tokens=16)
             provenance = await server_provenance(client)

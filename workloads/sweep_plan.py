@@ -96,7 +96,8 @@ class SweepPlan:
             raise UsageError(f"configuration {dupes[0]!r} is named twice",
                              hint="name each configuration once; use --repeats N to run it several times")
         if not self.configs:
-            raise UsageError("a sweep needs at least one configuration", hint="e.g. ddtune sweep b8-t4-w2048 b16-t4-w2048")
+            raise UsageError("a sweep needs at least one configuration",
+                             hint="e.g. ddtune sweep b8-t4-w2048 b16-t4-w2048")
         if self.repeats < 1:
             raise UsageError(f"--repeats must be at least 1, got {self.repeats}", hint="--repeats 3")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 VERSIONS = ("0.5.23", "0.5.11")
@@ -40,7 +41,8 @@ class SimArgs:
     max_running_requests: int
     context_length: int
     algorithm: str | None            # None, "DFLASH" or "DDTREE" (fork flag maps to DDTREE)
-    ddtree_flavour: str | None       # "pr29907" (--speculative-algorithm DDTREE) or "fork" (--speculative-dflash-enable-ddtree)
+    # "pr29907" (--speculative-algorithm DDTREE) or "fork" (--speculative-dflash-enable-ddtree)
+    ddtree_flavour: str | None
     draft_model_path: str | None
     block_size: int
     window: int | None
@@ -63,7 +65,9 @@ class SimArgs:
 
     @property
     def window_flag(self) -> str:
-        return "--speculative-dflash-draft-window-size" if self.version == "0.5.11" else "--speculative-draft-window-size"
+        if self.version == "0.5.11":
+            return "--speculative-dflash-draft-window-size"
+        return "--speculative-draft-window-size"
 
 
 def _positive_float(text: str) -> float:
@@ -90,11 +94,13 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
       help="Whether or not to allow for custom models defined on the Hub in their own modeling files.")
     a("--dtype", type=str, default="auto", help="Data type for model weights and activations.")
     a("--context-length", type=int, default=None,
-      help="The model's maximum context length. Defaults to None (will use the value from the model's config.json instead).")
+      help="The model's maximum context length. Defaults to None (will use the value from the model's "
+           "config.json instead).")
     a("--mem-fraction-static", type=float, default=None,
       help="The fraction of the memory used for static allocation (model weights and KV cache memory pool).")
     a("--max-running-requests", type=int, default=None, help="The maximum number of running requests.")
-    a("--chunked-prefill-size", type=int, default=None, help="The maximum number of tokens in a chunk for the chunked prefill.")
+    a("--chunked-prefill-size", type=int, default=None,
+      help="The maximum number of tokens in a chunk for the chunked prefill.")
     a("--tp-size", "--tp", type=int, default=1, help="The tensor parallelism size.")
     a("--attention-backend", type=str, default=None, help="Choose the kernels for attention layers.")
     a("--cuda-graph-max-bs", type=int, default=None, help="Set the maximum batch size for cuda graph.")
@@ -103,7 +109,8 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
     a("--decode-log-interval", type=int, default=40, help="The log interval of decode batch.")
     a("--enable-metrics", action="store_true", help="Enable log prometheus metrics.")
     a("--reasoning-parser", type=str, default=None,
-      help="Specify the parser for reasoning models. Supported parsers: deepseek-r1, deepseek-v3, glm45, kimi_k2, qwen3, qwen3-thinking, step3.")
+      help="Specify the parser for reasoning models. Supported parsers: deepseek-r1, deepseek-v3, glm45, "
+           "kimi_k2, qwen3, qwen3-thinking, step3.")
     a("--random-seed", type=int, default=None, help="The random seed.")
     if version == "0.5.11":
         a("--speculative-algorithm", type=str, choices=list(ALGORITHMS), default=None,
@@ -118,7 +125,8 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
     a("--speculative-eagle-topk", type=int, default=None,
       help="The number of tokens sampled from the draft model in eagle2 each step.")
     a("--speculative-num-draft-tokens", type=int, default=None,
-      help="The number of tokens sampled from the draft model in Speculative Decoding. For DFLASH: the verify block size.")
+      help="The number of tokens sampled from the draft model in Speculative Decoding. "
+           "For DFLASH: the verify block size.")
     a("--speculative-dflash-block-size", type=int, default=None,
       help="Alias of --speculative-num-draft-tokens for DFLASH.")
     if version == "0.5.11":
@@ -169,9 +177,9 @@ def _peek_version(argv: list[str]) -> str:
     return "0.5.23"
 
 
-def parse(argv: list[str], environ: dict[str, str] | None = None) -> SimArgs:
+def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
     """Parse and validate like SGLang: argparse errors exit 2, ServerArgs errors raise SGLangValueError."""
-    environ = os.environ if environ is None else environ
+    env: Mapping[str, str] = os.environ if environ is None else environ
     version = _peek_version(argv)
     if version not in VERSIONS:
         version = "0.5.23"  # argparse reports the bad choice below
@@ -187,11 +195,11 @@ def parse(argv: list[str], environ: dict[str, str] | None = None) -> SimArgs:
     elif algo == "DFLASH" and getattr(ns, "speculative_dflash_enable_ddtree", False):
         algo, flavour = "DDTREE", "fork"
     if algo is not None and algo not in ("DFLASH", "DDTREE"):
-        raise SGLangValueError(f"Speculative algorithm {algo} needs a draft or target model the simulator cannot imitate; "
-                               "use DFLASH or DDTREE.")
+        raise SGLangValueError(f"Speculative algorithm {algo} needs a draft or target model the simulator "
+                               "cannot imitate; use DFLASH or DDTREE.")
     if algo is not None and not ns.speculative_draft_model_path:
-        raise SGLangValueError(f"{'DFLASH' if flavour != 'pr29907' else 'DDTREE'} speculative decoding requires setting "
-                               "--speculative-draft-model-path.")
+        name = "DFLASH" if flavour != "pr29907" else "DDTREE"
+        raise SGLangValueError(f"{name} speculative decoding requires setting --speculative-draft-model-path.")
     nd, bs = ns.speculative_num_draft_tokens, ns.speculative_dflash_block_size
     if nd is not None and bs is not None and nd != bs:
         raise SGLangValueError(
@@ -213,7 +221,7 @@ def parse(argv: list[str], environ: dict[str, str] | None = None) -> SimArgs:
         budget = given if (given is not None and flavour == "pr29907") else block - 1
         if budget <= 0:
             raise SGLangValueError(f"--speculative-ddtree-budget must be positive, got {budget}.")
-        raw_topk = environ.get("SGLANG_DDTREE_MAX_TOPK", str(DEFAULT_DDTREE_TOPK))
+        raw_topk = env.get("SGLANG_DDTREE_MAX_TOPK", str(DEFAULT_DDTREE_TOPK))
         try:
             topk = int(raw_topk)
         except ValueError:

@@ -22,7 +22,8 @@ def render_chat(messages) -> str:
         content = m.get("content") if isinstance(m, dict) else None
         if isinstance(content, list):
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        parts.append(f"<|im_start|>{m.get('role', 'user') if isinstance(m, dict) else 'user'}\n{content or ''}<|im_end|>\n")
+        role = m.get("role", "user") if isinstance(m, dict) else "user"
+        parts.append(f"<|im_start|>{role}\n{content or ''}<|im_end|>\n")
     return "".join(parts) + "<|im_start|>assistant\n"
 
 
@@ -92,8 +93,12 @@ class Completions:
             raise BadRequest("batched /generate is not supported by the simulator; send one prompt per request")
         sp = body.get("sampling_params") or {}
         max_new = _int_field(sp, "max_new_tokens", 128)
-        prompt = text if isinstance(text, str) else " ".join(map(str, ids))
-        ptok = answers.count_prompt_tokens(text) if isinstance(text, str) else max(1, len(ids))
+        if isinstance(text, str):
+            prompt, ptok = text, answers.count_prompt_tokens(text)
+        elif isinstance(ids, list):
+            prompt, ptok = " ".join(map(str, ids)), max(1, len(ids))
+        else:
+            raise BadRequest("text must be a string, input_ids a list of token ids")
         r = self.make_request(prompt, ptok, max_new, bool(sp.get("ignore_eos")), True, body.get("seed"))
         if isinstance(body.get("rid"), str):
             r.rid = body["rid"]
@@ -110,13 +115,11 @@ class Completions:
                 resp.chunk("data: " + _dumps(payload, separators=(",", ":")) + "\n\n")
 
             r.on_step = on_step
-            self.engine.submit(r)
-            await r.done
+            await self.engine.submit(r)
             resp.chunk("data: [DONE]\n\n")
             resp.end_stream()
             return r
-        self.engine.submit(r)
-        await r.done
+        await self.engine.submit(r)
         out = {"text": "".join(r.out), "output_ids": [zlib.crc32(t.encode()) % 151000 for t in r.out],
                "meta_info": self.meta_info(r)}
         resp.send_json(200, out)
@@ -146,8 +149,7 @@ class Completions:
         if body.get("stream"):
             await self._chat_stream(r, resp, body, separate, want_spec, model, created)
             return
-        self.engine.submit(r)
-        await r.done
+        await self.engine.submit(r)
         reasoning, content = self.split(r, 0, len(r.out), separate)
         msg = {"role": "assistant", "content": content, "reasoning_content": reasoning if separate else None,
                "tool_calls": None}
@@ -166,9 +168,7 @@ class Completions:
         end = r.think_end
         reasoning = "".join(t for t in r.out[a:min(b, end)] if t not in (answers.THINK_OPEN, answers.THINK_CLOSE))
         content = "".join(r.out[max(a, end):b])
-        if end and a < end <= b:
-            content = content.lstrip("\n")
-        elif end and a >= end and a == end:
+        if end and (a < end <= b or a == end):  # the chunk starts at or spans the end of thinking
             content = content.lstrip("\n")
         return reasoning, content
 
@@ -210,8 +210,7 @@ class Completions:
             resp.chunk(head + delta + tail)
 
         r.on_step = on_step
-        self.engine.submit(r)
-        await r.done
+        await self.engine.submit(r)
         final = {"id": r.rid, "object": "chat.completion.chunk", "created": created, "model": model,
                  "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": self.oai_finish(r),
                               "matched_stop": EOS_ID if r.finish_reason == "stop" else None}], "usage": None}

@@ -14,8 +14,8 @@ import random
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from backends.sim import model
 from backends.sim.args import SimArgs
@@ -35,7 +35,7 @@ class SimRequest:
     rng: random.Random
     filler: tuple[str, ...] = ()     # continues the output when ignore_eos is set
     rid: str = field(default_factory=lambda: uuid.uuid4().hex)
-    on_step: Callable[["SimRequest", int, int], None] | None = None   # (request, start index, end index)
+    on_step: Callable[[SimRequest, int, int], None] | None = None   # (request, start index, end index)
     out: list[str] = field(default_factory=list)
     verify_ct: int = 0
     correct_drafts: int = 0
@@ -44,7 +44,7 @@ class SimRequest:
     start: float = field(default_factory=time.monotonic)
     first_token_at: float | None = None
     finish_reason: str | None = None   # "stop", "length" or "abort"
-    done: asyncio.Future | None = None
+    done: asyncio.Future[SimRequest] | None = None
 
     @property
     def completion_tokens(self) -> int:
@@ -102,12 +102,15 @@ class Engine:
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
-    def submit(self, req: SimRequest) -> None:
-        req.done = asyncio.get_running_loop().create_future()
+    def submit(self, req: SimRequest) -> asyncio.Future[SimRequest]:
+        """Queue the request; the future resolves when it finishes or is aborted."""
+        done: asyncio.Future[SimRequest] = asyncio.get_running_loop().create_future()
+        req.done = done
         self.total_requests += 1
         self.total_prompt_tokens += req.prompt_tokens
         self.waiting.append(req)
         self.wakeup.set()
+        return done
 
     def abort(self, rid: str | None = None) -> int:
         n = 0

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 
 MAX_BODY = 64 * 1024 * 1024
-_DIRTY: list["Response"] = []   # responses with buffered stream chunks, written by flush_dirty()
+_DIRTY: list[Response] = []   # responses with buffered stream chunks, written by flush_dirty()
 
 
 def flush_dirty() -> None:

@@ -163,8 +163,7 @@ class Runner:
                           "AssertionError: <Response [500]>\n")
             self.die()
         r = completions.make_request("The capital city of France is", 7, 8, False, False, 0)
-        engine.submit(r)
-        await r.done
+        await engine.submit(r)
         self.log.access("127.0.0.1:40002", "POST", "/generate", 200)
         self.log.info("The server is fired up and ready to roll!")
         server.state = "ready"

@@ -61,8 +61,7 @@ class SimServer:
             resp.send(503, b"")
             return
         r = self.completions.make_request("health", 1, 1, False, True, 0)
-        self.engine.submit(r)
-        await r.done
+        await self.engine.submit(r)
         resp.send(200, b"")
 
     async def ready(self, req: Request, resp: Response) -> None:

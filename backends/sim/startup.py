@@ -41,6 +41,7 @@ class Startup:
         self.args = args
         self.log = log
         self.timings: dict[str, float] = {}
+        self.graph_s: dict[str, float] = {}  # CUDA graph capture seconds, by graph name
 
     async def pause(self, fraction: float) -> None:
         if self.args.load_seconds > 0:
@@ -71,7 +72,8 @@ class Startup:
         self.log.info(f"Load weight begin. avail mem={avail:.2f} GB")
         if kind != "DFlashDraftModel":
             await self.hang_if("load")
-        desc = "Loading safetensors checkpoint shards" if self.args.version == "0.5.11" else "Multi-thread loading shards"
+        old = self.args.version == "0.5.11"
+        desc = "Loading safetensors checkpoint shards" if old else "Multi-thread loading shards"
         await self._bar(desc, shards, seconds, "shards")
         elapsed = time.monotonic() - t0
         self.log.info(f"Load weight end. elapsed={elapsed:.2f} s, type={kind}, avail mem={avail - usage:.2f} GB, "
@@ -81,7 +83,8 @@ class Startup:
         self.log.info("Scheduler hit an exception: Traceback (most recent call last):\n"
                       '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", '
                       "line 3021, in run_scheduler_process\n"
-                      "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)\n"
+                      "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, "
+                      "dp_rank)\n"
                       f"{text}\n")
         self.log.info("Received sigquit from a child process. It usually means the child failed.")
         raise StartupFailed(text)
@@ -101,7 +104,7 @@ class Startup:
                           f"compact_cache={a.window is not None}")
             self.log.info("DFLASH draft runner ready. mask_token=<|MASK|>, mask_token_id=151669, "
                           f"block_size={a.block_size}")
-            if a.algorithm == "DDTREE":
+            if a.algorithm == "DDTREE" and a.budget is not None:
                 self.log.info(f"Initialized DDTree worker. block_size={a.block_size}, tree_budget={a.budget}, "
                               f"max_tree_nodes={a.budget + 1}")
         self.timings["load_weight"] = time.monotonic() - t0
@@ -119,7 +122,7 @@ class Startup:
         self.log.info(f"max_total_num_tokens={tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
                       f"max_running_requests={a.max_running_requests}, context_len={ctx}, available_gpu_mem=7.86 GB")
         if a.version != "0.5.11":
-            graphs = ", ".join(f"'{k}': {v:.2f}" for k, v in self.timings.get("graphs", {}).items())
+            graphs = ", ".join(f"'{k}': {v:.2f}" for k, v in self.graph_s.items())
             self.log.info(f"Engine startup timings (s): load_weight={self.timings['load_weight']:.2f}, "
                           f"kv_cache_allocation={self.timings['kv_cache_allocation']:.2f}, "
                           f"scheduler_e2e={time.monotonic() - t0:.2f}, cuda_graph={{{graphs}}}, tokenizer_e2e=0.41")
@@ -129,7 +132,7 @@ class Startup:
         a, L = self.args, self.args.load_seconds
         names = ["target verify", "draft verify"] if a.speculative else ["target decode"]
         bs_list = [b for b in CAPTURE_BS if b <= a.max_running_requests] or [1]
-        self.timings["graphs"] = {}
+        self.graph_s = {}
         for idx, name in enumerate(names):
             t = time.monotonic()
             ntok = a.block_size if a.speculative else 1
@@ -154,7 +157,7 @@ class Startup:
                            "GPU 0 has a total capacity of 79.19 GiB of which 1.12 GiB is free.\n"
                            + POSSIBLE_SOLUTIONS + OOM)
             elapsed = time.monotonic() - t
-            self.timings["graphs"][name] = elapsed
+            self.graph_s[name] = elapsed
             if a.version == "0.5.11":
                 self.log.info(f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. mem usage=0.81 GB. "
                               f"avail mem={8.97 - idx * 0.9:.2f} GB.")

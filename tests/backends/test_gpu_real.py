@@ -79,7 +79,7 @@ def test_device_totals_agree_with_nvidia_smi(sampler, allocator):
     snap = sampler.sample()
     smi = smi_totals()
     assert len(smi) == len(snap.devices)
-    for dev, (used_mib, total_mib) in zip(snap.devices, smi):
+    for dev, (used_mib, total_mib) in zip(snap.devices, smi, strict=True):
         print(f"GPU {dev.index}: ddtune {dev.memory_used / 2**20:.0f}/{dev.memory_total / 2**20:.0f} MiB, "
               f"nvidia-smi {used_mib}/{total_mib} MiB")
         assert abs(dev.memory_total / 2**20 - total_mib) <= 1

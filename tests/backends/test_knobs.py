@@ -7,7 +7,8 @@ from backends.errors import ConfigError
 from backends.knobs import help_flags, plan_launch
 
 PREFIX = ("python3", "-m", "sglang.launch_server")
-BASE = "usage: launch_server.py [-h] --model-path MODEL_PATH [--port PORT]\n  --speculative-algorithm {EAGLE,DFLASH}\n" \
+BASE = "usage: launch_server.py [-h] --model-path MODEL_PATH [--port PORT]\n" \
+       "  --speculative-algorithm {EAGLE,DFLASH}\n" \
        "  --speculative-draft-model-path SPECULATIVE_DRAFT_MODEL_PATH\n  --speculative-num-draft-tokens N\n"
 HELP_0511 = BASE + "  --speculative-dflash-draft-window-size SPECULATIVE_DFLASH_DRAFT_WINDOW_SIZE\n"
 HELP_0512 = HELP_0511 + "  --speculative-draft-window-size SPECULATIVE_DRAFT_WINDOW_SIZE\n"
@@ -100,7 +101,8 @@ def test_window_below_block_size_is_refused():
 
 
 def test_window_below_explicit_block_size_from_extra_args():
-    config = ServerConfig(backend="sglang", extra_args=("--speculative-num-draft-tokens", "32")).with_knobs({"window": 24})
+    config = ServerConfig(backend="sglang", extra_args=("--speculative-num-draft-tokens", "32"))
+    config = config.with_knobs({"window": 24})
     with pytest.raises(ConfigError):
         plan_launch(config, HELP_0523, PREFIX, "0.5.23")
 

@@ -2,6 +2,7 @@
 
 import asyncio
 import socket
+from pathlib import Path
 
 import psutil
 import pytest
@@ -135,7 +136,7 @@ async def test_restarts_within_one_second_each_get_their_own_log(tmp_path, state
     logs = [first.log_path, second.log_path, third.log_path]
     assert len(set(logs)) == 3
     for state in (first, second, third):
-        text = open(state.log_path).read()
+        text = Path(state.log_path).read_text()
         assert text.count("Started server process") == 1 and f"[{state.pid}]" in text
 
 

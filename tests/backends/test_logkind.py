@@ -138,7 +138,8 @@ def test_kind_from_event(text, kind):
 
 def test_event_wins_over_the_text():
     """A Decode batch line that happens to carry ERROR in its text is still a decode line."""
-    text = f"[{T} TP0] Decode batch, #running-req: 1, #token: 9, token usage: 0.01, gen throughput (token/s): 1.0, ERROR"
+    text = (f"[{T} TP0] Decode batch, #running-req: 1, #token: 9, token usage: 0.01, "
+            "gen throughput (token/s): 1.0, ERROR")
     assert isinstance(parse_line(text), DecodeBatch)
     assert classify(text, parse_line(text)) == "decode"
     assert classify(text, None) == "error"  # without the event, the text would decide

@@ -33,8 +33,8 @@ def test_bare_exception_after_ready_is_not_fatal_but_before_ready_is():
     after = summarize([line(1, "The server is fired up and ready to roll!"), "ValueError: bad request body"])
     assert after.ready and after.fatal is None
     before = summarize(["ValueError: --speculative-draft-window-size must be positive, got 0."])
-    assert before.to_json()["fatal"] == {"kind": "other",
-                                        "message": "ValueError: --speculative-draft-window-size must be positive, got 0."}
+    assert before.to_json()["fatal"] == {
+        "kind": "other", "message": "ValueError: --speculative-draft-window-size must be positive, got 0."}
 
 
 def test_fatal_choice_prefers_the_root_cause():

@@ -53,7 +53,8 @@ async def test_up_streams_typed_events_in_order(tmp_path, state_dir, groups):
         phases = seen.phases()
         assert phases.index("loading-weights") < phases.index("capturing-graphs") < phases.index("warmup")
         checks = {c.name: c for c in seen.of(Verified)[0].checks}
-        assert (checks["window"].requested, checks["window"].effective, checks["window"].status) == (2048, 2048, "verified")
+        window = checks["window"]
+        assert (window.requested, window.effective, window.status) == (2048, 2048, "verified")
         settled = seen.of(Settled)
         assert len(settled) == 1 and settled[0].state.pid == state.pid and settled[0].state.phase == "ready"
         # the one reader keeps reading after ready: the pane gets the whole log, parsed once

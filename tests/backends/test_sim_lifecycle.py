@@ -52,14 +52,15 @@ def test_startup_log_in_sglang_order(start_sim):
              "Initialized DFLASH draft runner. attention_backend=flashinfer, model=DFlashDraftModel, "
              "block_size=16, draft_window_size=2048, compact_cache=True",
              "KV Cache is allocated. dtype: torch.bfloat16, #tokens:", "Memory pool end.",
-             "Capture target verify CUDA graph begin.", "Capturing batches (bs=", "Capture target verify CUDA graph end.",
+             "Capture target verify CUDA graph begin.", "Capturing batches (bs=",
+             "Capture target verify CUDA graph end.",
              "max_total_num_tokens=", "Engine startup timings (s):",
              f"INFO:     Started server process [{sim.pid}]", "INFO:     Waiting for application startup.",
              "INFO:     Application startup complete.",
              f"INFO:     Uvicorn running on http://127.0.0.1:{sim.port} (Press CTRL+C to quit)",
              '"GET /model_info HTTP/1.1" 200', "Prefill batch, #new-seq: 1", READY_LINE]
     positions = [text.find(s) for s in order]
-    assert -1 not in positions, [s for s, p in zip(order, positions) if p == -1]
+    assert -1 not in positions, [s for s, p in zip(order, positions, strict=True) if p == -1]
     assert positions == sorted(positions)
     assert text.count("\rMulti-thread loading shards:") >= 5  # tqdm redraws with \r
     assert "Initialized DDTree worker" not in text

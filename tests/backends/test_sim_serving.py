@@ -51,7 +51,7 @@ def test_generate_streaming_cumulative_text_and_final_meta(dflash):
     chunks = events[:-1]
     assert len(chunks) >= 2
     texts = [e["text"] for e in chunks]
-    assert all(b.startswith(a) for a, b in zip(texts, texts[1:]))
+    assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False))
     assert "spec_verify_ct" not in chunks[0]["meta_info"]
     last = chunks[-1]["meta_info"]
     assert last["completion_tokens"] == 40 and last["spec_verify_ct"] >= 1
@@ -82,8 +82,8 @@ def test_chat_streaming_with_spec_details_and_usage(dflash):
     assert fin["choices"][0]["finish_reason"] == "stop"
     details = fin["sglext"]["spec_tokens_details"]
     assert usage["choices"] == [] and usage["usage"]["completion_tokens"] > 0
-    assert details["spec_accept_length"] == pytest.approx(usage["usage"]["completion_tokens"] / details["spec_verify_ct"],
-                                                          rel=1e-3)
+    tokens = usage["usage"]["completion_tokens"]
+    assert details["spec_accept_length"] == pytest.approx(tokens / details["spec_verify_ct"], rel=1e-3)
     # several tokens per chunk: speculative decoding streams accepted runs
     assert len(mid) < usage["usage"]["completion_tokens"]
 
@@ -134,7 +134,7 @@ def test_decode_lines_metrics_server_info(dflash):
     httpx.post(dflash.url + "/generate", json={"text": "hi", "sampling_params": {"max_new_tokens": 200,
                                                                                   "ignore_eos": True}}, timeout=60)
     text = dflash.wait_for("Decode batch")
-    line = next(l for l in text.splitlines() if "Decode batch" in l)
+    line = next(ln for ln in text.splitlines() if "Decode batch" in ln)
     assert "accept len: " in line and "accept rate: " in line and line.rstrip().endswith("#queue-req: 0")
     assert "Prefill batch, #new-seq: 1, #new-token: 1," in text
     metrics = httpx.get(dflash.url + "/metrics", timeout=30).text
@@ -144,7 +144,8 @@ def test_decode_lines_metrics_server_info(dflash):
     assert info["version"] == "0.5.23" and "--speculative-draft-window-size" in info["launch_command"]
     assert info["internal_states"][0]["avg_spec_accept_length"] > 1
     assert httpx.post(dflash.url + "/flush_cache", timeout=30).status_code == 200
-    assert httpx.get(dflash.url + "/server_info", timeout=30).json()["internal_states"][0]["avg_spec_accept_length"] == 0
+    info = httpx.get(dflash.url + "/server_info", timeout=30).json()
+    assert info["internal_states"][0]["avg_spec_accept_length"] == 0
 
 
 def test_metrics_off_by_default_and_api_key(start_sim):
@@ -162,9 +163,9 @@ def test_abort_all_ends_stream(start_sim):
         with c.stream("POST", sim.url + "/generate", timeout=60, json={
                 "text": "hi", "stream": True, "sampling_params": {"max_new_tokens": 100000, "ignore_eos": True}}) as r:
             lines = r.iter_lines()
-            next(l for l in lines if l.startswith("data: {"))
+            next(ln for ln in lines if ln.startswith("data: {"))
             assert httpx.post(sim.url + "/abort_request", json={"abort_all": True}, timeout=30).status_code == 200
-            rest = [l for l in lines if l.startswith("data: ")]
+            rest = [ln for ln in lines if ln.startswith("data: ")]
     assert rest[-1] == "data: [DONE]"
     assert json.loads(rest[-2][6:])["meta_info"]["finish_reason"]["type"] == "abort"
 
@@ -182,7 +183,7 @@ def test_client_disconnect_aborts_request(start_sim):
         with c.stream("POST", sim.url + "/v1/chat/completions", timeout=60, json={
                 "messages": [{"role": "user", "content": "hi"}], "stream": True, "ignore_eos": True,
                 "max_tokens": 1000000}) as r:
-            next(l for l in r.iter_lines() if '"content"' in l)
+            next(ln for ln in r.iter_lines() if '"content"' in ln)
     # the server notices on its next writes and aborts; nothing keeps running
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

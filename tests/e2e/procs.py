@@ -10,7 +10,8 @@ STUBBORN_TREE = r"""
 import os, signal, subprocess, sys, time
 signal.signal(signal.SIGHUP, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-ignore = "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+ignore = ("import signal, time; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+          "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)")
 child = subprocess.Popen([sys.executable, "-c", ignore])
 escaped = subprocess.Popen([sys.executable, "-c", ignore], start_new_session=True)
 print("pids", os.getpid(), child.pid, escaped.pid, flush=True)

@@ -78,7 +78,7 @@ def test_main_json_and_table(capsys):
     assert main(["--cmd", cmd, "--settle", "0", "--duration", "0.3"]) == 0
     table = capsys.readouterr().out
     assert "% of a core" in table
-    for name, pct, _ in REFERENCES:
+    for name, _, _ in REFERENCES:
         assert name in table
     assert "nvitop" in table and " 1.0 " in table and "530" in table
 

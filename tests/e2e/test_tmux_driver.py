@@ -111,7 +111,7 @@ def test_cleanup_after_a_failing_test_body():
     with pytest.raises(ZeroDivisionError):
         with TmuxSession([sys.executable, "-c", STUBBORN_TREE]) as tmux:
             pids = started_pids(tmux)
-            1 / 0
+            raise ZeroDivisionError("the test body fails")
     assert [pid for pid in [*pids, tmux.server_pid] if not gone(pid)] == []
 
 

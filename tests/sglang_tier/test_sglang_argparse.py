@@ -80,7 +80,7 @@ def test_every_preset_builds_a_command_sglang_accepts(help_text):
         argvs.append(list(plan.argv[3:]))
         expected.append((name, plan.expected["window_size"]))
     results = sglang_parse(argvs)
-    for (name, window), result in zip(expected, results):
+    for (name, window), result in zip(expected, results, strict=True):
         assert result["ok"], (name, result)
         assert result["window"] == window, name
         assert result["algorithm"].upper() == "DFLASH" and result["draft"] == "z-lab/Qwen3-8B-DFlash-b16"

@@ -11,7 +11,8 @@ LOADING = ServerView(
 )
 READY_MISMATCH = ServerView(
     pid=4242, url="http://127.0.0.1:30000", version="0.5.23", phase="ready", uptime_s=300,
-    knobs=(KnobRow("budget", "8", "8", True), KnobRow("topk", "4", "4", True), KnobRow("window", "2048", "None", False)),
+    knobs=(KnobRow("budget", "8", "8", True), KnobRow("topk", "4", "4", True),
+           KnobRow("window", "2048", "None", False)),
 )
 NO_GPU = GpuView(available=False, reason="no NVIDIA driver found (libnvidia-ml.so.1 not loadable)")
 EIGHT_GPUS = GpuView(
@@ -23,10 +24,12 @@ EIGHT_GPUS = GpuView(
 )
 LOG = [
     "[2026-11-30 09:00:08] Load weight begin. avail mem=138.20 GB",
-    "[2026-11-30 09:00:14] Load weight end. elapsed=6.01 s, type=Qwen3ForCausalLM, avail mem=122.80 GB, mem usage=15.40 GB.",
+    "[2026-11-30 09:00:14] Load weight end. elapsed=6.01 s, type=Qwen3ForCausalLM, avail mem=122.80 GB, "
+    "mem usage=15.40 GB.",
     "[2026-11-30 09:00:15] Initialized DFLASH draft runner. attention_backend=flashinfer, model=DFlashDraftModel, "
     "block_size=16, draft_window_size=None, compact_cache=False",
-    "[2026-11-30 09:00:16] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 700000, K size: 48.06 GB, V size: 48.06 GB",
+    "[2026-11-30 09:00:16] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 700000, K size: 48.06 GB, "
+    "V size: 48.06 GB",
     "[2026-11-30 09:00:34] The server is fired up and ready to roll!",
     "[2026-11-30 09:01:00 TP0] Decode batch, #running-req: 8, #token: 9000, token usage: 0.01, accept len: 6.12, "
     "accept rate: 0.38, cuda graph: True, gen throughput (token/s): 2100.55, #queue-req: 0",
@@ -43,4 +46,5 @@ def feed(screen, server=READY_MISMATCH, gpu=EIGHT_GPUS, points=40, requests=12):
     for i in range(requests):
         screen.post_message(m.RequestFinished({
             "problem": ["fib", "gcd", "is_palindrome", "word_count"][i % 4], "tokens": 300 + i,
-            "tok_s": 190.0 + i, "accept_len": 6.0 + i / 10, "ttft_s": 0.041, "verdict": "fail" if i % 5 == 4 else "pass"}))
+            "tok_s": 190.0 + i, "accept_len": 6.0 + i / 10, "ttft_s": 0.041,
+            "verdict": "fail" if i % 5 == 4 else "pass"}))

@@ -95,7 +95,8 @@ async def test_crash_shows_fatal_line(tmp_path, groups):
     async with app.run_test(size=(120, 40)) as pilot:
         # The first fatal line is "Scheduler hit an exception"; the root cause (OOM) follows it, and
         # the panel must end up naming the root cause.
-        await wait_until(pilot, lambda: panel(app).phase == "failed" and "out of memory" in (panel(app).fatal or "").lower(),
+        await wait_until(pilot,
+                         lambda: panel(app).phase == "failed" and "out of memory" in (panel(app).fatal or "").lower(),
                          what="failure naming the OOM")
         groups.track_state()
         assert "CUDA out of memory" in log_text(app)
@@ -148,7 +149,7 @@ async def test_a_headless_restart_beside_the_console_shows_in_the_panel(tmp_path
             await pilot.pause(0.05)
             try:
                 await asyncio.wait_for(proc.wait(), 0.01)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         new = groups.track_state()
         assert proc.returncode == 0 and new["pid"] != first_pid

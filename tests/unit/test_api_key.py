@@ -5,6 +5,7 @@ launch record (the server's own log holds SGLang's server_args dump: 0600 too)."
 import json
 import os
 import stat
+from pathlib import Path
 
 from tests.backends.lifecycle_support import write_config
 from tests.helpers import run_ddtune
@@ -29,7 +30,7 @@ def files_holding(state_dir, text) -> set[str]:
     for root, _, files in os.walk(state_dir):
         for name in files:
             path = os.path.join(root, name)
-            if not os.path.islink(path) and text.encode() in open(path, "rb").read():
+            if not os.path.islink(path) and text.encode() in Path(path).read_bytes():
                 found.add(os.path.relpath(path, state_dir))
     return found
 
@@ -51,7 +52,8 @@ def test_managed_server_with_api_key_is_ready_verified_and_the_key_stays_secret(
 
     # no --api-key, no DDTUNE_API_KEY: bench finds the key of the server ddtune launched
     bench = run_ddtune("--config", str(cfg), "bench", "--contexts", "60", "--concurrency", "1",
-                       "--requests-per-cell", "2", "--max-tokens", "16", "--json", timeout=120, **{"DDTUNE_API_KEY": ""})
+                       "--requests-per-cell", "2", "--max-tokens", "16", "--json", timeout=120,
+                       **{"DDTUNE_API_KEY": ""})
     assert bench.returncode == 0, bench.stderr
     outputs.append(bench.stdout + bench.stderr)
 
@@ -81,7 +83,8 @@ def test_launch_record_is_0600_and_holds_the_real_key(tmp_path, state_dir, group
 def test_bench_uses_ddtune_api_key_and_a_missing_key_says_how_to_fix_it(tmp_path, state_dir, start_sim):
     sim = start_sim("--api-key", KEY)
     url = f"http://127.0.0.1:{sim.port}"
-    args = ("bench", "--url", url, "--contexts", "60", "--concurrency", "1", "--requests-per-cell", "1", "--max-tokens", "8")
+    args = ("bench", "--url", url, "--contexts", "60", "--concurrency", "1", "--requests-per-cell", "1",
+            "--max-tokens", "8")
     ok = run_ddtune(*args, "--json", timeout=120, DDTUNE_API_KEY=KEY)
     assert ok.returncode == 0, ok.stderr
     assert KEY not in ok.stdout + ok.stderr

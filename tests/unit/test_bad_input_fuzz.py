@@ -214,7 +214,8 @@ SLOT = st.fixed_dictionaries({"slot": st.fixed_dictionaries({}, optional={
     "config": st.sampled_from(["a", "b"]) | JSON_VALUES, "repeat": NUMBERS, "key": st.just("s") | JSON_VALUES})
     | JSON_VALUES}, optional={"status": st.sampled_from(["done", "failed"]) | JSON_VALUES,
                               "bench_dir": st.none() | st.text(max_size=4), "reason": JSON_VALUES,
-                              "finished_at": NUMBERS, "server": table(["restarted", "restart_s", "phases"], NUMBERS, 3)})
+                              "finished_at": NUMBERS,
+                              "server": table(["restarted", "restart_s", "phases"], NUMBERS, 3)})
 SWEEP = st.fixed_dictionaries({}, optional={"plan": st.fixed_dictionaries({}, optional={
     "configs": st.lists(table(["name", "baseline"], st.sampled_from(["a", "b"]) | JSON_VALUES, 2), max_size=2)
     | JSON_VALUES}) | JSON_VALUES, "started_at": NUMBERS, "finished_at": NUMBERS}) | JSON_VALUES
@@ -288,7 +289,8 @@ def test_inspect_any_log(data, as_json):
             assert out.startswith(f"log: {path}")
 
 
-ANY_FINITE = st.floats(min_value=0, allow_infinity=False) | st.sampled_from([0, 5e-324, 1e-300, 1e300, 1.7e308, 2**63 - 1])
+ANY_FINITE = (st.floats(min_value=0, allow_infinity=False)
+              | st.sampled_from([0, 5e-324, 1e-300, 1e300, 1.7e308, 2**63 - 1]))
 VALID_CELL = st.fixed_dictionaries({
     "context": st.just(1024), "concurrency": st.sampled_from([1, 8]), "output_tok_s": ANY_FINITE,
     "requests": st.integers(0, 2**63 - 1), "errors": st.integers(0, 2**63 - 1),

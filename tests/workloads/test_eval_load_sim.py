@@ -4,6 +4,7 @@ import asyncio
 import json
 import os
 import signal
+from pathlib import Path
 
 from tests.helpers import run_ddtune
 from tests.workloads.sim_args import FAST, INLINE, SEPARATED, SPEC
@@ -29,7 +30,7 @@ def test_code_in_thinking_never_graded_separated_and_inline(start_sim, state_dir
         assert doc["summary"]["pass"] == 5, (args, doc["results"])
         assert [r["problem"] for r in doc["results"]] == list(FIVE)
         responses = os.path.join(doc["run_dir"], "responses.jsonl")
-        assert len(open(responses).read().splitlines()) == 5
+        assert len(Path(responses).read_text().splitlines()) == 5
 
 
 def test_wrong_final_answers_fail_and_regrade_agrees(start_sim, state_dir):
@@ -108,7 +109,7 @@ def test_load_cli_json_summary(start_sim, state_dir):
     doc = json.loads(out.stdout)
     assert doc["reason"] == "duration" and doc["finished"] > 0 and doc["errors"] == 0
     assert sum(doc["verdicts"].values()) == doc["finished"]
-    lines = open(os.path.join(doc["run_dir"], "responses.jsonl")).read().splitlines()
+    lines = Path(doc["run_dir"], "responses.jsonl").read_text().splitlines()
     assert len(lines) >= doc["finished"]
 
 
@@ -123,7 +124,7 @@ def test_load_cli_stops_cleanly_on_sigint(start_sim, state_dir):
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         line = proc.stdout.readline()  # the first per-second status line: the load is running
-        assert "tok/s 1s" in line, proc.stderr.read() if not line else line
+        assert "tok/s 1s" in line, line or proc.stderr.read()
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:

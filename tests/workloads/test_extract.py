@@ -1,5 +1,8 @@
 """Answer extraction: thinking is never graded, the last answer block wins, truncation is named."""
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from workloads.extract import answer_part, extract_code, fenced_blocks
 
 GOOD = "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a"
@@ -87,10 +90,6 @@ def test_answer_part_rules():
 def test_fenced_blocks_longer_fences_and_tildes():
     blocks, unclosed = fenced_blocks("````python\na\n```\nb\n````\n~~~\nc\n~~~")
     assert [b.code for b in blocks] == ["a\n```\nb", "c"] and not unclosed
-
-
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 TEXT = st.text(alphabet=st.sampled_from(list("ab def():\n`~<>/think")), max_size=200)
 

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import psutil
@@ -259,8 +260,8 @@ def test_api_key_reaches_the_server_but_not_argv_or_environ(start_sim, workers, 
         load = LoadProcess(tick_s=0.2)
         workers.append(load)
         await load.start(sim.url, key, concurrency=2, max_tokens=400, problems=["fib"])
-        cmdline = open(f"/proc/{load.pid}/cmdline", "rb").read()
-        environ = open(f"/proc/{load.pid}/environ", "rb").read()
+        cmdline = Path(f"/proc/{load.pid}/cmdline").read_bytes()
+        environ = Path(f"/proc/{load.pid}/environ").read_bytes()
         seen = await until(load.events(), lambda s: len(graded(s)) >= 1)
         await load.stop()
         return cmdline, environ, seen

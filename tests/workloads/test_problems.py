@@ -50,7 +50,8 @@ def test_select_unknown_id_names_it():
 
 def test_bad_problems_file_names_the_field(tmp_path):
     bad = tmp_path / "p.toml"
-    bad.write_text('[[problem]]\nid = "x"\nsignature = "def x():"\nprompt = "p"\nsolution = "def x(): pass"\ntests = []\n')
+    bad.write_text('[[problem]]\nid = "x"\nsignature = "def x():"\nprompt = "p"\n'
+                   'solution = "def x(): pass"\ntests = []\n')
     with pytest.raises(ConfigError) as err:
         load_problems(bad)
     assert "'tests'" in err.value.message
@@ -66,7 +67,8 @@ def test_a_test_the_sandbox_cannot_judge_is_refused_at_load(tmp_path):
     assert "CALL == VALUE" in err.value.hint
 
 
-GOOD = '[[problem]]\nid = "x"\nsignature = "def x():"\nprompt = "p"\nsolution = "def x(): pass"\ntests = ["x() is None"]\n'
+GOOD = ('[[problem]]\nid = "x"\nsignature = "def x():"\nprompt = "p"\nsolution = "def x(): pass"\n'
+        'tests = ["x() is None"]\n')
 
 
 @pytest.mark.parametrize("data, match", [

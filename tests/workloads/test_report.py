@@ -36,7 +36,8 @@ def make_sweep(tmp_path, speeds, repeats=1, failed=(), baseline=True):
             continue
         bench = store.slot_dir(slot) / "bench"
         bench.mkdir()
-        (bench / "run.json").write_text(json.dumps({"kind": "bench", "sweep": {"config": configs[names.index(slot.config)].to_json()}}))
+        config = configs[names.index(slot.config)].to_json()
+        (bench / "run.json").write_text(json.dumps({"kind": "bench", "sweep": {"config": config}}))
         rows = [cell(ctx, conc, speeds[slot.config][(ctx, conc)][slot.repeat - 1],
                      None if slot.config == "baseline" else 3.5) for ctx, conc in CELLS]
         (bench / "cells.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -44,7 +45,8 @@ def make_sweep(tmp_path, speeds, repeats=1, failed=(), baseline=True):
                  "spec_verify_ct": 18} for (ctx, conc) in CELLS for i, v in enumerate([10.0] * 8)]
         (bench / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in resp))
         store.append(SlotRecord(slot, "done", None, str(bench), None,
-                                {"restarted": True, "restart_s": 4.0, "phases": {"loading": 3.0, "capture": 1.0}}, 1, 2))
+                                {"restarted": True, "restart_s": 4.0,
+                                 "phases": {"loading": 3.0, "capture": 1.0}}, 1, 2))
     store.update(finished_at=store.read()["started_at"] + 40.0)
     return store.path
 

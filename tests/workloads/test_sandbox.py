@@ -152,7 +152,7 @@ def test_a_forced_mode_that_cannot_run_says_why(monkeypatch):
 
 def test_no_process_of_a_run_outlives_it(sandbox_mode):
     tok = token()
-    code = f"import os\nif os.fork() == 0:\n" + "".join("    " + l + "\n" for l in
+    code = "import os\nif os.fork() == 0:\n" + "".join("    " + stmt + "\n" for stmt in
            ["import sys", f"os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(60)', {tok!r}])"])
     code += "import time\ntime.sleep(0.5)\ndef f():\n    return 1"
     assert run_tests(code, "f", ["f() == 1"], audit=False).verdict == "pass"

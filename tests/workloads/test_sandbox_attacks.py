@@ -176,7 +176,8 @@ EQ_TRUE = "    def __eq__(self, other):\n        return True\n"
     f"class Liar:\n{EQ_TRUE}    __hash__ = object.__hash__\nvalue = Liar()",
     f"class Liar(int):\n{EQ_TRUE}    __hash__ = int.__hash__\nvalue = Liar(0)",
     f"class Liar(str):\n{EQ_TRUE}    __hash__ = str.__hash__\nvalue = Liar('x')",
-    "class Liar:\n    def __repr__(self):\n        return '55'\n    def __iter__(self):\n        return iter([5])\nvalue = Liar()",
+    "class Liar:\n    def __repr__(self):\n        return '55'\n"
+    "    def __iter__(self):\n        return iter([5])\nvalue = Liar()",
     "class Liar(list):\n    def __iter__(self):\n        return iter([5, 5])\nvalue = Liar()",
     "class Liar(dict):\n    def items(self):\n        return [('a', 55)]\nvalue = [1, {'a': Liar()}]",
 ])

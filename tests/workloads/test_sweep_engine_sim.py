@@ -128,7 +128,8 @@ def test_a_slot_cut_short_mid_bench_keeps_its_cells_and_runs_only_the_missing_on
     assert [(c["context"], c["concurrency"]) for c in cells] == [(60, 1), (60, 2)]
     assert cells[0]["output_tok_s"] == 12345.0  # kept, not re-measured
     run_doc = json.loads((bench / "run.json").read_text())
-    assert run_doc["status"] == "done" and len(run_doc["resumed_at"]) == 1 and run_doc["sweep"]["slot"] == "01-b8-t4-w2048-r1"
+    assert run_doc["status"] == "done" and len(run_doc["resumed_at"]) == 1
+    assert run_doc["sweep"]["slot"] == "01-b8-t4-w2048-r1"
 
 
 def test_a_server_that_dies_mid_bench_fails_its_slot_and_the_next_config_runs(tmp_path, state_dir, controller):

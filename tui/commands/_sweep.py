@@ -19,7 +19,8 @@ def add_matrix_options(parser, contexts: list[int], concurrency: list[int], max_
                         help="requests measured per cell (default: 2 x concurrency, at least 8)")
     parser.add_argument("--warmup", type=non_negative_int, default=None, metavar="N",
                         help="unrecorded requests before each cell (default 1)")
-    parser.add_argument("--out", metavar="DIR", help="the sweep's folder (default: $DDTUNE_STATE_DIR/runs/<time>-sweep)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="the sweep's folder (default: $DDTUNE_STATE_DIR/runs/<time>-sweep)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the interrupted sweep in --out DIR (default: the latest one)")
     parser.add_argument("--keep-server", action="store_true",
@@ -68,8 +69,8 @@ class EventPrinter:
             w(f"    cell {event.cells_done}/{event.cells_total}: ctx {c['context']} c {c['concurrency']}: "
               f"{tok or 0:.1f} tok/s" + (f", accept {acc:.2f}" if acc else "") + self._eta(event.eta_s))
         elif isinstance(event, ev.EvalFinished):
-            s = event.summary
-            w(f"    coding eval: pass {s.get('pass', 0)}/{sum(s.values())}")
+            verdicts = event.summary
+            w(f"    coding eval: pass {verdicts.get('pass', 0)}/{sum(verdicts.values())}")
         elif isinstance(event, ev.SlotFinished):
             r = event.record
             if r.status != "done":

@@ -114,21 +114,22 @@ def format_table(cells: list[dict], run: dict) -> str:
         t, i, a = c["ttft_ms"], c["itl_ms"], c["acceptance"]
         row = [str(c["context"]), _f(c["prompt_tokens"]["mean"]), str(c["concurrency"]), str(c["requests"]),
                str(c["errors"]), _f(c["output_tok_s"], ".1f"), _f(c["per_stream_tok_s"]["p50"], ".1f"),
-               f"{_f(t['p50'])}/{_f(t['p95'])}/{_f(t['p99'])}", f"{_f(i['p50'], '.1f')}/{_f(i['p95'], '.1f')}/{_f(i['p99'], '.1f')}",
+               f"{_f(t['p50'])}/{_f(t['p95'])}/{_f(t['p99'])}",
+               f"{_f(i['p50'], '.1f')}/{_f(i['p95'], '.1f')}/{_f(i['p99'], '.1f')}",
                f"{_f(a['mean'], '.2f')}/{_f(a['p50'], '.2f')}"]
         if coding:
             v = c.get("verdicts") or {}
             row.append(f"{v.get('pass', 0)}/{sum(v.values())}")
         rows.append(row)
     widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h) for k, h in enumerate(head)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
-    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths)) for r in rows]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True))]
+    lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
     server = run.get("server") or {}
     lines.append("")
     lines.append(f"server {server.get('url')}  version {server.get('version') or '?'}  "
                  f"gpu {', '.join((run.get('host') or {}).get('gpus') or []) or 'none'}")
     if coding:
-        total = {}
+        total: dict[str, int] = {}
         for c in cells:
             for k, v in (c.get("verdicts") or {}).items():
                 total[k] = total.get(k, 0) + v

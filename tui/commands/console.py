@@ -20,7 +20,8 @@ def run(args) -> int:
         from backends.errors import UsageError
 
         raise UsageError(f"--load {load}: the coding load needs at least 1 stream", hint="e.g. ddtune --load 8")
-    controller = ConsoleController(config, simulated=simulated, load_concurrency=load or 8, autostart_load=load is not None)
+    controller = ConsoleController(config, simulated=simulated, load_concurrency=load or 8,
+                                   autostart_load=load is not None)
     app = DdtuneApp(controller, note=config_note)
     app.run()
     return 0

@@ -68,7 +68,7 @@ def run(args) -> int:
     if owner is None:
         _line(True, "port", f"{config.port} is free" if config.backend != "endpoint" else config.base_url)
     elif ours:
-        _line(True, "port", f"{config.port} is held by our server pid {state.pid}")
+        _line(True, "port", f"{config.port} is held by our server pid {owner.pid}")
     else:
         failed = True
         _line(False, "port", f"{owner.describe()} (fix: stop it or change [server] port)")

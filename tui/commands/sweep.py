@@ -29,7 +29,8 @@ def add_arguments(parser) -> None:
 
     parser.add_argument("presets", nargs="*", metavar="PRESET",
                         help="knob presets: shipped names (b8-t4-w2048, ...) or preset .toml files")
-    parser.add_argument("--plan", metavar="FILE", help="a TOML sweep plan (presets, configs, matrix; see docs/sweeps.md)")
+    parser.add_argument("--plan", metavar="FILE",
+                        help="a TOML sweep plan (presets, configs, matrix; see docs/sweeps.md)")
     parser.add_argument("--repeats", type=positive_int, default=None, metavar="N",
                         help="runs of each configuration, interleaved (default 1)")
     parser.add_argument("--baseline", action="store_true",
@@ -55,7 +56,8 @@ def run(args) -> int:
                              hint="ddtune sweep --resume --out DIR")
     else:
         if not args.presets and not args.plan:
-            raise UsageError("name the presets to compare", hint="ddtune sweep b8-t4-w2048 b16-t4-w2048 (or --plan FILE)")
+            raise UsageError("name the presets to compare",
+                             hint="ddtune sweep b8-t4-w2048 b16-t4-w2048 (or --plan FILE)")
         plan = build_plan(args.presets, plan_file=args.plan, repeats=args.repeats, baseline=args.baseline,
                           contexts=args.contexts, concurrency=args.concurrency, max_tokens=args.max_tokens,
                           requests_per_cell=args.requests_per_cell, warmup=args.warmup, coding=args.coding,

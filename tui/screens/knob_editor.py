@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,8 +21,12 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
                 Binding("ctrl+s", "apply", "Apply", id="knobs.apply")]
     DEFAULT_CSS = """
     KnobEditor { align: center middle; }
-    KnobEditor > Vertical { width: 72; height: auto; max-height: 100%; border: thick $accent; padding: 0 1; background: $surface; }
-    KnobEditor Grid { grid-size: 3; grid-columns: 10 16 1fr; grid-rows: 1; grid-gutter: 1 1; height: auto; margin: 1 0; }
+    KnobEditor > Vertical {
+        width: 72; height: auto; max-height: 100%; border: thick $accent; padding: 0 1; background: $surface;
+    }
+    KnobEditor Grid {
+        grid-size: 3; grid-columns: 10 16 1fr; grid-rows: 1; grid-gutter: 1 1; height: auto; margin: 1 0;
+    }
     KnobEditor .error { color: $error; }
     KnobEditor .diff { color: $warning; }
     KnobEditor Horizontal { height: auto; align-horizontal: right; margin-top: 1; }

@@ -7,6 +7,7 @@ events come back as messages. A small matrix keeps it quick; `ddtune sweep` take
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual import work
@@ -16,8 +17,12 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, Checkbox, DataTable, Footer, Header, SelectionList, Static
+from textual.widgets.data_table import RowKey
 
 from tui.widgets.textbars import duration
+
+if TYPE_CHECKING:
+    from tui.app import DdtuneApp
 
 CONTEXTS, CONCURRENCY, MAX_TOKENS = [60, 1024], [1, 8], 256
 
@@ -44,7 +49,7 @@ class SweepScreen(Screen):
         self.presets = presets
         self.matrix = (contexts, concurrency, max_tokens)
         self.running = False
-        self.rows: dict[int, object] = {}
+        self.rows: dict[int, RowKey] = {}
         self.best: dict[int, float] = {}
 
     def compose(self) -> ComposeResult:
@@ -54,7 +59,8 @@ class SweepScreen(Screen):
                                      id="presets")
             with Vertical(id="side"):
                 yield Checkbox("add a speculation-off baseline", value=True, id="baseline")
-                yield Static(f"matrix: contexts {self.matrix[0]}, concurrency {self.matrix[1]}, {self.matrix[2]} tokens, "
+                contexts, concurrency, tokens = self.matrix
+                yield Static(f"matrix: contexts {contexts}, concurrency {concurrency}, {tokens} tokens, "
                              "no eval\n(full options: ddtune sweep --help)")
                 yield Button("Start sweep", variant="primary", id="start")
         yield Static("pick presets and start; the server restarts only when the knobs change", id="status")
@@ -96,8 +102,12 @@ class SweepScreen(Screen):
         from workloads.sweep_plan import SweepStore
         from workloads.sweep_spec import build_plan
 
-        console = self.app.controller
-        if console is not None and console.load_running:
+        console = cast("DdtuneApp", self.app).controller
+        if console is None:  # the app without a managed server (no config): nothing to sweep
+            self.query_one("#status", Static).update("[red]sweep refused: no managed server[/red]")
+            self.running = False
+            return
+        if console.load_running:
             console.toggle_load()  # the sweep needs the server to itself
         try:
             contexts, concurrency, max_tokens = self.matrix
@@ -106,8 +116,8 @@ class SweepScreen(Screen):
             config = console.config
             store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
                                              "model": config.model, "host": host_provenance()}, None, "sweep")
-            controller = ManagedController(config, session=console.session if console is not None else None)
-            engine = SweepEngine(plan, store, controller, on_event=lambda e: self.post_message(SweepEventPosted(e)),
+            controller = ManagedController(config, session=console.session)
+            engine = SweepEngine(plan, store, controller, on_event=self._post_event,
                                  expected_restart_s=controller.expected_restart_s())
             await engine.run()
             self.post_message(SweepEventPosted(("report", str(store.path))))
@@ -118,6 +128,9 @@ class SweepScreen(Screen):
             self.query_one("#status", Static).update(f"[red]sweep refused: {exc}[/red]")
         finally:
             self.running = False
+
+    def _post_event(self, event: object) -> None:  # from the engine, in this screen's worker
+        self.post_message(SweepEventPosted(event))
 
     def on_sweep_event_posted(self, message: SweepEventPosted) -> None:
         from workloads import sweep as s
@@ -140,7 +153,8 @@ class SweepScreen(Screen):
             self._cell(event.slot.index, 3, f"{best:.0f}")
             accept = (event.cell.get("acceptance") or {}).get("mean")
             self._cell(event.slot.index, 4, "-" if accept is None else f"{accept:.2f}")
-            status.update(f"run {event.slot.index + 1}: cell {event.cells_done}/{event.cells_total}, ETA {duration(event.eta_s)}")
+            status.update(f"run {event.slot.index + 1}: cell {event.cells_done}/{event.cells_total}, "
+                          f"ETA {duration(event.eta_s)}")
         elif isinstance(event, s.SlotFinished):
             self._cell(event.record.slot.index, 2, event.record.status)
             self._cell(event.record.slot.index, 5, (event.record.reason or "")[:60])
@@ -165,6 +179,6 @@ class SweepScreen(Screen):
         margin = ""
         if best.margin is not None and best.runner_up:
             margin = f", ahead of {best.runner_up} by {(best.margin.value - 1) * 100:+.1f}%"
-            if best.margin.lo is not None:
+            if best.margin.lo is not None and best.margin.hi is not None:
                 margin += f" (95% CI {(best.margin.lo - 1) * 100:+.1f}% to {(best.margin.hi - 1) * 100:+.1f}%)"
         status.update(f"[b]best overall: {best.config}[/b]{margin}\nfull report: ddtune report {path}")

@@ -16,7 +16,8 @@ class GpuPanel(Widget):
     view: reactive[GpuView] = reactive(lambda: GpuView(available=False, reason="sampling…"))
 
     def watch_view(self, old: GpuView, new: GpuView) -> None:
-        if (old.available, len(old.rows), bool(old.server_summary)) != (new.available, len(new.rows), bool(new.server_summary)):
+        shape = lambda v: (v.available, len(v.rows), bool(v.server_summary))  # what sets the height
+        if shape(old) != shape(new):
             self.refresh(layout=True)
 
     def render(self) -> Group:

@@ -9,12 +9,16 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "red",
                  "no_code": "yellow", "truncated": "yellow", "cancelled (restart)": "grey50"}
+COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("problem", "left"), ("tokens", "right"), ("tok/s", "right"), ("accept", "right"), ("ttft", "right"),
+    ("verdict", "left"))
 
 
 class RequestsTable(Widget):
@@ -42,8 +46,7 @@ class RequestsTable(Widget):
 
     def render(self) -> Table:
         table = Table(box=None, expand=True, padding=(0, 1), header_style="bold")
-        for name, justify in (("problem", "left"), ("tokens", "right"), ("tok/s", "right"),
-                              ("accept", "right"), ("ttft", "right"), ("verdict", "left")):
+        for name, justify in COLUMNS:
             table.add_column(name, justify=justify, no_wrap=True)
         fit = max(self.size.height - 1, 0)
         for row in list(self.rows)[-fit:][::-1] if fit else []:

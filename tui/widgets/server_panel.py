@@ -26,7 +26,8 @@ class ServerPanel(Widget):
     def watch_view(self, old: ServerView, new: ServerView) -> None:
         # Re-layout only when the panel's height may change (fatal/note lines, knob rows); a plain
         # refresh is enough for the per-second ticks.
-        if (bool(old.fatal), bool(old.note), len(old.knobs), old.phase) != (bool(new.fatal), bool(new.note), len(new.knobs), new.phase):
+        shape = lambda v: (bool(v.fatal), bool(v.note), len(v.knobs), v.phase)
+        if shape(old) != shape(new):
             self.refresh(layout=True)
 
     def render(self) -> Group:

@@ -24,4 +24,4 @@ def next_power_of_2(n):
     return 1 << (int(n) - 1).bit_length()
 
 
-from triton import language  # noqa: E402
+from triton import language as language  # noqa: E402  (`as`: re-exported, `import triton` makes triton.language usable)
