@@ -60,7 +60,7 @@ class ServerConfig:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         return f"http://{host}:{self.port}"
 
-    def with_knobs(self, updates: dict[str, KnobValue]) -> "ServerConfig":
+    def with_knobs(self, updates: dict[str, KnobValue]) -> ServerConfig:
         merged = dict(self.knobs)
         merged.update(updates)
         return replace(self, knobs=merged)
@@ -126,16 +126,23 @@ def _parse_route(source: str, name: str, raw: Any) -> KnobRoute:
     expect(source, where, raw, dict, fix)
     unknown = set(raw) - _MAP_FIELDS
     if unknown:
-        raise _fail(source, f"{where}.{key_name(sorted(unknown)[0])}", "unknown field", f"use only {sorted(_MAP_FIELDS)}")
+        raise _fail(source, f"{where}.{key_name(sorted(unknown)[0])}", "unknown field",
+                    f"use only {sorted(_MAP_FIELDS)}")
     if ("flag" in raw) == ("env" in raw):
         raise _fail(source, where, "needs exactly one of 'flag' or 'env'", fix)
     flag = _long_flag(source, f"{where}.flag", raw["flag"], fix) if "flag" in raw else None
     env = _env_name(source, f"{where}.env", raw["env"], fix) if "env" in raw else None
     offset = expect(source, f"{where}.offset", raw.get("offset", 0), int, "e.g. offset = 1")
-    switch = _long_flag(source, f"{where}.switch", raw["switch"], 'switch = "--enable-my-feature"') \
-        if "switch" in raw else None
-    algorithm = expect(source, f"{where}.algorithm", raw["algorithm"], str, 'algorithm = "DFLASH"') \
-        if "algorithm" in raw else None
+    switch = (
+        _long_flag(source, f"{where}.switch", raw["switch"], 'switch = "--enable-my-feature"')
+        if "switch" in raw
+        else None
+    )
+    algorithm = (
+        expect(source, f"{where}.algorithm", raw["algorithm"], str, 'algorithm = "DFLASH"')
+        if "algorithm" in raw
+        else None
+    )
     if algorithm is not None and not algorithm.strip():
         raise _fail(source, f"{where}.algorithm", "is empty", 'algorithm = "DFLASH", or leave it out')
     return KnobRoute(knob=name, flag=flag, env=env, offset=offset, switch=switch, algorithm=algorithm, source=source)
@@ -145,23 +152,34 @@ def _server_settings(source: str, server: dict[str, Any]) -> dict[str, Any]:
     """The [server] table as ServerConfig keyword arguments, every field checked."""
     unknown = set(server) - _SERVER_FIELDS
     if unknown:
-        raise _fail(source, f"[server] {key_name(sorted(unknown)[0])}", "unknown field",
-                    f"known fields: {', '.join(sorted(_SERVER_FIELDS))}")
+        raise _fail(
+            source,
+            f"[server] {key_name(sorted(unknown)[0])}",
+            "unknown field",
+            f"known fields: {', '.join(sorted(_SERVER_FIELDS))}",
+        )
     at = lambda key: f"[server] {key}"  # noqa: E731
     kw: dict[str, Any] = {}
     if "backend" in server:
-        backend = expect(source, at("backend"), server["backend"], str, f'backend = one of {", ".join(BACKENDS)}')
+        backend = expect(source, at("backend"), server["backend"], str, f"backend = one of {', '.join(BACKENDS)}")
         if backend not in BACKENDS:
-            raise _fail(source, at("backend"), f"unknown backend {shown(backend)}", f"use one of: {', '.join(BACKENDS)}")
+            raise _fail(
+                source, at("backend"), f"unknown backend {shown(backend)}", f"use one of: {', '.join(BACKENDS)}"
+            )
         kw["backend"] = backend
     for key in ("python", "model", "host", "flavour", "unit", "knob_file", "url", "log_file"):
         if key in server:
             kw[key] = expect(source, at(key), server[key], str, f'{key} = "..." (a quoted string)')
     if "draft_model" in server:
-        value = expect(source, at("draft_model"), server["draft_model"], str, 'draft_model = "org/draft-model" or "none"')
+        value = expect(
+            source, at("draft_model"), server["draft_model"], str, 'draft_model = "org/draft-model" or "none"'
+        )
         kw["draft_model"] = None if value.lower() == "none" else value
-    for key, fix in (("python", 'python = "python3"'), ("model", 'model = "org/model"'),
-                     ("draft_model", 'draft_model = "org/draft-model" or "none"')):
+    for key, fix in (
+        ("python", 'python = "python3"'),
+        ("model", 'model = "org/model"'),
+        ("draft_model", 'draft_model = "org/draft-model" or "none"'),
+    ):
         if key in kw and kw[key] is not None and not kw[key].strip():
             raise _fail(source, at(key), "is empty", fix)
     if "port" in server:
@@ -194,8 +212,12 @@ def _extra_args(source: str, extra: Any) -> tuple[str, ...]:
         try:
             extra = shlex.split(extra)
         except ValueError as exc:  # "No closing quotation", "No escaped character"
-            raise _fail(source, "[server] extra_args", f"cannot split it into arguments: {exc}",
-                        f"close the quote, or write a list: {fix}") from None
+            raise _fail(
+                source,
+                "[server] extra_args",
+                f"cannot split it into arguments: {exc}",
+                f"close the quote, or write a list: {fix}",
+            ) from None
     expect(source, "[server] extra_args", extra, list, fix)
     return tuple(expect(source, f"[server] extra_args[{i}]", a, str, fix) for i, a in enumerate(extra))
 
@@ -214,21 +236,31 @@ def _env(source: str, env: Any) -> dict[str, str]:
 def config_from_dict(data: dict[str, Any], source: str) -> ServerConfig:
     unknown_sections = set(data) - {"server", "knobs"}
     if unknown_sections:
-        raise _fail(source, f"[{key_name(sorted(unknown_sections)[0])}]", "unknown section",
-                    "ddtune reads [server], [knobs] and [knobs.map]")
+        raise _fail(
+            source,
+            f"[{key_name(sorted(unknown_sections)[0])}]",
+            "unknown section",
+            "ddtune reads [server], [knobs] and [knobs.map]",
+        )
     server = expect(source, "server", data.get("server", {}), dict, "write [server] on its own line")
     kw: dict[str, Any] = {"source": source, **_server_settings(source, server)}
     knobs_section = expect(source, "knobs", data.get("knobs", {}), dict, "write [knobs] then budget = 8")
-    routes = expect(source, "[knobs] map", knobs_section.get("map", {}), dict,
-                    '[knobs.map] then my_knob = { flag = "--my-flag" }')
+    routes = expect(
+        source, "[knobs] map", knobs_section.get("map", {}), dict, '[knobs.map] then my_knob = { flag = "--my-flag" }'
+    )
     knob_map = {name: _parse_route(source, name, raw) for name, raw in routes.items()}
     knobs = dict(DEFAULT_KNOBS)
     for name, raw in knobs_section.items():
         if name == "map":
             continue
         if name not in known_knobs(knob_map):
-            raise _fail(source, f"[knobs] {key_name(name)}", "unknown knob",
-                        f'add [knobs.map] {key_name(name)} = {{ flag = "--..." }} (or env = "...") so ddtune knows how to pass it')
+            raise _fail(
+                source,
+                f"[knobs] {key_name(name)}",
+                "unknown knob",
+                f'add [knobs.map] {key_name(name)} = {{ flag = "--..." }} (or env = "...") '
+                "so ddtune knows how to pass it",
+            )
         knobs[name] = knob_spec(name, knob_map.get(name)).parse(raw, source)
     kw["knobs"] = knobs
     kw["knob_map"] = knob_map
@@ -253,8 +285,10 @@ def load_preset(name: str) -> dict[str, KnobValue]:
     if not (path.suffix == ".toml" and path.is_file()):
         path = KNOB_PRESETS_DIR / f"{name}.toml"
     if not path.is_file():
-        raise UsageError(f"--preset {name!r}: no such preset",
-                         hint=f"shipped presets: {', '.join(preset_names())} (or give a path to a .toml file)")
+        raise UsageError(
+            f"--preset {name!r}: no such preset",
+            hint=f"shipped presets: {', '.join(preset_names())} (or give a path to a .toml file)",
+        )
     data = read_toml(path)
     knobs = data.get("knobs")
     if not isinstance(knobs, dict) or not knobs:

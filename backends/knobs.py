@@ -205,15 +205,17 @@ def resolve_routes(config: ServerConfig, flags: frozenset[str], version: str = "
             if route.flag and flags and route.flag not in flags:
                 raise ConfigError(
                     f"{config.source}: [knobs.map] {knob}: the server (SGLang {version}) has no flag {route.flag}",
-                    hint=f"check '{config.python} -m sglang.launch_server --help', fix the mapping, or clear it: --set {knob}=none")
+                    hint=f"check '{config.python} -m sglang.launch_server --help', fix the mapping, "
+                         f"or clear it: --set {knob}=none")
         else:
             route = next((d.route for d in data_routes() if d.route.knob == knob and d.when_help_has in flags), None)
         if route is None:
             why = unsupported.get(knob, "no flag or env var for it is known for this server")
             raise ConfigError(
                 f"knob '{knob}' = {value!r} cannot be passed to this server (SGLang {version}): {why}",
-                hint=f"clear it (--set {knob}=none, or {knob} = \"none\" in [knobs]), or map it in {config.source}: "
-                     f'[knobs.map] {knob} = {{ flag = "--..." }} or {{ env = "..." }}')
+                hint=f'clear it (--set {knob}=none, or {knob} = "none" in [knobs]), or map it in {config.source}: '
+                f'[knobs.map] {knob} = {{ flag = "--..." }} or {{ env = "..." }}',
+            )
         routes[knob] = route
     return routes
 
@@ -235,8 +237,10 @@ def _block_size(config: ServerConfig, routes: dict[str, KnobRoute]) -> tuple[int
 def _algorithm(config: ServerConfig, routes: dict[str, KnobRoute]) -> str | None:
     wanted = {r.algorithm.upper() for r in routes.values() if r.algorithm}
     if len(wanted) > 1:
-        raise ConfigError(f"knobs need different speculative algorithms: {sorted(wanted)}",
-                          hint="clear one of the knobs or fix [knobs.map] algorithm")
+        raise ConfigError(
+            f"knobs need different speculative algorithms: {sorted(wanted)}",
+            hint="clear one of the knobs or fix [knobs.map] algorithm",
+        )
     given = _arg_value(config.extra_args, "--speculative-algorithm")
     if wanted:
         need = wanted.pop()
@@ -245,7 +249,8 @@ def _algorithm(config: ServerConfig, routes: dict[str, KnobRoute]) -> str | None
             raise ConfigError(
                 f"{config.source}: [server] extra_args: --speculative-algorithm {given} conflicts with the knobs "
                 f"({knobs}), which need --speculative-algorithm {need} on this server",
-                hint="drop --speculative-algorithm from extra_args (ddtune sets it), or clear those knobs")
+                hint="drop --speculative-algorithm from extra_args (ddtune sets it), or clear those knobs",
+            )
         return need
     if given:
         return given
@@ -262,7 +267,8 @@ def plan_launch(config: ServerConfig, help_text: str, prefix: tuple[str, ...], v
         raise ConfigError(
             f"knob 'window' = {window} is smaller than the block size {block_size}; SGLang refuses it "
             f"(--speculative-draft-window-size must be >= --speculative-num-draft-tokens)",
-            hint=f"use window >= {block_size}, or window = \"none\" for a full-context draft cache")
+            hint=f'use window >= {block_size}, or window = "none" for a full-context draft cache',
+        )
     algorithm = _algorithm(config, routes)
     argv: list[str] = [*prefix, "--model-path", config.model, "--host", config.host, "--port", str(config.port)]
     if algorithm and _arg_value(config.extra_args, "--speculative-algorithm") is None:
@@ -286,22 +292,25 @@ def plan_launch(config: ServerConfig, help_text: str, prefix: tuple[str, ...], v
             if _arg_value(config.extra_args, route.flag) is not None:
                 raise ConfigError(
                     f"{config.source}: [server] extra_args sets {route.flag}, which knob '{knob}' also sets",
-                    hint=f"remove {route.flag} from extra_args and use the knob (--set {knob}=...)")
+                    hint=f"remove {route.flag} from extra_args and use the knob (--set {knob}=...)",
+                )
             argv += [route.flag, text]
         else:
             env[route.env] = text  # type: ignore[index]
     argv += switches
     argv += list(config.extra_args)
     expected = expected_reports(config.knobs, block_size if block_explicit else None)
-    return LaunchPlan(argv=tuple(argv), env=env, routes=routes, algorithm=algorithm,
-                      block_size=block_size, expected=expected)
+    return LaunchPlan(
+        argv=tuple(argv), env=env, routes=routes, algorithm=algorithm, block_size=block_size, expected=expected
+    )
 
 
 def expected_reports(knobs: Mapping[str, KnobValue], block_size: int | None) -> dict[str, Any]:
     """What the server should report once it runs ``knobs``, keyed as verification reads it: each
     reported knob under its effective key, plus the settings the window and block size decide."""
-    expected: dict[str, Any] = {spec.effective_key: as_count(knobs.get(spec.name))
-                                for spec in KNOBS.values() if spec.effective_key}
+    expected: dict[str, Any] = {
+        spec.effective_key: as_count(knobs.get(spec.name)) for spec in KNOBS.values() if spec.effective_key
+    }
     expected["compact_cache"] = as_count(knobs.get("window")) is not None
     expected["block_size"] = block_size
     return expected
@@ -309,5 +318,6 @@ def expected_reports(knobs: Mapping[str, KnobValue], block_size: int | None) -> 
 
 def plan_for_endpoint(config: ServerConfig) -> LaunchPlan:
     """What an endpoint should report for our knobs (no --help to read: any route is accepted)."""
-    return LaunchPlan(argv=(), env={}, routes={}, algorithm=None, block_size=0,
-                      expected=expected_reports(config.knobs, None))
+    return LaunchPlan(
+        argv=(), env={}, routes={}, algorithm=None, block_size=0, expected=expected_reports(config.knobs, None)
+    )

@@ -211,7 +211,7 @@ class ServerManager:
                 self.on_note(f"{exc.message}; {quarantine_state('refused')}")
                 old = None
             else:
-                old_pids = set(report.stopped) | {old.pid}
+                old_pids = set(report.stopped) | ({old.pid} if old.pid is not None else set())
                 self.on_note(describe_stop(old.pid, report))
         elif self.config.backend == "systemd":
             await self.backend.stop(old)
@@ -258,8 +258,10 @@ class ServerManager:
                               hint=f"stop that process, or set a different [server] port than {port}")
         owner = await asyncio.to_thread(wait_port_free, port, time.monotonic() + PORT_RELEASE_S)
         if owner is not None:
-            raise ServerError(f"the old server still holds port {port} after {PORT_RELEASE_S:.0f} s: {owner.describe()}",
-                              hint=f"kill pid {owner.pid} and retry")
+            raise ServerError(
+                f"the old server still holds port {port} after {PORT_RELEASE_S:.0f} s: {owner.describe()}",
+                hint=f"kill pid {owner.pid} and retry",
+            )
 
     async def _wait_gpu(self, old_pids: set[int]) -> None:
         if not old_pids:
@@ -273,8 +275,10 @@ class ServerManager:
             if not holders:
                 return
             if time.monotonic() >= deadline:
-                raise ServerError(f"old server pids {sorted(holders)} still hold GPU memory after {self.gpu_release_s:.0f} s",
-                                  hint=f"kill them (kill -9 {' '.join(map(str, sorted(holders)))}) and retry")
+                raise ServerError(
+                    f"old server pids {sorted(holders)} still hold GPU memory after {self.gpu_release_s:.0f} s",
+                    hint=f"kill them (kill -9 {' '.join(map(str, sorted(holders)))}) and retry",
+                )
             self.tracker.begin_wait(time.monotonic(), f"GPU memory of pids {sorted(holders)}")
             self._report()
             await asyncio.sleep(0.5)
@@ -292,8 +296,13 @@ class ServerManager:
         deadline = time.monotonic() + self.config.ready_timeout_s
         failure: str | None = None
         try:
-            async with ReadinessProbe(state.url, state.port, state.pid, api_key=self.backend.api_key(state),
-                                      check_owner=not isinstance(self.backend, EndpointBackend)) as probe:
+            async with ReadinessProbe(
+                state.url,
+                state.port,
+                state.pid,
+                api_key=self.backend.api_key(state),
+                check_owner=not isinstance(self.backend, EndpointBackend),
+            ) as probe:
                 while True:
                     self._report(state.pid, probing=True)
                     running = await self.backend.is_running(state)
@@ -301,13 +310,15 @@ class ServerManager:
                         await self.log.settle()  # let the reader take the last lines of the log
                         code = await self.backend.exit_code(state)
                         why = facts.fatal_reason() if facts.fatals else "no fatal line in the log"
-                        failure = f"the server exited{'' if code is None else f' with code {code}'} before it was ready; {why}"
+                        exited = "the server exited" + ("" if code is None else f" with code {code}")
+                        failure = f"{exited} before it was ready; {why}"
                         break
                     if facts.fatal_at is not None and time.monotonic() - facts.fatal_at > FATAL_GRACE_S:
                         failure = facts.fatal_reason()  # the first fatal line plus what followed it
                         break
                     if time.monotonic() >= deadline:
-                        failure = f"not ready after {self.config.ready_timeout_s:.0f} s (ready_timeout_s) in phase {self.tracker.phase}"
+                        failure = (f"not ready after {self.config.ready_timeout_s:.0f} s (ready_timeout_s) "
+                                   f"in phase {self.tracker.phase}")
                         break
                     # with a log, probe only once it named our pid in "Started server process [PID]"
                     pid_ok = not self.backend.has_logs() or facts.started_pid is not None
@@ -349,8 +360,9 @@ class ServerManager:
         self.server_info = info
         expected = plan.expected if plan else {}
         checked = verify(expected, facts.draft_runner, facts.ddtree, info, knobs=self.config.knobs)
-        final = state.with_(phase="ready", ready_at=time.time(), effective=checked.effective,
-                            checks=checked.checks, reason=None)
+        final = state.with_(
+            phase="ready", ready_at=time.time(), effective=checked.effective, checks=checked.checks, reason=None
+        )
         save_state(final)
         self.history.append(self.config.model, durations, True, time.time())
         return final

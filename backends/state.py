@@ -51,7 +51,7 @@ class ServerState:
     config_source: str | None = None
     unit: str | None = None
 
-    def with_(self, **changes: Any) -> "ServerState":
+    def with_(self, **changes: Any) -> ServerState:
         return replace(self, **changes)
 
     @property
@@ -72,7 +72,7 @@ class ServerState:
         return data
 
     @classmethod
-    def from_json(cls, data: Any) -> "ServerState":
+    def from_json(cls, data: Any) -> ServerState:
         """Decode a record, checking every field's type; ValueError names the first bad field."""
         if not isinstance(data, dict):
             raise ValueError(f"expected a JSON object, got {type(data).__name__}")

@@ -65,7 +65,7 @@ class KnobCheck:
         return doc
 
     @classmethod
-    def from_json(cls, doc: Any) -> "KnobCheck":
+    def from_json(cls, doc: Any) -> KnobCheck:
         """Decode one check; ValueError says what is wrong with it."""
         if not isinstance(doc, dict):
             raise ValueError(f"expected an object, got {doc!r:.40}")
@@ -83,7 +83,7 @@ class KnobCheck:
         return cls(name, doc.get("requested"), doc.get("effective"), doc.get("source"), status, doc.get("note"))
 
     @classmethod
-    def legacy(cls, sentence: str) -> "KnobCheck":
+    def legacy(cls, sentence: str) -> KnobCheck:
         """A mismatch as an older ddtune stored it (prose only): kept as a mismatch, its sentence as
         written; the values are unknown."""
         name = sentence.split(":", 1)[0].strip() or "?"

@@ -14,7 +14,8 @@ GIB = float(2**30)
 
 def gpu_view(sample: TelemetrySample, history: History | None = None) -> GpuView:
     host = sample.host
-    host_line = f"host: cpu {host.cpu_percent:.0f}% of {host.cpu_count}  ram {host.ram_used / GIB:.1f}/{host.ram_total / GIB:.1f} GiB"
+    host_line = (f"host: cpu {host.cpu_percent:.0f}% of {host.cpu_count}  "
+                 f"ram {host.ram_used / GIB:.1f}/{host.ram_total / GIB:.1f} GiB")
     if sample.server_pids:
         host_line += f"  server tree: cpu {host.tree_cpu_percent or 0:.0f}%  rss {(host.tree_rss or 0) / GIB:.1f} GiB"
     gpu = sample.gpu
@@ -27,12 +28,20 @@ def gpu_view(sample: TelemetrySample, history: History | None = None) -> GpuView
     rows = []
     for dev in gpu.devices:
         hist = tuple(int(v) for v in history.util_gpu.get(dev.index, ())) if history else ()
-        rows.append(GpuRow(
-            index=dev.index, name=dev.name, used_gib=(dev.memory_used or 0) / GIB,
-            total_gib=(dev.memory_total or 0) / GIB, server_gib=per_device.get(dev.index, 0.0) / GIB,
-            util=dev.util_gpu, power_w=dev.power_w, power_limit_w=dev.power_limit_w,
-            temp_c=dev.temperature_c, util_history=hist[-40:],
-        ))
+        rows.append(
+            GpuRow(
+                index=dev.index,
+                name=dev.name,
+                used_gib=(dev.memory_used or 0) / GIB,
+                total_gib=(dev.memory_total or 0) / GIB,
+                server_gib=per_device.get(dev.index, 0.0) / GIB,
+                util=dev.util_gpu,
+                power_w=dev.power_w,
+                power_limit_w=dev.power_limit_w,
+                temp_c=dev.temperature_c,
+                util_history=hist[-40:],
+            )
+        )
     summary = gpu.server_share.summary() if gpu.server_share else None
     if gpu.host_pids and gpu.warnings:
         summary = gpu.warnings[0]

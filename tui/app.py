@@ -85,7 +85,8 @@ class DdtuneApp(App):
         from tui.knob_rules import knob_help, presets_as_text, validate_knobs
         from tui.screens.knob_editor import KnobEditor
 
-        config = self.controller.config
+        controller = self.controller
+        config = controller.config
         current = {k: "none" if v is None else str(v) for k, v in config.knobs.items()}
 
         def applied(values: dict[str, str] | None) -> None:
@@ -94,7 +95,7 @@ class DdtuneApp(App):
             from backends.config import parse_knob_value
 
             changed = {k: parse_knob_value("knob editor", k, v) for k, v in values.items() if v != current[k]}
-            self.controller.restart_with(changed)
+            controller.restart_with(changed)
             self.notify("restarting with " + ", ".join(f"{k}={v}" for k, v in changed.items()), timeout=4)
 
         editor = KnobEditor(current, presets_as_text(), lambda values: validate_knobs(values, config),
@@ -124,9 +125,11 @@ class DdtuneApp(App):
             return
         from tui.screens.quit_dialog import ConfirmStop
 
+        controller = self.controller
+
         def chosen(stop: bool | None) -> None:
             if stop:
-                self.controller.stop()
+                controller.stop()
                 self.notify("stopping the server…", timeout=4)
 
         self.push_screen(ConfirmStop(), chosen)

@@ -71,7 +71,7 @@ class ConsoleController:
         self.note: str | None = None
         self.failure: str | None = None  # why the last command was refused before anything changed
         self.stopped: str | None = None  # what stopped the server, until the next start
-        self._post: Callable[[Message], None] = lambda message: None
+        self._post: Callable[[Message], object] = lambda message: None
         self._run_worker: Callable[..., Any] | None = None
         self._last_view: ServerView | None = None
         self._progress_at = 0.0
@@ -81,7 +81,7 @@ class ConsoleController:
         return self.session.config
 
     # --- wiring -----------------------------------------------------------------------------
-    def attach(self, post: Callable[[Message], None], run_worker: Callable[..., Any]) -> None:
+    def attach(self, post: Callable[[Message], object], run_worker: Callable[..., Any]) -> None:
         """Start: ``post`` delivers messages to the screen, ``run_worker`` runs coroutines as workers."""
         self._post, self._run_worker = post, run_worker
         self.session.subscribe(self._on_event)
@@ -222,6 +222,33 @@ class ConsoleController:
         self._command("applying the config file", self.session.restart(config=self.file_config))
         return True
 
+    # --- sweep -----------------------------------------------------------------------------
+    async def run_sweep(self, presets: list[str], baseline: bool, contexts: list[int], concurrency: list[int],
+                        max_tokens: int, on_event: Callable[[object], None]) -> tuple[str, str, str | None]:
+        """A quick sweep on this console's session (the panel follows its restarts live). Returns
+        (sweep folder, one-line verdict, what was done with the server at the end)."""
+        import asyncio as aio
+
+        from workloads.provenance import host_provenance
+        from workloads.server_control import ManagedController
+        from workloads.sweep import SweepEngine
+        from workloads.sweep_plan import SweepStore
+        from workloads.sweep_spec import build_plan
+
+        if self.load is not None:
+            self.toggle_load()  # the sweep needs the server to itself
+        plan = build_plan(presets, baseline=baseline, contexts=contexts, concurrency=concurrency,
+                          max_tokens=max_tokens, run_eval=False)
+        config = self.config
+        store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
+                                         "model": config.model, "host": host_provenance()}, None, "sweep")
+        sweep = ManagedController(config, session=self.session)
+        engine = SweepEngine(plan, store, sweep, on_event=on_event, expected_restart_s=sweep.expected_restart_s())
+        await engine.run()
+        verdict = await aio.to_thread(sweep_verdict, str(store.path))
+        done = await sweep.shutdown()  # as `ddtune sweep` does: back to the config it ran before
+        return str(store.path), verdict, done
+
     # --- telemetry --------------------------------------------------------------------------
     async def _telemetry(self) -> None:
         from backends.telemetry import TelemetryStream
@@ -315,3 +342,21 @@ class ConsoleController:
                 await self.session.stop()
         finally:
             await self.session.close()
+
+
+def sweep_verdict(path: str) -> str:
+    """The sweep's winner in one line (reads the sweep's files: call it from a thread)."""
+    from workloads.report import build_report
+    from workloads.report_input import read_sweep
+    from pathlib import Path
+
+    report = build_report(read_sweep(Path(path)))
+    best = report.overall
+    if best is None:
+        return f"sweep finished ({path}); no configuration measured every cell"
+    margin = ""
+    if best.margin is not None and best.runner_up:
+        margin = f", ahead of {best.runner_up} by {(best.margin.value - 1) * 100:+.1f}%"
+        if best.margin.lo is not None and best.margin.hi is not None:
+            margin += f" (95% CI {(best.margin.lo - 1) * 100:+.1f}% to {(best.margin.hi - 1) * 100:+.1f}%)"
+    return f"[b]best overall: {best.config}[/b]{margin}\nfull report: ddtune report {path}"

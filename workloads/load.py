@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable, Union
+from collections.abc import AsyncIterator, Callable
 
 from workloads.client import RequestResult, StreamingClient
 from workloads.evaluate import VERDICTS, Grade, RawResponse, grade_async
@@ -77,7 +77,7 @@ class LoadStopped:
     stats: LoadStats
 
 
-LoadEvent = Union[RequestFinished, RequestCancelled, StatsUpdated, LoadPaused, LoadResumed, LoadStopped]
+LoadEvent = RequestFinished | RequestCancelled | StatsUpdated | LoadPaused | LoadResumed | LoadStopped
 
 
 class LoadEngine:
@@ -191,7 +191,7 @@ class LoadEngine:
             else:
                 try:
                     await asyncio.wait_for(self._stop.wait(), duration_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     self.stop("duration")
         finally:
             self._stop.set()
@@ -229,7 +229,7 @@ class LoadEngine:
             self._next += 1
             streamed = [0]
 
-            def on_tokens(n: int) -> None:
+            def on_tokens(n: int, streamed: list[int] = streamed) -> None:
                 streamed[0] += n
                 self._on_tokens(n)
 

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import AsyncIterator, Union
+from collections.abc import AsyncIterator
 
 import psutil
 
@@ -72,7 +72,7 @@ class RequestDone:
                 "accept_len": self.accept_len, "ttft_s": self.ttft_s, "verdict": self.verdict}
 
 
-LoadProcEvent = Union[LoadStarted, StatsUpdated, RequestDone, LoadPaused, LoadResumed, LoadStopped]
+LoadProcEvent = LoadStarted | StatsUpdated | RequestDone | LoadPaused | LoadResumed | LoadStopped
 
 
 def empty_stats(concurrency: int) -> LoadStats:
@@ -207,7 +207,7 @@ class LoadProcess:
         report = None
         try:
             await asyncio.wait_for(asyncio.shield(proc.wait()), grace_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             report = await asyncio.to_thread(self._signal_ours, term_s)
         await proc.wait()
         await asyncio.gather(*self._readers, return_exceptions=True)

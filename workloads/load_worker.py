@@ -23,8 +23,10 @@ import json
 import os
 import signal
 import sys
+from functools import partial
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from workloads.load import (LoadEngine, LoadEvent, LoadPaused, LoadResumed, LoadStats, LoadStopped,
                             RequestCancelled, RequestFinished, StatsUpdated)
@@ -184,7 +186,7 @@ async def serve(emit: Emit) -> int:
         loop = asyncio.get_running_loop()
         for sig, reason in ((signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupted"),
                             (signal.SIGHUP, "interrupted")):  # a signal means hurry: drop the grading
-            loop.add_signal_handler(sig, lambda why=reason: engine.stop(why, drop_grading=True))
+            loop.add_signal_handler(sig, partial(engine.stop, reason, drop_grading=True))
         emit({"event": "started", "pid": os.getpid(), "concurrency": settings.concurrency,
               "problems": [p.id for p in problems], "run_dir": run_dir})
         commands = asyncio.ensure_future(_follow_commands(reader, engine, recorder))

@@ -19,9 +19,7 @@ import asyncio
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
 
 from backends.errors import DdtuneError
 from workloads.bench import BenchRunner
@@ -32,93 +30,13 @@ from workloads.problems import load_problems
 from workloads.provenance import host_provenance, server_provenance
 from workloads.results import RunStore, mark_interrupted_runs
 from workloads.run_attempts import begin_attempt
+from workloads.sweep_events import (  # noqa: F401  (re-exported: the engine's public names)
+    Applied, CellFinished, EvalFinished, ServerApplied, ServerController, ServerPhaseChanged, SlotFinished,
+    SlotStarted, SweepEvent, SweepFinished, SweepStarted,
+)
 from workloads.sweep_plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 WARMUP_PROMPT = "Write one sentence about the sea."
-
-
-@dataclass(frozen=True)
-class Applied:
-    """The server after ``apply``: ready and verified (``ok``), or why not."""
-
-    ok: bool
-    url: str | None
-    restarted: bool
-    reason: str | None = None
-    restart_s: float | None = None          # wall time of stop + start + ready, when restarted
-    phases: dict[str, float] = field(default_factory=dict)  # per startup phase, seconds
-    info: dict[str, Any] = field(default_factory=dict)      # pid, launch command, version, effective knobs
-    api_key: str | None = None  # the key the server was launched with (never recorded), if any
-
-
-class ServerController(Protocol):
-    async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied: ...
-
-    async def shutdown(self) -> str | None: ...
-
-    def restart_needed(self, config: SweepConfig) -> bool: ...
-
-
-# --- events (past-tense facts) -------------------------------------------------------------
-@dataclass(frozen=True)
-class SweepStarted:
-    path: str
-    slots: tuple[Slot, ...]
-    done: tuple[int, ...]          # slot indexes already finished (resume)
-    eta_s: float | None
-
-
-@dataclass(frozen=True)
-class SlotStarted:
-    slot: Slot
-    restart: bool
-    eta_s: float | None
-
-
-@dataclass(frozen=True)
-class ServerPhaseChanged:
-    slot: Slot
-    phase: str
-    detail: str
-
-
-@dataclass(frozen=True)
-class ServerApplied:
-    slot: Slot
-    applied: Applied
-
-
-@dataclass(frozen=True)
-class CellFinished:
-    slot: Slot
-    cell: dict
-    cells_done: int
-    cells_total: int
-    eta_s: float | None
-
-
-@dataclass(frozen=True)
-class EvalFinished:
-    slot: Slot
-    summary: dict
-
-
-@dataclass(frozen=True)
-class SlotFinished:
-    record: SlotRecord
-    eta_s: float | None
-
-
-@dataclass(frozen=True)
-class SweepFinished:
-    path: str
-    status: str        # done | interrupted | failed
-    done: int
-    failed: int
-
-
-SweepEvent = SweepStarted | SlotStarted | ServerPhaseChanged | ServerApplied | CellFinished | EvalFinished | \
-    SlotFinished | SweepFinished
 
 
 class EtaModel:

@@ -48,11 +48,15 @@ def read_plan_file(path: str) -> dict[str, Any]:
     data = read_toml(Path(path).expanduser(), ConfigError, name=where)
     unknown = set(data) - _TOP
     if unknown:
-        raise ConfigError(f"{where}: unknown key {key_name(sorted(unknown)[0])!r}", hint=f"known keys: {', '.join(sorted(_TOP))}")
+        raise ConfigError(
+            f"{where}: unknown key {key_name(sorted(unknown)[0])!r}", hint=f"known keys: {', '.join(sorted(_TOP))}"
+        )
     bench = expect(where, "bench", data.get("bench", {}), dict, "[bench] then contexts = [1024, 4096]")
     if set(bench) - _BENCH:
-        raise ConfigError(f"{where}: [bench] {key_name(sorted(set(bench) - _BENCH)[0])}: unknown",
-                          hint=f"[bench] takes {', '.join(sorted(_BENCH))}")
+        raise ConfigError(
+            f"{where}: [bench] {key_name(sorted(set(bench) - _BENCH)[0])}: unknown",
+            hint=f"[bench] takes {', '.join(sorted(_BENCH))}",
+        )
     names = expect(where, "presets", data.get("presets", []), list, 'presets = ["b8-t4-w2048"]')
     for i, name in enumerate(names):
         expect(where, f"presets[{i}]", name, str, 'presets = ["b8-t4-w2048"]')
@@ -77,7 +81,9 @@ def read_plan_file(path: str) -> dict[str, Any]:
         for key in ("max_tokens", "concurrency"):
             if key in plan_eval:
                 _positive(plan_eval[key], f"{where} [eval] {key}")
-        for i, pid in enumerate(expect(where, "[eval] problems", plan_eval.get("problems", []), list, 'problems = ["fib"]')):
+        for i, pid in enumerate(
+            expect(where, "[eval] problems", plan_eval.get("problems", []), list, 'problems = ["fib"]')
+        ):
             expect(where, f"[eval] problems[{i}]", pid, str, 'problems = ["fib"]')
     return data
 
@@ -86,13 +92,17 @@ def _custom_configs(path: str, entries: Any) -> list[SweepConfig]:
     from backends.knobs import knob_spec
 
     if not isinstance(entries, list):
-        raise ConfigError(f"--plan {path}: config: expected [[config]] tables", hint='[[config]] name = "x" knobs = {...}')
+        raise ConfigError(
+            f"--plan {path}: config: expected [[config]] tables", hint='[[config]] name = "x" knobs = {...}'
+        )
     out = []
     for i, entry in enumerate(entries):
         name, knobs = (entry.get("name"), entry.get("knobs")) if isinstance(entry, dict) else (None, None)
         if not isinstance(name, str) or not name or not isinstance(knobs, dict):
-            raise ConfigError(f"--plan {path}: config #{i + 1}: needs name = \"...\" and knobs = {{...}}",
-                              hint='e.g. name = "b8-t8" and knobs = { budget = 8, topk = 8, window = 2048 }')
+            raise ConfigError(
+                f'--plan {path}: config #{i + 1}: needs name = "..." and knobs = {{...}}',
+                hint='e.g. name = "b8-t8" and knobs = { budget = 8, topk = 8, window = 2048 }',
+            )
         where = f"--plan {path} config {name!r}"
         out.append(SweepConfig(name, {k: knob_spec(k).parse(v, where) for k, v in knobs.items()}))
     return out
@@ -110,11 +120,23 @@ def _non_negative(value: Any, where: str) -> int:
     return value
 
 
-def build_plan(presets: list[str], *, plan_file: str | None = None, repeats: int | None = None,
-               baseline: bool = False, contexts: list[int] | None = None, concurrency: list[int] | None = None,
-               max_tokens: int | None = None, requests_per_cell: int | None = None, warmup: int | None = None,
-               coding: bool = False, run_eval: bool | None = None, eval_max_tokens: int | None = None,
-               eval_problems: list[str] | None = None, warmup_requests: int = 2) -> SweepPlan:
+def build_plan(
+    presets: list[str],
+    *,
+    plan_file: str | None = None,
+    repeats: int | None = None,
+    baseline: bool = False,
+    contexts: list[int] | None = None,
+    concurrency: list[int] | None = None,
+    max_tokens: int | None = None,
+    requests_per_cell: int | None = None,
+    warmup: int | None = None,
+    coding: bool = False,
+    run_eval: bool | None = None,
+    eval_max_tokens: int | None = None,
+    eval_problems: list[str] | None = None,
+    warmup_requests: int = 2,
+) -> SweepPlan:
     data = read_plan_file(plan_file) if plan_file else {}
     where = f"--plan {plan_file}"
     names = list(data.get("presets", [])) + list(presets)
@@ -124,24 +146,36 @@ def build_plan(presets: list[str], *, plan_file: str | None = None, repeats: int
         if not any(c.baseline for c in configs):
             configs.insert(0, SweepConfig(BASELINE, {}, True))
     if not [c for c in configs if not c.baseline]:
-        raise UsageError("no configuration to sweep", hint="name presets: ddtune sweep b8-t4-w2048 b16-t4-w2048 "
-                                                          "(or list them in a --plan file)")
+        raise UsageError(
+            "no configuration to sweep",
+            hint="name presets: ddtune sweep b8-t4-w2048 b16-t4-w2048 (or list them in a --plan file)",
+        )
     bench = data.get("bench", {})
     pick = lambda cli, key, default: cli if cli is not None else bench.get(key, default)
     bench_plan = BenchPlan(
-        tuple(dict.fromkeys(_positive(c, f"{where} [bench] contexts") for c in pick(contexts, "contexts", [1024, 4096]))),
-        tuple(dict.fromkeys(_positive(c, f"{where} [bench] concurrency") for c in pick(concurrency, "concurrency", [1, 8]))),
+        tuple(
+            dict.fromkeys(_positive(c, f"{where} [bench] contexts") for c in pick(contexts, "contexts", [1024, 4096]))
+        ),
+        tuple(
+            dict.fromkeys(
+                _positive(c, f"{where} [bench] concurrency") for c in pick(concurrency, "concurrency", [1, 8])
+            )
+        ),
         _positive(pick(max_tokens, "max_tokens", 512), f"{where} [bench] max_tokens"),
         bool(coding or bench.get("coding", False)),
         pick(requests_per_cell, "requests_per_cell", None),
-        pick(warmup, "warmup", 1))
+        pick(warmup, "warmup", 1),
+    )
     eval_data = data.get("eval", True)
     enabled = run_eval if run_eval is not None else eval_data is not False
     eval_settings = None
     if enabled:
         table = eval_data if isinstance(eval_data, dict) else {}
         problems = eval_problems or table.get("problems")
-        eval_settings = EvalSettings(eval_max_tokens or int(table.get("max_tokens", 4096)),
-                                     int(table.get("concurrency", 4)), tuple(problems) if problems else None)
+        eval_settings = EvalSettings(
+            eval_max_tokens or int(table.get("max_tokens", 4096)),
+            int(table.get("concurrency", 4)),
+            tuple(problems) if problems else None,
+        )
     reps = repeats if repeats is not None else _positive(data.get("repeats", 1), f"{where} repeats")
     return SweepPlan(tuple(configs), bench_plan, reps, eval_settings, int(data.get("warmup_requests", warmup_requests)))

@@ -190,7 +190,7 @@ async def test_search_on_the_main_screen_n_and_N():
         await pilot.press("slash")
         assert search.display and search.has_focus
         await pilot.press(*"needle")
-        assert pane.query == "needle" and pane.current_match is None  # typing lights, Enter moves
+        assert pane.search_query == "needle" and pane.current_match is None  # typing lights, Enter moves
         await pilot.press("enter")
         first = pane.current_match
         assert first is not None and pane.lines[first].startswith(f"{T} needle")
@@ -209,7 +209,7 @@ async def test_search_on_the_main_screen_n_and_N():
         assert plain.style.bgcolor == pane.rich_style.bgcolor  # a line without the word is not lit
         await pilot.press("slash")
         await pilot.press("ctrl+u", "enter")  # an empty search clears the lights
-        assert pane.query == "" and pane.current_match is None
+        assert pane.search_query == "" and pane.current_match is None
 
 
 async def test_search_wraps_is_smart_case_and_reveals_columns():

@@ -19,10 +19,17 @@ def add_wait_argument(parser) -> None:
 
 def add_knob_arguments(parser, preset: bool = True) -> None:
     if preset:
-        parser.add_argument("--preset", metavar="P", help="knob preset: a shipped name (b8-t4-w2048, ...) or a .toml file")
-    parser.add_argument("--set", dest="sets", metavar="KNOB=VALUE", action="append", default=[],
-                        help="set one knob, e.g. --set window=1024, --set window=none (repeatable); "
-                             "the knobs are listed below")
+        parser.add_argument(
+            "--preset", metavar="P", help="knob preset: a shipped name (b8-t4-w2048, ...) or a .toml file"
+        )
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        metavar="KNOB=VALUE",
+        action="append",
+        default=[],
+        help="set one knob, e.g. --set window=1024, --set window=none (repeatable); the knobs are listed below",
+    )
     parser.epilog = (parser.epilog or "") + knobs_epilog()
 
 
@@ -66,8 +73,10 @@ def requested_config(args, keep_running_knobs: bool = False):
         if unknown:
             from backends.errors import UsageError
 
-            raise UsageError(f"--set {unknown[0]}: unknown knob",
-                             hint=f"known knobs: {', '.join(known)}; add others with [knobs.map] in the config")
+            raise UsageError(
+                f"--set {unknown[0]}: unknown knob",
+                hint=f"known knobs: {', '.join(known)}; add others with [knobs.map] in the config",
+            )
         config = config.with_knobs(updates)
     return config
 
@@ -145,14 +154,37 @@ def status_doc(state, config) -> dict[str, Any]:
     from backends.apikey import redact_argv
 
     if state is None:
-        return {"backend": config.backend, "pid": None, "phase": "stopped", "url": config.base_url,
-                "knobs": dict(config.knobs), "effective": {}, "checks": [], "mismatches": [], "reason": None,
-                "log_path": None, "port": config.port, "started_at": None, "ready_at": None}
-    return {"backend": state.backend, "pid": state.pid, "phase": state.phase, "url": state.url,
-            "knobs": dict(state.knobs), "effective": dict(state.effective),
-            "checks": [c.to_json() for c in state.checks], "mismatches": list(state.mismatches),
-            "reason": state.reason, "log_path": state.log_path, "port": state.port,
-            "started_at": state.started_at, "ready_at": state.ready_at, "argv": list(redact_argv(state.argv))}
+        return {
+            "backend": config.backend,
+            "pid": None,
+            "phase": "stopped",
+            "url": config.base_url,
+            "knobs": dict(config.knobs),
+            "effective": {},
+            "checks": [],
+            "mismatches": [],
+            "reason": None,
+            "log_path": None,
+            "port": config.port,
+            "started_at": None,
+            "ready_at": None,
+        }
+    return {
+        "backend": state.backend,
+        "pid": state.pid,
+        "phase": state.phase,
+        "url": state.url,
+        "knobs": dict(state.knobs),
+        "effective": dict(state.effective),
+        "checks": [c.to_json() for c in state.checks],
+        "mismatches": list(state.mismatches),
+        "reason": state.reason,
+        "log_path": state.log_path,
+        "port": state.port,
+        "started_at": state.started_at,
+        "ready_at": state.ready_at,
+        "argv": list(redact_argv(state.argv)),
+    }
 
 
 def print_json(doc: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ history, power, temperature.
 |---|---|
 | `k` | edit knobs; Apply restarts the server and verifies the knobs took effect |
 | `l` | start / stop the live coding load |
-| `f` | cycle the log filter: all, errors (fatal, error, warning), draft, decode; ddtune's own notes show in every filter |
+| `f` | cycle the log filter: all, errors (fatal, error, warning), draft, decode; ddtune's notes show in all |
 | `/` | search the log (a capital letter makes it case-sensitive); Enter goes to the next match, Esc closes |
 | `n` / `N` | next / previous line matching the search |
 | `←` `→` `End` | with the log focused: scroll long lines sideways; End follows the tail again |

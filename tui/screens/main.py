@@ -68,7 +68,8 @@ class MainScreen(Screen):
         self.query_one(GpuPanel).view = message.view
 
     def on_decode_stats_read(self, message: m.DecodeStatsRead) -> None:
-        self.query_one(LivePlots).add_server_point(message.t, message.gen_throughput, message.accept_len)
+        if message.gen_throughput is not None:
+            self.query_one(LivePlots).add_server_point(message.t, message.gen_throughput, message.accept_len)
 
     def on_load_window_updated(self, message: m.LoadWindowUpdated) -> None:
         self.query_one(LivePlots).add_load_point(message.t, message.tok_s, message.accept_len)

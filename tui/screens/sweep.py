@@ -6,7 +6,6 @@ events come back as messages. A small matrix keeps it quick; `ddtune sweep` take
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
@@ -95,37 +94,24 @@ class SweepScreen(Screen):
 
     @work(exclusive=True, group="sweep", exit_on_error=False)
     async def run_sweep(self, presets: list[str], baseline: bool) -> None:
+        """The controller runs the sweep on the console's session; this screen shows its events."""
         from backends.errors import DdtuneError
-        from workloads.provenance import host_provenance
-        from workloads.server_control import ManagedController
-        from workloads.sweep import SweepEngine
-        from workloads.sweep_plan import SweepStore
-        from workloads.sweep_spec import build_plan
 
         console = cast("DdtuneApp", self.app).controller
+        status = self.query_one("#status", Static)
         if console is None:  # the app without a managed server (no config): nothing to sweep
-            self.query_one("#status", Static).update("[red]sweep refused: no managed server[/red]")
+            status.update("[red]sweep refused: no managed server[/red]")
             self.running = False
             return
-        if console.load_running:
-            console.toggle_load()  # the sweep needs the server to itself
         try:
             contexts, concurrency, max_tokens = self.matrix
-            plan = build_plan(presets, baseline=baseline, contexts=contexts, concurrency=concurrency,
-                              max_tokens=max_tokens, run_eval=False)
-            config = console.config
-            store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
-                                             "model": config.model, "host": host_provenance()}, None, "sweep")
-            controller = ManagedController(config, session=console.session)
-            engine = SweepEngine(plan, store, controller, on_event=self._post_event,
-                                 expected_restart_s=controller.expected_restart_s())
-            await engine.run()
-            self.post_message(SweepEventPosted(("report", str(store.path))))
-            done = await controller.shutdown()  # the same as `ddtune sweep`: back to the config it ran before
+            _path, verdict, done = await console.run_sweep(presets, baseline, contexts, concurrency, max_tokens,
+                                                           self._post_event)
+            status.update(verdict)
             if done:
                 self.notify(f"sweep: {done}", timeout=8)
         except DdtuneError as exc:
-            self.query_one("#status", Static).update(f"[red]sweep refused: {exc}[/red]")
+            status.update(f"[red]sweep refused: {exc}[/red]")
         finally:
             self.running = False
 
@@ -133,7 +119,7 @@ class SweepScreen(Screen):
         self.post_message(SweepEventPosted(event))
 
     def on_sweep_event_posted(self, message: SweepEventPosted) -> None:
-        from workloads import sweep as s
+        from workloads import sweep_events as s
 
         event, table, status = message.event, self.query_one("#slots", DataTable), self.query_one("#status", Static)
         if isinstance(event, s.SweepStarted):
@@ -158,27 +144,8 @@ class SweepScreen(Screen):
         elif isinstance(event, s.SlotFinished):
             self._cell(event.record.slot.index, 2, event.record.status)
             self._cell(event.record.slot.index, 5, (event.record.reason or "")[:60])
-        elif isinstance(event, tuple) and event[0] == "report":
-            self._report(event[1])
 
     def _cell(self, index: int, column: int, value: str) -> None:
         table = self.query_one("#slots", DataTable)
         if index in self.rows:
             table.update_cell(self.rows[index], table.ordered_columns[column].key, value)
-
-    def _report(self, path: str) -> None:
-        from workloads.report import build_report
-        from workloads.report_input import read_sweep
-
-        report = build_report(read_sweep(Path(path)))
-        status = self.query_one("#status", Static)
-        best = report.overall
-        if best is None:
-            status.update(f"sweep finished ({path}); no configuration measured every cell")
-            return
-        margin = ""
-        if best.margin is not None and best.runner_up:
-            margin = f", ahead of {best.runner_up} by {(best.margin.value - 1) * 100:+.1f}%"
-            if best.margin.lo is not None and best.margin.hi is not None:
-                margin += f" (95% CI {(best.margin.lo - 1) * 100:+.1f}% to {(best.margin.hi - 1) * 100:+.1f}%)"
-        status.update(f"[b]best overall: {best.config}[/b]{margin}\nfull report: ddtune report {path}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import deque
 
-from rich.console import RenderableType
 from textual.containers import Horizontal
 from textual_plotext import PlotextPlot
 
@@ -19,13 +18,13 @@ class CachedPlot(PlotextPlot):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._version = 0
-        self._built: tuple[tuple, RenderableType] | None = None
+        self._built: tuple[tuple, object] | None = None
 
     def changed(self) -> None:
         self._version += 1
         self.refresh()
 
-    def render(self) -> RenderableType:
+    def render(self):  # noqa: ANN201  (whatever PlotextPlot.render returns)
         key = (self._version, self.size.width, self.size.height, self.app.theme)
         if self._built is None or self._built[0] != key:
             self._built = (key, super().render())

@@ -127,7 +127,8 @@ class LogPane(ScrollView, can_focus=True):
         return self._filter
 
     @property
-    def query(self) -> str:
+    def search_query(self) -> str:
+        """What ``/`` looks for ("" when no search is lit). Not ``query``: that is DOMNode.query()."""
         return self._query
 
     @property
