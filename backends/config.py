@@ -91,14 +91,15 @@ def parse_knob_value(source: str, name: str, raw: Any) -> KnobValue:
     return knob_spec(name).parse(raw, source)
 
 
-def parse_set(expr: str) -> tuple[str, KnobValue]:
-    """``--set knob=value`` -> (knob, value), validated like the config file."""
+def parse_set(expr: str, block_size: int | None = None) -> tuple[str, KnobValue]:
+    """``--set knob=value`` -> (knob, value), validated like the config file (``block_size``: the
+    config's, so a hint suggests a window the server takes)."""
     name, sep, value = expr.partition("=")
     name = name.strip()
     if not sep or not name:
         raise UsageError(f"--set {expr!r}: expected KNOB=VALUE", hint="e.g. --set window=1024 or --set window=none")
     try:
-        return name, knob_spec(name).parse(value, "--set")
+        return name, knob_spec(name).parse(value, "--set", block_size=block_size)
     except ConfigError as exc:
         raise UsageError(exc.message, hint=exc.hint) from None
 

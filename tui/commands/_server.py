@@ -56,7 +56,7 @@ def requested_config(args, keep_running_knobs: bool = False):
     if getattr(args, "preset", None):
         updates.update(load_preset(args.preset))
     for expr in getattr(args, "sets", []) or []:
-        name, value = parse_set(expr)
+        name, value = parse_set(expr, config.block_size)
         updates[name] = value
     if updates:
         from backends.knobs import known_knobs
