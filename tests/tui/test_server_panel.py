@@ -45,3 +45,9 @@ async def test_phase_line_says_elapsed_and_left(elapsed, eta, shown):
     assert line.startswith("loading-weights  shard 1/4 target")
     assert line.rstrip().endswith(shown)
     assert "expected" not in line
+
+
+async def test_an_endpoint_shows_no_remaining_time():
+    line = await phase_line(ServerView(backend="endpoint", phase="waiting-for-port-and-gpu",
+                                       detail="connection refused at http://10.0.0.5:30000", elapsed_s=7))
+    assert line.rstrip().endswith("connection refused at http://10.0.0.5:30000  7s elapsed")

@@ -80,7 +80,8 @@ def run(args) -> int:
         _line(True, "server state", "no server recorded")
     else:
         _line(state.phase != "stale" and state.phase != "failed" or None, "server state",
-              f"{state.phase}, pid {state.pid}" + (f" ({state.reason.splitlines()[0]})" if state.reason else ""))
+              f"{state.phase}, " + (f"pid {state.pid}" if state.pid is not None else f"attached to {state.url}")
+              + (f" ({state.reason.splitlines()[0]})" if state.reason else ""))
     from workloads.sandbox import isolation
 
     try:
