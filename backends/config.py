@@ -25,7 +25,7 @@ KNOB_PRESETS_DIR = PRESETS_DIR / "knobs"
 _SERVER_FIELDS = {
     "backend", "python", "model", "draft_model", "host", "port", "extra_args", "env",
     "ready_timeout_s", "stop_timeout_s", "flavour", "unit", "user", "knob_file", "url", "log_file",
-    "block_size",
+    "block_size", "connect_grace_s",
 }
 _MAP_FIELDS = {"flag", "env", "offset", "switch", "algorithm"}
 
@@ -42,6 +42,7 @@ class ServerConfig:
     env: dict[str, str] = field(default_factory=dict)
     ready_timeout_s: float = 3600.0
     stop_timeout_s: float = 30.0
+    connect_grace_s: float = 30.0   # endpoint: how long nothing may listen at the URL before attaching fails
     flavour: str = "auto"
     unit: str | None = None
     user: bool = False
@@ -80,6 +81,15 @@ class ServerConfig:
         blob = json.dumps(self.launch_identity(), sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
+    def startup_key(self) -> str:
+        """Which server a startup history (and so an ETA) belongs to: everything that decides how it
+        starts except the knobs, so restarts with other knobs share it and another backend, model,
+        interpreter or flag set (a simulator named like a real model) never lends its times."""
+        identity = self.launch_identity()
+        del identity["knobs"]
+        blob = json.dumps(identity, sort_keys=True, default=str)
+        return f"{self.backend}:{self.model}:{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+
 
 def _fail(source: str, field_name: str, problem: str, fix: str) -> ConfigError:
     return fail(source, field_name, problem, fix)  # type: ignore[return-value]
@@ -91,14 +101,15 @@ def parse_knob_value(source: str, name: str, raw: Any) -> KnobValue:
     return knob_spec(name).parse(raw, source)
 
 
-def parse_set(expr: str) -> tuple[str, KnobValue]:
-    """``--set knob=value`` -> (knob, value), validated like the config file."""
+def parse_set(expr: str, block_size: int | None = None) -> tuple[str, KnobValue]:
+    """``--set knob=value`` -> (knob, value), validated like the config file (``block_size``: the
+    config's, so a hint suggests a window the server takes)."""
     name, sep, value = expr.partition("=")
     name = name.strip()
     if not sep or not name:
         raise UsageError(f"--set {expr!r}: expected KNOB=VALUE", hint="e.g. --set window=1024 or --set window=none")
     try:
-        return name, knob_spec(name).parse(value, "--set")
+        return name, knob_spec(name).parse(value, "--set", block_size=block_size)
     except ConfigError as exc:
         raise UsageError(exc.message, hint=exc.hint) from None
 
@@ -187,9 +198,9 @@ def _server_settings(source: str, server: dict[str, Any]) -> dict[str, Any]:
         if port > 65535:
             raise _fail(source, at("port"), f"{port} is out of range", "use a port from 1 to 65535, e.g. 30000")
         kw["port"] = port
-    for key in ("ready_timeout_s", "stop_timeout_s"):
+    for key, example in (("ready_timeout_s", 600), ("stop_timeout_s", 30), ("connect_grace_s", 30)):
         if key in server:
-            kw[key] = float(positive(source, at(key), server[key], f"{key} = 600 (seconds, > 0)"))
+            kw[key] = float(positive(source, at(key), server[key], f"{key} = {example} (seconds, > 0)"))
     if "block_size" in server:
         kw["block_size"] = positive(source, at("block_size"), server["block_size"], "block_size = 16", integer=True)
     if "user" in server:

@@ -6,6 +6,7 @@ uses ``/server_info`` plus the log file when one is configured.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -51,10 +52,44 @@ class EndpointBackend(Backend):
     async def is_running(self, state: ServerState) -> bool:
         return True  # we cannot see the process; readiness probes tell whether it answers
 
+    def log_written_within(self, seconds: float) -> bool:
+        """Whether the configured log file changed in the last ``seconds`` (a server on its way)."""
+        log_file = self.config.log_file
+        if not log_file:
+            return False
+        try:
+            return time.time() - os.stat(Path(log_file).expanduser()).st_mtime < seconds
+        except OSError:
+            return False
+
     def log_lines(self, state: ServerState | None, from_start: bool = True) -> AsyncIterator[str]:
         if not self.config.log_file:
             raise ValueError("the endpoint backend has no log: set [server] log_file to tail one")
         return tail_file(Path(self.config.log_file).expanduser(), from_start)
+
+
+class ConnectGrace:
+    """An endpoint where nothing answers fails after [server] connect_grace_s (30 s by default), not
+    after ready_timeout_s: an hour of "waiting" for a wrong URL helps nobody. A configured log that
+    is still being written means the server is on its way, so the wait goes on while it grows."""
+
+    def __init__(self, backend: EndpointBackend) -> None:
+        self.backend = backend
+        self.since: float | None = None  # monotonic time of the first failed connect in this run of them
+
+    def check(self, result, now: float) -> tuple[str | None, str | None]:
+        """(new detail for the waiting phase or None, failure reason or None) after one probe."""
+        if not result.unreachable:
+            answered = self.since is not None
+            self.since = None
+            return (f"{self.backend.base_url} answers; not ready: {result.reason}" if answered else None), None
+        detail = result.reason if self.since is None else None
+        self.since = now if self.since is None else self.since
+        grace = self.backend.config.connect_grace_s
+        if now - self.since < grace or self.backend.log_written_within(grace):
+            return detail, None
+        return detail, (f"{result.reason}: nothing answered there for {grace:.0f} s ([server] connect_grace_s); "
+                        "start the server there, or fix [server] url")
 
 
 def make_backend(config, **kw) -> Backend:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 KnobValue = int | str | bool | None  # None means "none": the knob is cleared (no flag, no env var)
 SERVER_DEFAULT = "the server's default"
+DEFAULT_BLOCK_SIZE = 16  # SGLang's fallback when neither the flags nor the draft config give one
 
 
 @dataclass(frozen=True)
@@ -57,15 +58,28 @@ class KnobSpec:
     integer: bool = True                 # a positive integer; False: an integer, a string or true/false
     default: KnobValue = None            # the value before any config, preset or --set
     none_means: str = SERVER_DEFAULT     # what clearing the knob ("none") leaves the server running
+    example: int = 8                     # a value hints suggest: valid wherever the knob is
+    at_least_block: bool = False         # SGLang refuses a value below the block size (the window)
 
     @property
     def unset_is_default(self) -> bool:
         """Cleared means the server picks: whatever it reports then is not a mismatch."""
         return self.none_means == SERVER_DEFAULT
 
-    def parse(self, raw: Any, source: str = "--set") -> KnobValue:
+    def value_hint(self, block_size: int | None = None) -> str:
+        """The fix for a bad value, suggesting one the server takes (a window at least the block size)."""
+        if not self.integer:
+            return f'{key_name(self.name)} = 8, = "text", = true, or = "none" to clear it'
+        if self.at_least_block:
+            block = block_size or DEFAULT_BLOCK_SIZE
+            return (f"set {self.name} = {max(self.example, block)} (an integer >= the block size, {block}), "
+                    f"or {self.name} = \"none\"")
+        return f"set {self.name} = {self.example} (any integer > 0), or {self.name} = \"none\" to clear it"
+
+    def parse(self, raw: Any, source: str = "--set", block_size: int | None = None) -> KnobValue:
         """Text (``--set``, the editor) or a TOML value -> the typed value; "none" clears the knob.
-        ConfigError names ``source``, the knob and the fix. true/false is never a number here."""
+        ConfigError names ``source``, the knob and the fix (with ``block_size`` when known: the
+        editor's). true/false is never a number here."""
         where = f"knob '{key_name(self.name)}'"
         if isinstance(raw, str):
             text = raw.strip()
@@ -82,13 +96,12 @@ class KnobSpec:
             count = as_count(raw)
             if count is None or count <= 0:
                 raise fail(source, where, f"expected a positive integer or \"none\", got {shown(raw)}",
-                           f"set {self.name} = 8 (any integer > 0), or {self.name} = \"none\" to clear it")
+                           self.value_hint(block_size))
             return count
         if isinstance(raw, float):
             raise fail(source, where, f"expected an integer, string or true/false, got {shown(raw)}",
                        f"write {key_name(self.name)} = {int(raw) if math.isfinite(raw) else 1} or quote it")
-        return expect(source, where, raw, (int, str, bool),
-                      f'{key_name(self.name)} = 8, = "text", = true, or = "none" to clear it')
+        return expect(source, where, raw, (int, str, bool), self.value_hint())
 
     def describe(self) -> str:
         """One line for --help and the editor: what it is, its unit, what "none" means."""
@@ -97,12 +110,12 @@ class KnobSpec:
 
 
 KNOBS: dict[str, KnobSpec] = {spec.name: spec for spec in (
-    KnobSpec("budget", effective_key="budget", unit="tree nodes",
+    KnobSpec("budget", effective_key="budget", unit="tree nodes", example=8,
              help="DDTree tree budget: drafted nodes verified per step (DDTree builds only)"),
-    KnobSpec("topk", effective_key=None, unit="candidates",
+    KnobSpec("topk", effective_key=None, unit="candidates", example=4,
              help="DDTree top-k: draft candidates each tree node may branch into"),
-    KnobSpec("window", effective_key="window_size", unit="tokens", default=2048,
-             help="DFlash draft window: recent tokens the draft's KV cache keeps",
+    KnobSpec("window", effective_key="window_size", unit="tokens", default=2048, example=2048,
+             at_least_block=True, help="DFlash draft window: recent tokens the draft's KV cache keeps",
              none_means="a full-context draft cache"),
 )}
 DEFAULT_KNOBS: dict[str, KnobValue] = {spec.name: spec.default for spec in KNOBS.values()}
@@ -139,7 +152,6 @@ def window_too_small(knobs: Mapping[str, KnobValue], block_size: int) -> bool:
 
 
 FLAVOURS_FILE = PRESETS_DIR / "flavours.toml"
-DEFAULT_BLOCK_SIZE = 16  # SGLang's fallback when neither the flags nor the draft config give one
 _FLAG_RE = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)")
 _BLOCK_FLAGS = ("--speculative-num-draft-tokens", "--speculative-dflash-block-size")
 

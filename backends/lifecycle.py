@@ -16,8 +16,8 @@ import httpx
 
 from backends.backend import Backend
 from backends.config import ServerConfig
-from backends.endpoint_backend import EndpointBackend, make_backend
-from backends.errors import ServerError
+from backends.endpoint_backend import ConnectGrace, EndpointBackend, make_backend
+from backends.errors import ServerError, UsageError
 from backends.knobs import LaunchPlan, plan_for_endpoint, plan_launch
 from backends.logevents import ServerReady
 from backends.logfollow import TAIL_LINES, LogFacts, LogFollower
@@ -25,7 +25,7 @@ from backends.apikey import auth_headers, redact_argv
 from backends.ownership import NotOurs, describe_stop
 from backends.process import port_owner, tree_pids, wait_port_free
 from backends.readiness import ReadinessProbe
-from backends.startup import READY, Progress, StartupHistory, StartupTracker
+from backends.startup import READY, WAITING, Progress, StartupHistory, StartupTracker
 from backends.state import ServerState, clear_state, load_state, quarantine_state, save_state
 from backends.statelock import LifecycleLock
 from backends.verify import verify
@@ -79,7 +79,7 @@ class ServerManager:
         # so requests in flight are cancelled by the client, not failed by the dying server)
         self.before_stop: list[Callable[[], Awaitable[None]]] = []
         self.history = StartupHistory.default()
-        self.tracker = StartupTracker(self.history.medians(config.model))
+        self.tracker = StartupTracker(self.history.medians(config.startup_key()))  # this server's own starts
         self._last_report: tuple[str, str] | None = None
         self._last_time = 0.0
         self.probe_count = 0
@@ -104,7 +104,7 @@ class ServerManager:
         else:
             self.backend = make_backend(config)
             self.log.backend = self.backend
-        self.tracker.expected = dict(self.history.medians(config.model))
+        self.tracker.expected = dict(self.history.medians(config.startup_key()))
 
     # --- reporting --------------------------------------------------------------------------
     def report(self, pid: int | None = None) -> None:
@@ -230,9 +230,14 @@ class ServerManager:
         ``reason`` says what was stopped. Raises NotOurs (record set aside) when it proves nothing."""
         async with self._lock("down"):
             state = load_state(self.on_note)
+            if (state.backend if state is not None else self.config.backend) == "endpoint":
+                url = state.url if state is not None else self.config.base_url
+                raise UsageError(f"cannot stop an endpoint server: ddtune only attaches to {url}, it did not start it",
+                                 hint="stop it where it runs; `ddtune down` stops servers ddtune started "
+                                      "(backend sglang, sim or systemd)")
             if state is None:
                 return None
-            if state.backend == "endpoint" or not self.backend.CAN_STOP:
+            if not self.backend.CAN_STOP:
                 await self.backend.stop(state)  # raises: cannot stop
             if state.backend == "systemd":
                 await self.backend.stop(state)
@@ -244,6 +249,9 @@ class ServerManager:
                 except NotOurs as exc:
                     raise NotOurs(exc.message, hint=f"{quarantine_state('refused')}; {exc.hint}") from None
                 summary = describe_stop(state.pid, report)
+                if state.phase == "failed" and not report.leader_alive:
+                    why = (state.reason or "no reason recorded").splitlines()[0][:120]
+                    summary += f" (its start had failed: {why})"
             clear_state()
             return state.with_(phase="stopped", reason=summary)
 
@@ -295,6 +303,9 @@ class ServerManager:
         facts = self.log.follow(state)
         deadline = time.monotonic() + self.config.ready_timeout_s
         failure: str | None = None
+        endpoint = isinstance(self.backend, EndpointBackend)
+        # nobody listening fails fast
+        grace = ConnectGrace(self.backend) if isinstance(self.backend, EndpointBackend) else None
         try:
             async with ReadinessProbe(
                 state.url,
@@ -321,7 +332,7 @@ class ServerManager:
                                    f"in phase {self.tracker.phase}")
                         break
                     # with a log, probe only once it named our pid in "Started server process [PID]"
-                    pid_ok = not self.backend.has_logs() or facts.started_pid is not None
+                    pid_ok = endpoint or not self.backend.has_logs() or facts.started_pid is not None
                     if facts.started_pid is not None and state.pid and facts.started_pid not in tree_pids(state.pid):
                         pid_ok = False
                     if pid_ok:
@@ -329,6 +340,13 @@ class ServerManager:
                         self.probe_count = probe.generations
                         if result.ready:
                             break
+                        if grace is not None:
+                            detail, failure = grace.check(result, time.monotonic())
+                            if detail and self.tracker.phase == WAITING:  # "connection refused at URL"
+                                self.tracker.begin_wait(time.monotonic(), detail)
+                                self._report(force=True)
+                            if failure is not None:
+                                break
                     else:
                         await asyncio.sleep(0.1)
         finally:
@@ -343,11 +361,15 @@ class ServerManager:
         self.tracker.fail(reason, time.monotonic())
         self._report(state.pid)
         if self.backend.CAN_STOP and state.pid:
-            await self.backend.stop(state)  # leave nothing running: hung loads and orphaned children included
+            report = await self.backend.stop(state)  # leave nothing running: hung loads and orphans included
+            if report.stopped:
+                self.on_note(describe_stop(state.pid, report))
         tail = "\n".join(facts.last_lines(TAIL_LINES))
         final = state.with_(phase="failed", reason=reason + (f"\n--- last log lines ---\n{tail}" if tail else ""))
         save_state(final)
-        self.history.append(self.config.model, self.tracker.durations(time.monotonic()), False, time.time())
+        if not isinstance(self.backend, EndpointBackend):  # an attach times no start of its own
+            self.history.append(self.config.startup_key(), self.tracker.durations(time.monotonic()), False,
+                                time.time(), self.config.model)
         return final
 
     async def _ready(self, state: ServerState, plan: LaunchPlan | None, facts: LogFacts) -> ServerState:
@@ -364,7 +386,8 @@ class ServerManager:
             phase="ready", ready_at=time.time(), effective=checked.effective, checks=checked.checks, reason=None
         )
         save_state(final)
-        self.history.append(self.config.model, durations, True, time.time())
+        if not isinstance(self.backend, EndpointBackend):
+            self.history.append(self.config.startup_key(), durations, True, time.time(), self.config.model)
         return final
 
     async def attach_endpoint(self) -> ServerState:

@@ -4,7 +4,7 @@
 
     {"server_pid": int|null, "ready": bool,
      "weights": [{"elapsed_s": float, "type": str|null, "mem_usage_gb": float|null}],
-     "shard_progress": [done, total]|null,
+     "shard_progress": [done, total]|null,        (the target model's bar, the first model loaded)
      "kv_cache_tokens": [int, ...],
      "cuda_graph": [{"name": str, "elapsed_s": float|null}],
      "draft": {"window_size": int|null, "compact_cache": bool, "block_size": int|null}|null,
@@ -141,7 +141,8 @@ class SummaryBuilder:
         elif isinstance(e, ServerReady):
             self.ready = True
         elif isinstance(e, ShardProgress):
-            self.shards = (e.done, e.total)
+            if not self.weights:  # the target's bar: once its load ended, later bars are the draft's
+                self.shards = (e.done, e.total)
         elif isinstance(e, DraftRunner):
             self.draft = e
         elif not e.is_lead:

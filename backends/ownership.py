@@ -220,11 +220,11 @@ def describe_stop(pid: int | None, report: StopReport) -> str:
     """What a stop did, in one true sentence."""
     others = [p for p in report.stopped if p != pid]
     if not report.stopped:
-        return f"pid {pid} was not running and left nothing behind: nothing to stop"
+        return f"pid {pid} had already exited and left nothing running: nothing to stop"
     how = "after SIGTERM" if report.terminated else f"SIGKILL needed for pids {list(report.killed)}"
     left = f"; still running: pids {list(report.left)}" if report.left else ""
-    if not report.leader_alive:
-        return f"pid {pid} was already gone; stopped the {len(others)} process(es) it left running " \
+    if not report.leader_alive:  # never "stopped pid N" for a leader that was gone: say it had exited
+        return f"pid {pid} had already exited; stopped the {len(others)} process(es) it left running " \
                f"(pids {others}) {how}{left}"
     extra = f" and {len(others)} process(es) of its group" if others else ""
     return f"stopped pid {pid}{extra} {how}{left}"

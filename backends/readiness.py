@@ -8,6 +8,7 @@ still draining answers them too; neither is proof. A probe costs the server at m
 from __future__ import annotations
 
 import asyncio
+import errno
 import time
 from dataclasses import dataclass
 
@@ -25,6 +26,19 @@ class ProbeResult:
     reason: str
     owner_pid: int | None = None
     generated: int = 0
+    unreachable: bool = False  # no connection at all (refused, no route, no such host): nothing listens
+
+
+def connect_failure(url: str, exc: httpx.ConnectError) -> str:
+    """``connection refused at URL`` when the OS refused it, else what went wrong, naming the URL."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError) or getattr(cause, "errno", None) == errno.ECONNREFUSED:
+            return f"connection refused at {url}"
+        cause = cause.__cause__ or cause.__context__
+    if "refused" in str(exc).lower():
+        return f"connection refused at {url}"
+    return f"cannot connect to {url}: {exc or type(exc).__name__}"
 
 
 def owner_check(port: int, expected_pid: int | None) -> ProbeResult | None:
@@ -97,6 +111,12 @@ class ReadinessProbe:
         try:
             self.generations += 1
             tokens = await generate_one_token(client, self.base_url)
+        except httpx.ConnectError as exc:
+            return ProbeResult(False, connect_failure(self.base_url, exc), owner_pid=self.expected_pid,
+                               unreachable=True)
+        except httpx.ConnectTimeout:
+            return ProbeResult(False, f"no answer from {self.base_url} (connecting timed out)",
+                               owner_pid=self.expected_pid, unreachable=True)
         except (httpx.HTTPError, ValueError) as exc:
             return ProbeResult(False, f"1-token /generate failed: {exc}", owner_pid=self.expected_pid)
         finally:

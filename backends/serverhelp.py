@@ -68,3 +68,44 @@ def fetch_help(prefix: tuple[str, ...], env: dict[str, str], version: str | None
     if version:
         _cache_file(version).write_text(out.stdout)
     return ServerHelp(out.stdout, version, False)
+
+
+@dataclass(frozen=True)
+class SGLangVersion:
+    """Which SGLang this config runs, and where that was read (or why it could not be)."""
+
+    version: str | None
+    source: str
+
+
+def sglang_version(config, backend, state=None) -> SGLangVersion:
+    """The version the console shows, found the way it finds it: ``/server_info`` of the running
+    server (the recorded one, or the endpoint's URL), else the installed ``sglang`` package of the
+    configured interpreter; the simulator says which release it imitates (``--sim-version``)."""
+    import asyncio
+
+    from backends.lifecycle import fetch_server_info
+
+    url = state.url if state is not None and state.phase in ("ready", "starting") else None
+    if url is None and config.backend == "endpoint":
+        url = config.base_url
+    if url:
+        info = asyncio.run(fetch_server_info(url, backend.api_key(state)))
+        if info and info.get("version"):
+            return SGLangVersion(str(info["version"]), f"/server_info of the running server at {url}")
+    if config.backend == "sim":
+        from backends.sim.args import VERSIONS
+
+        args = list(config.extra_args)
+        given = [a.split("=", 1)[1] for a in args if a.startswith("--sim-version=")] + \
+                [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--sim-version"]
+        imitated = given[-1] if given else VERSIONS[0]
+        return SGLangVersion(imitated, "imitated by the simulator, --sim-version; none runs now")
+    if config.backend == "endpoint":
+        return SGLangVersion(None, f"{url} did not answer /server_info")
+    env = backend.server_env()
+    version = installed_version(config.python, env)
+    if version:
+        return SGLangVersion(version, f"the sglang package installed for {config.python}")
+    why = "no running server answered /server_info" if url else "no server is running"
+    return SGLangVersion(None, f"{why}, and {config.python} has no sglang package installed")

@@ -177,7 +177,9 @@ class StartupTracker:
 
 
 class StartupHistory:
-    """Per-phase durations of past starts, one JSON object a line, keyed by model."""
+    """Per-phase durations of past starts, one JSON object a line, keyed by server
+    (``ServerConfig.startup_key()``: backend, model and launch flags, not the knobs). A record
+    written before that key existed (model only) is not this server's and gives no ETA."""
 
     FILENAME = "startups.jsonl"
     KEEP = 20  # medians over the last KEEP successful starts of a model
@@ -191,14 +193,14 @@ class StartupHistory:
 
         return cls(state_dir() / cls.FILENAME)
 
-    def append(self, model: str, durations: dict[str, float], ok: bool, at: float) -> None:
-        record = {"model": model, "at": at, "ok": ok,
+    def append(self, server: str, durations: dict[str, float], ok: bool, at: float, model: str | None = None) -> None:
+        record = {"server": server, "model": model, "at": at, "ok": ok,
                   "phases": {p: round(float(s), 3) for p, s in durations.items() if p in WORK_PHASES}}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, sort_keys=True) + "\n")
 
-    def records(self, model: str | None = None) -> list[dict]:
+    def records(self, server: str | None = None) -> list[dict]:
         try:
             text = self.path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
@@ -210,12 +212,12 @@ class StartupHistory:
             except ValueError:
                 continue  # a torn or hand-edited line costs that line only
             if isinstance(rec, dict) and isinstance(rec.get("phases"), dict) and (
-                    model is None or rec.get("model") == model):
+                    server is None or rec.get("server") == server):
                 out.append(rec)
         return out
 
-    def medians(self, model: str) -> dict[str, float]:
-        recent = [r for r in self.records(model) if r.get("ok")][-self.KEEP:]
+    def medians(self, server: str) -> dict[str, float]:
+        recent = [r for r in self.records(server) if r.get("ok")][-self.KEEP:]
         out: dict[str, float] = {}
         for phase in WORK_PHASES:
             values = [float(v) for r in recent if isinstance(v := r["phases"].get(phase), (int, float))]

@@ -107,6 +107,38 @@ def report_errors(action: Callable[[], int]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one ddtune command; a reader that went away (``ddtune status | head -1``) ends it quietly.
+
+    Python's own advice (signal module docs, "Note on SIGPIPE"): on EPIPE point stdout at
+    /dev/null, so the flush at interpreter exit has nowhere to fail, and exit 1. Flushing here makes
+    the broken pipe surface inside this ``try`` rather than as "Exception ignored" at exit."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            if _reader_gone(stream):
+                os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+        return 1
+
+
+def _reader_gone(stream) -> bool:
+    """Whether ``stream`` is a pipe nobody reads any more (poll reports POLLERR on its write end)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(stream.fileno(), select.POLLOUT)
+        return any(mask & select.POLLERR for _, mask in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _main(argv: list[str] | None) -> int:
     from backends.paths import private_umask
 
     private_umask()  # every file ddtune writes is 0600, every dir 0700; launched servers keep the user's umask

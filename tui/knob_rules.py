@@ -12,12 +12,12 @@ from backends.knobs import DEFAULT_BLOCK_SIZE, KnobValue, knob_spec, window_too_
 def validate_knobs(values: dict[str, str], config: ServerConfig) -> dict[str, str]:
     errors: dict[str, str] = {}
     parsed: dict[str, KnobValue] = {}
+    block = config.block_size or DEFAULT_BLOCK_SIZE
     for name, raw in values.items():
         try:
-            parsed[name] = knob_spec(name, config.knob_map.get(name)).parse(raw, "editor")
+            parsed[name] = knob_spec(name, config.knob_map.get(name)).parse(raw, "editor", block_size=block)
         except DdtuneError as exc:
             errors[name] = exc.hint or exc.message
-    block = config.block_size or DEFAULT_BLOCK_SIZE
     if window_too_small(parsed, block):
         errors["window"] = f"must be >= {block} (the block size), or none"
     return errors

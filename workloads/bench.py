@@ -9,6 +9,7 @@ statistics to cells.jsonl the moment it ends. With ``coding`` the prompts are th
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -55,9 +56,40 @@ class BenchProgress:
     requests_done: int
     requests_total: int
     phase: str  # "sizing", "warmup", "running", "done"
+    eta_s: float | None = None  # seconds left of the whole run (BenchEta); None before a cell finished
 
 
 ProgressCallback = Callable[[BenchProgress], None]
+
+
+class BenchEta:
+    """Time left of a bench run, measured by this run, never guessed.
+
+    A cell keeps ``concurrency`` requests in flight until ``requests`` finished: about
+    ceil(requests / concurrency) rounds of one request. The seconds per round come from the cells
+    this run finished (sizing and warmup included), so there is no ETA before the first one ends."""
+
+    def __init__(self, plan: BenchPlan) -> None:
+        self.plan = plan
+        self.rounds_done = 0
+        self.seconds = 0.0
+
+    def rounds(self, concurrency: int) -> int:
+        return math.ceil(self.plan.requests_for(concurrency) / concurrency)
+
+    def cell_finished(self, concurrency: int, seconds: float) -> None:
+        self.rounds_done += self.rounds(concurrency)
+        self.seconds += max(0.0, seconds)
+
+    def eta(self, cells_left: list[tuple[int, int]], current: tuple[int, float] | None = None) -> float | None:
+        """Seconds for ``cells_left`` (context, concurrency) plus, with ``current`` (concurrency,
+        fraction still to run), what is left of the cell under way."""
+        if not self.rounds_done:
+            return None
+        rounds: float = sum(self.rounds(conc) for _, conc in cells_left)
+        if current is not None:
+            rounds += self.rounds(current[0]) * min(1.0, max(0.0, current[1]))
+        return round(rounds * self.seconds / self.rounds_done, 1)
 
 
 def cell_stats(context: int, concurrency: int, results: list[RequestResult], duration_s: float,
@@ -115,6 +147,8 @@ class BenchRunner:
         self.sizer = PromptSizer(self._measure)
         self._gate = asyncio.Semaphore(grade_parallel)
         self._nonce = int(time.time() * 1000) % 10**6
+        self.eta = BenchEta(plan)
+        self._left: list[tuple[int, int]] = []  # the cells still to run after the one under way
 
     async def _measure(self, text: str) -> int:
         result = await self.client.chat([{"role": "user", "content": text}], max_tokens=1)
@@ -130,9 +164,15 @@ class BenchRunner:
         for ctx, conc in cells:
             if (ctx, conc) in done:
                 continue
+            self._left = [key for key in cells if key not in done and key != (ctx, conc)]
+            t0 = time.perf_counter()
             cell = await self._run_cell(ctx, conc, len(done), len(cells))
+            self.eta.cell_finished(conc, time.perf_counter() - t0)
             self.store.append_cell(cell)
             done[(ctx, conc)] = cell
+            total = self.plan.requests_for(conc)
+            self.progress(BenchProgress(len(done) - 1, len(cells), ctx, conc, total, total,
+                                        "done", self.eta.eta(self._left)))
         return [done[key] for key in cells if key in done]
 
     async def _prompts(self, ctx: int, count: int) -> list[tuple[SizedPrompt, Problem | None]]:
@@ -147,7 +187,8 @@ class BenchRunner:
 
     async def _run_cell(self, ctx: int, conc: int, cells_done: int, cells_total: int) -> dict:
         total = self.plan.requests_for(conc)
-        report = lambda n, phase: self.progress(BenchProgress(cells_done, cells_total, ctx, conc, n, total, phase))
+        report = lambda n, phase: self.progress(BenchProgress(  # noqa: E731
+            cells_done, cells_total, ctx, conc, n, total, phase, self.eta.eta(self._left, (conc, 1 - n / total))))
         report(0, "sizing")
         try:
             prompts = await self._prompts(ctx, max(total, self.plan.warmup))
@@ -175,9 +216,7 @@ class BenchRunner:
         duration = time.perf_counter() - t0
         graded = list(await asyncio.gather(*grades)) if self.plan.coding else None
         await self._check_alive(results, ctx, conc, cells_done)
-        cell = cell_stats(ctx, conc, results, duration, graded, started_at)
-        report(total, "done")
-        return cell
+        return cell_stats(ctx, conc, results, duration, graded, started_at)
 
     async def _grade(self, problem: Problem, result: RequestResult) -> Grade:
         if not result.ok:

@@ -70,7 +70,7 @@ class ManagedController:
     def expected_restart_s(self) -> float | None:
         from backends.startup import StartupHistory
 
-        medians = StartupHistory.default().medians(self.base.model)
+        medians = StartupHistory.default().medians(self.base.startup_key())
         return sum(medians.values()) if medians else None
 
     async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:

@@ -47,6 +47,7 @@ def test_human_report_names_phases_draft_decode_and_fatal():
                      "Qwen3ForCausalLM", "target verify", "window 2048 (compact cache), block size 16",
                      "accept len mean 3.47", "max running 8"):
         assert fragment in text, fragment
+    assert "shards: 4/4 (target)" in text  # the target's 4-shard bar, not the draft's 1/1 that came last
     bad = run_ddtune("inspect", str(LOGS / "port_in_use.log"))
     assert bad.returncode == 0
     assert "fatal: port_in_use" in bad.stdout

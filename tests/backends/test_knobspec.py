@@ -30,7 +30,50 @@ def test_each_knob_names_itself_and_the_fix(name, raw):
     with pytest.raises(ConfigError) as info:
         KNOBS[name].parse(raw, "some.toml")
     assert info.value.message.startswith(f"some.toml: knob '{name}': expected a positive integer")
-    assert f"{name} = 8" in info.value.hint and f'{name} = "none"' in info.value.hint
+    assert f"set {name} = {suggested(info.value.hint, name)}" in info.value.hint
+    assert f'{name} = "none"' in info.value.hint
+
+
+def suggested(hint: str, name: str) -> int:
+    """The value a hint suggests (``set window = 2048 (...)``)."""
+    import re
+
+    return int(re.search(rf"set {name} = (\d+)", hint).group(1))
+
+
+@pytest.mark.parametrize("name", sorted(KNOBS))
+@pytest.mark.parametrize("block", [None, 16, 32, 4096])
+def test_a_hint_suggests_a_value_the_server_takes(name, block):
+    """--set window=abc once suggested window = 8, which SGLang then refuses (block size 16)."""
+    with pytest.raises(ConfigError) as info:
+        KNOBS[name].parse("abc", "--set", block_size=block)
+    value = suggested(info.value.hint, name)
+    assert KNOBS[name].parse(str(value), "--set") == value
+    assert not window_too_small({name: value}, block or 16)
+    config = ServerConfig(block_size=block)
+    assert validate_knobs({name: str(value)}, config) == {}  # the editor takes it too
+    assert name in validate_knobs({name: "abc"}, config)
+
+
+def test_the_window_hint_names_the_block_size():
+    with pytest.raises(ConfigError) as info:
+        KNOBS["window"].parse("abc", "editor", block_size=32)
+    assert "set window = 2048 (an integer >= the block size, 32)" in info.value.hint
+    assert "window = 8 " not in info.value.hint
+
+
+def test_the_suggested_window_passes_the_launch_plan(tmp_path):
+    """The real check before a restart: plan_launch against the simulator's --help."""
+    from backends.knobs import plan_launch
+    from backends.process_backend import SimBackend
+
+    with pytest.raises(UsageError) as info:
+        parse_set("window=abc")
+    value = suggested(info.value.hint, "window")
+    config = ServerConfig().with_knobs({"window": value})
+    backend = SimBackend(config)
+    plan = plan_launch(config, backend.learn_help().text, backend.command_prefix())
+    assert plan.argv[plan.argv.index("--speculative-draft-window-size") + 1] == str(value)
 
 
 @pytest.mark.parametrize("name", sorted(KNOBS))
@@ -42,7 +85,7 @@ def test_the_same_rule_holds_in_config_set_and_editor(name):
         parse_set(f"{name}=true")
     assert parse_set(f"{name}=none") == (name, None)
     errors = validate_knobs({name: "-3"}, ServerConfig())
-    assert f"{name} = 8" in errors[name]
+    assert f"set {name} = {KNOBS[name].example}" in errors[name]
     assert validate_knobs({name: "64"}, ServerConfig()) == {}
 
 
@@ -118,3 +161,12 @@ def test_spec_is_frozen():
     with pytest.raises(AttributeError):
         KNOBS["window"].name = "w"  # type: ignore[misc]
     assert isinstance(knob_spec("window"), KnobSpec) and knob_spec("window") is KNOBS["window"]
+
+
+def test_set_window_abc_on_the_command_line_suggests_a_valid_window(state_dir):
+    from tests.helpers import run_ddtune
+
+    out = run_ddtune("up", "--set", "window=abc")
+    assert out.returncode == 2
+    assert "hint: set window = 2048 (an integer >= the block size, 16)" in out.stderr
+    assert "window = 8" not in out.stderr

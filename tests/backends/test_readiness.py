@@ -49,7 +49,8 @@ async def test_nothing_listening_is_not_ready():
     assert result is not None and not result.ready and "nothing listens" in result.reason
     async with ReadinessProbe(f"http://127.0.0.1:{port}", None, None) as probe:
         result = await probe.probe()
-    assert not result.ready and "/generate failed" in result.reason
+    assert not result.ready and result.unreachable
+    assert result.reason == f"connection refused at http://127.0.0.1:{port}"
 
 
 def test_sglang_help_is_cached_per_version(tmp_path, state_dir):

@@ -134,7 +134,14 @@ def test_history_medians_per_model(state_dir):
     assert history.medians("m") == {LOADING: 20.0, CAPTURING: 5.0}
     assert len(history.records("m")) == 4
     first = json.loads(history.path.read_text().splitlines()[0])
-    assert first == {"model": "m", "at": 1.0, "ok": True, "phases": {LOADING: 10.0, CAPTURING: 5.0}}
+    assert first == {"server": "m", "model": None, "at": 1.0, "ok": True, "phases": {LOADING: 10.0, CAPTURING: 5.0}}
+
+
+def test_a_record_without_a_server_key_lends_no_eta(tmp_path):
+    """Records from before the server key (model only) cannot say which server they timed."""
+    history = StartupHistory(tmp_path / "startups.jsonl")
+    history.path.write_text(json.dumps({"model": "demo", "at": 1.0, "ok": True, "phases": {LOADING: 4.0}}) + "\n")
+    assert history.medians("demo") == {} and history.medians("sim:demo:0123") == {}
 
 
 def test_history_keeps_the_latest_starts(tmp_path):

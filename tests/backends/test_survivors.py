@@ -46,7 +46,7 @@ async def test_down_stops_what_a_dead_leader_left_running(tmp_path, groups, spaw
     notes: list[str] = []
     stopped = await ServerManager(cfg, on_note=notes.append).down()  # a fresh manager: like a new ddtune
     assert stopped is not None and gone(children)
-    assert f"pid {state.pid} was already gone" in stopped.reason
+    assert f"pid {state.pid} had already exited" in stopped.reason
     assert "stopped the 2 process(es) it left running" in stopped.reason
     assert all(str(p) in stopped.reason for p in children)
     assert bystander.poll() is None
@@ -63,4 +63,4 @@ async def test_up_stops_the_survivors_before_starting_beside_them(tmp_path, grou
     groups.track(new.pgid)
     assert new.phase == "ready" and new.pid != old.pid
     assert gone(children)
-    assert any(f"pid {old.pid} was already gone" in n and "left running" in n for n in notes), notes
+    assert any(f"pid {old.pid} had already exited" in n and "left running" in n for n in notes), notes

@@ -3,7 +3,7 @@
 import io
 
 from tui.commands.bench import ProgressBar, format_table
-from workloads.bench import BenchProgress, cell_stats
+from workloads.bench import BenchEta, BenchPlan, BenchProgress, cell_stats
 from workloads.client import RequestResult
 from workloads.evaluate import Grade
 
@@ -29,12 +29,37 @@ def test_progress_bar_redraws_in_place_on_a_terminal():
     assert text.startswith("\r[###-------]") and "37.5%" in text and "cell 2/4" in text and text.endswith("\n")
 
 
-def test_progress_without_a_terminal_prints_one_line_per_cell():
+def test_progress_without_a_terminal_prints_one_line_per_cell_with_its_eta():
     out = io.StringIO()
     bar = ProgressBar(out)
-    bar.update(BenchProgress(0, 2, 60, 1, 3, 8, "running"))
-    bar.update(BenchProgress(0, 2, 60, 1, 8, 8, "done"))
-    assert out.getvalue() == "cell 1/2 done: context 60, concurrency 1, 8 requests\n"
+    bar.update(BenchProgress(0, 3, 60, 1, 3, 8, "running", None))
+    bar.update(BenchProgress(0, 3, 60, 1, 8, 8, "done", 40.0))
+    bar.update(BenchProgress(1, 3, 60, 8, 16, 16, "done", 300.0))
+    bar.update(BenchProgress(2, 3, 1024, 1, 8, 8, "done", 0.0))
+    assert out.getvalue().splitlines() == [
+        "cell 1/3 done: context 60, concurrency 1, 8 requests; ETA 40 s",
+        "cell 2/3 done: context 60, concurrency 8, 16 requests; ETA 5.0 min",
+        "cell 3/3 done: context 1024, concurrency 1, 8 requests",
+    ]
+
+
+def test_progress_bar_shows_the_eta_once_measured():
+    out = Tty()
+    bar = ProgressBar(out, width=10)
+    bar.update(BenchProgress(0, 4, 60, 1, 2, 8, "running", None))
+    assert "ETA" not in out.getvalue()
+    bar.update(BenchProgress(1, 4, 60, 8, 4, 16, "running", 95.0))
+    assert out.getvalue().rstrip().endswith("running 4/16  ETA 95 s")
+
+
+def test_bench_eta_comes_from_measured_rounds():
+    plan = BenchPlan((60, 1024), (1, 8))  # rounds per cell: c1 8/1 = 8, c8 16/8 = 2
+    eta = BenchEta(plan)
+    assert eta.eta([(60, 8), (1024, 1), (1024, 8)]) is None  # nothing measured yet: no guess
+    eta.cell_finished(1, 16.0)                                # 8 rounds in 16 s: 2 s a round
+    assert eta.eta([(60, 8), (1024, 1), (1024, 8)]) == 2 * (2 + 8 + 2)
+    assert eta.eta([(1024, 8)], current=(1, 0.5)) == 2 * (2 + 4)  # half of a c1 cell left, then one c8
+    assert eta.eta([]) == 0.0
 
 
 def test_cell_stats_and_table():

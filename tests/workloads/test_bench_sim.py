@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -17,6 +18,10 @@ def test_coding_matrix_prints_table_and_records_config(start_sim, state_dir, tmp
                      "--max-tokens", "512", "--out", str(out_file), timeout=240)
     assert out.returncode == 0, out.stderr
     assert "TTFT p50/p95/p99 ms" in out.stdout and "coding: pass" in out.stdout
+    done = [line for line in out.stderr.splitlines() if line.startswith("cell ")]
+    assert [line.split(" done:")[0] for line in done] == ["cell 1/4", "cell 2/4", "cell 3/4", "cell 4/4"]
+    assert all(re.search(r"; ETA \d+ s$|; ETA \d+\.\d min$", line) for line in done[:3]), done  # measured, per cell
+    assert "ETA" not in done[3]  # the last cell: nothing left
     doc = json.loads(out_file.read_text())
     run, cells = doc["run"], doc["cells"]
     assert run["status"] == "done" and run["schema"] == "ddtune.run/1"

@@ -63,7 +63,7 @@ def requested_config(args, keep_running_knobs: bool = False):
     if getattr(args, "preset", None):
         updates.update(load_preset(args.preset))
     for expr in getattr(args, "sets", []) or []:
-        name, value = parse_set(expr)
+        name, value = parse_set(expr, config.block_size)
         updates[name] = value
     if updates:
         from backends.knobs import known_knobs
@@ -87,7 +87,8 @@ def err(text: str) -> None:
 
 
 def print_progress(progress) -> None:
-    eta = "" if progress.eta_s is None else f", ETA {progress.eta_s:.0f}s"
+    # from this server's own earlier starts only (none yet, or an endpoint: no ETA); none once it ended
+    eta = "" if progress.eta_s is None or progress.phase in ("ready", "failed") else f", ETA {progress.eta_s:.0f}s"
     pid = f" [pid {progress.pid}]" if progress.pid else ""
     detail = f": {progress.detail}" if progress.detail else ""
     err(f"[{progress.elapsed_s:6.1f}s] {progress.phase}{detail}{pid}{eta}")

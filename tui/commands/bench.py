@@ -83,15 +83,18 @@ class ProgressBar:
     def update(self, p) -> None:
         if not self.tty:
             if p.phase == "done":
+                last = p.cells_done + 1 >= p.cells_total
                 self.stream.write(f"cell {p.cells_done + 1}/{p.cells_total} done: context {p.context}, "
-                                  f"concurrency {p.concurrency}, {p.requests_total} requests\n")
+                                  f"concurrency {p.concurrency}, {p.requests_total} requests"
+                                  f"{'' if last else '; ' + eta_text(p.eta_s)}\n")
                 self.stream.flush()
             return
         frac = (p.cells_done + (p.requests_done / p.requests_total if p.requests_total else 0)) / max(1, p.cells_total)
         filled = int(frac * self.width)
         bar = "#" * filled + "-" * (self.width - filled)
+        eta = f"  {eta_text(p.eta_s)}" if p.eta_s is not None else ""
         self.stream.write(f"\r[{bar}] {frac * 100:5.1f}%  cell {p.cells_done + 1}/{p.cells_total}  ctx {p.context}"
-                          f"  c {p.concurrency}  {p.phase} {p.requests_done}/{p.requests_total}   ")
+                          f"  c {p.concurrency}  {p.phase} {p.requests_done}/{p.requests_total}{eta}   ")
         self.stream.flush()
         self._drawn = True
 
@@ -99,6 +102,14 @@ class ProgressBar:
         if self._drawn:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def eta_text(eta_s: float | None) -> str:
+    """``ETA 40 s`` / ``ETA 3.5 min``, as the sweep prints it; before a cell has finished there is
+    nothing measured to go by."""
+    if eta_s is None:
+        return "ETA after the first cell"
+    return f"ETA {eta_s / 60:.1f} min" if eta_s >= 120 else f"ETA {eta_s:.0f} s"
 
 
 def _f(value, fmt: str = ".0f") -> str:

@@ -46,13 +46,18 @@ def run(args) -> int:
     from backends.lifecycle import ServerManager, gpu_holders
     from backends.process import port_owner
 
+    from backends.serverhelp import sglang_version
+
     manager = ServerManager(config)
+    state = manager.current()
+    found = sglang_version(config, manager.backend, state)  # as the console finds it
+    _line(True if found.version else None, "SGLang", f"{found.version} ({found.source})" if found.version
+          else f"version not found: {found.source}")
     if manager.backend.CAN_START:
         try:
             helptext = manager.backend.learn_help()
-            cached = " (cached)" if helptext.cached else ""
-            _line(True, "server --help", f"SGLang {helptext.version or 'version unknown'}{cached}: "
-                  + " ".join(manager.backend.command_prefix()))
+            cached = f" (cached for SGLang {helptext.version})" if helptext.cached else ""
+            _line(True, "server --help", " ".join(manager.backend.command_prefix()) + cached)
             from backends.knobs import plan_launch
 
             plan = plan_launch(config, helptext.text, manager.backend.command_prefix(), helptext.version or "unknown")
@@ -62,7 +67,6 @@ def run(args) -> int:
         except DdtuneError as exc:
             failed = True
             _line(False, "server/knobs", f"{exc.message} (fix: {exc.hint})")
-    state = manager.current()
     owner = port_owner(config.port) if config.backend != "endpoint" else None
     ours = state is not None and state.pid is not None and owner is not None and owner.pid == state.pid
     if owner is None:
@@ -76,7 +80,8 @@ def run(args) -> int:
         _line(True, "server state", "no server recorded")
     else:
         _line(state.phase != "stale" and state.phase != "failed" or None, "server state",
-              f"{state.phase}, pid {state.pid}" + (f" ({state.reason.splitlines()[0]})" if state.reason else ""))
+              f"{state.phase}, " + (f"pid {state.pid}" if state.pid is not None else f"attached to {state.url}")
+              + (f" ({state.reason.splitlines()[0]})" if state.reason else ""))
     from workloads.sandbox import isolation
 
     try:

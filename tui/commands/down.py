@@ -12,7 +12,9 @@ Aborts in-flight requests, sends SIGTERM to the server's process group, and SIGK
 after [server] stop_timeout_s. When the server's leader died outside ddtune (the OOM killer), the
 processes it left behind (schedulers holding GPU memory) are found and stopped. Only processes the
 record proves ddtune started are signalled (pid + create time + the group it created); anything
-else is refused, named, and left alone (exit 1). The endpoint backend cannot stop a server.
+else is refused, named, and left alone (exit 1). An endpoint server is not ddtune's to stop: ddtune
+only attaches to it, and `down` says so (exit 2). A server whose start failed had already exited:
+`down` says that, and stops only what it left running.
 """
 
 

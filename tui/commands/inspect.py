@@ -76,7 +76,7 @@ def render(path, summary, tracker, clock) -> str:
             mem = f"{w.mem_usage_gb:.2f} GB" if w.mem_usage_gb is not None else "? GB"
             out.append(f"  {role:<7} {w.type or '?':<32} {elapsed:>10}  {mem:>10}")
     if summary.shard_progress:
-        out.append(f"shards: {summary.shard_progress[0]}/{summary.shard_progress[1]} (last bar)")
+        out.append(f"shards: {summary.shard_progress[0]}/{summary.shard_progress[1]} (target)")
     if summary.kv_cache_tokens:
         out.append("KV cache tokens: " + ", ".join(f"{t:,}" for t in summary.kv_cache_tokens))
     if summary.cuda_graph:

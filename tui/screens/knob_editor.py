@@ -10,6 +10,8 @@ from textual.containers import Grid, Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
+from tui.widgets.ordered_input import OrderedInput
+
 Validator = Callable[[dict[str, str]], dict[str, str]]  # field -> error message (empty: all good)
 
 
@@ -48,7 +50,7 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
             with Grid():
                 for name, value in self.current.items():
                     yield Label(name).with_tooltip(self.helps.get(name))
-                    yield Input(value, id=f"knob-{name}", compact=True, tooltip=self.helps.get(name))
+                    yield OrderedInput(value, id=f"knob-{name}", compact=True, tooltip=self.helps.get(name))
                     yield Static("", id=f"note-{name}")
             yield Static("", id="summary")
             with Horizontal():

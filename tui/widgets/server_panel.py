@@ -17,6 +17,16 @@ PHASE_STYLE = {
 }
 
 
+def remaining(eta_s: float | None) -> str:
+    """The time left of a start, from this server's earlier starts (``eta_s``: seconds left at the
+    latest report; None: no earlier start to go by)."""
+    if eta_s is None:
+        return "no history yet"
+    if eta_s < 1:
+        return "past the usual time"
+    return f"~{duration(eta_s)} left"
+
+
 class ServerPanel(Widget):
     """Renders a ServerView. The screen assigns `view`; nothing here does I/O."""
 
@@ -51,8 +61,9 @@ class ServerPanel(Widget):
             phase.append("  ")
             phase.append_text(bar(v.progress, 16, "cyan"))
         if v.elapsed_s is not None and v.phase not in ("ready", "idle", "failed"):
-            phase.append(f"  {duration(v.elapsed_s)}")
-            phase.append(f" / ~{duration(v.eta_s)} expected" if v.eta_s else " (no history yet)", "grey70")
+            phase.append(f"  {duration(v.elapsed_s)} elapsed")
+            if v.eta_s is not None or v.backend != "endpoint":  # an attach has no start of its own to time
+                phase.append(f" · {remaining(v.eta_s)}", "grey70")
         parts: list = [head, phase]
         if v.fatal:
             parts.append(Text(f"✗ {v.fatal}", "bold red"))
