@@ -165,7 +165,8 @@ class DdtuneApp(App):
             if choice is not None:
                 self.run_worker(self._leave(choice == "stop"), exclusive=True, group="quit")
 
-        self.push_screen(QuitDialog(), chosen)
+        can_stop = self.controller is not None and self.controller.session.backend.CAN_STOP
+        self.push_screen(QuitDialog(can_stop=can_stop), chosen)
 
     async def _leave(self, stop_server: bool) -> None:
         if self.controller is not None:

@@ -213,6 +213,9 @@ class ConsoleController:
         self._command("starting or re-attaching", self.session.up(keep_running_knobs=True))
 
     def stop(self) -> None:
+        if not self.session.backend.CAN_STOP:
+            self.post(m.LogLinesRead((note_line("this server is not ddtune's to stop (an endpoint)"),)))
+            return
         self._command("stopping", self.session.stop())
 
     def apply_config_file(self) -> bool:

@@ -260,3 +260,17 @@ async def test_apply_keeps_the_load_running_and_records_a_run_per_configuration(
 
     listed = list_runs()
     assert [r.kind for r in listed] == ["load", "load"] and all("(console)" in r.summary for r in listed)
+
+
+async def test_quitting_from_an_endpoint_offers_no_stop():
+    from textual.widgets import Button
+
+    from tui.screens.quit_dialog import QuitDialog
+
+    app = DdtuneApp(None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.push_screen(QuitDialog(can_stop=False))
+        await pilot.pause()
+        assert [b.id for b in app.screen.query(Button)] == ["leave", "stay"]
+        await pilot.press("s")  # the stop key does nothing here
+        assert isinstance(app.screen, QuitDialog)

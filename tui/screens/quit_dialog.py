@@ -10,7 +10,8 @@ from textual.widgets import Button, Label
 
 
 class QuitDialog(ModalScreen[str | None]):
-    """Dismisses with "leave", "stop", or None (stay)."""
+    """Dismisses with "leave", "stop", or None (stay). ``can_stop=False`` (an endpoint ddtune only
+    attaches to) offers no stop."""
 
     BINDINGS = [Binding("escape", "stay", "Stay", id="quit.stay"),
                 Binding("l", "choose('leave')", "Leave running", id="quit.leave"),
@@ -22,13 +23,23 @@ class QuitDialog(ModalScreen[str | None]):
     QuitDialog Button { margin-right: 2; }
     """
 
+    def __init__(self, can_stop: bool = True) -> None:
+        super().__init__()
+        self.can_stop = can_stop
+
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("Quit ddtune. The server keeps running unless you stop it;\n"
-                        "the next `ddtune` re-attaches to it.")
+            if self.can_stop:
+                yield Label("Quit ddtune. The server keeps running unless you stop it;\n"
+                            "the next `ddtune` re-attaches to it.")
+            else:
+                yield Label("Quit ddtune. The server is not ddtune's to stop (an endpoint);\n"
+                            "it keeps running.")
             with Horizontal():
-                yield Button("Leave it running [l]", variant="primary", id="leave", compact=True)
-                yield Button("Stop the server [s]", variant="error", id="stop", compact=True)
+                yield Button("Leave it running [l]" if self.can_stop else "Quit [l]", variant="primary", id="leave",
+                             compact=True)
+                if self.can_stop:
+                    yield Button("Stop the server [s]", variant="error", id="stop", compact=True)
                 yield Button("Stay [esc]", id="stay", compact=True)
 
     def on_mount(self) -> None:
@@ -38,6 +49,8 @@ class QuitDialog(ModalScreen[str | None]):
         self.dismiss(None if event.button.id == "stay" else event.button.id)
 
     def action_choose(self, choice: str) -> None:
+        if choice == "stop" and not self.can_stop:
+            return
         self.dismiss(choice)
 
     def action_stay(self) -> None:
