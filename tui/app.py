@@ -25,6 +25,7 @@ class DdtuneApp(App):
         Binding("u", "start_server", "Start/retry", id="app.start"),
         Binding("x", "stop_server", "Stop server", show=False, id="app.stop"),
         Binding("l", "toggle_load", "Load", id="app.load"),
+        Binding("t", "toggle_requests", "Requests", show=False, id="app.requests"),
         Binding("f", "cycle_log_filter", "Log filter", id="app.log_filter"),
         Binding("r", "results", "Results", id="app.results"),
         Binding("s", "sweep", "Sweep", id="app.sweep"),
@@ -41,6 +42,7 @@ class DdtuneApp(App):
         ("Stop the server", "stop the managed server (asks first)", "stop_server"),
         ("Coding load on/off", "stream coding prompts and plot tok/s and acceptance", "toggle_load"),
         ("Cycle the log filter", "all, errors, draft, decode", "cycle_log_filter"),
+        ("Requests / plots", "on a narrow terminal, show the recent requests in the plots' place", "toggle_requests"),
         ("Results", "past runs; compare two per cell", "results"),
         ("Sweep", "pick presets, run a quick sweep, see the winner", "sweep"),
         ("Help", "what the panels mean, every key", "help"),
@@ -133,6 +135,12 @@ class DdtuneApp(App):
                 self.notify("stopping the server…", timeout=4)
 
         self.push_screen(ConfirmStop(), chosen)
+
+    def action_toggle_requests(self) -> None:
+        if not self.main.has_class("-narrow"):
+            self.notify("the requests are beside the plots at this width", timeout=2)
+            return
+        self.main.toggle_class("-requests")
 
     def action_toggle_load(self) -> None:
         if self.controller is None:

@@ -14,6 +14,19 @@ READY_MISMATCH = ServerView(
     knobs=(KnobRow("budget", "8", "8", True), KnobRow("topk", "4", "4", True),
            KnobRow("window", "2048", "None", False)),
 )
+VERIFIED = (KnobRow("budget", "8", "8", True), KnobRow("topk", "4", None, None), KnobRow("window", "2048", "2048", True))
+READY = ServerView(pid=4242, url="http://127.0.0.1:30000", version="0.5.23", phase="ready", uptime_s=3725,
+                   knobs=VERIFIED)
+RESTARTING = ServerView(
+    pid=4242, url="http://127.0.0.1:30000", version="0.5.23", phase="stopping-old", elapsed_s=3, eta_s=95,
+    knobs=(KnobRow("budget", "8", None, None), KnobRow("topk", "4", None, None), KnobRow("window", "1024", None, None)),
+    note="stopping old server pid 4242 (SIGTERM, then SIGKILL after 30 s)",
+)
+FAILED = ServerView(
+    pid=4250, url="http://127.0.0.1:30000", version="0.5.23", phase="failed",
+    knobs=(KnobRow("budget", "8", None, None), KnobRow("topk", "4", None, None), KnobRow("window", "2048", None, None)),
+    fatal="oom: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0; 139.8 GiB total)",
+)
 NO_GPU = GpuView(available=False, reason="no NVIDIA driver found (libnvidia-ml.so.1 not loadable)")
 EIGHT_GPUS = GpuView(
     available=True,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.tui.fixtures import EIGHT_GPUS, LOADING, NO_GPU, READY_MISMATCH, feed
+from tests.tui.fixtures import EIGHT_GPUS, FAILED, LOADING, NO_GPU, READY, READY_MISMATCH, RESTARTING, feed
 from tui.app import DdtuneApp
 
 
@@ -15,13 +15,31 @@ async def _settle(pilot):
     await pilot.pause()
 
 
-@pytest.mark.parametrize("size,server,gpu", [
-    ((80, 24), LOADING, NO_GPU),
-    ((160, 50), READY_MISMATCH, EIGHT_GPUS),
-], ids=["80x24-loading-nogpu", "160x50-ready-mismatch-8gpu"])
-def test_main_screen(snap_compare, size, server, gpu):
+@pytest.mark.parametrize("size,server,gpu,load", [
+    ((80, 24), LOADING, NO_GPU, False),
+    ((80, 24), READY, EIGHT_GPUS, False),
+    ((80, 24), RESTARTING, NO_GPU, False),
+    ((80, 24), READY_MISMATCH, EIGHT_GPUS, False),
+    ((80, 24), FAILED, NO_GPU, False),
+    ((80, 24), READY, EIGHT_GPUS, True),
+    ((160, 50), READY_MISMATCH, EIGHT_GPUS, True),
+], ids=["80x24-loading-nogpu", "80x24-ready-8gpu", "80x24-restarting", "80x24-mismatch", "80x24-failed",
+        "80x24-load-running", "160x50-ready-mismatch-8gpu"])
+def test_main_screen(snap_compare, size, server, gpu, load):
+    """Every state an operator meets, at 80x24 and wide: the phase, the knobs (requested and what
+    the server says), the GPU line and the log tail are on screen in each."""
     async def run_before(pilot):
-        feed(pilot.app.main, server=server, gpu=gpu)
+        feed(pilot.app.main, server=server, gpu=gpu, points=40 if load else 0, requests=12 if load else 0)
         await _settle(pilot)
 
     assert snap_compare(DdtuneApp(), terminal_size=size, run_before=run_before)
+
+
+def test_help_scrolls_at_80x24(snap_compare):
+    async def run_before(pilot):
+        await pilot.press("question_mark")
+        await pilot.pause()
+        await pilot.press("end")  # the last rows of the key table are reachable
+        await pilot.pause()
+
+    assert snap_compare(DdtuneApp(), terminal_size=(80, 24), run_before=run_before)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
@@ -23,7 +24,11 @@ history, power, temperature.
 | key | action |
 |---|---|
 | `k` | edit knobs; Apply restarts the server and verifies the knobs took effect |
-| `l` | start / stop the live coding load |
+| `a` | apply the config file's knobs (after tuning, or when re-attaching kept a tuned server) |
+| `u` | start, re-attach, or retry after a failed start |
+| `x` | stop the server (asks first) |
+| `l` | start / stop the live coding load; it pauses across a restart and resumes once verified |
+| `t` | narrow terminal: the recent requests in the plots' place (and back) |
 | `f` | cycle the log filter: all, errors (fatal, error, warning), draft, decode; ddtune's notes show in all |
 | `/` | search the log (a capital letter makes it case-sensitive); Enter goes to the next match, Esc closes |
 | `n` / `N` | next / previous line matching the search |
@@ -31,18 +36,25 @@ history, power, temperature.
 | `r` | results: past runs, compare two per cell |
 | `s` | sweep: pick presets, run a quick sweep (restarts only when knobs change), see the winner |
 | `ctrl+p` | command palette |
-| `q` | quit (asks whether to leave the server running) |
+| `q` `ctrl+q` `ctrl+c` | quit (asks whether to leave the server running) |
 
 Headless equivalents: `ddtune up/restart/down/status`, `ddtune bench`, `ddtune eval`, `ddtune load`.
 """
 
 
 class HelpScreen(ModalScreen[None]):
+    """Scrolls (arrows, PgUp/PgDn, the wheel) when it is taller than the terminal, as at 80x24."""
+
     BINDINGS = [Binding("escape,q,question_mark", "app.pop_screen", "Close", id="help.close")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen Markdown { width: 90%; max-width: 100; height: auto; max-height: 90%; border: thick $accent; }
+    HelpScreen VerticalScroll { width: 90%; max-width: 100; height: auto; max-height: 90%; border: thick $accent; }
+    HelpScreen Markdown { height: auto; }
     """
 
     def compose(self) -> ComposeResult:
-        yield Markdown(HELP)
+        with VerticalScroll():
+            yield Markdown(HELP)
+
+    def on_mount(self) -> None:
+        self.query_one(VerticalScroll).focus()

@@ -11,6 +11,27 @@ from tui.views import GpuView
 from tui.widgets.textbars import sparkline, stacked_bar
 
 
+def one_line(v: GpuView) -> Text:
+    """All GPUs in one row (80x24): count and model, memory, utilisation range, the server's share."""
+    line = Text(no_wrap=True, overflow="ellipsis")
+    if not v.available:
+        line.append("gpu: none here", "bold")
+        line.append(f" ({v.reason or 'unavailable'})", "grey62")
+        return line
+    rows = v.rows
+    names = {g.name.removeprefix("NVIDIA ") for g in rows}
+    line.append(f"gpu {len(rows)}x {'/'.join(sorted(names))[:16]} ", "bold")
+    used, total = sum(g.used_gib for g in rows), sum(g.total_gib for g in rows)
+    line.append(f"mem {used:.0f}/{total:.0f}G ")
+    utils = [g.util for g in rows if g.util is not None]
+    if utils:
+        line.append(f"util {min(utils)}-{max(utils)}% " if len(set(utils)) > 1 else f"util {utils[0]}% ", "bold")
+    server = sum(g.server_gib for g in rows)
+    if server:
+        line.append(f"· server {server:.0f}G", "magenta")
+    return line
+
+
 class GpuPanel(Widget):
     DEFAULT_CSS = "GpuPanel { height: auto; }"
     view: reactive[GpuView] = reactive(lambda: GpuView(available=False, reason="sampling…"))
@@ -20,8 +41,13 @@ class GpuPanel(Widget):
         if shape(old) != shape(new):
             self.refresh(layout=True)
 
-    def render(self) -> Group:
+    def _one_line(self, v: GpuView) -> Text:
+        return one_line(v)
+
+    def render(self) -> Group | Text:
         v = self.view
+        if self.screen.has_class("-narrow"):
+            return self._one_line(v)
         if not v.available:
             return Group(Text(f"no NVIDIA GPU here: {v.reason or 'unavailable'}", "grey62"),
                          *( [Text(v.host, "grey62")] if v.host else []))

@@ -42,7 +42,9 @@ class ServerPanel(Widget):
 
     def render(self) -> Group:
         v = self.view
-        head = Text()
+        # every line keeps to one row (the panel's height must not jump when the uptime or a phase
+        # detail grows: at 80x24 a wrapped line pushed the knob rows off screen)
+        head = Text(no_wrap=True, overflow="ellipsis")
         if v.simulated:
             head.append(" SIMULATED ", "bold black on yellow")
             head.append(" ")
@@ -53,7 +55,7 @@ class ServerPanel(Widget):
         if v.uptime_s is not None and v.phase == "ready":
             head.append(f"  up {duration(v.uptime_s)}", "grey70")
 
-        phase = Text()
+        phase = Text(no_wrap=True, overflow="ellipsis")
         phase.append(f"{v.phase}", PHASE_STYLE.get(v.phase, "bold cyan"))
         if v.detail:
             phase.append(f"  {v.detail}")
@@ -66,13 +68,13 @@ class ServerPanel(Widget):
                 phase.append(f" · {remaining(v.eta_s)}", "grey70")
         parts: list = [head, phase]
         if v.fatal:
-            parts.append(Text(f"✗ {v.fatal}", "bold red"))
+            parts.append(Text(f"✗ {v.fatal}", "bold red", no_wrap=True, overflow="ellipsis"))
         if v.note:
             parts.append(Text(v.note.splitlines()[0], "grey70", no_wrap=True, overflow="ellipsis"))
         for row in v.knobs:
             if row.verified is False:
                 parts.append(Text(f"✗ {row.name}: requested {row.requested}, server says {row.effective}",
-                                  "bold white on red"))
+                                  "bold white on red", no_wrap=True, overflow="ellipsis"))
         if v.knobs:
             table = Table.grid(padding=(0, 2))
             table.add_column("knob", style="bold")
