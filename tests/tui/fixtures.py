@@ -14,7 +14,8 @@ READY_MISMATCH = ServerView(
     knobs=(KnobRow("budget", "8", "8", True), KnobRow("topk", "4", "4", True),
            KnobRow("window", "2048", "None", False)),
 )
-VERIFIED = (KnobRow("budget", "8", "8", True), KnobRow("topk", "4", None, None), KnobRow("window", "2048", "2048", True))
+VERIFIED = (KnobRow("budget", "8", "8", True), KnobRow("topk", "4", None, None),
+            KnobRow("window", "2048", "2048", True))
 READY = ServerView(pid=4242, url="http://127.0.0.1:30000", version="0.5.23", phase="ready", uptime_s=3725,
                    knobs=VERIFIED)
 RESTARTING = ServerView(
