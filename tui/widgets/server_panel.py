@@ -42,8 +42,8 @@ class ServerPanel(Widget):
 
     def render(self) -> Group:
         v = self.view
-        # every line keeps to one row (the panel's height must not jump when the uptime or a phase
-        # detail grows: at 80x24 a wrapped line pushed the knob rows off screen)
+        # the head keeps to one row (its height must not jump when the uptime grows: at 80x24 a
+        # wrapped line pushed the knob rows off screen); the phase too, on a narrow screen
         head = Text(no_wrap=True, overflow="ellipsis")
         if v.simulated:
             head.append(" SIMULATED ", "bold black on yellow")
@@ -55,7 +55,8 @@ class ServerPanel(Widget):
         if v.uptime_s is not None and v.phase == "ready":
             head.append(f"  up {duration(v.uptime_s)}", "grey70")
 
-        phase = Text(no_wrap=True, overflow="ellipsis")
+        narrow = self.screen.has_class("-narrow")  # at 80 columns every row counts: one row, cut
+        phase = Text(no_wrap=narrow, overflow="ellipsis" if narrow else "fold")
         phase.append(f"{v.phase}", PHASE_STYLE.get(v.phase, "bold cyan"))
         if v.detail:
             phase.append(f"  {v.detail}")
@@ -68,13 +69,13 @@ class ServerPanel(Widget):
                 phase.append(f" · {remaining(v.eta_s)}", "grey70")
         parts: list = [head, phase]
         if v.fatal:
-            parts.append(Text(f"✗ {v.fatal}", "bold red", no_wrap=True, overflow="ellipsis"))
+            parts.append(Text(f"✗ {v.fatal}", "bold red", no_wrap=narrow, overflow="ellipsis" if narrow else "fold"))
         if v.note:
             parts.append(Text(v.note.splitlines()[0], "grey70", no_wrap=True, overflow="ellipsis"))
         for row in v.knobs:
             if row.verified is False:
                 parts.append(Text(f"✗ {row.name}: requested {row.requested}, server says {row.effective}",
-                                  "bold white on red", no_wrap=True, overflow="ellipsis"))
+                                  "bold white on red", no_wrap=narrow, overflow="ellipsis" if narrow else "fold"))
         if v.knobs:
             table = Table.grid(padding=(0, 2))
             table.add_column("knob", style="bold")
