@@ -67,12 +67,10 @@ class DirWatch:
             self._before = self._stat()
         else:
             self._ready = asyncio.Event()
-            asyncio.get_running_loop().add_reader(self._fd, self._ready.set)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._fd is not None:
-            asyncio.get_running_loop().remove_reader(self._fd)
             os.close(self._fd)
             self._fd = None
 
@@ -84,12 +82,19 @@ class DirWatch:
             moved = {name for name in self.names if now[name] != self._before.get(name)}
             self._before = now
             return moved
+        # The reader is registered only while waiting: epoll is level-triggered, and an fd left
+        # readable during the settle below would wake the loop on every turn (a busy spin under a
+        # busy log: it cost the console a fifth of a core).
+        loop = asyncio.get_running_loop()
+        loop.add_reader(self._fd, self._ready.set)
         try:
             await asyncio.wait_for(self._ready.wait(), timeout)
         except TimeoutError:
             return set()
-        await asyncio.sleep(SETTLE_S)
-        self._ready.clear()
+        finally:
+            loop.remove_reader(self._fd)
+            self._ready.clear()
+        await asyncio.sleep(SETTLE_S)  # what else changes meanwhile comes in the same read
         changed: set[str] = set()
         while True:
             try:

@@ -45,6 +45,7 @@ FILTER_KINDS: dict[str, frozenset[str] | None] = {
     "draft": frozenset({"draft", "ddtune"}),
     "decode": frozenset({"decode", "ddtune"}),
 }
+GROW_ROWS, GROW_COLS = 128, 32  # the virtual size grows in steps: each change costs a screen layout
 MAX_SHOWN = 2000  # characters of one line that are drawn; the rest is cut with "…"
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _PARTS = ("stamp", "ready", "draft-off", "window-off", "window-on", "accept", "match", "current-match")
@@ -174,7 +175,7 @@ class LogPane(ScrollView, can_focus=True):
         self._gone += dropped
         if self._current is not None and self._current < self._gone:
             self._current = None
-        self.virtual_size = Size(width, len(shown))
+        self._size_to(width, len(shown))
         if follow:
             self._to_end()
         else:
@@ -183,6 +184,26 @@ class LogPane(ScrollView, can_focus=True):
                 self.scroll_to(y=max(0, self.scroll_target_y - dropped), animate=False)
             self._show_status()
         self.refresh()
+
+    def _size_to(self, width: int, rows: int) -> None:
+        """Set the virtual size in steps of GROW_ROWS x GROW_COLS: a changed virtual size relayouts
+        the whole screen (every widget repaints), and per batch that was most of the console's cost
+        under load. The scroll limits below keep to the real content, so the slack is never seen."""
+        view = self.container_size
+        # steps only once the content overflows the view: a scrollbar is shown by then anyway
+        height = rows if rows <= view.height else min(max(self.max_lines, rows), -(-rows // GROW_ROWS) * GROW_ROWS)
+        width = width if width <= view.width else -(-width // GROW_COLS) * GROW_COLS
+        size = Size(width, height)
+        if size != self.virtual_size:
+            self.virtual_size = size
+
+    @property
+    def max_scroll_y(self) -> int:
+        return max(0, len(self._shown) - (self.container_size.height - self.scrollbar_size_horizontal))
+
+    @property
+    def max_scroll_x(self) -> int:
+        return max(0, self._width - (self.container_size.width - self.scrollbar_size_vertical))
 
     def note(self, text: str) -> None:
         """A line of ddtune's own (kind ``ddtune``): shown under every filter."""
@@ -205,7 +226,7 @@ class LogPane(ScrollView, can_focus=True):
         self._shown = deque(line for line in self._history if keep is None or line.kind in keep)
         self._gone, self._current, self._unseen = 0, None, 0
         self._width = max((_cells(display_text(line.text)) for line in self._shown), default=0)
-        self.virtual_size = Size(self._width, len(self._shown))
+        self._size_to(self._width, len(self._shown))
         self._follow = True
         self._to_end()
         self._show_status()
