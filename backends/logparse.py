@@ -1,14 +1,11 @@
 """``parse_line``: one SGLang log line -> one typed event (``backends.logevents``) or None.
 
 Pure and total: any text gives an event or None, never an exception. A line is first stripped
-of ANSI codes and of the outer prefixes that log collectors add: a docker-compose ``name  | ``
-tag, the RFC 3339 timestamp of ``docker logs -t``, ``docker compose logs -t`` and ``kubectl logs
---timestamps`` (with or without ``--prefix``'s ``[pod/name/container]``), and journald's short
-formats (``Nov 30 09:00:01 host ident[pid]: ``, ``-o short-iso``, ``-o short-precise``). Then
-SGLang's own ``[time{.ms}{ DPn TPn ...}]`` prefix is taken off; its time is the event's ``ts``
-(an outer timestamp never is, so a re-prefixed log gives the same facts). The message is
-dispatched on its first word, so a line that matches nothing costs one prefix regex and one dict
-lookup.
+of ANSI codes and of the outer prefixes that log collectors add (``backends.logprefix``: a
+docker-compose tag, docker/kubectl/journald timestamps), then of SGLang's own
+``[time{.ms}{ DPn TPn ...}]`` prefix, whose time is the event's ``ts`` (an outer timestamp never
+is, so a re-prefixed log gives the same facts). The message is dispatched on its first word, so a
+line that matches nothing costs one prefix regex and one dict lookup.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ import re
 from collections.abc import Callable
 
 from backends.linesplitter import MAX_LINE, LineSplitter, split_lines, strip_ansi
+from backends.logprefix import MONTH_INITIALS, MONTHS, strip_collector, strip_compose
 from backends.logevents import (
     AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DecodeBatch, DraftCudaGraphDisabled,
     DraftRunner, DraftRunnerReady, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
@@ -37,15 +35,6 @@ _PLAIN_PREFIX = re.compile(
     r"(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
     r"(?:\d+ )?\[[^\]]*\] "
 )
-_COMPOSE = re.compile(r"[A-Za-z0-9][\w.-]*\s*\| ")
-# docker/kubectl: 2026-11-30T09:00:01.123456789Z (or an offset); journald -o short-iso adds "host ident[pid]: "
-_OUTER_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: +|$)"
-                       r"(?:[\w.-]+ [\w.@/-]+\[\d+\]: ?)?")
-# journald -o short / short-precise: "Nov 30 09:00:01[.123456] host ident[pid]: "
-_MONTH_INITIALS = frozenset("JFMASOND")
-_MONTHS = frozenset(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))
-_JOURNAL = re.compile(r"\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ [^\s\[\]:]+(?:\[\d+\])?: ?")
-_K8S_PREFIX = re.compile(r"\[pod/[^\]\s]+\] ")
 _RANK = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)")
 _RANK_FIELD = {"DP": "dp", "PP": "pp", "ATTN_CP": "attn_cp", "MOE_DP": "moe_dp", "TP": "tp", "EP": "ep"}
 
@@ -100,19 +89,19 @@ def _parse(line: str) -> LogEvent | None:
     line = line.strip()
     if not line:
         return None
-    if "| " in line[:64] and (m := _COMPOSE.match(line)) and not line.startswith(("Capturing", "Multi", "Loading")):
-        line = line[m.end():].lstrip()
+    if "| " in line[:64]:
+        line = strip_compose(line)
     c = line[0]
     if c == "[":
         m = _PREFIX.match(line)
         if m is None and line.startswith("[pod/"):
-            line = _outer(line)
+            line = strip_collector(line)
             if not line:
                 return None
             c = line[0]
             m = _PREFIX.match(line) if c == "[" else None
-    elif (c.isdigit() and line[10:11] == "T") or (c in _MONTH_INITIALS and line[:3] in _MONTHS):
-        line = _outer(line)
+    elif (c.isdigit() and line[10:11] == "T") or (c in MONTH_INITIALS and line[:3] in MONTHS):
+        line = strip_collector(line)
         if not line:
             return None
         c = line[0]
@@ -148,25 +137,6 @@ def _parse(line: str) -> LogEvent | None:
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-def _outer(line: str) -> str:
-    """``line`` without the prefixes a log collector adds (kubectl's ``[pod/...]``, then a
-    docker/kubectl/journald timestamp), and without a compose tag right after them."""
-    if line[0] == "[":
-        m = _K8S_PREFIX.match(line)
-        if m is None:
-            return line
-        line = line[m.end():]
-    if line[:1].isdigit():
-        m = _OUTER_TS.match(line) if line[10:11] == "T" else None
-    else:
-        m = _JOURNAL.match(line) if line[:3] in _MONTHS else None
-    if m is not None:
-        line = line[m.end():].lstrip()
-    if "| " in line[:64] and (m := _COMPOSE.match(line)) and not line.startswith(("Capturing", "Multi", "Loading")):
-        line = line[m.end():].lstrip()
-    return line
-
 
 def _f(rx: re.Pattern[str], text: str) -> float | None:
     m = rx.search(text)
