@@ -41,7 +41,9 @@ _BY_EVENT: dict[type, str] = {
     UvicornRunning: "phase", ServerReady: "phase",
     ServerArgs: "info",
 }
-_HEAD = 160  # the fallback looks only this far into a line: levels and frames sit at the start
+# the fallback looks only this far into a line: levels and frames sit at the start, after at most
+# a log collector's prefix (docker/kubectl/journald timestamps, a compose tag: up to ~64 characters)
+_HEAD = 160 + 64
 _LEVEL = re.compile(r"(?:^|[\s\]|])(CRITICAL|FATAL|ERROR|WARNING|WARN)(?=[:\s]|$)")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|\bFile \"[^\"]*\", line \d+")
 

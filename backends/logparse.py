@@ -1,9 +1,11 @@
 """``parse_line``: one SGLang log line -> one typed event (``backends.logevents``) or None.
 
 Pure and total: any text gives an event or None, never an exception. A line is first stripped
-of ANSI codes, a docker-compose ``name  | `` tag and SGLang's ``[time{.ms}{ DPn TPn ...}]``
-prefix; the message is then dispatched on its first word, so a line that matches nothing costs
-one prefix regex and one dict lookup.
+of ANSI codes and of the outer prefixes that log collectors add (``backends.logprefix``: a
+docker-compose tag, docker/kubectl/journald timestamps), then of SGLang's own
+``[time{.ms}{ DPn TPn ...}]`` prefix, whose time is the event's ``ts`` (an outer timestamp never
+is, so a re-prefixed log gives the same facts). The message is dispatched on its first word, so a
+line that matches nothing costs one prefix regex and one dict lookup.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 from collections.abc import Callable
 
 from backends.linesplitter import MAX_LINE, LineSplitter, split_lines, strip_ansi
+from backends.logprefix import MONTH_INITIALS, MONTHS, strip_collector, strip_compose
 from backends.logevents import (
     AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DecodeBatch, DraftCudaGraphDisabled,
     DraftRunner, DraftRunnerReady, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
@@ -32,7 +35,6 @@ _PLAIN_PREFIX = re.compile(
     r"(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,]\d+)? (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
     r"(?:\d+ )?\[[^\]]*\] "
 )
-_COMPOSE = re.compile(r"[A-Za-z0-9][\w.-]*\s*\| ")
 _RANK = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)")
 _RANK_FIELD = {"DP": "dp", "PP": "pp", "ATTN_CP": "attn_cp", "MOE_DP": "moe_dp", "TP": "tp", "EP": "ep"}
 
@@ -87,19 +89,34 @@ def _parse(line: str) -> LogEvent | None:
     line = line.strip()
     if not line:
         return None
-    if "| " in line[:64] and (m := _COMPOSE.match(line)) and not line.startswith(("Capturing", "Multi", "Loading")):
-        line = line[m.end():].lstrip()
+    if "| " in line[:64]:
+        line = strip_compose(line)
+    c = line[0]
+    if c == "[":
+        m = _PREFIX.match(line)
+        if m is None and line.startswith("[pod/"):
+            line = strip_collector(line)
+            if not line:
+                return None
+            c = line[0]
+            m = _PREFIX.match(line) if c == "[" else None
+    elif (c.isdigit() and line[10:11] == "T") or (c in MONTH_INITIALS and line[:3] in MONTHS):
+        line = strip_collector(line)
+        if not line:
+            return None
+        c = line[0]
+        m = _PREFIX.match(line) if c == "[" else None
+    else:
+        m = None
     ts = None
     ranks = None
-    if line[0] == "[":
-        m = _PREFIX.match(line)
-        if m:
-            ts = m.group("ts")
-            text = m.group("ranks")
-            if text:
-                ranks = _RANKS_SEEN.get(text) or _ranks(text)
-            line = line[m.end():]
-    elif line[0].isdigit() and (m := _PLAIN_PREFIX.match(line)):
+    if m is not None:
+        ts = m.group("ts")
+        text = m.group("ranks")
+        if text:
+            ranks = _RANKS_SEEN.get(text) or _ranks(text)
+        line = line[m.end():]
+    elif c.isdigit() and (m := _PLAIN_PREFIX.match(line)):
         ts = m.group("ts")
         line = line[m.end():]
     if not line:

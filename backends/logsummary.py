@@ -10,10 +10,13 @@
      "draft": {"window_size": int|null, "compact_cache": bool, "block_size": int|null}|null,
      "decode": {"lines": int, "accept_len_mean": float|null, "accept_len_last": float|null,
                 "gen_throughput_last": float|null, "running_req_max": int|null},
-     "fatal": {"kind": ..., "message": str}|null}
+     "fatal": {"kind": ..., "message": str}|null,
+     "notes": [str, ...]}
 
 Per-rank lines (weights, KV cache, graphs) count once: only the lead rank's copy (rank 0 in
-every prefix dimension, or no prefix). A weight load without ``elapsed=`` (older SGLang) takes
+every prefix dimension, or no prefix). When an excerpt holds no lead-rank line of one of these
+facts (TP0 or DP0 lines not captured), the fact comes from the lowest rank present and a line
+of ``notes`` says which rank it came from. A weight load without ``elapsed=`` (older SGLang) takes
 its time from the begin/end timestamps, else null. Fatal: the most specific ending wins
 (oom, port_in_use > init_failed, named other > scheduler_died > bare exception line), first of
 its rank; a bare exception line counts only while the server was not yet ready.
@@ -27,7 +30,7 @@ from pathlib import Path
 
 from backends.linesplitter import LineSplitter
 from backends.logevents import (
-    DecodeBatch, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, KvCache, LogEvent,
+    DecodeBatch, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, KvCache, LogEvent, Ranks,
     ServerReady, ServerStarted, ShardProgress, WeightLoadBegin, WeightLoadEnd,
 )
 from backends.logparse import parse_line
@@ -77,6 +80,7 @@ class LogSummary:
     fatal: Fatal | None = None
     lines: int = 0
     events: int = 0
+    notes: tuple[str, ...] = ()  # e.g. which rank a fact came from when the lead rank's line is missing
 
     def to_json(self) -> dict:
         d = self.draft
@@ -95,7 +99,58 @@ class LogSummary:
                        "gen_throughput_last": self.decode.gen_throughput_last,
                        "running_req_max": self.decode.running_req_max},
             "fatal": None if self.fatal is None else {"kind": self.fatal.kind, "message": self.fatal.message},
+            "notes": list(self.notes),
         }
+
+
+_RANK_ORDER = ("dp", "pp", "attn_cp", "moe_dp", "tp", "ep")
+_RANK_NAME = {"dp": "DP", "pp": "PP", "attn_cp": "ATTN_CP", "moe_dp": "MOE_DP", "tp": "TP", "ep": "EP"}
+
+
+def _rank_order(ranks: Ranks) -> tuple[int, ...]:
+    return tuple(getattr(ranks, k) or 0 for k in _RANK_ORDER)
+
+
+def rank_label(ranks: Ranks) -> str:
+    """``DP2 TP2 EP2``: the prefix SGLang printed for these ranks."""
+    return " ".join(f"{_RANK_NAME[k]}{getattr(ranks, k)}" for k in _RANK_ORDER if getattr(ranks, k) is not None)
+
+
+@dataclass
+class _RankFacts:
+    """The per-rank facts one rank logged; the summary shows one rank's copy."""
+
+    weights: list[WeightLoad] = field(default_factory=list)
+    load_begin_s: float | None = None
+    kv: list[int] = field(default_factory=list)
+    graphs: list[GraphCapture] = field(default_factory=list)
+
+    def add(self, e: LogEvent) -> None:
+        if isinstance(e, WeightLoadBegin):
+            self.load_begin_s = e.time_s
+        elif isinstance(e, WeightLoadEnd):
+            elapsed = e.elapsed_s
+            end_s = e.time_s
+            if elapsed is None and end_s is not None and self.load_begin_s is not None:
+                elapsed = round(end_s - self.load_begin_s, 2)
+            self.load_begin_s = None
+            self.weights.append(WeightLoad(elapsed, e.type, e.mem_usage_gb))
+        elif isinstance(e, KvCache):
+            self.kv.append(e.tokens)
+        elif isinstance(e, GraphCaptureBegin):
+            self.graphs.append(GraphCapture(e.name, None))
+        elif isinstance(e, GraphCaptureEnd):
+            for i in range(len(self.graphs) - 1, -1, -1):
+                g = self.graphs[i]
+                if g.name == e.name and g.elapsed_s is None:
+                    self.graphs[i] = GraphCapture(e.name, e.elapsed_s)
+                    break
+            else:
+                self.graphs.append(GraphCapture(e.name, e.elapsed_s))
+
+
+_PER_RANK = (WeightLoadBegin, WeightLoadEnd, KvCache, GraphCaptureBegin, GraphCaptureEnd)
+_FACTS = (("weights", "weights"), ("kv", "KV cache"), ("graphs", "CUDA graphs"))
 
 
 class SummaryBuilder:
@@ -106,17 +161,14 @@ class SummaryBuilder:
         self.events = 0
         self.pid: int | None = None
         self.ready = False
-        self.weights: list[WeightLoad] = []
         self.shards: tuple[int, int] | None = None
-        self.kv: list[int] = []
-        self.graphs: list[GraphCapture] = []
+        self._ranks: dict[Ranks | None, _RankFacts] = {}  # None: the lead rank (rank 0, or no prefix)
         self.draft: DraftRunner | None = None
         self.decode_lines = 0
         self.accept: list[float] = []
         self.gen_last: float | None = None
         self.running_max: int | None = None
         self.fatal: Fatal | None = None
-        self._load_begin_s: float | None = None
 
     def add_line(self, line: str) -> LogEvent | None:
         self.lines += 1
@@ -141,33 +193,16 @@ class SummaryBuilder:
         elif isinstance(e, ServerReady):
             self.ready = True
         elif isinstance(e, ShardProgress):
-            if not self.weights:  # the target's bar: once its load ended, later bars are the draft's
+            if not any(f.weights for f in self._ranks.values()):  # the target's bar: later bars are the draft's
                 self.shards = (e.done, e.total)
         elif isinstance(e, DraftRunner):
             self.draft = e
-        elif not e.is_lead:
-            return
-        elif isinstance(e, WeightLoadBegin):
-            self._load_begin_s = e.time_s
-        elif isinstance(e, WeightLoadEnd):
-            elapsed = e.elapsed_s
-            end_s = e.time_s
-            if elapsed is None and end_s is not None and self._load_begin_s is not None:
-                elapsed = round(end_s - self._load_begin_s, 2)
-            self._load_begin_s = None
-            self.weights.append(WeightLoad(elapsed, e.type, e.mem_usage_gb))
-        elif isinstance(e, KvCache):
-            self.kv.append(e.tokens)
-        elif isinstance(e, GraphCaptureBegin):
-            self.graphs.append(GraphCapture(e.name, None))
-        elif isinstance(e, GraphCaptureEnd):
-            for i in range(len(self.graphs) - 1, -1, -1):
-                g = self.graphs[i]
-                if g.name == e.name and g.elapsed_s is None:
-                    self.graphs[i] = GraphCapture(e.name, e.elapsed_s)
-                    break
-            else:
-                self.graphs.append(GraphCapture(e.name, e.elapsed_s))
+        elif isinstance(e, _PER_RANK):
+            key = None if e.is_lead else e.ranks
+            facts = self._ranks.get(key)
+            if facts is None:
+                facts = self._ranks[key] = _RankFacts()
+            facts.add(e)
 
     def _add_fatal(self, e: Fatal) -> None:
         if e.generic and self.ready:
@@ -175,14 +210,31 @@ class SummaryBuilder:
         if self.fatal is None or _severity(e) < _severity(self.fatal):
             self.fatal = e
 
+    def _per_rank(self) -> tuple[dict[str, list], tuple[str, ...]]:
+        """Each per-rank fact from the lead rank, else from the lowest rank that logged it."""
+        picked: dict[str, list] = {}
+        notes = []
+        others = sorted((k for k in self._ranks if k is not None), key=_rank_order)
+        lead = self._ranks.get(None)
+        for attr, label in _FACTS:
+            values = getattr(lead, attr) if lead is not None else []
+            if not values:
+                source = next((k for k in others if getattr(self._ranks[k], attr)), None)
+                if source is not None:
+                    values = getattr(self._ranks[source], attr)
+                    notes.append(f"{label}: no rank-0 line in this log; taken from {rank_label(source)}")
+            picked[attr] = values
+        return picked, tuple(notes)
+
     def summary(self) -> LogSummary:
         mean = round(sum(self.accept) / len(self.accept), 3) if self.accept else None
+        facts, notes = self._per_rank()
         return LogSummary(
-            self.pid, self.ready, tuple(self.weights), self.shards, tuple(self.kv), tuple(self.graphs),
+            self.pid, self.ready, tuple(facts["weights"]), self.shards, tuple(facts["kv"]), tuple(facts["graphs"]),
             self.draft,
             DecodeStats(self.decode_lines, mean, self.accept[-1] if self.accept else None, self.gen_last,
                         self.running_max),
-            self.fatal, self.lines, self.events,
+            self.fatal, self.lines, self.events, notes,
         )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from backends.errors import DdtuneError
 from backends.paths import runs_dir
+from workloads.metrics import cell_acceptance
 from workloads.report_input import read_cells, read_run_file
 from workloads.run_attempts import status_of
 
@@ -98,8 +99,7 @@ def compare(a: RunRow, b: RunRow) -> list[tuple[str, str, str, str, str, str]]:
         if key not in index:
             continue
         x, y = index[key].get("output_tok_s") or 0.0, cell.get("output_tok_s") or 0.0
-        acc_a = (index[key].get("acceptance") or {}).get("mean")
-        acc_b = (cell.get("acceptance") or {}).get("mean")
+        acc_a, acc_b = cell_acceptance(index[key]), cell_acceptance(cell)
         out.append((f"ctx {key[0]} c{key[1]}", f"{x:.0f}", f"{y:.0f}", f"{y / x:.2f}x" if x else "-",
                     "-" if acc_a is None else f"{acc_a:.2f}", "-" if acc_b is None else f"{acc_b:.2f}"))
     return out

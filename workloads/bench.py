@@ -1,9 +1,14 @@
 """The benchmark matrix: context lengths x concurrency, one durable cell at a time.
 
 Each cell sizes its prompts to the context (``PromptSizer``), runs ``warmup`` unrecorded requests,
-then keeps ``concurrency`` requests in flight until ``requests`` have finished, and appends its
-statistics to cells.jsonl the moment it ends. With ``coding`` the prompts are the coding problems
-(padded to the context) and every answer is graded in the sandbox, off the event loop.
+then sends its ``requests`` ``concurrency`` at a time and appends its statistics to cells.jsonl the
+moment it ends. ``release`` says how: ``wave`` (the default) sends each wave of ``concurrency``
+requests at once (connections opened and request bytes built first, then an asyncio barrier,
+``transport.WaveRelease``, lets them all go) and starts the next wave when this one has finished,
+so the server admits a wave together (as it admits ``sglang.bench_serving``'s first wave);
+``staggered`` keeps ``concurrency`` requests in flight, each slot sending its next request as soon
+as its last one ends. With ``coding`` the prompts are the coding problems (padded to the context)
+and every answer is graded in the sandbox, off the event loop.
 """
 
 from __future__ import annotations
@@ -20,7 +25,12 @@ from workloads.evaluate import Grade, RawResponse, grade_async, summarize
 from workloads.metrics import distribution, percentile
 from workloads.problems import Problem
 from workloads.prompts import PLAIN_TASK, PromptSizer, SizedPrompt
+from workloads.provenance import speculative_from_info
 from workloads.results import RunStore
+from workloads.transport import WaveRelease
+
+
+RELEASES = ("wave", "staggered")
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,11 @@ class BenchPlan:
     coding: bool = False
     requests_per_cell: int | None = None
     warmup: int = 1
+    release: str = "wave"  # "wave" or "staggered" (see the module docstring)
+
+    def __post_init__(self) -> None:
+        if self.release not in RELEASES:
+            raise ValueError(f"release must be one of {', '.join(RELEASES)}, got {self.release!r}")
 
     def cells(self) -> list[tuple[int, int]]:
         return [(ctx, conc) for ctx in self.contexts for conc in self.concurrencies]
@@ -43,8 +58,10 @@ class BenchPlan:
 
     @classmethod
     def from_json(cls, data: dict) -> BenchPlan:
+        # a plan written before waves existed was run staggered: its resume keeps that
         return cls(tuple(data["contexts"]), tuple(data["concurrencies"]), int(data["max_tokens"]),
-                   bool(data["coding"]), data.get("requests_per_cell"), int(data.get("warmup", 1)))
+                   bool(data["coding"]), data.get("requests_per_cell"), int(data.get("warmup", 1)),
+                   str(data.get("release", "staggered")))
 
 
 @dataclass(frozen=True)
@@ -98,7 +115,7 @@ def cell_stats(context: int, concurrency: int, results: list[RequestResult], dur
     ok = [r for r in results if r.ok]
     tokens = sum(r.output_tokens for r in ok)
     itl = [x for r in ok for x in r.itl_s]
-    acceptance = [r.acceptance for r in ok if r.acceptance is not None]
+    itl_token = [x for r in ok for x in r.itl_token_s]
     prompt = [r.prompt_tokens for r in results if r.prompt_tokens is not None]
     ms = lambda d: {k: (v * 1000 if isinstance(v, float) and k != "count" else v) for k, v in d.to_json().items()}
     errors = [r.error for r in results if not r.ok]
@@ -118,12 +135,24 @@ def cell_stats(context: int, concurrency: int, results: list[RequestResult], dur
         "per_stream_tok_s": distribution([r.decode_tok_s for r in ok if r.decode_tok_s is not None]).to_json(),
         "ttft_ms": ms(distribution([r.ttft_s for r in ok if r.ttft_s is not None])),
         "itl_ms": ms(distribution(itl)),
+        "itl_token_ms": ms(distribution(itl_token)),
         "e2e_ms": ms(distribution([r.e2e_s for r in ok])),
-        "acceptance": {"mean": sum(acceptance) / len(acceptance) if acceptance else None,
-                       "p50": percentile(acceptance, 50), "count": len(acceptance)},
+        "acceptance": acceptance_stats(ok),
         "finish_reasons": _count(r.finish_reason or "none" for r in ok),
         "verdicts": summarize(grades) if grades is not None else None,
     }
+
+
+def acceptance_stats(ok: list[RequestResult]) -> dict | None:
+    """``total`` (the server's definition: all completion tokens / all verify steps of the cell),
+    beside the per-request ``mean`` and ``p50``; None when no request has an acceptance (the
+    server does not run speculative decoding)."""
+    values = [r.acceptance for r in ok if r.acceptance is not None]
+    if not values:
+        return None
+    steps = [(r.output_tokens, r.verify_steps) for r in ok if r.verify_steps]
+    total = sum(t for t, _ in steps) / sum(v for _, v in steps) if steps else None
+    return {"total": total, "mean": sum(values) / len(values), "p50": percentile(values, 50), "count": len(values)}
 
 
 def _count(items) -> dict[str, int]:
@@ -159,6 +188,11 @@ class BenchRunner:
 
     async def run(self) -> list[dict]:
         """Run every cell not already in cells.jsonl; returns all cells (old and new) in plan order."""
+        if self.client.speculative is None:
+            # acceptance only from a speculative server: what /server_info said when the run (re)started
+            run = self.store.read_run()
+            server = run.get("server_on_resume") or run.get("server") or {}
+            self.client.speculative = speculative_from_info(server.get("server_info"))
         done = {(c["context"], c["concurrency"]): c for c in self.store.cells()}
         cells = self.plan.cells()
         for ctx, conc in cells:
@@ -212,7 +246,10 @@ class BenchRunner:
                 grades.append(asyncio.ensure_future(self._grade(problem, result)))
             report(len(results), "running")
 
-        await self._batch(prompts[:total], conc, finished, ctx)
+        if self.plan.release == "wave":
+            await self._waves(prompts[:total], conc, finished)
+        else:
+            await self._batch(prompts[:total], conc, finished, ctx)
         duration = time.perf_counter() - t0
         graded = list(await asyncio.gather(*grades)) if self.plan.coding else None
         await self._check_alive(results, ctx, conc, cells_done)
@@ -241,6 +278,27 @@ class BenchRunner:
                     queue.clear()
 
         await asyncio.gather(*(worker() for _ in range(max(1, conc))))
+
+    async def _waves(self, prompts: list[tuple[SizedPrompt, Problem | None]], conc: int,
+                     finished: Callable) -> None:
+        """Send ``prompts`` in waves of ``conc``, each released at once (module docstring)."""
+        extra = None if self.plan.coding else {"ignore_eos": True}
+        for start in range(0, len(prompts), conc):
+            wave = prompts[start:start + conc]
+            await self.client.warm(len(wave))  # no request of the wave waits for a handshake
+            release = WaveRelease(len(wave))  # each waits there with its bytes ready; the last lets all go
+
+            async def send(sized: SizedPrompt, problem: Problem | None,
+                           release: WaveRelease = release) -> RequestResult:
+                self._nonce += 1
+                msg = [{"role": "user", "content": sized.text(self._nonce)}]
+                result = await self.client.chat(msg, max_tokens=self.plan.max_tokens, extra=extra, release=release)
+                finished(result, problem)
+                return result
+
+            done = await asyncio.gather(*(send(sized, problem) for sized, problem in wave))
+            if any(r.unreachable for r in done):
+                return
 
     async def _check_alive(self, results: list[RequestResult], ctx: int, conc: int, cells_done: int) -> None:
         failed = [r for r in results if not r.ok]

@@ -1,9 +1,17 @@
 """Async streaming client for SGLang's ``/v1/chat/completions`` and ``/generate`` (httpx).
 
-Per request it measures TTFT, inter-token latencies (between content-bearing chunks), end-to-end
-time, output tokens, finish reason and speculative acceptance (``sglext.spec_tokens_details`` on
-chat, ``meta_info`` on /generate; both arrive in the last chunk), and keeps the reasoning and the
-answer text apart. The event loop only splits lines and decodes JSON; nothing is tokenised here.
+Per request it measures TTFT, the gaps between content-bearing chunks (one chunk per decode or
+verify step: the *step gap*) and how many tokens each chunk brought (from the cumulative
+``usage.completion_tokens`` that ``continuous_usage_stats`` puts on every chunk, or
+``meta_info.completion_tokens`` on /generate; one token per chunk when the server sends no count),
+end-to-end time, output tokens, finish reason and speculative acceptance
+(``sglext.spec_tokens_details`` on chat, ``meta_info`` on /generate; both arrive in the last chunk),
+and keeps the reasoning and the answer text apart. The event loop only splits lines and decodes
+JSON; nothing is tokenised here.
+
+Acceptance is reported only for a server that runs speculative decoding: ``StreamingClient.speculative``
+(from ``/server_info``'s ``speculative_algorithm``, set by whoever read it) False means every
+request's acceptance is None, whatever spec fields arrive; None (unknown) takes the fields as they come.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ import httpx
 
 from backends.apikey import auth_headers
 from backends.errors import ServerError
-from workloads.transport import LeanTransport
+from workloads.transport import RELEASE, LeanTransport, WaveRelease
 
 TokenCallback = Callable[[int], None]
 _decode = json.JSONDecoder().decode
@@ -41,13 +49,37 @@ class RequestResult:
     reasoning_content: str | None
     chunks: int
     unreachable: bool = False  # the connection could not be made at all
+    itl_tokens: tuple[int, ...] = ()  # tokens that arrived at the end of each gap in itl_s (empty: one each)
+    speculative: bool | None = None  # what the client knew of the server: False hides the spec fields
+
+    @property
+    def verify_steps(self) -> int | None:
+        """The server's verify steps for this request; None unless the server is speculative."""
+        return None if self.speculative is False else (self.spec_verify_ct or None)
 
     @property
     def acceptance(self) -> float | None:
-        """Accepted tokens per verify step (bonus included): completion_tokens / spec_verify_ct."""
+        """Accepted tokens per verify step (bonus included): completion_tokens / spec_verify_ct;
+        None for a server that does not run speculative decoding."""
+        if self.speculative is False:
+            return None
         if self.spec_verify_ct:
             return self.output_tokens / self.spec_verify_ct
         return self.spec_accept_length
+
+    @property
+    def itl_token_s(self) -> list[float]:
+        """Inter-token latency per token (sglang.bench_serving's ITL): each chunk's gap divided by
+        the tokens it brought, once per token."""
+        if not self.itl_tokens:
+            return list(self.itl_s)
+        out: list[float] = []
+        for gap, n in zip(self.itl_s, self.itl_tokens, strict=False):
+            if n > 1:
+                out.extend([gap / n] * n)
+            else:
+                out.append(gap)
+        return out
 
     @property
     def decode_tok_s(self) -> float | None:
@@ -74,12 +106,15 @@ class _Stream:
     t0: float
     wall: float
     on_tokens: TokenCallback | None
+    speculative: bool | None = None
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     text_so_far: str = ""
     first: float | None = None
     last: float = 0.0  # the latest token chunk's time; read only once `first` is set
     itl: list[float] = field(default_factory=list)
+    itl_tokens: list[int] = field(default_factory=list)
+    at_last: int = 0  # completion tokens counted up to the last content chunk
     chunks: int = 0
     counted: int = 0  # tokens reported to on_tokens so far
     completion_tokens: int | None = None
@@ -91,11 +126,15 @@ class _Stream:
     done: bool = False
     separated: bool = False
 
-    def mark_token_chunk(self, t: float) -> None:
+    def mark_token_chunk(self, t: float, total: int | None) -> None:
+        """A chunk that brought tokens, at ``t``; ``total``: the cumulative count it carried, if any."""
+        n = 1 if total is None else total - self.at_last
+        self.at_last = total if total is not None else self.at_last + 1
         if self.first is None:
             self.first = t
         else:
             self.itl.append(t - self.last)
+            self.itl_tokens.append(n if n > 0 else 1)
         self.last = t
 
     def count(self, total: int | None, fallback: int) -> None:
@@ -140,17 +179,14 @@ class _Stream:
                 self.finish_reason = reason
                 if reason == "abort":
                     self.error = "request aborted by the server"
-        if produced:
-            if self.first is None:
-                self.first = t
-            else:
-                self.itl.append(t - self.last)
-            self.last = t
         usage = obj.get("usage")
+        total = None
         if usage:
             self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
             if usage.get("completion_tokens") is not None:
-                self.completion_tokens = int(usage["completion_tokens"])
+                total = self.completion_tokens = int(usage["completion_tokens"])
+        if produced:
+            self.mark_token_chunk(t, total)
         sglext = obj.get("sglext")
         if sglext:
             self.spec(sglext.get("spec_tokens_details"))
@@ -174,10 +210,12 @@ class _Stream:
         meta = obj.get("meta_info") or {}
         total = meta.get("completion_tokens")
         grew = total is not None and total > (self.completion_tokens or 0)
-        if piece or grew:
-            self.mark_token_chunk(t)
         if total is not None:
-            self.completion_tokens = int(total)
+            total = int(total)
+        if piece or grew:
+            self.mark_token_chunk(t, total)
+        if total is not None:
+            self.completion_tokens = total
         if meta.get("prompt_tokens") is not None:
             self.prompt_tokens = int(meta["prompt_tokens"])
         fr = meta.get("finish_reason")
@@ -205,7 +243,8 @@ class _Stream:
             e2e_s=end - self.t0, output_tokens=tokens, prompt_tokens=self.prompt_tokens,
             finish_reason=self.finish_reason, spec_verify_ct=self.verify_ct, spec_accept_length=self.accept_len,
             content=content, reasoning_content="".join(self.reasoning) if self.separated else None,
-            chunks=self.chunks, unreachable=unreachable)
+            chunks=self.chunks, unreachable=unreachable, itl_tokens=tuple(self.itl_tokens),
+            speculative=self.speculative)
 
 
 KEY_HINT = ("the server wants an API key: pass --api-key, or set DDTUNE_API_KEY (ddtune uses the --api-key "
@@ -219,12 +258,15 @@ class StreamingClient:
                  request_timeout_s: float = 900.0, connect_timeout_s: float = 10.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key  # kept so run records can redact it from what the server reports
+        self._transport = LeanTransport(concurrency, connect_timeout_s, request_timeout_s)
         self._http = httpx.AsyncClient(
             base_url=self.base_url, headers=auth_headers(api_key),
-            transport=LeanTransport(concurrency, connect_timeout_s, request_timeout_s),
+            transport=self._transport,
             timeout=httpx.Timeout(request_timeout_s, connect=connect_timeout_s, pool=None),
         )
         self._model: str | None = None
+        # whether the server runs speculative decoding (from /server_info); None: not known
+        self.speculative: bool | None = None
 
     async def __aenter__(self) -> StreamingClient:
         return self
@@ -234,6 +276,10 @@ class StreamingClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+    async def warm(self, n: int) -> int:
+        """Have ``n`` connections open and idle (see ``LeanTransport.warm``); how many are."""
+        return await self._transport.warm(httpx.URL(self.base_url), n)
 
     async def get_json(self, path: str) -> dict:
         try:
@@ -260,14 +306,17 @@ class StreamingClient:
         return self._model
 
     async def chat(self, messages: list[dict], *, max_tokens: int, temperature: float = 0.0,
-                   extra: dict | None = None, on_tokens: TokenCallback | None = None) -> RequestResult:
+                   extra: dict | None = None, on_tokens: TokenCallback | None = None,
+                   release: WaveRelease | None = None) -> RequestResult:
+        """One streamed chat completion. With ``release`` the request leaves when its whole wave
+        is ready (``transport.WaveRelease``), and its times count from that moment."""
         body = {"model": await self.model_id(), "messages": messages, "max_tokens": max_tokens,
                 "temperature": temperature, "stream": True,
                 "stream_options": {"include_usage": True, "continuous_usage_stats": True},
                 "return_spec_tokens_details": True}
         if extra:
             body.update(extra)
-        return await self._stream("/v1/chat/completions", body, "chat", on_tokens)
+        return await self._stream("/v1/chat/completions", body, "chat", on_tokens, release)
 
     async def generate(self, text: str, *, max_tokens: int, temperature: float = 0.0,
                        sampling: dict | None = None, on_tokens: TokenCallback | None = None) -> RequestResult:
@@ -275,13 +324,18 @@ class StreamingClient:
         body = {"text": text, "sampling_params": params, "stream": True}
         return await self._stream("/generate", body, "generate", on_tokens)
 
-    async def _stream(self, path: str, body: dict, endpoint: str, on_tokens: TokenCallback | None) -> RequestResult:
-        st = _Stream(endpoint, time.perf_counter(), time.time(), on_tokens)
+    async def _stream(self, path: str, body: dict, endpoint: str, on_tokens: TokenCallback | None,
+                      release: WaveRelease | None = None) -> RequestResult:
+        st = _Stream(endpoint, time.perf_counter(), time.time(), on_tokens, self.speculative)
         feed = st.feed_chat if endpoint == "chat" else st.feed_generate
         answered = False
+        ticket = release.ticket() if release is not None else None
         try:
-            async with self._http.stream("POST", path, json=body) as resp:
+            async with self._http.stream("POST", path, json=body,
+                                         extensions={RELEASE: ticket} if ticket else None) as resp:
                 answered = True
+                if ticket is not None and release is not None and release.released_at is not None:
+                    st.t0, st.wall = release.released_at  # the request left when its wave did
                 if resp.status_code != 200:
                     text = (await resp.aread()).decode("utf-8", "replace")
                     return st.result(f"HTTP {resp.status_code} from {path}: {_short(text)}")
@@ -315,6 +369,9 @@ class StreamingClient:
         except httpx.HTTPError as exc:
             # Dropped before any response (a dying server still accepting for a moment) counts as unreachable.
             return st.result(f"connection lost during {path}: {_describe(exc)}", unreachable=not answered)
+        finally:
+            if ticket is not None:
+                ticket.drop()  # never reached the gate (no connection): do not hold the wave back
         return st.result()
 
 

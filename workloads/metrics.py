@@ -42,6 +42,14 @@ def distribution(values: list[float] | tuple[float, ...]) -> Distribution:
                         percentile(values, 99), max(values))
 
 
+def cell_acceptance(cell: dict) -> float | None:
+    """The acceptance that comparisons use: the cell's ``total`` (older cells: the per-request mean)."""
+    acc = cell.get("acceptance")
+    if not isinstance(acc, dict):
+        return None
+    return acc["total"] if acc.get("total") is not None else acc.get("mean")
+
+
 @dataclass(frozen=True)
 class WindowStats:
     """Rates over one sliding window ending at ``now``."""

@@ -58,8 +58,17 @@ def server_state() -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def speculative_from_info(info: dict | None) -> bool | None:
+    """Whether /server_info says the server runs speculative decoding (``speculative_algorithm``
+    set); None when there is no /server_info to ask."""
+    if not isinstance(info, dict):
+        return None
+    return bool(info.get("speculative_algorithm"))
+
+
 async def server_provenance(client) -> dict:
     """The server's own account: /server_info (launch_command, version, args), plus server.json.
+    ``speculative`` says whether it runs speculative decoding (null: /server_info unreadable).
 
     Redacted: /server_info repeats the server's ``api_key`` (and a launch command may carry it)."""
     info: dict | None
@@ -77,6 +86,7 @@ async def server_provenance(client) -> dict:
         "url": client.base_url,
         "version": (info or {}).get("version"),
         "launch_command": (info or {}).get("launch_command"),
+        "speculative": speculative_from_info(info),
         "knobs": knobs,
         "server_info": info,
         "server_info_error": error,

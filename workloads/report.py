@@ -15,11 +15,12 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
+from workloads.metrics import cell_acceptance
 from workloads.estimate import Estimate, Ratio, exp, from_repeats, from_samples, geomean, ratio, t95
 from workloads.report_input import Failure, Inputs, RunData
 
 Cell = tuple[int, int]  # (context, concurrency)
-METRICS = ("tok_s", "acceptance", "ttft_p50", "ttft_p95", "itl_p50", "itl_p95")
+METRICS = ("tok_s", "acceptance", "ttft_p50", "ttft_p95", "itl_p50", "itl_p95", "itl_token_p50", "itl_token_p95")
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,10 @@ class ConfigCell:
     acceptance: Estimate | None
     ttft_p50: Estimate | None
     ttft_p95: Estimate | None
-    itl_p50: Estimate | None
+    itl_p50: Estimate | None        # step gap: between content chunks
     itl_p95: Estimate | None
+    itl_token_p50: Estimate | None  # per token (sglang.bench_serving's ITL)
+    itl_token_p95: Estimate | None
     vs_reference: Ratio | None
 
 
@@ -131,12 +134,12 @@ def _config_cell(config: str, cell: Cell, runs: list[tuple[RunData, dict]]) -> C
     single = len(runs) == 1
     reqs = _cell_requests(runs[0][0], cell) if single else []
     tok = _estimate([c.get("output_tok_s") for _, c in runs], _per_request_tok_s(reqs) if single else None)
-    acc = _estimate([(c.get("acceptance") or {}).get("mean") for _, c in runs],
-                    _per_request_acceptance(reqs) if single else None)
+    acc = _estimate([cell_acceptance(c) for _, c in runs], _per_request_acceptance(reqs) if single else None)
     pick = lambda key, q: from_repeats([v for _, c in runs if (v := (c.get(key) or {}).get(q)) is not None])
     return ConfigCell(config, cell, len(runs), sum(int(c.get("requests") or 0) for _, c in runs),
                       sum(int(c.get("errors") or 0) for _, c in runs), tok, acc, pick("ttft_ms", "p50"),
-                      pick("ttft_ms", "p95"), pick("itl_ms", "p50"), pick("itl_ms", "p95"), None)
+                      pick("ttft_ms", "p95"), pick("itl_ms", "p50"), pick("itl_ms", "p95"),
+                      pick("itl_token_ms", "p50"), pick("itl_token_ms", "p95"), None)
 
 
 def _margin(a: Estimate | None, b: Estimate | None) -> Ratio | None:

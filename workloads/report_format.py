@@ -51,7 +51,9 @@ def to_markdown(report: Report) -> str:
         out.append(f"**Best overall: {o.config}**{ahead}; geometric-mean tok/s {vs}: x{o.value:.2f}.")
         out.append("")
     out.append("Intervals are 95%: from repeats where a configuration ran more than once, else from per-request "
-               "variation. ±: half-width.")
+               "variation. ±: half-width. accept: all tokens / all verify steps of the cell. step gap: time "
+               "between content chunks (one per decode or verify step); ITL/token: each gap divided by the tokens "
+               "its chunk brought (sglang.bench_serving's ITL).")
     out.append("")
     for cell in report.cells:
         out.append(f"## context {cell[0]}, concurrency {cell[1]}")
@@ -63,9 +65,10 @@ def to_markdown(report: Report) -> str:
                 continue
             rows.append([config, str(r.repeats), _est(r.tok_s), _ratio(r.vs_reference) if config != ref else "ref",
                          _est(r.acceptance, ".2f"), _est(r.ttft_p50, ".0f"), _est(r.ttft_p95, ".0f"),
-                         _est(r.itl_p50, ".1f"), _est(r.itl_p95, ".1f"), str(r.errors)])
-        out += _table(["config", "runs", "tok/s", vs, "accept", "TTFT p50 ms", "TTFT p95 ms", "ITL p50 ms",
-                       "ITL p95 ms", "errors"], rows)
+                         _est(r.itl_p50, ".1f"), _est(r.itl_p95, ".1f"), _est(r.itl_token_p50, ".1f"),
+                         _est(r.itl_token_p95, ".1f"), str(r.errors)])
+        out += _table(["config", "runs", "tok/s", vs, "accept", "TTFT p50 ms", "TTFT p95 ms", "step gap p50 ms",
+                       "step gap p95 ms", "ITL/token p50 ms", "ITL/token p95 ms", "errors"], rows)
         best = next((b for b in report.best_per_cell if b.cell == cell), None)
         if best:
             out.append("")

@@ -112,9 +112,10 @@ def _cell(where: str, cell: Any) -> dict:
     for key in ("requests", "errors"):
         _field(where, cell, key, int, minimum=0)
     _field(where, cell, "output_tok_s", float, minimum=0)
-    _numbers(where, cell, "acceptance", ("mean",))
+    _numbers(where, cell, "acceptance", ("mean", "total"))
     _numbers(where, cell, "ttft_ms", ("p50", "p95"))
     _numbers(where, cell, "itl_ms", ("p50", "p95"))
+    _numbers(where, cell, "itl_token_ms", ("p50", "p95"))
     _counts(where, cell, "verdicts")
     return cell
 

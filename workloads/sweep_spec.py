@@ -12,6 +12,7 @@ A plan file (every table and key optional; command-line options win over it)::
     concurrency = [1, 8]
     max_tokens = 256
     requests_per_cell = 16
+    release = "wave"                             # or "staggered" (docs/results-schema.md)
 
     [[config]]                                   # configurations that are not presets
     name = "b8-t8-w4096"
@@ -26,11 +27,11 @@ from typing import Any
 from backends.datafile import read_toml
 from backends.errors import ConfigError, UsageError
 from backends.fields import expect, key_name
-from workloads.bench import BenchPlan
+from workloads.bench import RELEASES, BenchPlan
 from workloads.sweep_plan import BASELINE, EvalSettings, SweepConfig, SweepPlan
 
 _TOP = {"presets", "repeats", "baseline", "eval", "bench", "config", "warmup_requests"}
-_BENCH = {"contexts", "concurrency", "max_tokens", "requests_per_cell", "warmup", "coding"}
+_BENCH = {"contexts", "concurrency", "max_tokens", "requests_per_cell", "warmup", "coding", "release"}
 
 
 def preset_config(name: str) -> SweepConfig:
@@ -68,6 +69,11 @@ def read_plan_file(path: str) -> dict[str, Any]:
             _positive(bench[key], f"{where} [bench] {key}")
     if "warmup" in bench:
         _non_negative(bench["warmup"], f"{where} [bench] warmup")
+    if bench.get("release", "wave") not in RELEASES:
+        raise ConfigError(f"{where}: [bench] release must be one of {', '.join(RELEASES)}, "
+                          f"got {bench['release']!r}",
+                          hint='release = "wave" sends each wave of requests at once; "staggered" keeps '
+                               'every slot busy')
     for key in ("baseline", "coding"):
         table = bench if key == "coding" else data
         if key in table:
@@ -164,8 +170,7 @@ def build_plan(
         _positive(pick(max_tokens, "max_tokens", 512), f"{where} [bench] max_tokens"),
         bool(coding or bench.get("coding", False)),
         pick(requests_per_cell, "requests_per_cell", None),
-        pick(warmup, "warmup", 1),
-    )
+        pick(warmup, "warmup", 1), bench.get("release", "wave"))
     eval_data = data.get("eval", True)
     enabled = run_eval if run_eval is not None else eval_data is not False
     eval_settings = None

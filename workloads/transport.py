@@ -5,15 +5,63 @@ chunk per event, so at 64 streams the parser, not the network, bounds the client
 reads whatever the socket has (up to 64 KiB), strips the chunked framing from the whole buffer at
 once and hands httpx one block per read. Connections are kept alive and pooled, at most ``limit``
 open. https URLs go to httpx's own transport. Errors are httpx's exception types.
+
+A request may carry a ``WaveRelease`` ticket (extension ``"ddtune.release"``): it then waits at that
+barrier with its connection open and its bytes ready, and leaves when every request of its wave
+has arrived there (or dropped out), so a whole wave reaches the server within a millisecond.
 """
 
 from __future__ import annotations
 
+from __future__ import annotations
+
 import asyncio
+import time
 
 import httpx
 
 _READ = 65536
+RELEASE = "ddtune.release"  # the request extension that carries a WaveRelease ticket
+
+
+class WaveRelease:
+    """A one-shot barrier for one wave of requests: each request waits at it with its bytes
+    ready, and the last one to arrive lets them all go at once. Unlike ``asyncio.Barrier`` a party
+    may drop out (its connection failed before it got there) without holding the others back."""
+
+    def __init__(self, parties: int) -> None:
+        self._left = parties
+        self._go = asyncio.Event()
+        self.released_at: tuple[float, float] | None = None  # (perf_counter, time.time) when it opened
+
+    def ticket(self) -> Ticket:
+        return Ticket(self)
+
+    def _leave(self) -> None:
+        self._left -= 1
+        if self._left <= 0 and not self._go.is_set():
+            self.released_at = (time.perf_counter(), time.time())
+            self._go.set()
+
+
+class Ticket:
+    """One request's place at a WaveRelease: ``wait()`` or ``drop()``, whichever comes first, counts."""
+
+    __slots__ = ("gate", "used")
+
+    def __init__(self, gate: WaveRelease) -> None:
+        self.gate, self.used = gate, False
+
+    async def wait(self) -> None:
+        if not self.used:
+            self.used = True
+            self.gate._leave()
+        await self.gate._go.wait()
+
+    def drop(self) -> None:
+        if not self.used:
+            self.used = True
+            self.gate._leave()
 
 
 class _Conn:
@@ -32,6 +80,7 @@ class _Conn:
 class LeanTransport(httpx.AsyncBaseTransport):
     def __init__(self, limit: int, connect_timeout_s: float, read_timeout_s: float) -> None:
         self._slots = asyncio.Semaphore(limit)
+        self._limit = limit
         self._idle: dict[tuple, list[_Conn]] = {}
         self._connect_timeout = connect_timeout_s
         self._read_timeout = read_timeout_s
@@ -39,6 +88,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.url.scheme != "http":
+            ticket = request.extensions.get(RELEASE)
+            if ticket is not None:
+                await ticket.wait()
             return await self._fallback.handle_async_request(request)
         body = await request.aread()
         await self._slots.acquire()
@@ -86,7 +138,11 @@ class LeanTransport(httpx.AsyncBaseTransport):
         lines = [f"{request.method} {target} HTTP/1.1"]
         for name, value in request.headers.raw:
             lines.append(f"{name.decode('latin-1')}: {value.decode('latin-1')}")
-        conn.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        ticket = request.extensions.get(RELEASE)
+        if ticket is not None:
+            await ticket.wait()  # the wave leaves together
+        conn.writer.write(data)
         try:
             async with asyncio.timeout(self._read_timeout):
                 await conn.writer.drain()
@@ -105,6 +161,21 @@ class LeanTransport(httpx.AsyncBaseTransport):
             raise httpx.RemoteProtocolError(f"bad status line {head[0]!r}") from exc
         headers = [tuple(h.split(":", 1)) for h in head[1:] if ":" in h]
         return status, [(k.strip(), v.strip()) for k, v in headers], b""
+
+    async def warm(self, url: httpx.URL, n: int) -> int:
+        """Open connections to ``url`` until ``n`` are idle (at most the pool's limit), so that
+        requests sent together do not each wait for a handshake; returns how many are idle."""
+        if url.scheme != "http":
+            return 0
+        key = (url.host, url.port or 80)
+        idle = self._idle.setdefault(key, [])
+        idle[:] = [c for c in idle if not c.reader.at_eof() and not c.writer.is_closing()]
+        want = min(n, self._limit) - len(idle)
+        if want > 0:
+            request = httpx.Request("GET", url)
+            opened = await asyncio.gather(*(self._open(request) for _ in range(want)), return_exceptions=True)
+            idle.extend(conn for conn, _ in (o for o in opened if not isinstance(o, BaseException)))
+        return len(idle)
 
     def release(self, conn: _Conn, reusable: bool) -> None:
         if reusable:

@@ -58,9 +58,11 @@ class Completions:
                           max_new_tokens=max_new, rng=rng, filler=self.filler if ignore_eos else ())
 
     def spec_fields(self, r: SimRequest) -> dict:
+        """The ``spec_*`` fields of a finished request. Only a speculative server sends them: SGLang
+        fills them in (``_calculate_spec_decoding_metrics``) only when ``speculative_algorithm`` is set."""
         old = self.args.version == "0.5.11"   # 0.5.11 named the draft counters differently
         return {"spec_verify_ct": r.verify_ct, "spec_accept_length": round(r.accept_length, 6),
-                "spec_accept_rate": round(r.accept_rate, 6) if self.args.speculative else 1.0,
+                "spec_accept_rate": round(r.accept_rate, 6),
                 "spec_accepted_drafts" if old else "spec_num_correct_drafts": r.correct_drafts,
                 "spec_proposed_drafts" if old else "spec_num_proposed_drafts": r.proposed_drafts}
 
@@ -77,7 +79,7 @@ class Completions:
         meta = {"id": r.rid, "finish_reason": self.finish_reason(r), "prompt_tokens": r.prompt_tokens,
                 "weight_version": "default", "completion_tokens": r.completion_tokens, "cached_tokens": 0,
                 "e2e_latency": round(time.monotonic() - r.start, 6)}
-        if r.finish_reason is not None:
+        if r.finish_reason is not None and self.args.speculative:
             meta.update(self.spec_fields(r))
         return meta
 
@@ -143,7 +145,7 @@ class Completions:
         thinking = kwargs.get("enable_thinking", kwargs.get("thinking", True)) is not False
         r = self.make_request(prompt, ptok, max_new, bool(body.get("ignore_eos")), thinking, body.get("seed"))
         separate = bool(self.args.reasoning_parser) and body.get("separate_reasoning", True) is not False
-        want_spec = bool(body.get("return_spec_tokens_details"))
+        want_spec = bool(body.get("return_spec_tokens_details")) and self.args.speculative
         model = body.get("model") or self.args.served_model_name
         created = int(time.time())
         if body.get("stream"):
@@ -186,7 +188,18 @@ class Completions:
         head = (f'data: {{"id":"{r.rid}","object":"chat.completion.chunk","created":{created},'
                 f'"model":{_dumps(model)},"choices":[{{"index":0,"delta":')
         tail = ',"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":null}\n\n'
+        options = body.get("stream_options") or {}
+        continuous = bool(options.get("include_usage") and options.get("continuous_usage_stats"))
+        ptok = r.prompt_tokens
         resp.chunk(head + '{"role":"assistant","content":""}' + tail)
+
+        def end(b: int) -> str:
+            """The chunk's tail: with continuous_usage_stats, the usage so far (as SGLang sends it)."""
+            if not continuous:
+                return tail
+            return (',"logprobs":null,"finish_reason":null,"matched_stop":null}],"usage":{"prompt_tokens":'
+                    f'{ptok},"total_tokens":{ptok + b},"completion_tokens":{b},"prompt_tokens_details":null,'
+                    f'"reasoning_tokens":{min(b, r.think_end)}}}}}\n\n')
 
         def on_step(sr: SimRequest, a: int, b: int) -> None:
             if transport.is_closing():  # the client went away: abort, as SGLang does
@@ -196,7 +209,7 @@ class Completions:
             if a == b:
                 return
             if not separate:
-                resp.chunk(head + '{"content":' + _dumps("".join(sr.out[a:b])) + "}" + tail)
+                resp.chunk(head + '{"content":' + _dumps("".join(sr.out[a:b])) + "}" + end(b))
                 return
             reasoning, content = self.split(sr, a, b, separate)
             if reasoning and content:
@@ -207,7 +220,7 @@ class Completions:
                 delta = f'{{"content":{_dumps(content)}}}'
             else:
                 return
-            resp.chunk(head + delta + tail)
+            resp.chunk(head + delta + end(b))
 
         r.on_step = on_step
         await self.engine.submit(r)
@@ -217,7 +230,7 @@ class Completions:
         if want_spec:
             final["sglext"] = {"spec_tokens_details": self.spec_fields(r)}
         resp.chunk("data: " + _dumps(final, separators=(",", ":")) + "\n\n")
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if options.get("include_usage"):
             usage = {"id": r.rid, "object": "chat.completion.chunk", "created": created, "model": model,
                      "choices": [], "usage": self.usage(r)}
             resp.chunk("data: " + _dumps(usage, separators=(",", ":")) + "\n\n")

@@ -13,13 +13,21 @@ import os
 import time
 
 from backends.sim.args import SimArgs
+from backends.sim.engine import KV_TOKENS
 from backends.sim.logwriter import LogWriter, stamp
 
 CAPTURE_BS = [1, 2, 4, 8, 12, 16, 24, 32, 40, 48]
 
+# Memory, in GB as SGLang prints it, on an H200 running Qwen3-8B with a DFlash drafter. Every line
+# carries the running balance, so the lines add up: after the KV cache, avail = before - K - V.
+GPU_AVAIL_GB = 138.20                # free when the first weight load begins
+TARGET_GB, DRAFT_GB = 15.40, 1.02    # weights
+TARGET_KV_GB, DRAFT_KV_GB = 48.63, 2.70  # each of K and V, per pool
+GRAPH_GB = 0.81                      # each CUDA graph capture
+
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-       "79.19 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process has 78.06 GiB memory in use. "
-       "Of the allocated memory 74.51 GiB is allocated by PyTorch, and 1.93 GiB is reserved by PyTorch but "
+       "139.81 GiB of which 1.12 GiB is free. Including non-PyTorch memory, this process has 138.68 GiB memory in "
+       "use. Of the allocated memory 135.13 GiB is allocated by PyTorch, and 1.93 GiB is reserved by PyTorch but "
        "unallocated.")
 
 POSSIBLE_SOLUTIONS = (
@@ -42,6 +50,12 @@ class Startup:
         self.log = log
         self.timings: dict[str, float] = {}
         self.graph_s: dict[str, float] = {}  # CUDA graph capture seconds, by graph name
+        self.avail = GPU_AVAIL_GB  # free GPU memory now, as the next line reports it
+
+    def use(self, gb: float) -> float:
+        """Take ``gb`` from the free memory; the new balance, rounded as printed."""
+        self.avail = round(self.avail - gb, 2)
+        return self.avail
 
     async def pause(self, fraction: float) -> None:
         if self.args.load_seconds > 0:
@@ -67,16 +81,16 @@ class Startup:
                 await asyncio.sleep(seconds / total if seconds > 0 else 0)
         self.log.raw("\n")
 
-    async def _weights(self, kind: str, shards: int, seconds: float, avail: float, usage: float) -> None:
+    async def _weights(self, kind: str, shards: int, seconds: float, usage: float) -> None:
         t0 = time.monotonic()
-        self.log.info(f"Load weight begin. avail mem={avail:.2f} GB")
+        self.log.info(f"Load weight begin. avail mem={self.avail:.2f} GB")
         if kind != "DFlashDraftModel":
             await self.hang_if("load")
         old = self.args.version == "0.5.11"
         desc = "Loading safetensors checkpoint shards" if old else "Multi-thread loading shards"
         await self._bar(desc, shards, seconds, "shards")
         elapsed = time.monotonic() - t0
-        self.log.info(f"Load weight end. elapsed={elapsed:.2f} s, type={kind}, avail mem={avail - usage:.2f} GB, "
+        self.log.info(f"Load weight end. elapsed={elapsed:.2f} s, type={kind}, avail mem={self.use(usage):.2f} GB, "
                       f"mem usage={usage:.2f} GB.")
 
     def fatal(self, text: str) -> None:
@@ -94,11 +108,11 @@ class Startup:
         self.log.info(self.server_args_line())
         await self.pause(0.03)
         t0 = time.monotonic()
-        await self._weights("Qwen3ForCausalLM", 4, L * 0.35, 78.50, 15.40)
+        await self._weights("Qwen3ForCausalLM", 4, L * 0.35, TARGET_GB)
         if a.fail_at == "load":
             self.fatal("Exception: Failed to load weights: " + OOM)
         if a.speculative:
-            await self._weights("DFlashDraftModel", 1, L * 0.08, 63.10, 1.02)
+            await self._weights("DFlashDraftModel", 1, L * 0.08, DRAFT_GB)
             self.log.info(f"Initialized DFLASH draft runner. attention_backend=flashinfer, model=DFlashDraftModel, "
                           f"block_size={a.block_size}, draft_window_size={a.window}, "
                           f"compact_cache={a.window is not None}")
@@ -110,17 +124,19 @@ class Startup:
         self.timings["load_weight"] = time.monotonic() - t0
         t1 = time.monotonic()
         await self.pause(0.05)
-        tokens = 708_314
+        tokens = KV_TOKENS
         dtype = "dtype: torch.bfloat16, " if a.version != "0.5.11" else ""
-        self.log.info(f"KV Cache is allocated. {dtype}#tokens: {tokens}, K size: 48.63 GB, V size: 48.63 GB")
-        if a.speculative:
-            self.log.info(f"KV Cache is allocated. {dtype}#tokens: {tokens}, K size: 2.70 GB, V size: 2.70 GB")
-        self.log.info("Memory pool end. avail mem=9.78 GB")
+        for size in (TARGET_KV_GB, DRAFT_KV_GB) if a.speculative else (TARGET_KV_GB,):
+            self.log.info(f"KV Cache is allocated. {dtype}#tokens: {tokens}, K size: {size:.2f} GB, "
+                          f"V size: {size:.2f} GB")
+            self.use(2 * size)
+        self.log.info(f"Memory pool end. avail mem={self.avail:.2f} GB")
         self.timings["kv_cache_allocation"] = time.monotonic() - t1
         await self.capture()
         ctx = a.context_length
         self.log.info(f"max_total_num_tokens={tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
-                      f"max_running_requests={a.max_running_requests}, context_len={ctx}, available_gpu_mem=7.86 GB")
+                      f"max_running_requests={a.max_running_requests}, context_len={ctx}, "
+                      f"available_gpu_mem={self.avail:.2f} GB")
         if a.version != "0.5.11":
             graphs = ", ".join(f"'{k}': {v:.2f}" for k, v in self.graph_s.items())
             self.log.info(f"Engine startup timings (s): load_weight={self.timings['load_weight']:.2f}, "
@@ -133,21 +149,23 @@ class Startup:
         names = ["target verify", "draft verify"] if a.speculative else ["target decode"]
         bs_list = [b for b in CAPTURE_BS if b <= a.max_running_requests] or [1]
         self.graph_s = {}
-        for idx, name in enumerate(names):
+        for name in names:
             t = time.monotonic()
             ntok = a.block_size if a.speculative else 1
             if a.version == "0.5.11":
-                self.log.info("Capture cuda graph begin. This can take up to several minutes. avail mem=9.78 GB")
+                self.log.info(f"Capture cuda graph begin. This can take up to several minutes. "
+                              f"avail mem={self.avail:.2f} GB")
             else:
                 self.log.info(f"Capture {name} CUDA graph begin. backend=full, num_tokens_per_req={ntok}, "
-                              f"avail mem={9.78 - idx * 0.9:.2f} GB")
+                              f"avail mem={self.avail:.2f} GB")
+            begin = self.avail
             await self.hang_if("capture")
             order = list(reversed(bs_list))
             seconds = L * 0.35 / len(names)
 
-            def desc(i: int, order=order, idx=idx) -> str:
+            def desc(i: int, order=order, begin=begin) -> str:
                 bs = order[min(i, len(order) - 1)]
-                return f"Capturing batches (bs={bs} avail_mem={9.60 - idx * 0.9 - 0.02 * i:.2f} GB)"
+                return f"Capturing batches (bs={bs} avail_mem={begin - GRAPH_GB * i / len(order):.2f} GB)"
 
             fail = a.fail_at == "capture"
             await self._bar("", len(order) if not fail else len(order) // 2, seconds if not fail else seconds / 2,
@@ -159,11 +177,11 @@ class Startup:
             elapsed = time.monotonic() - t
             self.graph_s[name] = elapsed
             if a.version == "0.5.11":
-                self.log.info(f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. mem usage=0.81 GB. "
-                              f"avail mem={8.97 - idx * 0.9:.2f} GB.")
+                self.log.info(f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. mem usage={GRAPH_GB:.2f} GB. "
+                              f"avail mem={self.use(GRAPH_GB):.2f} GB.")
             else:
                 self.log.info(f"Capture {name} CUDA graph end. bs={bs_list}, elapsed={elapsed:.2f} s, "
-                              f"mem usage=0.81 GB, avail mem={8.97 - idx * 0.9:.2f} GB.")
+                              f"mem usage={GRAPH_GB:.2f} GB, avail mem={self.use(GRAPH_GB):.2f} GB.")
 
     def after_bind(self) -> None:
         a = self.args

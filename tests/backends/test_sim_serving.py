@@ -122,12 +122,38 @@ def test_reasoning_parser_separates_thinking(start_sim):
     assert nothink["reasoning_content"] == "" and nothink["content"].startswith("Here is")
 
 
-def test_plain_server_has_acceptance_one(start_sim):
+def test_plain_server_sends_no_speculative_fields(start_sim):
+    """As SGLang: the spec_* fields (meta_info, sglext.spec_tokens_details) exist only when a
+    speculative algorithm is set, even when the request asks for them."""
     sim = start_sim(*FAST)
     meta = httpx.post(sim.url + "/generate", json={"text": "hi", "sampling_params": {"max_new_tokens": 30}},
                       timeout=60).json()["meta_info"]
-    assert meta["spec_verify_ct"] == 30 and meta["spec_accept_length"] == 1.0
+    assert meta["completion_tokens"] == 30 and not [k for k in meta if k.startswith("spec_")]
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 20, "return_spec_tokens_details": True}
+    assert "sglext" not in httpx.post(sim.url + "/v1/chat/completions", json=body, timeout=60).json()
+    with httpx.Client() as client:
+        events = sse(client, sim.url + "/v1/chat/completions", {**body, "stream": True})
+    assert not [e for e in events if isinstance(e, dict) and "sglext" in e]
+    assert httpx.get(sim.url + "/server_info", timeout=30).json()["speculative_algorithm"] is None
     assert "Initialized DFLASH" not in sim.text()
+
+
+def test_continuous_usage_counts_the_tokens_of_every_chunk(dflash):
+    """stream_options.continuous_usage_stats: each content chunk carries the cumulative usage, so a
+    client can tell how many tokens a verify step brought (several, under speculation)."""
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 60, "ignore_eos": True, "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+    with httpx.Client() as client:
+        events = [e for e in sse(client, dflash.url + "/v1/chat/completions", body) if isinstance(e, dict)]
+    content = [e for e in events if e["choices"] and e["choices"][0]["delta"].get("content")]
+    counts = [e["usage"]["completion_tokens"] for e in content]
+    assert counts == sorted(counts) and counts[-1] == 60
+    steps = [b - a for a, b in zip([0] + counts, counts, strict=False)]
+    assert max(steps) > 1 and len(content) < 60  # several tokens per verify step
+    plain = {**body, "stream_options": {"include_usage": True}}
+    with httpx.Client() as client:
+        events = [e for e in sse(client, dflash.url + "/v1/chat/completions", plain) if isinstance(e, dict)]
+    assert all(e["usage"] is None for e in events if e["choices"])
 
 
 def test_decode_lines_metrics_server_info(dflash):

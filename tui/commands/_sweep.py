@@ -43,6 +43,7 @@ class EventPrinter:
 
     def __call__(self, event) -> None:
         from workloads import sweep as ev
+        from workloads.metrics import cell_acceptance
 
         w = lambda text: (self.stream.write(text + "\n"), self.stream.flush())
         if isinstance(event, ev.SweepStarted):
@@ -65,7 +66,7 @@ class EventPrinter:
         elif isinstance(event, ev.CellFinished):
             c = event.cell
             tok = c.get("output_tok_s")
-            acc = (c.get("acceptance") or {}).get("mean")
+            acc = cell_acceptance(c)
             w(f"    cell {event.cells_done}/{event.cells_total}: ctx {c['context']} c {c['concurrency']}: "
               f"{tok or 0:.1f} tok/s" + (f", accept {acc:.2f}" if acc else "") + self._eta(event.eta_s))
         elif isinstance(event, ev.EvalFinished):

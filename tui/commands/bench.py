@@ -12,6 +12,7 @@ examples:
   ddtune bench --contexts 60 1024 4096 8192 --concurrency 1 8 32 64 --max-tokens 512
   ddtune bench --contexts 60 1024 --concurrency 1 8 --coding          also grade coding answers
   ddtune bench --url http://127.0.0.1:30000 --requests-per-cell 32 --warmup 2 --out bench.json
+  ddtune bench --concurrency 32 64 --release staggered   keep every slot busy instead of waves
   ddtune bench --resume                  continue the latest unfinished bench run
   ddtune bench --resume RUN_DIR          continue that run (its plan is reused)
 
@@ -33,6 +34,10 @@ def add_arguments(parser) -> None:
                         help="requests measured per cell (default: 2 x concurrency, at least 8)")
     parser.add_argument("--warmup", type=non_negative_int, default=1, metavar="N",
                         help="unrecorded requests before each cell (default 1)")
+    parser.add_argument("--release", choices=("wave", "staggered"), default="wave",
+                        help="wave (default): each wave of C requests leaves at once and the next waits for it "
+                             "to finish; staggered: each of the C slots sends its next request as soon as its "
+                             "last one ends. run.json's plan records which")
     parser.add_argument("--out", metavar="FILE", help="also write the whole run (run + cells) as one JSON file")
     parser.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR",
                         help="continue an interrupted run (default: the latest bench run)")
@@ -49,7 +54,7 @@ def run(args) -> int:
 
     url, api_key = server_url(args)
     plan = BenchPlan(tuple(dict.fromkeys(args.contexts)), tuple(dict.fromkeys(args.concurrency)), args.max_tokens,
-                     args.coding, args.requests_per_cell, args.warmup)
+                     args.coding, args.requests_per_cell, args.warmup, args.release)
     bar = ProgressBar(sys.stderr)
     doc = asyncio.run(run_bench(url, plan, api_key=api_key, resume=args.resume, progress=bar.update))
     bar.close()
@@ -116,18 +121,23 @@ def _f(value, fmt: str = ".0f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _ms3(d: dict) -> str:
+    return "/".join(_f(d.get(q), ".1f") for q in ("p50", "p95", "p99"))
+
+
 def format_table(cells: list[dict], run: dict) -> str:
     coding = any(c.get("verdicts") for c in cells)
     head = ["ctx", "prompt", "conc", "req", "err", "tok/s", "stream p50", "TTFT p50/p95/p99 ms",
-            "ITL p50/p95/p99 ms", "accept mean/p50"] + (["pass"] if coding else [])
+            "step gap p50/p95/p99 ms", "ITL/token p50/p95/p99 ms", "accept total/mean"] + (["pass"] if coding else [])
     rows = []
+    empty: dict = {}
     for c in cells:
-        t, i, a = c["ttft_ms"], c["itl_ms"], c["acceptance"]
+        t, i, a = c["ttft_ms"], c["itl_ms"], c.get("acceptance") or empty
+        k = c.get("itl_token_ms") or empty  # absent in runs written before it existed
         row = [str(c["context"]), _f(c["prompt_tokens"]["mean"]), str(c["concurrency"]), str(c["requests"]),
                str(c["errors"]), _f(c["output_tok_s"], ".1f"), _f(c["per_stream_tok_s"]["p50"], ".1f"),
-               f"{_f(t['p50'])}/{_f(t['p95'])}/{_f(t['p99'])}",
-               f"{_f(i['p50'], '.1f')}/{_f(i['p95'], '.1f')}/{_f(i['p99'], '.1f')}",
-               f"{_f(a['mean'], '.2f')}/{_f(a['p50'], '.2f')}"]
+               f"{_f(t['p50'])}/{_f(t['p95'])}/{_f(t['p99'])}", _ms3(i), _ms3(k),
+               f"{_f(a.get('total'), '.2f')}/{_f(a.get('mean'), '.2f')}"]
         if coding:
             v = c.get("verdicts") or {}
             row.append(f"{v.get('pass', 0)}/{sum(v.values())}")
@@ -137,6 +147,10 @@ def format_table(cells: list[dict], run: dict) -> str:
     lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
     server = run.get("server") or {}
     lines.append("")
+    release = (run.get("plan") or {}).get("release") or "staggered"
+    lines.append("step gap: time between content chunks (one per decode/verify step); ITL/token: each gap / the "
+                 "tokens its chunk brought (sglang.bench_serving's ITL); accept total: all tokens / all verify "
+                 f"steps of the cell; requests released: {release}")
     lines.append(f"server {server.get('url')}  version {server.get('version') or '?'}  "
                  f"gpu {', '.join((run.get('host') or {}).get('gpus') or []) or 'none'}")
     if coding:

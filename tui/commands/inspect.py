@@ -10,8 +10,10 @@ examples:
   ddtune inspect server.log --json          one JSON document (the shape other tools read)
   ddtune inspect server.log --json | jq .draft.window_size
 
-the log is SGLang's stderr+stdout (any version 0.5.10+, TP/DP prefixes, tqdm bars, ANSI codes);
-exit 0 when read, 2 when the file cannot be read.
+the log is SGLang's stderr+stdout (any version 0.5.10+, TP/DP prefixes, tqdm bars, ANSI codes), as
+saved or as collected: docker logs -t, docker compose logs [-t], kubectl logs [--timestamps] [--prefix],
+journalctl (short, short-iso, short-precise). A fact whose rank-0 line is missing from the excerpt
+comes from the lowest rank present, and a note says so. Exit 0 when read, 2 when the file cannot be read.
 """
 
 
@@ -98,6 +100,8 @@ def render(path, summary, tracker, clock) -> str:
         if s.running_req_max is not None:
             parts.append(f"max running {s.running_req_max}")
         out.append("decode: " + ", ".join(parts))
+    for text in summary.notes:
+        out.append(f"note: {text}")
     if summary.fatal is not None:
         f = summary.fatal
         where = f" at {f.ts}" if f.ts else ""

@@ -120,6 +120,7 @@ class SweepScreen(Screen):
 
     def on_sweep_event_posted(self, message: SweepEventPosted) -> None:
         from workloads import sweep_events as s
+        from workloads.metrics import cell_acceptance
 
         event, table, status = message.event, self.query_one("#slots", DataTable), self.query_one("#status", Static)
         if isinstance(event, s.SweepStarted):
@@ -137,7 +138,7 @@ class SweepScreen(Screen):
             best = max(float(event.cell.get("output_tok_s") or 0), self.best.get(event.slot.index, 0.0))
             self.best[event.slot.index] = best
             self._cell(event.slot.index, 3, f"{best:.0f}")
-            accept = (event.cell.get("acceptance") or {}).get("mean")
+            accept = cell_acceptance(event.cell)
             self._cell(event.slot.index, 4, "-" if accept is None else f"{accept:.2f}")
             status.update(f"run {event.slot.index + 1}: cell {event.cells_done}/{event.cells_total}, "
                           f"ETA {duration(event.eta_s)}")
