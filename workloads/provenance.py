@@ -77,6 +77,8 @@ async def server_provenance(client) -> dict:
         info = await client.get_json("/server_info")
     except ServerError as exc:
         info, error = None, exc.message
+    if info is not None and hasattr(client, "speculative"):
+        client.speculative = speculative_from_info(info)  # acceptance only from a speculative server
     state = server_state()
     knobs = None
     if state:

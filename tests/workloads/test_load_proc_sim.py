@@ -284,3 +284,27 @@ def test_bad_settings_stop_the_worker_with_a_reason(workers):
     seen, code = asyncio.run(go())
     assert len(seen) == 1 and seen[0].reason == "bad-settings" and "no_such_problem" in seen[0].error
     assert code == 2
+
+
+@pytest.mark.parametrize("spec", [True, False], ids=["speculative", "plain"])
+def test_live_acceptance_only_from_a_speculative_server(start_sim, workers, spec):
+    """The live load asks /server_info first: a plain server's requests carry no acceptance, and
+    the windows say None (not 1.0); a speculative one's carry the server's figure."""
+    sim = start_sim(*(SPEC if spec else ()), "--sim-step-ms", "2")
+
+    async def go():
+        load = LoadProcess(tick_s=0.2)
+        workers.append(load)
+        await load.start(sim.url, None, concurrency=2, max_tokens=200, problems=FIVE)
+        seen = await until(load.events(), lambda s: len([e for e in s if isinstance(e, RequestDone) and e.ok]) >= 3)
+        await load.stop("stopped")
+        return seen
+
+    seen = asyncio.run(go())
+    accepts = [e.accept_len for e in seen if isinstance(e, RequestDone) and e.ok]
+    if spec:
+        assert all(a is not None and a > 1.0 for a in accepts), accepts
+    else:
+        assert accepts == [None] * len(accepts)
+        windows = [e.stats.window_10s.acceptance for e in seen if isinstance(e, StatsUpdated)]
+        assert windows and all(w is None for w in windows), windows
