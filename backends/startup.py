@@ -167,8 +167,10 @@ class StartupTracker:
 
     def eta_s(self, now: float) -> float | None:
         """Seconds left until ready, from the typical phase times; None without history."""
-        if not self.expected or self.phase in (READY, FAILED):
-            return 0.0 if self.phase == READY else None
+        if not self.expected or self.phase == FAILED:
+            return None  # no history of this server: no guess, not even "0 s" once the log says ready
+        if self.phase == READY:
+            return 0.0
         if self.phase == IDLE:
             return round(sum(self.expected.get(p, 0.0) for p in WORK_PHASES[2:]), 3)
         left = max(0.0, self.expected.get(self.phase, 0.0) - self.phase_elapsed(now))
