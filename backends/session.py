@@ -27,8 +27,9 @@ from backends.logevents import DecodeBatch, Fatal, ServerReady
 from backends.logfollow import LogFollower
 from backends.logkind import LogLine
 from backends.paths import state_dir
+from backends.alarms import AcceptanceWatch
 from backends.session_events import (
-    CommandRefused,
+    AlarmCleared, AlarmRaised, CommandRefused,
     ConfigChanged,
     DecodeStats,
     FatalSeen,
@@ -81,6 +82,7 @@ class ServerSession:
         self.progress: Progress | None = None
         self.version: str | None = None
         self.server_info: dict | None = None  # /server_info of the server as it became ready
+        self.acceptance = AcceptanceWatch()  # the drafter-stopped-helping guard, per launch
         self._listeners: list[Callable[[SessionEvent], None]] = []
         self._queues: list[asyncio.Queue[SessionEvent]] = []
         self._busy = 0
@@ -140,6 +142,7 @@ class ServerSession:
         self._emit(NoteAdded(text))
 
     def _on_launched(self, state: ServerState) -> None:
+        self._new_launch()
         self.state = state
         self._emit(PidChanged(state.pid, state.log_path, "ddtune"))
 
@@ -154,6 +157,20 @@ class ServerSession:
 
     def _on_decode(self, t: float, event: DecodeBatch) -> None:
         self._emit(DecodeStats(t, event.gen_throughput, event.accept_len))
+        if not (self.server_info or {}).get("speculative_algorithm"):
+            return  # a plain server's 1.0 is no collapse
+        before = self.acceptance.alarm
+        now = self.acceptance.decode(t, event.accept_len)
+        if now is not None and before is None:
+            self._emit(AlarmRaised(now))
+        elif now is None and before is not None:
+            self._emit(AlarmCleared(before.kind))
+
+    def _new_launch(self) -> None:
+        """A new server process: its acceptance is judged afresh."""
+        if self.acceptance.alarm is not None:
+            self._emit(AlarmCleared(self.acceptance.alarm.kind))
+        self.acceptance = AcceptanceWatch()
 
     # --- commands ---------------------------------------------------------------------------
     def current(self) -> ServerState | None:
@@ -297,6 +314,7 @@ class ServerSession:
             if state.phase == "starting":
                 self.tracker.begin_wait(time.monotonic(), f"pid {state.pid}, launched by another ddtune")
                 self.manager.report(state.pid)
+            self._new_launch()
             self._emit(PidChanged(state.pid, state.log_path, "another ddtune"))
             self.log.follow(state)
         if state.phase in ("ready", "failed") and (launched or old is None or old.phase != state.phase):

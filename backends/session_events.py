@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from backends.alarms import Alarm
 from backends.logkind import LogLine
 from backends.startup import Progress
 from backends.state import ServerState
@@ -87,6 +88,18 @@ class Settled:
 
 
 @dataclass(frozen=True)
+class AlarmRaised:
+    """A guard tripped (``alarm.kind``: ``acceptance_collapse``): loud until ``AlarmCleared``."""
+
+    alarm: Alarm
+
+
+@dataclass(frozen=True)
+class AlarmCleared:
+    kind: str
+
+
+@dataclass(frozen=True)
 class Stopped:
     summary: str
 
@@ -100,4 +113,4 @@ class CommandRefused:
 
 
 SessionEvent = (PhaseChanged | NoteAdded | LogBatch | DecodeStats | FatalSeen | PidChanged | ConfigChanged
-                | Verified | Settled | Stopped | CommandRefused)
+                | Verified | Settled | Stopped | CommandRefused | AlarmRaised | AlarmCleared)

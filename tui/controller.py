@@ -20,7 +20,7 @@ from backends.config import ServerConfig
 from backends.logkind import LogLine, note
 from backends.session import ServerSession
 from backends.session_events import (
-    CommandRefused,
+    AlarmCleared, AlarmRaised, CommandRefused,
     ConfigChanged,
     DecodeStats,
     LogBatch,
@@ -71,6 +71,7 @@ class ConsoleController:
         self.note: str | None = None
         self.failure: str | None = None  # why the last command was refused before anything changed
         self.stopped: str | None = None  # what stopped the server, until the next start
+        self.alarm: str | None = None    # the session's guard that tripped, until it clears
         self._post: Callable[[Message], object] = lambda message: None
         self._run_worker: Callable[..., Any] | None = None
         self._last_view: ServerView | None = None
@@ -126,6 +127,11 @@ class ConsoleController:
             return
         if isinstance(event, PidChanged):
             self.stopped = None
+        if isinstance(event, AlarmRaised):
+            self.alarm = event.alarm.message
+            self.post(m.LogLinesRead((note_line(f"ALARM {event.alarm.kind}: {event.alarm.message}"),)))
+        elif isinstance(event, AlarmCleared):
+            self.alarm = None
         if isinstance(event, NoteAdded):
             self.note = event.text
             self.post(m.LogLinesRead((note_line(event.text),)))
@@ -184,7 +190,7 @@ class ConsoleController:
             progress=None if phase in ("ready", "stopped") else progress_fraction(detail),
             elapsed_s=self._elapsed(phase), eta_s=progress.eta_s if progress else None,
             knobs=knob_rows(self.config.knobs, state.checks if state and phase == "ready" else ()), fatal=fatal,
-            note=None if phase == "ready" else self.note,
+            note=None if phase == "ready" else self.note, alarm=self.alarm if phase == "ready" else None,
         )
 
     def _elapsed(self, phase: str) -> float | None:

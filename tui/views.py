@@ -29,6 +29,7 @@ class ServerView:
     knobs: tuple[KnobRow, ...] = ()
     fatal: str | None = None
     note: str | None = None
+    alarm: str | None = None       # a guard that tripped (acceptance collapse), shown loudly
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,7 @@ def cell_stats(context: int, concurrency: int, results: list[RequestResult], dur
     prompt = [r.prompt_tokens for r in results if r.prompt_tokens is not None]
     ms = lambda d: {k: (v * 1000 if isinstance(v, float) and k != "count" else v) for k, v in d.to_json().items()}
     errors = [r.error for r in results if not r.ok]
+    acceptance = acceptance_stats(ok)
     return {
         "context": context,
         "concurrency": concurrency,
@@ -137,7 +138,8 @@ def cell_stats(context: int, concurrency: int, results: list[RequestResult], dur
         "itl_ms": ms(distribution(itl)),
         "itl_token_ms": ms(distribution(itl_token)),
         "e2e_ms": ms(distribution([r.e2e_s for r in ok])),
-        "acceptance": acceptance_stats(ok),
+        "acceptance": acceptance,
+        "alarms": cell_alarms(acceptance),
         "finish_reasons": _count(r.finish_reason or "none" for r in ok),
         "verdicts": summarize(grades) if grades is not None else None,
     }
@@ -153,6 +155,15 @@ def acceptance_stats(ok: list[RequestResult]) -> dict | None:
     steps = [(r.output_tokens, r.verify_steps) for r in ok if r.verify_steps]
     total = sum(t for t, _ in steps) / sum(v for _, v in steps) if steps else None
     return {"total": total, "mean": sum(values) / len(values), "p50": percentile(values, 50), "count": len(values)}
+
+
+def cell_alarms(acceptance: dict | None) -> list[str]:
+    """``acceptance_collapse`` when a speculative server's cell averaged <= 1.10 tokens per verify
+    step (its drafter is not helping); acceptance is None on a plain server, which never raises it."""
+    from backends.alarms import THRESHOLD
+
+    value = None if acceptance is None else acceptance.get("total") or acceptance.get("mean")
+    return ["acceptance_collapse"] if value is not None and value <= THRESHOLD else []
 
 
 def _count(items) -> dict[str, int]:

@@ -58,6 +58,7 @@ class SimArgs:
     children: int
     orphan_seconds: float
     server_args: dict = field(default_factory=dict)  # every parsed dest, for the server_args= dump
+    acceptance: float | None = None  # --sim-acceptance: the mean tokens per verify step, forced
 
     @property
     def speculative(self) -> bool:
@@ -153,6 +154,9 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
     g.add_argument("--sim-step-ms", type=_positive_float, default=None,
                    help="Fixed decode step time in ms instead of the performance model; 0 removes pacing.")
     g.add_argument("--sim-seed", type=int, default=1234, help="Seed of acceptance and answers (default: 1234).")
+    g.add_argument("--sim-acceptance", type=float, default=None, metavar="X",
+                   help="Force the mean acceptance length (tokens per verify step, >= 1) of a speculative "
+                        "server, e.g. 1.0 for a drafter that silently stopped helping (default: the model's).")
     g.add_argument("--sim-wrong-rate", type=float, default=0.1,
                    help="Fraction of coding answers whose final solution is wrong (default: 0.1).")
     g.add_argument("--sim-fail-at", choices=PHASES, default=None,
@@ -231,6 +235,9 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
     max_running = ns.max_running_requests or (48 if algo else 1024)
     if ns.sim_children < 0:
         raise SGLangValueError(f"--sim-children must be >= 0, got {ns.sim_children}.")
+    if ns.sim_acceptance is not None and not 1.0 <= ns.sim_acceptance <= block:
+        raise SGLangValueError(f"--sim-acceptance must be between 1.0 and the block size {block}, "
+                               f"got {ns.sim_acceptance}.")
     if ns.decode_log_interval <= 0:
         raise SGLangValueError(f"--decode-log-interval must be positive, got {ns.decode_log_interval}.")
     dump = {k: v for k, v in vars(ns).items() if not k.startswith("sim_")}
@@ -249,5 +256,5 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
         load_seconds=ns.sim_load_seconds, step_ms=ns.sim_step_ms, seed=ns.sim_seed,
         wrong_rate=ns.sim_wrong_rate, fail_at=ns.sim_fail_at, hang_at=ns.sim_hang_at,
         drain_seconds=ns.sim_drain_seconds, children=ns.sim_children, orphan_seconds=ns.sim_orphan_seconds,
-        server_args=dump,
+        server_args=dump, acceptance=ns.sim_acceptance,
     )

@@ -191,7 +191,11 @@ class Engine:
         key = context >> 7   # acceptance changes slowly with context: cache per 128 tokens
         acc = self._acc_cache.get(key)
         if acc is None:
-            acc = self._acc_cache[key] = model.acceptance(self.knobs, context)
+            if self.args.acceptance is not None and self.knobs.algorithm is not None:
+                acc = model.forced_acceptance(self.knobs, self.args.acceptance)
+            else:
+                acc = model.acceptance(self.knobs, context)
+            self._acc_cache[key] = acc
         return acc
 
     def _step(self) -> None:

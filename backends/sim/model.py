@@ -90,6 +90,28 @@ def acceptance(knobs: Knobs, context: int) -> Acceptance:
     return Acceptance(alpha, depth, 1.0 + expected)
 
 
+def _expected(alpha: float, depth: float) -> float:
+    full = int(depth)
+    expected, reach = 0.0, 1.0
+    for i in range(1, full + 2):
+        reach *= position_alpha(alpha, i)
+        expected += reach if i <= full else (depth - full) * reach
+    return 1.0 + expected
+
+
+def forced_acceptance(knobs: Knobs, tau: float) -> Acceptance:
+    """--sim-acceptance: the per-position alpha whose chain gives a mean of ``tau`` tokens per step
+    (1.0: nothing accepted, a drafter that stopped helping), capped at what the depth allows."""
+    depth = float(knobs.block_size - 1)
+    if tau <= 1.0:
+        return Acceptance(0.0, 0.0, 1.0)
+    lo, hi = 0.0, 1.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _expected(mid, depth) < tau else (lo, mid)
+    return Acceptance(lo, depth, _expected(lo, depth))
+
+
 def position_alpha(alpha: float, i: int) -> float:
     """Acceptance of the i-th draft position given the previous ones were accepted (later is harder)."""
     return alpha * max(0.3, 1.0 - DECAY * (i - 1))

@@ -169,3 +169,16 @@ def test_a_request_that_cannot_connect_does_not_hold_its_wave_back(start_sim):
     release, (a, lost, b) = asyncio.run(wave())
     assert a.ok and b.ok and lost.unreachable and release.released_at is not None
     assert a.started_at == b.started_at == release.released_at[1]  # times count from the wave's release
+
+
+def test_bench_flags_a_collapsed_drafter_and_not_a_plain_server(start_sim, state_dir):
+    """Issue 13, item 7: a speculative server at ~1.0 tokens per verify step is flagged in the cell
+    and the table; a plain server's null acceptance never is; a healthy drafter neither."""
+    for args, flagged in (((*SPEC, "--sim-acceptance", "1.0"), True), ((*SPEC,), False), ((), False)):
+        sim = start_sim(*args, "--sim-step-ms", "0")
+        doc = bench(sim.url, "--concurrency", "2")
+        assert [c["alarms"] for c in doc["cells"]] == [["acceptance_collapse"] if flagged else []], args
+        table = run_ddtune("bench", "--url", sim.url, "--contexts", "60", "--concurrency", "1",
+                           "--requests-per-cell", "2", "--max-tokens", "32", "--warmup", "0")
+        assert table.returncode == 0, table.stderr
+        assert ("ALARM acceptance_collapse in ctx 60 c1" in table.stdout) == flagged, table.stdout

@@ -169,6 +169,7 @@ def status_doc(state, config) -> dict[str, Any]:
             "port": config.port,
             "started_at": None,
             "ready_at": None,
+            "alarms": [],
         }
     return {
         "backend": state.backend,
@@ -185,7 +186,29 @@ def status_doc(state, config) -> dict[str, Any]:
         "started_at": state.started_at,
         "ready_at": state.ready_at,
         "argv": list(redact_argv(state.argv)),
+        "alarms": [a.to_json() for a in recent_alarms(state)] if state.phase == "ready" else [],
     }
+
+
+RECENT_LOG_BYTES = 1 << 20  # the tail of the server log that status judges the guards on
+
+
+def recent_alarms(state) -> list:
+    """The guards, judged on the recent log (its last MiB): what a speculative server's decode lines say."""
+    from backends.alarms import alarms_from_log
+    from backends.linesplitter import LineSplitter
+
+    if not state.log_path:
+        return []
+    speculative = any(a == "--speculative-algorithm" or a.startswith("--speculative-algorithm=") for a in state.argv)
+    try:
+        with open(state.log_path, "rb") as fh:
+            fh.seek(0, 2)
+            fh.seek(max(0, fh.tell() - RECENT_LOG_BYTES))
+            data = fh.read()
+    except OSError:
+        return []
+    return alarms_from_log(LineSplitter().feed(data), speculative)
 
 
 def print_json(doc: dict[str, Any]) -> None:

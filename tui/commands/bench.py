@@ -146,6 +146,11 @@ def format_table(cells: list[dict], run: dict) -> str:
     lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True))]
     lines += ["  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
     server = run.get("server") or {}
+    collapsed = [c for c in cells if "acceptance_collapse" in (c.get("alarms") or [])]
+    if collapsed:
+        where = ", ".join(f"ctx {c['context']} c{c['concurrency']}" for c in collapsed)
+        lines.append(f"ALARM acceptance_collapse in {where}: <= 1.10 tokens per verify step on a speculative "
+                     f"server; the drafter is not helping (wrong draft model, a window that broke drafting?)")
     lines.append("")
     release = (run.get("plan") or {}).get("release") or "staggered"
     lines.append("step gap: time between content chunks (one per decode/verify step); ITL/token: each gap / the "

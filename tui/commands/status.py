@@ -13,6 +13,9 @@ phase: ready | starting | failed | stale (the recorded pid is gone or not the sa
 budget}, checks [{name, requested, effective, source, status}], mismatches, reason, log_path, port,
 started_at, ready_at. A check's status: verified, mismatch, unverified (the server did not say) or
 default (not requested; the server picked). mismatches: one sentence per mismatch check.
+alarms [{kind, message, since, value}]: guards judged on the server's recent log, e.g.
+acceptance_collapse (a speculative server at <= 1.10 tokens per verify step for 20 s: the drafter
+is not helping).
 """
 
 
@@ -40,6 +43,8 @@ def run(args) -> int:
     for check in state.checks if state is not None else ():
         label = "MISMATCH:" if check.status == "mismatch" else f"{check.status}:"
         print(f"{label:<12}{check.sentence}")
+    for alarm in doc.get("alarms", []):
+        print(f"ALARM:      {alarm['kind']}: {alarm['message']}")
     if doc.get("reason"):
         print(f"reason:     {doc['reason']}")
     if doc.get("log_path"):

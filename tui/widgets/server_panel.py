@@ -36,7 +36,7 @@ class ServerPanel(Widget):
     def watch_view(self, old: ServerView, new: ServerView) -> None:
         # Re-layout only when the panel's height may change (fatal/note lines, knob rows); a plain
         # refresh is enough for the per-second ticks.
-        shape = lambda v: (bool(v.fatal), bool(v.note), len(v.knobs), v.phase)
+        shape = lambda v: (bool(v.fatal), bool(v.note), bool(v.alarm), len(v.knobs), v.phase)
         if shape(old) != shape(new):
             self.refresh(layout=True)
 
@@ -68,6 +68,9 @@ class ServerPanel(Widget):
             if v.eta_s is not None or v.backend != "endpoint":  # an attach has no start of its own to time
                 phase.append(f" · {remaining(v.eta_s)}", "grey70")
         parts: list = [head, phase]
+        if v.alarm:
+            parts.append(Text(f"⚠ ACCEPTANCE COLLAPSE: {v.alarm}", "bold white on red",
+                              no_wrap=narrow, overflow="ellipsis" if narrow else "fold"))
         if v.fatal:
             parts.append(Text(f"✗ {v.fatal}", "bold red", no_wrap=narrow, overflow="ellipsis" if narrow else "fold"))
         if v.note:
