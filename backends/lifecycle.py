@@ -84,6 +84,8 @@ class ServerManager:
         self._last_time = 0.0
         self.probe_count = 0
         self.server_info: dict | None = None  # /server_info of the last server made ready
+        self.probe_ok_at: float | None = None   # monotonic: the probe's generation came back
+        self.settled_at: float | None = None    # monotonic: info fetched, knobs checked, state written
         self.wait_for_lock = wait_for_lock
         # the one reader of the server's log: a ServerSession passes its own (which keeps reading
         # after ready, for the console); alone, the manager reads the log only while it follows a start
@@ -339,6 +341,7 @@ class ServerManager:
                         result = await probe.probe()
                         self.probe_count = probe.generations
                         if result.ready:
+                            self.probe_ok_at = time.monotonic()  # detection ends; bookkeeping begins
                             break
                         if grace is not None:
                             detail, failure = grace.check(result, time.monotonic())
@@ -386,6 +389,7 @@ class ServerManager:
             phase="ready", ready_at=time.time(), effective=checked.effective, checks=checked.checks, reason=None
         )
         save_state(final)
+        self.settled_at = time.monotonic()
         if not isinstance(self.backend, EndpointBackend):
             self.history.append(self.config.startup_key(), durations, True, time.time(), self.config.model)
         return final

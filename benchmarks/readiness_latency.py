@@ -2,8 +2,10 @@
 
 Starts the simulator N times through ServerManager (the real restart path). A side poller sends a
 1-token /generate every 20 ms from launch to find the moment the server can first generate; ddtune's
-own readiness is when ``restart()`` returns. Also prints how many 1-token probes ddtune sent per
-start (target: at most one per second). Run from the repository root:
+own readiness is when ``restart()`` returns. The lag splits into detection (can generate -> ddtune's
+own probe generation came back) and bookkeeping (/server_info, the knob check, server.json). Also
+prints how many 1-token probes ddtune sent per start (target: at most one per second). Run from the
+repository root:
 
     python benchmarks/readiness_latency.py [--runs 5] [--load-seconds 2]
 """
@@ -46,7 +48,7 @@ async def first_generation(url: str, stop: asyncio.Event) -> float | None:
     return None
 
 
-async def one_run(load_seconds: float) -> tuple[float, int, float]:
+async def one_run(load_seconds: float) -> tuple[float, float, float, int, float]:
     from backends.config import ServerConfig
     from backends.lifecycle import ServerManager
 
@@ -63,7 +65,9 @@ async def one_run(load_seconds: float) -> tuple[float, int, float]:
     await manager.down()
     if state.phase != "ready" or can_generate_at is None:
         raise SystemExit(f"run failed: {state.reason}")
-    return ready_at - can_generate_at, manager.probe_count, probing
+    detect = (manager.probe_ok_at or ready_at) - can_generate_at
+    bookkeeping = (manager.settled_at or ready_at) - (manager.probe_ok_at or ready_at)
+    return ready_at - can_generate_at, detect, bookkeeping, manager.probe_count, probing
 
 
 def main() -> None:
@@ -72,16 +76,24 @@ def main() -> None:
     parser.add_argument("--load-seconds", type=float, default=2.0)
     args = parser.parse_args()
     os.environ.setdefault("DDTUNE_STATE_DIR", tempfile.mkdtemp(prefix="ddtune-bench-"))
-    lags, probes, spans = [], [], []
+    lags, detects, books, probes, spans = [], [], [], [], []
     for i in range(args.runs):
-        lag, count, span = asyncio.run(one_run(args.load_seconds))
+        lag, detect, book, count, span = asyncio.run(one_run(args.load_seconds))
         lags.append(lag)
+        detects.append(detect)
+        books.append(book)
         probes.append(count)
         spans.append(span)
-        print(f"run {i + 1}: ready {lag * 1000:7.1f} ms after the server could generate; "
+        print(f"run {i + 1}: ready {lag * 1000:7.1f} ms after the server could generate "
+              f"(detection {detect * 1000:6.1f} ms + bookkeeping {book * 1000:5.1f} ms); "
               f"{count} probe generation(s) over a {span:.1f} s start")
-    print(f"ready lag: median {statistics.median(lags) * 1000:.1f} ms, max {max(lags) * 1000:.1f} ms "
-          "(target < 1000 ms)")
+
+    def ms(xs: list[float]) -> str:
+        return f"median {statistics.median(xs) * 1000:.1f} ms, range {min(xs) * 1000:.1f}-{max(xs) * 1000:.1f} ms"
+
+    print(f"ready lag: {ms(lags)} (target < 1000 ms)")
+    print(f"  detection (can generate -> our probe's token back): {ms(detects)}")
+    print(f"  bookkeeping (/server_info, knob check, server.json): {ms(books)}")
     print(f"probe cost: {statistics.median(probes):.0f} one-token generation(s) per start (median), "
           f"at most 1 per second by construction (ReadinessProbe.min_interval=1.0)")
 
