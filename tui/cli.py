@@ -19,7 +19,7 @@ from tui import __version__
 # Order is the order of ``ddtune --help``.
 COMMANDS = [
     "sim", "up", "down", "restart", "status", "inspect", "doctor", "gpu",
-    "bench", "eval", "load", "sweep", "ab", "report",
+    "bench", "eval", "load", "sweep", "ab", "check-lossless", "report",
 ]
 
 MAIN_EXAMPLES = """\
@@ -46,8 +46,17 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+class MainHelp(argparse.RawDescriptionHelpFormatter):
+    """``ddtune --help``: the help column leaves room for the longest command name (check-lossless),
+    so each command and its help share a line."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=26)
+        self._action_max_length = 4 + max(len(name) for name in COMMANDS)
+
+
 def load_command(name: str) -> ModuleType:
-    return importlib.import_module(f"tui.commands.{name}")
+    return importlib.import_module(f"tui.commands.{name.replace('-', '_')}")
 
 
 def build_parser() -> Parser:
@@ -59,7 +68,7 @@ def build_parser() -> Parser:
         prog="ddtune",
         description="Tune SGLang speculative decoding (DFlash, DDTree) from one terminal console.",
         epilog=MAIN_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=MainHelp,
     )
     parser.add_argument("--version", action="version", version=f"ddtune {__version__}")
     parser.add_argument("--config", metavar="FILE", default=None,

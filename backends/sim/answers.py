@@ -128,6 +128,22 @@ def compose(problems: tuple[Problem, ...], prompt: str, rng: random.Random, wron
     return Answer(tuple(tokens), think_end, problem.id if problem else None, correct)
 
 
+DIVERGED = " Alternatively"
+
+
+def diverge(tokens: tuple[str, ...], seed: int, prompt: str, rate: float, limit: int) -> int | None:
+    """The answer a lossy speculative server gives: for a share ``rate`` of prompts (chosen by
+    ``seed`` and the prompt, so a prompt always does the same), the tokens from one position on
+    (within the first ``limit``) differ from the greedy answer: the position where ``DIVERGED``
+    is to be inserted, or None for a prompt answered losslessly."""
+    if rate <= 0 or not tokens:
+        return None
+    rng = request_rng(seed, "diverge\0" + prompt, 0)
+    if rng.random() >= rate:
+        return None
+    return rng.randrange(max(1, min(len(tokens), limit)))
+
+
 def filler_tokens() -> tuple[str, ...]:
     """Tokens appended, in a loop, after the answer when a request sets ignore_eos."""
     return tuple(tokenize(FILLER))

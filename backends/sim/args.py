@@ -59,6 +59,7 @@ class SimArgs:
     orphan_seconds: float
     server_args: dict = field(default_factory=dict)  # every parsed dest, for the server_args= dump
     acceptance: float | None = None  # --sim-acceptance: the mean tokens per verify step, forced
+    diverge_rate: float = 0.0        # with speculation: share of prompts whose output leaves the greedy one
 
     @property
     def speculative(self) -> bool:
@@ -75,6 +76,13 @@ def _positive_float(text: str) -> float:
     value = float(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
     return value
 
 
@@ -159,6 +167,10 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
                         "server, e.g. 1.0 for a drafter that silently stopped helping (default: the model's).")
     g.add_argument("--sim-wrong-rate", type=float, default=0.1,
                    help="Fraction of coding answers whose final solution is wrong (default: 0.1).")
+    g.add_argument("--sim-diverge-rate", type=_fraction, default=0.0,
+                   help="With speculation on, the share of prompts whose output differs from the greedy "
+                        "(speculation-off) output from some position on, as a broken verifier would make it "
+                        "(default: 0, lossless).")
     g.add_argument("--sim-fail-at", choices=PHASES, default=None,
                    help="Die during this startup phase with SGLang's fatal text.")
     g.add_argument("--sim-hang-at", choices=HANG_PHASES, default=None,
@@ -256,5 +268,5 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
         load_seconds=ns.sim_load_seconds, step_ms=ns.sim_step_ms, seed=ns.sim_seed,
         wrong_rate=ns.sim_wrong_rate, fail_at=ns.sim_fail_at, hang_at=ns.sim_hang_at,
         drain_seconds=ns.sim_drain_seconds, children=ns.sim_children, orphan_seconds=ns.sim_orphan_seconds,
-        server_args=dump, acceptance=ns.sim_acceptance,
+        server_args=dump, acceptance=ns.sim_acceptance, diverge_rate=ns.sim_diverge_rate,
     )

@@ -49,12 +49,21 @@ class Completions:
         self.filler = answers.filler_tokens()
 
     def make_request(self, prompt: str, prompt_tokens: int, max_new: int, ignore_eos: bool, thinking: bool,
-                     seed) -> SimRequest:
-        salt = seed if isinstance(seed, int) else self.seen[prompt]
+                     seed, greedy: bool = False) -> SimRequest:
+        """The request and its planned answer. Repeats of a prompt get other answers (as if sampled)
+        unless ``greedy``: then the answer depends on the prompt alone, with or without speculation
+        (except for the prompts ``--sim-diverge-rate`` makes a speculative server get wrong)."""
+        salt = seed if isinstance(seed, int) else (0 if greedy else self.seen[prompt])
         self.seen[prompt] += 1
         rng = answers.request_rng(self.args.seed, prompt, salt)
         ans = answers.compose(self.problems, prompt, rng, self.args.wrong_rate, thinking)
-        return SimRequest(prompt_tokens=prompt_tokens, tokens=ans.tokens, think_end=ans.think_end,
+        tokens, think_end = ans.tokens, ans.think_end
+        at = answers.diverge(tokens, self.args.seed, prompt, self.args.diverge_rate, max_new) \
+            if self.args.speculative else None
+        if at is not None:
+            tokens = (*tokens[:at], answers.DIVERGED, *tokens[at:])
+            think_end += at < think_end
+        return SimRequest(prompt_tokens=prompt_tokens, tokens=tokens, think_end=think_end,
                           max_new_tokens=max_new, rng=rng, filler=self.filler if ignore_eos else ())
 
     def spec_fields(self, r: SimRequest) -> dict:
@@ -101,7 +110,9 @@ class Completions:
             prompt, ptok = " ".join(map(str, ids)), max(1, len(ids))
         else:
             raise BadRequest("text must be a string, input_ids a list of token ids")
-        r = self.make_request(prompt, ptok, max_new, bool(sp.get("ignore_eos")), True, body.get("seed"))
+        # /generate at temperature 0 is greedy: the same prompt gets the same answer every time
+        greedy = sp.get("temperature", 1.0) == 0
+        r = self.make_request(prompt, ptok, max_new, bool(sp.get("ignore_eos")), True, body.get("seed"), greedy)
         if isinstance(body.get("rid"), str):
             r.rid = body["rid"]
         if body.get("stream"):
