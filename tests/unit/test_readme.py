@@ -30,5 +30,5 @@ def test_every_headless_example_is_a_real_command():
     commands = [line for line in block.splitlines() if line.startswith("ddtune ")]
     assert len(commands) >= 5
     for line in commands:
-        name = re.match(r"ddtune (\w+)", line).group(1)
+        name = re.match(r"ddtune ([\w-]+)", line).group(1)
         assert name in COMMANDS, line
