@@ -75,23 +75,29 @@ class LivePlots(Horizontal):
         if not self._dirty:
             return
         self._dirty = False
+        # Axes that mean something: tok/s from 0, acceptance from 1.0 (no speculation) up, so a
+        # drafter collapsing to 1.0 reads as a fall to the floor, not as one more wiggle.
         self._draw(self.query_one("#plot-toks", CachedPlot), "tok/s",
-                   [("client", self.tok_s, "cyan"), ("server", self.server_tok_s, "grey")])
+                   [("client", self.tok_s, "cyan"), ("server", self.server_tok_s, "grey")], floor=0.0)
         self._draw(self.query_one("#plot-accept", CachedPlot), "accept length",
-                   [("client", self.accept, "magenta")])
+                   [("client", self.accept, "magenta")], floor=1.0)
 
-    def _draw(self, widget: CachedPlot, title: str, series) -> None:
+    def _draw(self, widget: CachedPlot, title: str, series, floor: float = 0.0) -> None:
         plt = widget.plt
         plt.clear_figure()
         plt.title(title)
         last = max((s[-1][0] for _, s, _ in series if s), default=0.0)
         lo = max(0.0, last - self.span_s)
         drawn = False
+        top = floor
         for label, points, color in series:
             pts = [(x, y) for x, y in points if x >= lo]
             if pts:
                 plt.plot([x for x, _ in pts], [y for _, y in pts], label=label, color=color, marker="braille")
                 drawn = True
+                top = max(top, max(y for _, y in pts))
+        if drawn:
+            plt.ylim(floor, floor + (top - floor) * 1.3 if top > floor else floor + 1.0)  # room for the legend
         for x, _label in self.markers:
             if x >= lo:
                 plt.vline(x, "yellow")
