@@ -6,7 +6,8 @@ Intervals come from repeats when a configuration ran two or more times (t-interv
 per-repeat values), else from per-request variation within the single run (see workloads.estimate).
 The reference is the speculation-off baseline when there is one (ratios are speedups), else the
 first configuration. The overall best is the configuration with the highest geometric mean of its
-per-cell throughput ratios over the cells every successful configuration measured.
+per-cell throughput ratios over the cells every successful configuration measured. A sweep with a
+baseline also carries each configuration's lossless check (greedy outputs against the baseline's).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from workloads.metrics import cell_acceptance
 from workloads.estimate import Estimate, Ratio, exp, from_repeats, from_samples, geomean, ratio, t95
-from workloads.report_input import Failure, Inputs, RunData
+from workloads.report_input import Failure, Inputs, Lossless, RunData
 
 Cell = tuple[int, int]  # (context, concurrency)
 METRICS = ("tok_s", "acceptance", "ttft_p50", "ttft_p95", "itl_p50", "itl_p95", "itl_token_p50", "itl_token_p95")
@@ -71,6 +72,37 @@ class RestartCost:
 
 
 @dataclass(frozen=True)
+class LosslessRow:
+    """A configuration's lossless checks over its runs: prompts compared, how many diverged, the first
+    differing positions of those that did, and the runs that were not compared (and why)."""
+
+    config: str
+    compared: int          # runs compared with the baseline
+    prompts: int
+    diverged: int
+    first: tuple[int, ...]
+    notes: tuple[str, ...]  # "recorded", "no baseline yet", "error: ..." per run not compared
+
+    @property
+    def rate(self) -> float | None:
+        return self.diverged / self.prompts if self.prompts else None
+
+
+def _lossless_rows(configs: tuple[str, ...], checks: tuple[Lossless, ...]) -> tuple[LosslessRow, ...]:
+    order = list(configs) + [c.label for c in checks if c.label not in configs]
+    rows = []
+    for config in dict.fromkeys(order):
+        mine = [c for c in checks if c.label == config]
+        if not mine:
+            continue
+        done = [c for c in mine if c.status == "compared"]
+        notes = [c.status + (f": {c.error}" if c.error else "") for c in mine if c.status != "compared"]
+        rows.append(LosslessRow(config, len(done), sum(c.prompts for c in done), sum(c.diverged for c in done),
+                                tuple(p for c in done for p in c.first if p is not None), tuple(notes)))
+    return tuple(rows)
+
+
+@dataclass(frozen=True)
 class Report:
     configs: tuple[str, ...]
     reference: str | None
@@ -83,6 +115,7 @@ class Report:
     pass_rates: tuple[PassRate, ...]
     failures: tuple[Failure, ...]
     restarts: RestartCost
+    lossless: tuple[LosslessRow, ...] = ()
 
     def row(self, config: str, cell: Cell) -> ConfigCell | None:
         return next((r for r in self.rows if r.config == config and r.cell == cell), None)
@@ -243,4 +276,4 @@ def build_report(inputs: Inputs) -> Report:
     cost = RestartCost(len(seconds), sum(seconds), statistics.median(seconds) if seconds else None,
                        {p: sum(v) / len(v) for p, v in phases.items()}, inputs.sweep_seconds)
     return Report(configs, reference, baseline is not None, tuple(cells), tuple(rows), tuple(best_cells), overall,
-                  scores, tuple(pass_rates), inputs.failures, cost)
+                  scores, tuple(pass_rates), inputs.failures, cost, _lossless_rows(configs, inputs.lossless))

@@ -50,6 +50,12 @@ def to_markdown(report: Report) -> str:
         ahead = f", ahead of {o.runner_up} by {_pct(o.margin)}" if o.runner_up else ""
         out.append(f"**Best overall: {o.config}**{ahead}; geometric-mean tok/s {vs}: x{o.value:.2f}.")
         out.append("")
+    diverged = [r for r in report.lossless if r.diverged]
+    if diverged:
+        out.append("**LOSSLESS CHECK FAILED: " + "; ".join(
+            f"{r.config} changed the greedy output of {r.diverged}/{r.prompts} prompts" for r in diverged) +
+            "** (see \"lossless check\" below).")
+        out.append("")
     out.append("Intervals are 95%: from repeats where a configuration ran more than once, else from per-request "
                "variation. ±: half-width. accept: all tokens / all verify steps of the cell. step gap: time "
                "between content chunks (one per decode or verify step); ITL/token: each gap divided by the tokens "
@@ -81,6 +87,16 @@ def to_markdown(report: Report) -> str:
         out += _table(["config", "pass", "rate", "95% CI"],
                       [[p.config, f"{p.passed}/{p.total}", f"{p.passed / p.total * 100:.0f}%",
                         f"{p.lo * 100:.0f}%-{p.hi * 100:.0f}%"] for p in report.pass_rates])
+        out.append("")
+    if report.lossless:
+        out.append("## lossless check")
+        out.append("")
+        out.append("Greedy outputs of fixed prompts, token by token against the baseline's (docs/lossless.md).")
+        out.append("")
+        out += _table(["config", "runs compared", "diverged", "rate", "first difference at", "not compared"],
+                      [[r.config, str(r.compared), f"{r.diverged}/{r.prompts}" if r.compared else "-",
+                        f"{r.rate * 100:.0f}%" if r.rate is not None else "-",
+                        ", ".join(map(str, r.first)) or "-", "; ".join(r.notes) or "-"] for r in report.lossless])
         out.append("")
     if report.failures:
         out.append("## failed configurations")
@@ -123,6 +139,8 @@ def to_json(report: Report) -> dict:
                        for p in report.pass_rates],
         "failures": [{"config": f.label, "repeat": f.repeat, "reason": f.reason, "source": f.source}
                      for f in report.failures],
+        "lossless": [{"config": r.config, "compared": r.compared, "prompts": r.prompts, "diverged": r.diverged,
+                      "rate": r.rate, "first": list(r.first), "notes": list(r.notes)} for r in report.lossless],
         "restarts": {"count": report.restarts.count, "total_s": report.restarts.total_s,
                      "median_s": report.restarts.median_s, "phases_mean_s": report.restarts.phases_mean_s,
                      "sweep_s": report.restarts.sweep_s},

@@ -46,11 +46,26 @@ class Restart:
 
 
 @dataclass(frozen=True)
+class Lossless:
+    """One slot's lossless check (workloads.sweep_lossless): status recorded, compared, error or
+    "no baseline yet"; prompts, diverged and first only when compared."""
+
+    label: str
+    repeat: int
+    status: str
+    prompts: int = 0
+    diverged: int = 0
+    first: tuple[int | None, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class Inputs:
     runs: tuple[RunData, ...]
     failures: tuple[Failure, ...]
     restarts: tuple[Restart, ...]
     sweep_seconds: float | None
+    lossless: tuple[Lossless, ...] = ()
 
 
 def _json(path: Path) -> dict:
@@ -178,7 +193,7 @@ def read_sweep(path: Path, order0: int = 0) -> Inputs:
     doc = _json(path / "sweep.json")
     configs = _plan_configs(path, doc)
     order = {name: i for i, name in enumerate(configs)}
-    runs, failures, restarts = [], [], []
+    runs, failures, restarts, checks = [], [], [], []
     records = _jsonl(path / "slots.jsonl")
     for where, rec in records:
         slot = _field(where, rec, "slot", dict, required=True)
@@ -191,6 +206,9 @@ def read_sweep(path: Path, order0: int = 0) -> Inputs:
         if server.get("restarted") and restart_s is not None:
             restarts.append(Restart(name, float(restart_s), dict(server.get("phases") or {})))
         _field(where, rec, "finished_at", float)
+        check = _lossless(where, rec, name, repeat)
+        if check is not None:
+            checks.append(check)
         if rec.get("status") != "done":
             failures.append(Failure(name, repeat, str(rec.get("reason") or "failed"), str(path / str(key))))
             continue
@@ -208,7 +226,24 @@ def read_sweep(path: Path, order0: int = 0) -> Inputs:
     span = [r["finished_at"] for _, r in records if r.get("finished_at")]
     end = finished or (max(span) if span else None)
     seconds = end - started if started is not None and end is not None else None
-    return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds)
+    return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds, tuple(checks))
+
+
+def _lossless(where: str, rec: dict, name: str, repeat: int) -> Lossless | None:
+    check = _field(where, rec, "lossless", dict)
+    if check is None:
+        return None
+    at = f"{where} lossless"
+    status = _field(at, check, "status", str, required=True)
+    if status != "compared":
+        return Lossless(name, repeat, status, error=_field(at, check, "error", str))
+    prompts = _field(at, check, "prompts", int, minimum=1, required=True)
+    diverged = _field(at, check, "diverged", int, minimum=0, required=True)
+    first = _field(at, check, "first", list) or []
+    if diverged > prompts or any(p is not None and (isinstance(p, bool) or not isinstance(p, int)) for p in first):
+        raise fail(at, "field 'diverged'/'first'", "diverged must be <= prompts, first positions integers or null",
+                   _FIX, UsageError)
+    return Lossless(name, repeat, status, prompts, diverged, tuple(first))
 
 
 def load_inputs(paths: list[str]) -> Inputs:
@@ -216,6 +251,7 @@ def load_inputs(paths: list[str]) -> Inputs:
     runs: list[RunData] = []
     failures: list[Failure] = []
     restarts: list[Restart] = []
+    checks: list[Lossless] = []
     seconds = 0.0
     any_sweep = False
     evals: dict[str, dict] = {}
@@ -226,6 +262,7 @@ def load_inputs(paths: list[str]) -> Inputs:
             runs += found.runs
             failures += found.failures
             restarts += found.restarts
+            checks += found.lossless
             seconds += found.sweep_seconds or 0.0
             any_sweep = True
         elif (path / "run.json").is_file():
@@ -250,7 +287,7 @@ def load_inputs(paths: list[str]) -> Inputs:
     if evals:
         runs = [RunData(r.label, r.repeat, r.source, r.cells, r.responses, r.eval_summary or evals.get(r.label),
                         r.baseline, r.order) for r in runs]
-    return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds if any_sweep else None)
+    return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds if any_sweep else None, tuple(checks))
 
 
 def _repeat_of(run: RunData, earlier: list[RunData]) -> RunData:

@@ -1,7 +1,8 @@
 """The sweep engine: for each slot, bring the server to the slot's configuration, then measure.
 
 Per slot: ``controller.apply(config)`` (restarts only when the knobs differ from what runs, waits for
-readiness, verifies the knobs took effect) -> a few warm-up requests -> the bench matrix (durable
+readiness, verifies the knobs took effect) -> the lossless check when the plan has a baseline
+(workloads.sweep_lossless) -> a few warm-up requests -> the bench matrix (durable
 cells) -> the coding eval -> one line in slots.jsonl. A slot whose server fails to start or verify,
 or dies mid-run, is recorded ``failed`` with its reason and the sweep goes on. A slot already in
 slots.jsonl is never run again, so an interrupted sweep resumes where it stopped (a slot cut short
@@ -31,9 +32,10 @@ from workloads.provenance import host_provenance, server_provenance
 from workloads.results import RunStore, mark_interrupted_runs
 from workloads.run_attempts import begin_attempt
 from workloads.sweep_events import (  # noqa: F401  (re-exported: the engine's public names)
-    Applied, CellFinished, EvalFinished, ServerApplied, ServerController, ServerPhaseChanged, SlotFinished,
-    SlotStarted, SweepEvent, SweepFinished, SweepStarted,
+    Applied, CellFinished, EvalFinished, LosslessChecked, ServerApplied, ServerController, ServerPhaseChanged,
+    SlotFinished, SlotStarted, SweepEvent, SweepFinished, SweepStarted,
 )
+from workloads.sweep_lossless import check_slot
 from workloads.sweep_plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 WARMUP_PROMPT = "Write one sentence about the sea."
@@ -131,8 +133,10 @@ class SweepEngine:
         self.emit(SlotStarted(slot, restart, self._eta(len(self.plan.bench.cells()), restart)))
         started = time.time()
 
+        check: dict | None = None
+
         def fail(reason: str, server: dict | None = None, bench_dir: str | None = None) -> SlotRecord:
-            return SlotRecord(slot, "failed", reason, bench_dir, None, server or {}, started, time.time())
+            return SlotRecord(slot, "failed", reason, bench_dir, None, server or {}, started, time.time(), check)
 
         try:
             applied = await self.controller.apply(config, lambda phase, detail: self.emit(
@@ -147,6 +151,9 @@ class SweepEngine:
         url = applied.url
         if not applied.ok or not url:
             return fail(applied.reason or "the server did not become ready", server)
+        if any(c.baseline for c in self.plan.configs):
+            check = await check_slot(self.store.path, config, url, self.api_key or applied.api_key)
+            self.emit(LosslessChecked(slot, check))
         slot_dir = self.store.slot_dir(slot)
         bench_dir = slot_dir / "bench"
         try:
@@ -166,7 +173,7 @@ class SweepEngine:
             self.eta_model.eval_s.append(time.monotonic() - t0)
             eval_dir = result["run_dir"]
             self.emit(EvalFinished(slot, result["summary"]))
-        return SlotRecord(slot, "done", None, str(bench_dir), eval_dir, server, started, time.time())
+        return SlotRecord(slot, "done", None, str(bench_dir), eval_dir, server, started, time.time(), check)
 
     async def _bench(self, slot: Slot, config: SweepConfig, url: str, api_key: str | None, path: Path,
                      server: dict) -> None:

@@ -80,6 +80,14 @@ class EvalFinished:
 
 
 @dataclass(frozen=True)
+class LosslessChecked:
+    """The slot's lossless check (workloads.sweep_lossless): recorded, compared, skipped or failed."""
+
+    slot: Slot
+    result: dict
+
+
+@dataclass(frozen=True)
 class SlotFinished:
     record: SlotRecord
     eta_s: float | None
@@ -94,4 +102,4 @@ class SweepFinished:
 
 
 SweepEvent = SweepStarted | SlotStarted | ServerPhaseChanged | ServerApplied | CellFinished | EvalFinished | \
-    SlotFinished | SweepFinished
+    LosslessChecked | SlotFinished | SweepFinished

@@ -12,6 +12,7 @@ On disk (``--out DIR``, default ``state_dir()/runs/<time>-sweep``):
     slots.jsonl            one line per finished slot (done or failed), appended and fsynced
     NN-<config>-rR/bench/  the slot's bench run (run.json, cells.jsonl, responses.jsonl)
     NN-<config>-rR/<time>-eval/   the slot's coding eval run
+    lossless-baseline.json the baseline's greedy outputs (a sweep with a baseline; workloads.sweep_lossless)
 """
 
 from __future__ import annotations
@@ -149,6 +150,7 @@ class SlotRecord:
     server: dict = field(default_factory=dict)
     started_at: float = 0.0
     finished_at: float = 0.0
+    lossless: dict | None = None  # the lossless check (workloads.sweep_lossless), when the plan has a baseline
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -161,7 +163,8 @@ class SlotRecord:
         s = data["slot"]
         return cls(Slot(int(s["index"]), str(s["config"]), int(s["repeat"])), str(data["status"]),
                    data.get("reason"), data.get("bench_dir"), data.get("eval_dir"), dict(data.get("server") or {}),
-                   float(data.get("started_at") or 0.0), float(data.get("finished_at") or 0.0))
+                   float(data.get("started_at") or 0.0), float(data.get("finished_at") or 0.0),
+                   data.get("lossless") if isinstance(data.get("lossless"), dict) else None)
 
 
 class SweepStore:

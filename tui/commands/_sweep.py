@@ -72,6 +72,10 @@ class EventPrinter:
         elif isinstance(event, ev.EvalFinished):
             verdicts = event.summary
             w(f"    coding eval: pass {verdicts.get('pass', 0)}/{sum(verdicts.values())}")
+        elif isinstance(event, ev.LosslessChecked):
+            from workloads.sweep_lossless import describe
+
+            w(f"    {describe(event.result)}")
         elif isinstance(event, ev.SlotFinished):
             r = event.record
             if r.status != "done":

@@ -20,7 +20,8 @@ round edges save a restart. A configuration that fails to start or verify is rec
 the sweep goes on. The server is stopped at the end (--keep-server leaves the last one running) and
 on Ctrl-C/SIGTERM; after a hard kill it keeps running and --resume re-attaches to it.
 exit: 0 all runs done, 1 some configuration failed (see the report), 2 bad usage, 130 interrupted.
-folder: sweep.json, slots.jsonl, one sub-folder per run (bench/, <time>-eval/).
+folder: sweep.json, slots.jsonl, one sub-folder per run (bench/, <time>-eval/), and with --baseline
+lossless-baseline.json (each run's lossless check is in its slots.jsonl record).
 """
 
 
@@ -34,7 +35,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--repeats", type=positive_int, default=None, metavar="N",
                         help="runs of each configuration, interleaved (default 1)")
     parser.add_argument("--baseline", action="store_true",
-                        help="add a speculation-off run and report speedups against it")
+                        help="add a speculation-off run, report speedups against it and check each "
+                             "configuration's greedy output against its own (docs/lossless.md)")
     parser.add_argument("--no-eval", action="store_true", help="skip the coding eval after each bench")
     parser.add_argument("--eval-max-tokens", type=positive_int, default=None, metavar="N",
                         help="max tokens per coding answer (default 4096)")
