@@ -95,8 +95,14 @@ def test_closing_the_terminal_keeps_the_console_load_as_a_run(open_console, tmp_
     tmux = open_console("--config", str(config), "--load", "4", width=160, height=44)
     tmux.wait_for(re.compile(r"requests: \d+/([4-9]|\d\d+) pass"), timeout=90)
     groups.track_state()
+    def ours(p: psutil.Process) -> bool:  # this test's worker: it carries the test's private state dir
+        try:
+            return p.environ().get("DDTUNE_STATE_DIR") == str(state_dir)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return False
+
     workers = [p for p in psutil.process_iter(["cmdline"])
-               if "workloads.load_worker" in " ".join(p.info["cmdline"] or [])]
+               if "workloads.load_worker" in " ".join(p.info["cmdline"] or []) and ours(p)]
     assert len(workers) == 1
     tmux._tmux("kill-server")
     gone, alive = psutil.wait_procs(workers, timeout=30)
