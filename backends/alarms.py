@@ -38,30 +38,29 @@ class AcceptanceWatch:
 
     def decode(self, t: float, accept_len: float | None) -> Alarm | None:
         """One lead-rank ``Decode batch`` figure at time ``t`` (seconds); the alarm now, if any."""
-        if accept_len is None:
-            return self.alarm
-        self.last = accept_len
-        if accept_len > self.threshold:
-            self.low_since, self.low_requests, self.alarm = None, 0, None
-            return None
-        if self.low_since is None:
-            self.low_since = t
-        if t - self.low_since >= self.window_s:
-            self._raise(f"{self.window_s:.0f} s of decode lines")
+        if self._low(accept_len):
+            self.low_since = t if self.low_since is None else self.low_since
+            if t - self.low_since >= self.window_s:
+                self._raise(f"{self.window_s:.0f} s of decode lines")
         return self.alarm
 
-    def request(self, accept_len: float | None, t: float | None = None) -> Alarm | None:
+    def request(self, accept_len: float | None) -> Alarm | None:
         """One finished request's mean acceptance (None: the server is not speculative)."""
+        if self._low(accept_len):
+            self.low_requests += 1
+            if self.low_requests >= self.window_requests:
+                self._raise(f"{self.low_requests} requests in a row")
+        return self.alarm
+
+    def _low(self, accept_len: float | None) -> bool:
+        """True for a sample at or below the threshold; a good one clears everything."""
         if accept_len is None:
-            return self.alarm
+            return False
         self.last = accept_len
         if accept_len > self.threshold:
             self.low_since, self.low_requests, self.alarm = None, 0, None
-            return None
-        self.low_requests += 1
-        if self.low_requests >= self.window_requests:
-            self._raise(f"{self.low_requests} requests in a row")
-        return self.alarm
+            return False
+        return True
 
     def _raise(self, over: str) -> None:
         if self.alarm is None:

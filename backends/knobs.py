@@ -46,6 +46,11 @@ class KnobRoute:
     source: str = "config"
 
 
+
+def knob_text(value: Any) -> str:
+    """A knob value as the user writes it: ``none`` for None (what --set and the TOML take)."""
+    return "none" if value is None else str(value)
+
 @dataclass(frozen=True)
 class KnobSpec:
     """One knob: its name, the key the server reports its value under (None: it never says), how a

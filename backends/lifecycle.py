@@ -18,7 +18,7 @@ from backends.backend import Backend
 from backends.config import ServerConfig
 from backends.endpoint_backend import ConnectGrace, EndpointBackend, make_backend
 from backends.errors import ServerError, UsageError
-from backends.knobs import LaunchPlan, plan_for_endpoint, plan_launch
+from backends.knobs import LaunchPlan, knob_text, plan_for_endpoint, plan_launch
 from backends.logevents import ServerReady
 from backends.logfollow import TAIL_LINES, LogFacts, LogFollower
 from backends.apikey import auth_headers, redact_argv
@@ -147,16 +147,35 @@ class ServerManager:
         return LifecycleLock(action, recorded.pid if recorded else None, on_wait=self.on_note,
                              wait=self.wait_for_lock)
 
-    async def up(self) -> ServerState:
-        """Ready server for this config: re-attach to a live one with the same config, else (re)start."""
+    async def up(self, keep_running_knobs: bool = False) -> ServerState:
+        """Ready server for this config: re-attach to a live one with the same config, else (re)start.
+
+        ``keep_running_knobs``: a live server of this config that differs only in knobs (tuned with
+        the console, a sweep or ``restart --set``) is kept, knobs and all (``self.config`` takes
+        them), and a note says how they differ from the file: a model reload is never the silent
+        price of re-attaching. Decided under the lock, on the one read of the state."""
         if isinstance(self.backend, EndpointBackend):
             return await self.attach_endpoint()
         async with self._lock("up"):
             state = self.current()
-            if state and state.backend == self.config.backend and state.phase in ("ready", "starting") \
-                    and state.config_hash == self.config.config_hash() and state.is_alive():
+            live = state is not None and state.backend == self.config.backend \
+                and state.phase in ("ready", "starting") and state.is_alive()
+            if live and keep_running_knobs and state is not None and state.config_hash != self.config.config_hash():
+                self._keep_running_knobs(state)
+            if live and state is not None and state.config_hash == self.config.config_hash():
                 return await self.reattach(state)
             return await self._restart_locked()
+
+    def _keep_running_knobs(self, state: ServerState) -> None:
+        running = self.config.with_knobs(dict(state.knobs))
+        if running.config_hash() != state.config_hash:
+            return  # it differs in more than knobs (model, flags, env): the file wins, with a restart
+        file_knobs = self.config.knobs
+        diff = ", ".join(f"{k}={knob_text(v)} (the file says {knob_text(file_knobs.get(k))})"
+                         for k, v in state.knobs.items() if file_knobs.get(k) != v)
+        self.set_config(running)
+        self.on_note(f"pid {state.pid} runs {diff}: keeping its knobs; apply the config file with "
+                     f"`ddtune up --apply-config` (or `a` in the console)")
 
     async def reattach(self, state: ServerState) -> ServerState:
         """Follow a server an earlier ddtune started (same pid, same start time) until it is ready."""

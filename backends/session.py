@@ -23,24 +23,15 @@ from typing import Any
 from backends.backend import Backend
 from backends.config import ServerConfig
 from backends.errors import DdtuneError
+from backends.knobs import knob_text
 from backends.logevents import DecodeBatch, Fatal, ServerReady
 from backends.logfollow import LogFollower
 from backends.logkind import LogLine
 from backends.paths import state_dir
 from backends.alarms import AcceptanceWatch
 from backends.session_events import (
-    AlarmCleared, AlarmRaised, CommandRefused,
-    ConfigChanged,
-    DecodeStats,
-    FatalSeen,
-    LogBatch,
-    NoteAdded,
-    PhaseChanged,
-    PidChanged,
-    SessionEvent,
-    Settled,
-    Stopped,
-    Verified,
+    AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, FatalSeen, LogBatch, NoteAdded,
+    PhaseChanged, PidChanged, SessionEvent, Settled, Stopped, Verified,
 )
 from backends.startup import FAILED, READY, Progress
 from backends.state import ServerState, load_state
@@ -49,16 +40,9 @@ from backends.statelock import LOCK_FILE, holder
 QUEUE_MAX = 4096   # events a slow events() reader may fall behind by; past it the oldest log batches go
 
 
-def _show(value: Any) -> str:
-    return "none" if value is None else str(value)
-
-
 def knob_label(before: dict[str, Any], after: dict[str, Any]) -> str:
     """``window 2048 -> 1024, topk 4 -> 6``: what changed, for markers and notes."""
-    def show(value: Any) -> str:
-        return "none" if value is None else str(value)
-
-    parts = [f"{k} {show(before.get(k))} -> {show(v)}" for k, v in after.items() if before.get(k) != v]
+    parts = [f"{k} {knob_text(before.get(k))} -> {knob_text(v)}" for k, v in after.items() if before.get(k) != v]
     return ", ".join(parts) or "same knobs"
 
 
@@ -182,25 +166,9 @@ class ServerSession:
         ``keep_running_knobs``: a live server of this config file that runs other knobs (tuned with
         the console, a sweep or ``restart --set``) is kept, knobs and all, and a note says how they
         differ from the file; a full model reload is never the silent price of re-attaching."""
-        if keep_running_knobs:
-            self._adopt_running_knobs()
-        return await self._command(self.manager.up)
-
-    def _adopt_running_knobs(self) -> None:
-        state = self.manager.current()
-        if state is None or state.backend != self.config.backend or state.phase not in ("ready", "starting") \
-                or state.config_hash == self.config.config_hash() or not state.is_alive():
-            return
-        running = self.config.with_knobs(dict(state.knobs))
-        if running.config_hash() != state.config_hash:
-            return  # it differs in more than knobs (model, flags, env): the file wins, with a restart
-        file_knobs = self.config.knobs
-        diff = ", ".join(f"{k}={_show(v)} (the file says {_show(file_knobs.get(k))})"
-                         for k, v in state.knobs.items() if file_knobs.get(k) != v)
-        self.config = running
-        self.manager.set_config(running)
-        self._emit(NoteAdded(f"pid {state.pid} runs {diff}: keeping its knobs; apply the config file with "
-                             f"`ddtune up --apply-config` (or `a` in the console)"))
+        state = await self._command(lambda: self.manager.up(keep_running_knobs))
+        self.config = self.manager.config  # the running server's knobs, when up kept them
+        return state
 
     async def restart(self, config: ServerConfig | None = None, knobs: dict[str, Any] | None = None) -> ServerState:
         """Stop the server and start it with ``config`` (or these knob changes), even if unchanged."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import ctypes.util
+import functools
 import os
 import struct
 from collections.abc import AsyncIterator, Iterable
@@ -23,7 +24,10 @@ _HEADER = struct.Struct("iIII")
 SETTLE_S = 0.05   # changes this close together arrive as one
 
 
+@functools.cache
 def _libc():
+    """libc with inotify, or None; cached: find_library runs ``ldconfig -p`` in a subprocess, and a
+    watch opens for every log a session follows."""
     name = ctypes.util.find_library("c")
     if name is None:
         return None

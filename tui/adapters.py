@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from backends.knobs import KnobValue
+from backends.knobs import KnobValue, knob_text
 from backends.telemetry import History, TelemetrySample
 from backends.verify import KnobCheck
 from tui.views import GpuRow, GpuView, KnobRow
@@ -57,7 +57,7 @@ def knob_rows(knobs: Mapping[str, KnobValue], checks: Iterable[KnobCheck]) -> tu
     by_name = {check.name: check for check in checks}
     rows = []
     for name, value in knobs.items():
-        requested = "none" if value is None else str(value)
+        requested = knob_text(value)
         check = by_name.get(name)
         if check is None or check.status == "unverified" or (check.status == "default" and check.effective is None):
             rows.append(KnobRow(name, requested, None, None))

@@ -87,9 +87,11 @@ class DdtuneApp(App):
         from tui.knob_rules import knob_help, presets_as_text, validate_knobs
         from tui.screens.knob_editor import KnobEditor
 
+        from backends.knobs import knob_text
+
         controller = self.controller
         config = controller.config
-        current = {k: "none" if v is None else str(v) for k, v in config.knobs.items()}
+        current = {k: knob_text(v) for k, v in config.knobs.items()}
 
         def applied(values: dict[str, str] | None) -> None:
             if values is None:

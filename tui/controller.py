@@ -20,16 +20,8 @@ from backends.config import ServerConfig
 from backends.logkind import LogLine, note
 from backends.session import ServerSession
 from backends.session_events import (
-    AlarmCleared, AlarmRaised, CommandRefused,
-    ConfigChanged,
-    DecodeStats,
-    LogBatch,
-    NoteAdded,
-    PhaseChanged,
-    PidChanged,
-    SessionEvent,
-    Settled,
-    Stopped,
+    AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded, PhaseChanged,
+    PidChanged, SessionEvent, Settled, Stopped,
 )
 from backends.startup import WORK_PHASES
 from tui import messages as m
@@ -355,17 +347,14 @@ class ConsoleController:
 
 def sweep_verdict(path: str) -> str:
     """The sweep's winner in one line (reads the sweep's files: call it from a thread)."""
-    from workloads.report import build_report
-    from workloads.report_input import read_sweep
     from pathlib import Path
 
-    report = build_report(read_sweep(Path(path)))
-    best = report.overall
+    from workloads.report import build_report
+    from workloads.report_format import margin_text
+    from workloads.report_input import read_sweep
+
+    best = build_report(read_sweep(Path(path))).overall
     if best is None:
         return f"sweep finished ({path}); no configuration measured every cell"
-    margin = ""
-    if best.margin is not None and best.runner_up:
-        margin = f", ahead of {best.runner_up} by {(best.margin.value - 1) * 100:+.1f}%"
-        if best.margin.lo is not None and best.margin.hi is not None:
-            margin += f" (95% CI {(best.margin.lo - 1) * 100:+.1f}% to {(best.margin.hi - 1) * 100:+.1f}%)"
+    margin = f", ahead of {best.runner_up} by {margin_text(best.margin)}" if best.runner_up else ""
     return f"[b]best overall: {best.config}[/b]{margin}\nfull report: ddtune report {path}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from backends.config import ServerConfig, load_preset, preset_names
 from backends.errors import DdtuneError
-from backends.knobs import DEFAULT_BLOCK_SIZE, KnobValue, knob_spec, window_too_small
+from backends.knobs import DEFAULT_BLOCK_SIZE, KnobValue, knob_spec, knob_text, window_too_small
 
 
 def validate_knobs(values: dict[str, str], config: ServerConfig) -> dict[str, str]:
@@ -32,7 +32,7 @@ def presets_as_text() -> dict[str, dict[str, str]]:
     out = {}
     for name in preset_names():
         try:
-            out[name] = {k: "none" if v is None else str(v) for k, v in load_preset(name).items()}
+            out[name] = {k: knob_text(v) for k, v in load_preset(name).items()}
         except DdtuneError:
             continue
     return out

@@ -25,7 +25,8 @@ def _ratio(r: Ratio | None) -> str:
     return f"x{r.value:.2f} [{r.lo:.2f}, {r.hi:.2f}]"
 
 
-def _pct(r: Ratio | None) -> str:
+def margin_text(r: Ratio | None) -> str:
+    """The winner's lead: ``+9.8% (95% CI +3.4% to +16.6%, clear)``."""
     if r is None:
         return "no runner-up"
     text = f"+{(r.value - 1) * 100:.1f}%"
@@ -47,7 +48,7 @@ def to_markdown(report: Report) -> str:
     out = ["# ddtune report", ""]
     if report.overall:
         o = report.overall
-        ahead = f", ahead of {o.runner_up} by {_pct(o.margin)}" if o.runner_up else ""
+        ahead = f", ahead of {o.runner_up} by {margin_text(o.margin)}" if o.runner_up else ""
         out.append(f"**Best overall: {o.config}**{ahead}; geometric-mean tok/s {vs}: x{o.value:.2f}.")
         out.append("")
     diverged = [r for r in report.lossless if r.diverged]
@@ -79,7 +80,7 @@ def to_markdown(report: Report) -> str:
         if best:
             out.append("")
             out.append(f"best: **{best.config}** ({best.value:.1f} tok/s)" +
-                       (f", ahead of {best.runner_up} by {_pct(best.margin)}" if best.runner_up else ""))
+                       (f", ahead of {best.runner_up} by {margin_text(best.margin)}" if best.runner_up else ""))
         out.append("")
     if report.pass_rates:
         out.append("## coding pass rate")

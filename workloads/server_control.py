@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from backends.config import ServerConfig
+from backends.knobs import knob_text
 from backends.session import ServerSession
 from workloads.sweep import Applied
 from workloads.sweep_plan import SweepConfig
@@ -147,7 +148,7 @@ class ManagedController:
             if self.before is None:
                 await session.stop()
                 return "stopped the server (none was running before the sweep)"
-            knobs = ", ".join(f"{k}={'none' if v is None else v}" for k, v in self.before.knobs.items())
+            knobs = ", ".join(f"{k}={knob_text(v)}" for k, v in self.before.knobs.items())
             state = await session.apply(self.before)
             if state.phase != "ready":
                 return f"could not return the server to {knobs}: {state.reason}"

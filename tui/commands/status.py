@@ -25,6 +25,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from backends.lifecycle import ServerManager
+    from backends.knobs import knob_text
     from tui.commands._server import ago, load_config, note, print_json, status_doc
 
     config = load_config(args)
@@ -37,7 +38,7 @@ def run(args) -> int:
     print(f"phase:      {doc['phase']}")
     print(f"pid:        {doc['pid'] or '-'}")
     print(f"url:        {doc['url']}")
-    print("knobs:      " + ", ".join(f"{k}={'none' if v is None else v}" for k, v in sorted(doc["knobs"].items())))
+    print("knobs:      " + ", ".join(f"{k}={knob_text(v)}" for k, v in sorted(doc["knobs"].items())))
     if doc["effective"]:
         print("effective:  " + ", ".join(f"{k}={v}" for k, v in doc["effective"].items()))
     for check in state.checks if state is not None else ():
