@@ -82,3 +82,30 @@ async def test_keys_bound_above_the_input_still_reach_the_editor():
         await burst_into(app, pilot, [("backspace", "\x7f"), ("end", None), ("backspace", "\x7f"),
                                       ("1", "1"), ("ctrl+s", None)])
         assert results == [{"window": "1"}]  # focus selected 2048: the first backspace took it all
+
+
+async def test_a_burst_with_tabs_types_into_the_field_focus_moved_to():
+    """`tab tab 1000` in one read (the tmux test saw `none1000` land in budget): the App forwards
+    all six keys to budget before the first tab is handled, so the digits must follow the focus."""
+    results = []
+
+    class Host(App):
+        def on_mount(self) -> None:
+            values = {"budget": "8", "topk": "4", "window": "2048"}
+            self.push_screen(KnobEditor(values, {}, lambda values: {}), results.append)
+
+    app = Host()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        editor = app.screen
+        budget = editor.query_one("#knob-budget", Input)
+        budget.focus()
+        await pilot.pause()
+        await burst_into(app, pilot, [("tab", "\t"), ("tab", "\t"), ("1", "1"), ("0", "0"),
+                                      ("0", "0"), ("0", "0")])
+        for _ in range(5):
+            await pilot.pause()
+        assert budget.value == "8"
+        assert editor.query_one("#knob-topk", Input).value == "4"
+        window = editor.query_one("#knob-window", Input)
+        assert window.has_focus and window.value == "1000"  # focus selected 2048; 1000 replaced it
