@@ -11,7 +11,8 @@ from backends.logkind import read_lines
 from tests.tui.fixtures import LOG
 from tui import messages as m
 from tui.app import DdtuneApp
-from tui.widgets.log_pane import LogPane, LogSearch
+from tui.widgets.log_pane import LogPane
+from tui.widgets.log_search import LogSearch
 
 T = "[2026-11-30 09:00:08]"
 WINDOW_OFF = (f"{T} Initialized DFLASH draft runner. attention_backend=fa3, model=DFlashDraftModel, "

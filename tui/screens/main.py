@@ -11,7 +11,8 @@ from textual.widgets import Footer, Header
 from tui import messages as m
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.live_plots import LivePlots
-from tui.widgets.log_pane import LogPane, LogSearch
+from tui.widgets.log_pane import LogPane
+from tui.widgets.log_search import LogSearch
 from tui.widgets.requests_table import RequestsTable
 from tui.widgets.server_panel import ServerPanel
 

@@ -26,13 +26,11 @@ from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
-from textual.widgets import Input
 
 from backends.logevents import DraftRunner, ServerReady
 from backends.logkind import KINDS, LogLine
@@ -402,36 +400,3 @@ class LogPane(ScrollView, can_focus=True):
             for found in self._pattern.finditer(plain):
                 text.stylize(lit, found.start(), found.end())
         return text
-
-
-class LogSearch(Input):
-    """The ``/`` prompt under the log pane: Enter goes to the next match, Escape closes."""
-
-    BINDINGS = [Binding("escape", "close", "Close search", id="log_search.close")]
-    DEFAULT_CSS = """
-    LogSearch {
-        display: none; height: 1; border: none; padding: 0 1; background: $boost;
-        &:focus { border: none; background-tint: $foreground 5%; }
-        &.-open { display: block; }
-    }
-    """
-
-    def __init__(self, pane: LogPane, *, id: str | None = None) -> None:
-        super().__init__(placeholder="/ search the log: Enter next match, n/N next/previous, Esc close", id=id)
-        self.pane = pane
-
-    def open(self) -> None:
-        self.add_class("-open")
-        self.focus()
-
-    def action_close(self) -> None:
-        self.remove_class("-open")
-        self.pane.focus()
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        event.stop()
-        self.pane.highlight(event.value)
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.pane.search(event.value)
