@@ -9,14 +9,16 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from backends.datafile import read_toml
 from backends.errors import ConfigError, UsageError
 from backends.fields import expect, fail, key_name, positive, shown
-from backends.knobs import DEFAULT_KNOBS, KnobRoute, KnobValue, knob_spec, known_knobs
+from backends.knobdecl import KnobTable, read_declarations
+from backends.knobs import DEFAULT_KNOBS, SHIPPED, KnobRoute, KnobSpec, KnobValue
 from backends.paths import PRESETS_DIR, find_config
 
 BACKENDS = ("sglang", "systemd", "endpoint", "sim")
@@ -53,6 +55,12 @@ class ServerConfig:
     knobs: dict[str, KnobValue] = field(default_factory=lambda: dict(DEFAULT_KNOBS))
     knob_map: dict[str, KnobRoute] = field(default_factory=dict)
     source: str = "<built-in default: simulator>"
+    declared: tuple[KnobSpec, ...] = ()  # the config's own [knob.NAME] declarations
+
+    @cached_property
+    def knob_table(self) -> KnobTable:
+        """The one knob table this config reads: the shipped declarations plus its own."""
+        return SHIPPED.extended(self.declared) if self.declared else SHIPPED
 
     @property
     def base_url(self) -> str:
@@ -64,7 +72,7 @@ class ServerConfig:
     def with_knobs(self, updates: dict[str, KnobValue]) -> ServerConfig:
         merged = dict(self.knobs)
         merged.update(updates)
-        return replace(self, knobs=merged)
+        return replace(self, knobs=self.knob_table.listed(merged))
 
     def launch_identity(self) -> dict[str, Any]:
         """Everything that decides what the server runs: its hash tells whether a restart is needed."""
@@ -73,9 +81,9 @@ class ServerConfig:
             "draft_model": self.draft_model, "host": self.host, "port": self.port,
             "extra_args": list(self.extra_args), "env": dict(sorted(self.env.items())),
             "flavour": self.flavour, "unit": self.unit, "url": self.url, "block_size": self.block_size,
-            "knobs": {k: self.knobs[k] for k in sorted(self.knobs)},
+            "knobs": dict(sorted(self.knob_table.listed(self.knobs).items())),
             "knob_map": {k: vars(v) for k, v in sorted(self.knob_map.items())},
-        }
+        } | ({"declared": [asdict(s) for s in self.declared]} if self.declared else {})
 
     def config_hash(self) -> str:
         blob = json.dumps(self.launch_identity(), sort_keys=True, default=str)
@@ -95,21 +103,21 @@ def _fail(source: str, field_name: str, problem: str, fix: str) -> ConfigError:
     return fail(source, field_name, problem, fix)  # type: ignore[return-value]
 
 
-def parse_knob_value(source: str, name: str, raw: Any) -> KnobValue:
-    """One knob value: a shorthand for ``knob_spec(name).parse(raw, source)`` (the rules live in
-    backends.knobs.KNOBS), kept for the console's editor."""
-    return knob_spec(name).parse(raw, source)
+def parse_knob_value(source: str, name: str, raw: Any, config: ServerConfig | None = None) -> KnobValue:
+    """One knob value, by the spec of ``config``'s knob table (the shipped one without a config)."""
+    table = config.knob_table if config else SHIPPED
+    return table.spec(name, config.knob_map.get(name) if config else None).parse(raw, source)
 
 
-def parse_set(expr: str, block_size: int | None = None) -> tuple[str, KnobValue]:
+def parse_set(expr: str, block_size: int | None = None, table: KnobTable | None = None) -> tuple[str, KnobValue]:
     """``--set knob=value`` -> (knob, value), validated like the config file (``block_size``: the
-    config's, so a hint suggests a window the server takes)."""
+    config's, so a hint suggests a window the server takes; ``table``: the config's knob table)."""
     name, sep, value = expr.partition("=")
     name = name.strip()
     if not sep or not name:
         raise UsageError(f"--set {expr!r}: expected KNOB=VALUE", hint="e.g. --set window=1024 or --set window=none")
     try:
-        return name, knob_spec(name).parse(value, "--set", block_size=block_size)
+        return name, (table or SHIPPED).spec(name).parse(value, "--set", block_size=block_size)
     except ConfigError as exc:
         raise UsageError(exc.message, hint=exc.hint) from None
 
@@ -245,14 +253,16 @@ def _env(source: str, env: Any) -> dict[str, str]:
 
 
 def config_from_dict(data: dict[str, Any], source: str) -> ServerConfig:
-    unknown_sections = set(data) - {"server", "knobs"}
+    unknown_sections = set(data) - {"server", "knobs", "knob"}
     if unknown_sections:
         raise _fail(
             source,
             f"[{key_name(sorted(unknown_sections)[0])}]",
             "unknown section",
-            "ddtune reads [server], [knobs] and [knobs.map]",
+            "ddtune reads [server], [knobs], [knobs.map] and [knob.NAME] declarations (docs/knobs.md)",
         )
+    declared = read_declarations(source, data["knob"]) if "knob" in data else ()
+    table = SHIPPED.extended(declared) if declared else SHIPPED
     server = expect(source, "server", data.get("server", {}), dict, "write [server] on its own line")
     kw: dict[str, Any] = {"source": source, **_server_settings(source, server)}
     knobs_section = expect(source, "knobs", data.get("knobs", {}), dict, "write [knobs] then budget = 8")
@@ -260,21 +270,22 @@ def config_from_dict(data: dict[str, Any], source: str) -> ServerConfig:
         source, "[knobs] map", knobs_section.get("map", {}), dict, '[knobs.map] then my_knob = { flag = "--my-flag" }'
     )
     knob_map = {name: _parse_route(source, name, raw) for name, raw in routes.items()}
-    knobs = dict(DEFAULT_KNOBS)
+    knobs = table.defaults()
     for name, raw in knobs_section.items():
         if name == "map":
             continue
-        if name not in known_knobs(knob_map):
+        if name not in table.known(knob_map):
             raise _fail(
                 source,
                 f"[knobs] {key_name(name)}",
                 "unknown knob",
-                f'add [knobs.map] {key_name(name)} = {{ flag = "--..." }} (or env = "...") '
-                "so ddtune knows how to pass it",
+                f'declare it: [knob.{key_name(name)}] with type and flag (docs/knobs.md), or map it: '
+                f'[knobs.map] {key_name(name)} = {{ flag = "--..." }} (or env = "...")',
             )
-        knobs[name] = knob_spec(name, knob_map.get(name)).parse(raw, source)
-    kw["knobs"] = knobs
+        knobs[name] = table.spec(name, knob_map.get(name)).parse(raw, source)
+    kw["knobs"] = table.listed(knobs)
     kw["knob_map"] = knob_map
+    kw["declared"] = declared
     return ServerConfig(**kw)
 
 
@@ -290,8 +301,8 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in KNOB_PRESETS_DIR.glob("*.toml"))
 
 
-def load_preset(name: str) -> dict[str, KnobValue]:
-    """Knob values of a shipped preset (name) or of a preset file (path)."""
+def load_preset(name: str, table: KnobTable | None = None) -> dict[str, KnobValue]:
+    """Knob values of a shipped preset (name) or of a preset file (path), by ``table`` (the config's)."""
     path = Path(name)
     if not (path.suffix == ".toml" and path.is_file()):
         path = KNOB_PRESETS_DIR / f"{name}.toml"
@@ -304,4 +315,4 @@ def load_preset(name: str) -> dict[str, KnobValue]:
     knobs = data.get("knobs")
     if not isinstance(knobs, dict) or not knobs:
         raise _fail(str(path), "knobs", "a preset needs a [knobs] table", "write [knobs] then budget = 8")
-    return {name: knob_spec(name).parse(raw, str(path)) for name, raw in knobs.items()}
+    return {name: (table or SHIPPED).spec(name).parse(raw, str(path)) for name, raw in knobs.items()}

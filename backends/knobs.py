@@ -1,170 +1,82 @@
-"""Knobs as data: the one table of knobs (``KNOBS``: name, the key the server reports it under,
-parser, unit, help) and how each knob reaches this server (the flag or env var, and the launch argv).
+"""Knobs as data: the one table of knobs (``SHIPPED``, declared in presets/flavours.toml; a config's
+``[knob.NAME]`` tables extend it as ``config.knob_table``) and how each knob reaches this server
+(the flag or env var, and the launch argv).
 
-Every reader takes its knob facts from here: config and preset parsing, ``--set``, the console's
-editor, launch planning, verification and sweep plans. A knob from ``[knobs.map]`` that is not in
-the table gets a generic spec (any scalar; the server never reports it back).
+Every reader takes its knob facts from the table: config and preset parsing, ``--set``, the
+console's editor, launch planning, verification, status and sweep plans. A knob from
+``[knobs.map]`` that nobody declared gets a generic spec (any scalar; the server never reports it).
 
 Pure: ``plan_launch(config, help_text, prefix)`` turns a validated ServerConfig plus the server's
-``--help`` text into a LaunchPlan (argv, env, routes). The routes come from presets/flavours.toml
-(first match whose flag the help offers) unless ``[knobs.map]`` overrides them. A knob the server
-cannot take is a ConfigError here, before any restart.
+``--help`` text into a LaunchPlan (argv, env, routes). The routes are the declared ones (first
+match the help and version admit) unless ``[knobs.map]`` overrides them. A knob the server cannot
+take, or a cross-knob rule broken (window >= block size, a required knob unset, two knobs on one
+flag), is a ConfigError here, before any restart.
 """
 
 from __future__ import annotations
 
-import math
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from backends.datafile import read_toml
 from backends.errors import ConfigError
-from backends.fields import expect, fail, key_name, shown
+from backends.knobdecl import KnobTable, read_declarations
+from backends.knobspec import (BLOCK_SIZE, DEFAULT_BLOCK_SIZE, SERVER_DEFAULT, DataRoute, KnobRoute, KnobSpec,
+                               KnobValue, as_count, knob_text)
 from backends.paths import PRESETS_DIR
 
 if TYPE_CHECKING:
     from backends.config import ServerConfig
 
-KnobValue = int | str | bool | None  # None means "none": the knob is cleared (no flag, no env var)
-SERVER_DEFAULT = "the server's default"
-DEFAULT_BLOCK_SIZE = 16  # SGLang's fallback when neither the flags nor the draft config give one
-
-
-@dataclass(frozen=True)
-class KnobRoute:
-    """How one knob reaches the server: a flag or an env var (value + offset), maybe a switch flag."""
-
-    knob: str
-    flag: str | None = None
-    env: str | None = None
-    offset: int = 0
-    switch: str | None = None
-    algorithm: str | None = None
-    source: str = "config"
-
-
-
-def knob_text(value: Any) -> str:
-    """A knob value as the user writes it: ``none`` for None (what --set and the TOML take)."""
-    return "none" if value is None else str(value)
-
-@dataclass(frozen=True)
-class KnobSpec:
-    """One knob: its name, the key the server reports its value under (None: it never says), how a
-    value is read (a positive integer, or any scalar for a user's knob), its unit and one help line."""
-
-    name: str
-    effective_key: str | None
-    unit: str
-    help: str
-    integer: bool = True                 # a positive integer; False: an integer, a string or true/false
-    default: KnobValue = None            # the value before any config, preset or --set
-    none_means: str = SERVER_DEFAULT     # what clearing the knob ("none") leaves the server running
-    example: int = 8                     # a value hints suggest: valid wherever the knob is
-    at_least_block: bool = False         # SGLang refuses a value below the block size (the window)
-
-    @property
-    def unset_is_default(self) -> bool:
-        """Cleared means the server picks: whatever it reports then is not a mismatch."""
-        return self.none_means == SERVER_DEFAULT
-
-    def value_hint(self, block_size: int | None = None) -> str:
-        """The fix for a bad value, suggesting one the server takes (a window at least the block size)."""
-        if not self.integer:
-            return f'{key_name(self.name)} = 8, = "text", = true, or = "none" to clear it'
-        if self.at_least_block:
-            block = block_size or DEFAULT_BLOCK_SIZE
-            return (f"set {self.name} = {max(self.example, block)} (an integer >= the block size, {block}), "
-                    f"or {self.name} = \"none\"")
-        return f"set {self.name} = {self.example} (any integer > 0), or {self.name} = \"none\" to clear it"
-
-    def parse(self, raw: Any, source: str = "--set", block_size: int | None = None) -> KnobValue:
-        """Text (``--set``, the editor) or a TOML value -> the typed value; "none" clears the knob.
-        ConfigError names ``source``, the knob and the fix (with ``block_size`` when known: the
-        editor's). true/false is never a number here."""
-        where = f"knob '{key_name(self.name)}'"
-        if isinstance(raw, str):
-            text = raw.strip()
-            if text.lower() == "none":
-                return None
-            if text.lower() in ("true", "false"):
-                raw = text.lower() == "true"
-            else:
-                try:
-                    raw = int(text)
-                except ValueError:
-                    raw = text
-        if self.integer:
-            count = as_count(raw)
-            if count is None or count <= 0:
-                raise fail(source, where, f"expected a positive integer or \"none\", got {shown(raw)}",
-                           self.value_hint(block_size))
-            return count
-        if isinstance(raw, float):
-            raise fail(source, where, f"expected an integer, string or true/false, got {shown(raw)}",
-                       f"write {key_name(self.name)} = {int(raw) if math.isfinite(raw) else 1} or quote it")
-        return expect(source, where, raw, (int, str, bool), self.value_hint())
-
-    def describe(self) -> str:
-        """One line for --help and the editor: what it is, its unit, what "none" means."""
-        unit = f" [{self.unit}]" if self.unit else ""
-        return f"{self.help}{unit}; none = {self.none_means}"
-
-
-KNOBS: dict[str, KnobSpec] = {spec.name: spec for spec in (
-    KnobSpec("budget", effective_key="budget", unit="tree nodes", example=8,
-             help="DDTree tree budget: drafted nodes verified per step (DDTree builds only)"),
-    KnobSpec("topk", effective_key=None, unit="candidates", example=4,
-             help="DDTree top-k: draft candidates each tree node may branch into"),
-    KnobSpec("window", effective_key="window_size", unit="tokens", default=2048, example=2048,
-             at_least_block=True, help="DFlash draft window: recent tokens the draft's KV cache keeps",
-             none_means="a full-context draft cache"),
-)}
-DEFAULT_KNOBS: dict[str, KnobValue] = {spec.name: spec.default for spec in KNOBS.values()}
-
-
-def knob_spec(name: str, route: KnobRoute | None = None) -> KnobSpec:
-    """The table's spec, or the generic one of a user's knob (any scalar, never reported back)."""
-    spec = KNOBS.get(name)
-    if spec is not None:
-        return spec
-    how = (f"passed as {route.flag}" if route.flag else f"passed as env {route.env}") if route else "a [knobs.map] knob"
-    return KnobSpec(name, effective_key=None, unit="", help=how, integer=False)
-
-
-def known_knobs(knob_map: Mapping[str, Any]) -> tuple[str, ...]:
-    """Every knob a config can set: the table's, then its own [knobs.map] knobs."""
-    return (*KNOBS, *(name for name in knob_map if name not in KNOBS))
-
-
-def knob_for_effective_key(key: str) -> str:
-    """The knob a server-reported key belongs to (window_size -> window); a derived setting keeps its key."""
-    return next((spec.name for spec in KNOBS.values() if spec.effective_key == key), key)
-
-
-def as_count(value: KnobValue) -> int | None:
-    """``value`` when it is an integer (true/false are not), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def window_too_small(knobs: Mapping[str, KnobValue], block_size: int) -> bool:
-    """SGLang refuses a draft window smaller than the block size (--speculative-num-draft-tokens)."""
-    window = as_count(knobs.get("window"))
-    return window is not None and window < block_size
-
+__all__ = ["BLOCK_SIZE", "DEFAULT_BLOCK_SIZE", "SERVER_DEFAULT", "DataRoute", "KnobRoute", "KnobSpec", "KnobTable",
+           "KnobValue", "as_count", "knob_text"]
 
 FLAVOURS_FILE = PRESETS_DIR / "flavours.toml"
+SHIPPED = KnobTable().extended(read_declarations(str(FLAVOURS_FILE), read_toml(FLAVOURS_FILE).get("knob", {})))
+KNOBS: Mapping[str, KnobSpec] = SHIPPED.specs
+DEFAULT_KNOBS: dict[str, KnobValue] = SHIPPED.defaults()
 _FLAG_RE = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)")
 _BLOCK_FLAGS = ("--speculative-num-draft-tokens", "--speculative-dflash-block-size")
 
 
-@dataclass(frozen=True)
-class DataRoute:
-    route: KnobRoute
-    when_help_has: str
+def knob_spec(name: str, route: KnobRoute | None = None, table: KnobTable | None = None) -> KnobSpec:
+    """The table's spec (the shipped table unless given), or the generic one of a [knobs.map] knob."""
+    return (table or SHIPPED).spec(name, route)
+
+
+def known_knobs(knob_map: Mapping[str, Any], table: KnobTable | None = None) -> tuple[str, ...]:
+    return (table or SHIPPED).known(knob_map)
+
+
+def knob_for_effective_key(key: str, table: KnobTable | None = None) -> str:
+    return (table or SHIPPED).for_effective_key(key)
+
+
+def cross_knob_errors(knobs: Mapping[str, KnobValue], table: KnobTable, block_size: int) -> dict[str, str]:
+    """The declared rules between knobs, broken: knob -> what is wrong (short, for the editor).
+    ``at_least = "block_size"`` compares with ``block_size``, the block size the server will use."""
+    errors: dict[str, str] = {}
+    for name, value in knobs.items():
+        spec = table.spec(name)
+        if value is None:
+            continue
+        if spec.at_least and isinstance(value, int | float) and not isinstance(value, bool):
+            floor = block_size if spec.at_least == BLOCK_SIZE else as_count(knobs.get(spec.at_least))
+            if floor is not None and value < floor:
+                what = "the block size" if spec.at_least == BLOCK_SIZE else f"{spec.at_least}"
+                errors[name] = f"must be >= {floor} ({what}), or none"
+        missing = [other for other in spec.requires if knobs.get(other) is None]
+        if missing:
+            errors[name] = f"needs {' and '.join(missing)} set too, or {name} = none"
+    return errors
+
+
+def window_too_small(knobs: Mapping[str, KnobValue], block_size: int, table: KnobTable | None = None) -> bool:
+    """SGLang refuses a draft window smaller than the block size (--speculative-num-draft-tokens)."""
+    window = as_count(knobs.get("window"))
+    return window is not None and "window" in cross_knob_errors({"window": window}, table or SHIPPED, block_size)
 
 
 @dataclass(frozen=True)
@@ -184,21 +96,8 @@ def help_flags(help_text: str) -> frozenset[str]:
     return frozenset(_FLAG_RE.findall(help_text))
 
 
-@lru_cache(maxsize=1)
-def _load_flavours() -> tuple[tuple[DataRoute, ...], dict[str, str]]:
-    with FLAVOURS_FILE.open("rb") as fh:
-        data = tomllib.load(fh)
-    routes = []
-    for raw in data.get("route", []):
-        route = KnobRoute(knob=raw["knob"], flag=raw.get("flag"), env=raw.get("env"),
-                          offset=int(raw.get("offset", 0)), switch=raw.get("switch"),
-                          algorithm=raw.get("algorithm"), source=raw.get("source", str(FLAVOURS_FILE)))
-        routes.append(DataRoute(route, raw["when_help_has"]))
-    return tuple(routes), dict(data.get("unsupported", {}))
-
-
-def data_routes() -> tuple[DataRoute, ...]:
-    return _load_flavours()[0]
+def data_routes(table: KnobTable | None = None) -> tuple[DataRoute, ...]:
+    return tuple(r for spec in (table or SHIPPED).specs.values() for r in spec.routes)
 
 
 def _arg_value(args: tuple[str, ...], flag: str) -> str | None:
@@ -210,45 +109,95 @@ def _arg_value(args: tuple[str, ...], flag: str) -> str | None:
     return None
 
 
+def _passes_something(value: KnobValue, route: KnobRoute | None, spec: KnobSpec) -> bool:
+    """None passes nothing; false passes nothing through a switch flag, but "0" through a typed env var."""
+    if value is None:
+        return False
+    return value is not False or (spec.type == "bool" and route is not None and route.env is not None)
+
+
+def _pick_route(spec: KnobSpec, flags: frozenset[str], version: str) -> tuple[KnobRoute | None, list[str]]:
+    known = version if version not in ("?", "unknown", "") else None
+    why: list[str] = []
+    for data in spec.routes:
+        reason = data.why_not(flags, known)
+        if reason is None:
+            return data.route, why
+        why.append(reason)
+    return None, why
+
+
 def resolve_routes(config: ServerConfig, flags: frozenset[str], version: str = "?") -> dict[str, KnobRoute]:
     """The route for every knob that has a value; ConfigError for one the server cannot take."""
     routes: dict[str, KnobRoute] = {}
-    unsupported = _load_flavours()[1]
+    table = config.knob_table
     for knob, value in config.knobs.items():
-        if value is None or value is False:
-            continue  # cleared: nothing to pass
+        spec = table.spec(knob, config.knob_map.get(knob))
         route = config.knob_map.get(knob)
-        if route is not None:
-            if route.flag and flags and route.flag not in flags:
-                raise ConfigError(
-                    f"{config.source}: [knobs.map] {knob}: the server (SGLang {version}) has no flag {route.flag}",
-                    hint=f"check '{config.python} -m sglang.launch_server --help', fix the mapping, "
-                         f"or clear it: --set {knob}=none")
+        if route is None and spec.routes:
+            if not _passes_something(value, spec.routes[0].route, spec):
+                continue
+            route, why = _pick_route(spec, flags, version)
         else:
-            route = next((d.route for d in data_routes() if d.route.knob == knob and d.when_help_has in flags), None)
-        if route is None:
-            why = unsupported.get(knob, "no flag or env var for it is known for this server")
+            if not _passes_something(value, route, spec):
+                continue  # cleared: nothing to pass
+            why = []
+        if route is not None and knob in config.knob_map and route.flag and flags and route.flag not in flags:
             raise ConfigError(
-                f"knob '{knob}' = {value!r} cannot be passed to this server (SGLang {version}): {why}",
+                f"{config.source}: [knobs.map] {knob}: the server (SGLang {version}) has no flag {route.flag}",
+                hint=f"check '{config.python} -m sglang.launch_server --help', fix the mapping, "
+                     f"or clear it: --set {knob}=none")
+        if route is None:
+            reason = spec.unsupported or "no flag or env var for it is known for this server"
+            detail = f" ({'; '.join(why)})" if why and not spec.unsupported else ""
+            raise ConfigError(
+                f"knob '{knob}' = {knob_text(value)} cannot be passed to this server (SGLang {version}): "
+                f"{reason}{detail}",
                 hint=f'clear it (--set {knob}=none, or {knob} = "none" in [knobs]), or map it in {config.source}: '
                 f'[knobs.map] {knob} = {{ flag = "--..." }} or {{ env = "..." }}',
             )
         routes[knob] = route
+    _one_knob_per_flag(routes)
     return routes
+
+
+def _one_knob_per_flag(routes: dict[str, KnobRoute]) -> None:
+    seen: dict[str, str] = {}
+    for knob, route in routes.items():
+        where = route.flag or route.env or ""
+        if where in seen:
+            raise ConfigError(f"knobs '{seen[where]}' and '{knob}' both set {where} on this server",
+                              hint=f"clear one of them: --set {knob}=none")
+        seen[where] = knob
 
 
 def _block_size(config: ServerConfig, routes: dict[str, KnobRoute]) -> tuple[int, bool]:
     """(block size, whether it was set explicitly) - else SGLang takes it from the draft config."""
-    budget_route = routes.get("budget")
-    if budget_route is not None and budget_route.flag in _BLOCK_FLAGS:
-        return int(config.knobs["budget"]) + budget_route.offset, True  # type: ignore[arg-type]
+    for knob, route in routes.items():
+        value = as_count(config.knobs.get(knob))
+        if route.flag in _BLOCK_FLAGS and value is not None:
+            return value + route.offset, True
     if config.block_size:
         return config.block_size, False  # the draft model's block size, for validation only
     for flag in _BLOCK_FLAGS:
-        value = _arg_value(config.extra_args, flag)
-        if value is not None and value.isdigit():
-            return int(value), True
+        given = _arg_value(config.extra_args, flag)
+        if given is not None and given.isdigit():
+            return int(given), True
     return DEFAULT_BLOCK_SIZE, False
+
+
+def _check_rules(config: ServerConfig, block_size: int) -> None:
+    table = config.knob_table
+    for name, problem in cross_knob_errors(config.knobs, table, block_size).items():
+        spec = table.spec(name)
+        value = knob_text(config.knobs[name])
+        if spec.at_least == BLOCK_SIZE:
+            raise ConfigError(
+                f"knob '{name}' = {value} is smaller than the block size {block_size}; SGLang refuses it "
+                f"(--speculative-draft-window-size must be >= --speculative-num-draft-tokens)",
+                hint=f'use {name} >= {block_size}, or {name} = "none" ({spec.none_means})')
+        raise ConfigError(f"knob '{name}' = {value} {problem.replace(f', or {name} = none', '')}",
+                          hint=f"set {' and '.join(spec.requires) or spec.at_least}, or --set {name}=none")
 
 
 def _algorithm(config: ServerConfig, routes: dict[str, KnobRoute]) -> str | None:
@@ -274,18 +223,18 @@ def _algorithm(config: ServerConfig, routes: dict[str, KnobRoute]) -> str | None
     return "DFLASH" if config.draft_model else None
 
 
+def _value_text(value: KnobValue, route: KnobRoute) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value + route.offset) if isinstance(value, int) else str(value)
+
+
 def plan_launch(config: ServerConfig, help_text: str, prefix: tuple[str, ...], version: str = "?") -> LaunchPlan:
     """The full launch: ``prefix`` (e.g. python -m sglang.launch_server) plus model, port, knobs, extras."""
     flags = help_flags(help_text)
     routes = resolve_routes(config, flags, version)
     block_size, block_explicit = _block_size(config, routes)
-    window = config.knobs.get("window")
-    if window_too_small(config.knobs, block_size):
-        raise ConfigError(
-            f"knob 'window' = {window} is smaller than the block size {block_size}; SGLang refuses it "
-            f"(--speculative-draft-window-size must be >= --speculative-num-draft-tokens)",
-            hint=f'use window >= {block_size}, or window = "none" for a full-context draft cache',
-        )
+    _check_rules(config, block_size)
     algorithm = _algorithm(config, routes)
     argv: list[str] = [*prefix, "--model-path", config.model, "--host", config.host, "--port", str(config.port)]
     if algorithm and _arg_value(config.extra_args, "--speculative-algorithm") is None:
@@ -298,43 +247,43 @@ def plan_launch(config: ServerConfig, help_text: str, prefix: tuple[str, ...], v
         value = config.knobs[knob]
         if route.switch and route.switch not in switches:
             switches.append(route.switch)
-        if value is True:
-            if route.flag:
-                argv.append(route.flag)
-            else:
-                env[route.env] = "1"  # type: ignore[index]
+        if route.env:
+            env[route.env] = _value_text(value, route)
             continue
-        text = str(value + route.offset) if isinstance(value, int) else str(value)
-        if route.flag:
-            if _arg_value(config.extra_args, route.flag) is not None:
-                raise ConfigError(
-                    f"{config.source}: [server] extra_args sets {route.flag}, which knob '{knob}' also sets",
-                    hint=f"remove {route.flag} from extra_args and use the knob (--set {knob}=...)",
-                )
-            argv += [route.flag, text]
-        else:
-            env[route.env] = text  # type: ignore[index]
+        assert route.flag is not None
+        if _arg_value(config.extra_args, route.flag) is not None or route.flag in config.extra_args:
+            raise ConfigError(
+                f"{config.source}: [server] extra_args sets {route.flag}, which knob '{knob}' also sets",
+                hint=f"remove {route.flag} from extra_args and use the knob (--set {knob}=...)",
+            )
+        if value is True:
+            argv.append(route.flag)  # a switch (store_true) flag
+        elif value is not False:
+            argv += [route.flag, _value_text(value, route)]
     argv += switches
     argv += list(config.extra_args)
-    expected = expected_reports(config.knobs, block_size if block_explicit else None)
+    expected = expected_reports(config.knobs, block_size if block_explicit else None, config.knob_table)
     return LaunchPlan(
         argv=tuple(argv), env=env, routes=routes, algorithm=algorithm, block_size=block_size, expected=expected
     )
 
 
-def expected_reports(knobs: Mapping[str, KnobValue], block_size: int | None) -> dict[str, Any]:
+def expected_reports(knobs: Mapping[str, KnobValue], block_size: int | None,
+                     table: KnobTable | None = None) -> dict[str, Any]:
     """What the server should report once it runs ``knobs``, keyed as verification reads it: each
     reported knob under its effective key, plus the settings the window and block size decide."""
-    expected: dict[str, Any] = {
-        spec.effective_key: as_count(knobs.get(spec.name)) for spec in KNOBS.values() if spec.effective_key
-    }
+    expected: dict[str, Any] = {}
+    for spec in (table or SHIPPED).specs.values():
+        if spec.effective_key:
+            value = knobs.get(spec.name)
+            expected[spec.effective_key] = as_count(value) if spec.type == "int" else value
     expected["compact_cache"] = as_count(knobs.get("window")) is not None
-    expected["block_size"] = block_size
+    if block_size is not None or "block_size" not in expected:
+        expected["block_size"] = block_size  # what the flags decide (the knob, a fork's budget, extra_args)
     return expected
 
 
 def plan_for_endpoint(config: ServerConfig) -> LaunchPlan:
     """What an endpoint should report for our knobs (no --help to read: any route is accepted)."""
-    return LaunchPlan(
-        argv=(), env={}, routes={}, algorithm=None, block_size=0, expected=expected_reports(config.knobs, None)
-    )
+    return LaunchPlan(argv=(), env={}, routes={}, algorithm=None, block_size=0,
+                      expected=expected_reports(config.knobs, None, config.knob_table))

@@ -91,11 +91,13 @@ class ServerManager:
         # after ready, for the console); alone, the manager reads the log only while it follows a start
         self._own_log = log is None
         self.log = log or LogFollower(self.backend, self.tracker)
+        self.log.markers = config.knob_table.log_markers()
 
     def use_log(self, log: LogFollower) -> None:
         """Read the log through ``log`` (a session's follower, which outlives each start)."""
         self.log.stop()
         self._own_log, self.log = False, log
+        log.markers = self.config.knob_table.log_markers()
 
     def set_config(self, config: ServerConfig) -> None:
         """Manage the same server under another config (new knobs): same backend object, so a child
@@ -107,6 +109,7 @@ class ServerManager:
             self.backend = make_backend(config)
             self.log.backend = self.backend
         self.tracker.expected = dict(self.history.medians(config.startup_key()))
+        self.log.markers = config.knob_table.log_markers()  # what verification reads from the log
 
     # --- reporting --------------------------------------------------------------------------
     def report(self, pid: int | None = None) -> None:
@@ -403,7 +406,7 @@ class ServerManager:
         info = await fetch_server_info(state.url, self.backend.api_key(state))
         self.server_info = info
         expected = plan.expected if plan else {}
-        checked = verify(expected, facts.draft_runner, facts.ddtree, info, knobs=self.config.knobs)
+        checked = verify(expected, facts.marked, info, knobs=self.config.knobs, table=self.config.knob_table)
         final = state.with_(
             phase="ready", ready_at=time.time(), effective=checked.effective, checks=checked.checks, reason=None
         )

@@ -5,7 +5,8 @@ files). Every line is parsed once by ``backends.logparse`` and classified once b
 ``backends.logkind``; from that single pass it
 
 - keeps the facts readiness and verification need for this launch (``LogFacts``: the pid in
-  ``Started server process [PID]``, the draft-runner and DDTree lines, fatal lines, the tail),
+  ``Started server process [PID]``, the latest line holding each marker the knob table verifies
+  from (the draft-runner and DDTree lines, the ``server_args=`` dump), fatal lines, the tail),
 - moves the ``StartupTracker`` through its phases (``on_phase`` after each change),
 - hands the lead rank's ``Decode batch`` figures to ``on_decode`` as they come,
 - and batches the lines themselves for ``on_lines`` (at most every ``flush_s``; a burst larger than
@@ -21,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from backends.backend import Backend
-from backends.logevents import DDTreeWorker, DecodeBatch, DraftRunner, Fatal, ServerStarted
+from backends.knobs import SHIPPED
+from backends.logevents import DecodeBatch, Fatal, ServerStarted
 from backends.logkind import LogLine, classify
 from backends.logparse import parse_line
 from backends.startup import FAILED, READY, StartupTracker
@@ -41,8 +43,7 @@ class LogFacts:
     """What one launch's log has said so far that the lifecycle acts on."""
 
     started_pid: int | None = None      # the latest "Started server process [PID]"
-    draft_runner: DraftRunner | None = None
-    ddtree: DDTreeWorker | None = None
+    marked: dict[str, str] = field(default_factory=dict)  # marker -> the latest line holding it
     fatals: list[Fatal] = field(default_factory=list)
     fatal_at: float | None = None       # monotonic time of the first non-generic fatal line
     tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES * 5))
@@ -74,6 +75,7 @@ class LogFollower:
         self.on_decode = on_decode
         self.on_phase = on_phase
         self.flush_s = flush_s
+        self.markers: tuple[str, ...] = SHIPPED.log_markers()  # the manager sets its config's
         self.facts = LogFacts()
         self.log_path: str | None = None
         self._task: asyncio.Task | None = None
@@ -110,6 +112,9 @@ class LogFollower:
         tracker = self.tracker
         async for text in self.backend.log_lines(state, from_start=True):
             facts.tail.append(text)
+            for marker in self.markers:
+                if marker in text:
+                    facts.marked[marker] = text
             event = parse_line(text)
             if self.on_lines is not None:
                 self._pending.append(LogLine(text, classify(text, event), event))
@@ -123,10 +128,6 @@ class LogFollower:
                 continue
             if isinstance(event, ServerStarted):
                 facts.started_pid = event.pid
-            elif isinstance(event, DraftRunner) and event.is_lead:
-                facts.draft_runner = event
-            elif isinstance(event, DDTreeWorker) and event.is_lead:
-                facts.ddtree = event
             elif isinstance(event, Fatal) and (tracker.phase not in (READY, FAILED) or facts.fatal_at is not None):
                 facts.fatals.append(event)
                 if not event.generic and facts.fatal_at is None:

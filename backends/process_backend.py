@@ -12,6 +12,7 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -130,8 +131,12 @@ class SimBackend(ProcessBackend):
         return None  # the simulator's --help is cheap: read it fresh, never cache it
 
     def learn_help(self) -> ServerHelp:
-        # the simulator imitates the release named by --sim-version: ask that one for its flags
+        # the simulator imitates the release named by --sim-version: ask that one for its flags,
+        # and say which release it is (a knob's since/until is checked against it)
+        from backends.sim.args import imitated_version
+
         args = self.config.extra_args
         pick = tuple(a for i, a in enumerate(args) if a.startswith("--sim-version")
                      or (i > 0 and args[i - 1] == "--sim-version"))
-        return fetch_help(self.command_prefix() + pick, self.server_env(), None)
+        return replace(fetch_help(self.command_prefix() + pick, self.server_env(), None),
+                       version=imitated_version(args))

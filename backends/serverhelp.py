@@ -94,13 +94,10 @@ def sglang_version(config, backend, state=None) -> SGLangVersion:
         if info and info.get("version"):
             return SGLangVersion(str(info["version"]), f"/server_info of the running server at {url}")
     if config.backend == "sim":
-        from backends.sim.args import VERSIONS
+        from backends.sim.args import imitated_version
 
-        args = list(config.extra_args)
-        given = [a.split("=", 1)[1] for a in args if a.startswith("--sim-version=")] + \
-                [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--sim-version"]
-        imitated = given[-1] if given else VERSIONS[0]
-        return SGLangVersion(imitated, "imitated by the simulator, --sim-version; none runs now")
+        return SGLangVersion(imitated_version(config.extra_args),
+                             "imitated by the simulator, --sim-version; none runs now")
     if config.backend == "endpoint":
         return SGLangVersion(None, f"{url} did not answer /server_info")
     env = backend.server_env()

@@ -1,32 +1,32 @@
 """Config verification: what we asked for versus what the server says it runs. Pure.
 
-Sources, strongest first: the draft-window line (``Initialized DFLASH draft runner ...``), the
-DDTree worker line, then ``/server_info`` (the parsed server args). The result is one typed
-``KnobCheck`` per setting: verified, mismatch, unverified (the server did not say) or default (not
-requested; the server picked). The sentence a user reads (``window: requested 2048, server says
-None (draft runner line)``) is derived from a check, never stored in its place.
+Where the server says it is declared per knob (``verify`` in its declaration, strongest first):
+``field=value`` on the latest startup log line holding a marker (the draft-window line
+``Initialized DFLASH draft runner ...``, the DDTree worker line, the ``server_args=`` dump), or a
+key of ``/server_info``. The result is one typed ``KnobCheck`` per setting: verified, mismatch,
+unverified (the server did not say) or default (not requested; the server picked). The sentence a
+user reads (``window: requested 2048, server says None (draft runner line)``) is derived from a
+check, never stored in its place.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from backends.knobs import KNOBS, KnobValue, knob_for_effective_key
+from backends.knobs import SHIPPED, KnobTable, KnobValue
+from backends.knobspec import KnobSpec, VerifySource
+from backends.logevents import ServerArgs
+from backends.logparse import parse_line
 
-EFFECTIVE_KEYS = ("window_size", "compact_cache", "block_size", "budget")
+# every DFlash server is checked for these, requested or not (the draft runner line reports the
+# first three); compact_cache is derived from the window, the rest are knobs of the table
+BASE_KEYS = ("window_size", "compact_cache", "block_size", "budget")
+EFFECTIVE_KEYS = BASE_KEYS  # the name older readers import
 STATUSES = ("verified", "mismatch", "unverified", "default")
 Status = Literal["verified", "mismatch", "unverified", "default"]
-
-# settings the server reports that are not knobs, and whether leaving them unrequested lets it pick
-_DERIVED_UNSET_IS_DEFAULT = {"compact_cache": False, "block_size": True}
-
-_SERVER_INFO_KEYS = {
-    "window_size": ("speculative_draft_window_size", "speculative_dflash_draft_window_size"),
-    "block_size": ("speculative_num_draft_tokens", "speculative_dflash_block_size"),
-    "budget": ("speculative_ddtree_budget",),
-}
 _SCALARS = (int, float, str, bool, type(None))
 
 
@@ -105,57 +105,88 @@ def mismatch_sentences(checks: tuple[KnobCheck, ...]) -> tuple[str, ...]:
     return tuple(c.sentence for c in checks if c.status == "mismatch")
 
 
-def _from_server_info(info: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, names in _SERVER_INFO_KEYS.items():
-        for name in names:
-            if name in info:
-                out[key] = info[name]
-                break
-    return out
+def line_field(line: str, name: str) -> tuple[bool, Any]:
+    """(found, value) of ``name=value`` on a log line; the ``server_args=`` dump in either style."""
+    if "server_args=" in line:
+        event = parse_line(line)
+        if isinstance(event, ServerArgs):
+            text = event.get(name)
+            return (text is not None), _norm(text)
+    m = re.search(rf"(?:^|[\s,(]){re.escape(name)}=([^,\s)]*)", line)
+    return (True, _norm(m.group(1))) if m else (False, None)
 
 
-def _unset_is_default(key: str) -> bool:
-    spec = KNOBS.get(knob_for_effective_key(key))
-    return spec.unset_is_default if spec is not None else _DERIVED_UNSET_IS_DEFAULT.get(key, False)
+def _read(source: VerifySource, lines: Mapping[str, str], info: Mapping[str, Any] | None) -> tuple[bool, Any]:
+    if source.server_info:
+        if info is None or source.server_info not in info:
+            return False, None
+        found, value = True, _norm(info[source.server_info])
+    else:
+        line = lines.get(source.marker or "")
+        if line is None:
+            return False, None
+        found, value = line_field(line, source.field or "")
+    if found and source.negate and isinstance(value, bool):
+        value = not value
+    return found, value
 
 
-def verify(expected: dict[str, Any], draft_runner: Any | None = None, ddtree: Any | None = None,
-           server_info: dict[str, Any] | None = None,
-           knobs: Mapping[str, KnobValue] | None = None) -> Verification:
-    """Compare the LaunchPlan's ``expected`` with the server's reports (logparse events, /server_info).
+def _report(spec: KnobSpec, lines: Mapping[str, str],
+            info: Mapping[str, Any] | None) -> tuple[VerifySource, Any] | None:
+    """(source, value) from the strongest source that says it, else None."""
+    for source in spec.verify:
+        found, value = _read(source, lines, info)
+        if found:
+            return source, value
+    return None
 
-    ``knobs`` (the requested knobs) adds an "unverified" check for each set knob the server never
-    reports (topk, a [knobs.map] knob), so a reader sees every requested knob's standing."""
-    effective: dict[str, Any] = {k: None for k in EFFECTIVE_KEYS}
+
+def verify(expected: dict[str, Any], log_lines: Mapping[str, str] | None = None,
+           server_info: dict[str, Any] | None = None, knobs: Mapping[str, KnobValue] | None = None,
+           table: KnobTable | None = None) -> Verification:
+    """Compare the LaunchPlan's ``expected`` with the server's reports: ``log_lines`` (marker ->
+    the latest startup line holding it) and ``/server_info``.
+
+    Checked: the base settings always, and every requested knob; one the server never reports
+    (topk, a [knobs.map] knob) is "unverified", so a reader sees every requested knob's standing."""
+    table = table or SHIPPED
+    lines = log_lines or {}
+    effective: dict[str, Any] = {k: None for k in BASE_KEYS}
     sources: dict[str, str] = {}
-    if server_info:
-        for key, value in _from_server_info(server_info).items():
-            effective[key], sources[key] = value, "/server_info"
-        if "window_size" in sources:
-            effective["compact_cache"] = effective["window_size"] is not None
-            sources["compact_cache"] = "/server_info"
-    if ddtree is not None:
-        for key, value in (("budget", ddtree.tree_budget), ("block_size", ddtree.block_size)):
-            if value is not None:
-                effective[key], sources[key] = value, "DDTree worker line"
-    if draft_runner is not None:
-        effective["window_size"], sources["window_size"] = draft_runner.window_size, "draft runner line"
-        effective["compact_cache"], sources["compact_cache"] = draft_runner.compact_cache, "draft runner line"
-        if draft_runner.block_size is not None:
-            effective["block_size"], sources["block_size"] = draft_runner.block_size, "draft runner line"
-    checks = [_check(key, expected.get(key), effective[key], sources.get(key)) for key in EFFECTIVE_KEYS]
+    for spec in table.specs.values():
+        said = _report(spec, lines, server_info) if spec.effective_key else None
+        if said is not None and spec.effective_key:
+            sources[spec.effective_key], effective[spec.effective_key] = said[0].name, said[1]
+            if spec.effective_key == "window_size":  # the window decides the compact cache
+                line = lines.get(said[0].marker or "")
+                found, compact = line_field(line, "compact_cache") if line else (False, None)
+                effective["compact_cache"] = compact if found else said[1] is not None
+                sources["compact_cache"] = said[0].name
+    keys = list(BASE_KEYS)
     for name, value in (knobs or {}).items():
-        if value is not None and (name not in KNOBS or KNOBS[name].effective_key is None):
+        key = table.spec(name).effective_key
+        if value is not None and key and key not in keys:
+            keys.append(key)
+    checks = [_check(key, expected.get(key), effective.get(key), sources.get(key), table) for key in keys]
+    for name, value in (knobs or {}).items():
+        if value is not None and table.spec(name).effective_key is None:
             checks.append(KnobCheck(name, value, None, None, "unverified"))
-    return Verification(effective=effective, sources=sources, checks=tuple(checks))
+    shown = {k: effective.get(k) for k in keys if k in BASE_KEYS or k in sources}
+    return Verification(effective=shown, sources=sources, checks=tuple(checks))
 
 
-def _check(key: str, want: Any, got: Any, source: str | None) -> KnobCheck:
-    name = knob_for_effective_key(key)
+def _unset_is_default(key: str, table: KnobTable) -> bool:
+    if key == "compact_cache":
+        return False  # decided by the window: a cleared window means no compact cache
+    spec = table.specs.get(table.for_effective_key(key))
+    return spec.unset_is_default if spec is not None else False
+
+
+def _check(key: str, want: Any, got: Any, source: str | None, table: KnobTable) -> KnobCheck:
+    name = table.for_effective_key(key)
     if source is None:
         return KnobCheck(name, want, None, None, "unverified")
-    if want is None and _unset_is_default(key):
+    if want is None and _unset_is_default(key, table):
         return KnobCheck(name, None, got, source, "default")
     status: Status = "verified" if _norm(want) == _norm(got) else "mismatch"
     return KnobCheck(name, want, got, source, status)
@@ -168,8 +199,11 @@ def _norm(value: Any) -> Any:
             return None
         if low in ("true", "false"):
             return low == "true"
-        if low.isdigit():
-            return int(low)
+        for kind in (int, float):
+            try:
+                return kind(low)
+            except ValueError:
+                pass
     return value
 
 

@@ -84,25 +84,23 @@ class DdtuneApp(App):
     def action_edit_knobs(self) -> None:
         if self.controller is None:
             return
-        from tui.knob_rules import knob_help, presets_as_text, validate_knobs
+        from tui.knob_rules import editor_values, knob_help, presets_as_text, validate_knobs
         from tui.screens.knob_editor import KnobEditor
-
-        from backends.knobs import knob_text
 
         controller = self.controller
         config = controller.config
-        current = {k: knob_text(v) for k, v in config.knobs.items()}
+        current = editor_values(config)  # every declared knob, so a new one is offered with no code
 
         def applied(values: dict[str, str] | None) -> None:
             if values is None:
                 return
             from backends.config import parse_knob_value
 
-            changed = {k: parse_knob_value("knob editor", k, v) for k, v in values.items() if v != current[k]}
+            changed = {k: parse_knob_value("knob editor", k, v, config) for k, v in values.items() if v != current[k]}
             controller.restart_with(changed)
             self.notify("restarting with " + ", ".join(f"{k}={v}" for k, v in changed.items()), timeout=4)
 
-        editor = KnobEditor(current, presets_as_text(), lambda values: validate_knobs(values, config),
+        editor = KnobEditor(current, presets_as_text(config), lambda values: validate_knobs(values, config),
                             {name: knob_help(name, config) for name in current})
         self.push_screen(editor, applied)
 

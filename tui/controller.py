@@ -239,7 +239,7 @@ class ConsoleController:
         if self.load is not None:
             self.toggle_load()  # the sweep needs the server to itself
         plan = build_plan(presets, baseline=baseline, contexts=contexts, concurrency=concurrency,
-                          max_tokens=max_tokens, run_eval=False)
+                          max_tokens=max_tokens, run_eval=False, knob_table=self.config.knob_table)
         config = self.config
         store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
                                          "model": config.model, "host": host_provenance()}, None, "sweep")

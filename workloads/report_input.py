@@ -142,14 +142,17 @@ def _response(where: str, record: dict) -> dict:
 
 
 def knob_label(knobs: dict | None) -> str | None:
-    """b8-t4-w2048 style label from knob values (the preset naming), when the knobs are the usual three."""
+    """b8-t4-w2048 style label from knob values (the preset naming), then any other knob set
+    (``b8-t4-w2048,block_size=32``), so runs of a declared knob never share a label."""
     if not knobs:
         return None
     b, t, w = knobs.get("budget"), knobs.get("topk"), knobs.get("window")
-    if b is None and t is None and w is None:
+    others = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(knobs.items())
+              if k not in ("budget", "topk", "window") and v is not None]
+    if b is None and t is None and w is None and not others:
         return None
     dash = lambda v: "-" if v is None else v
-    return f"b{dash(b)}-t{dash(t)}-" + (f"w{w}" if w is not None else "nowindow")
+    return ",".join([f"b{dash(b)}-t{dash(t)}-" + (f"w{w}" if w is not None else "nowindow"), *others])
 
 
 def _run_label(run: dict, fallback: str, where: str = "run.json") -> tuple[str, bool]:

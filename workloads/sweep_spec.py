@@ -17,6 +17,9 @@ A plan file (every table and key optional; command-line options win over it)::
     [[config]]                                   # configurations that are not presets
     name = "b8-t8-w4096"
     knobs = { budget = 8, topk = 8, window = 4096 }
+
+Knob names and values are read by the config's knob table (``build_plan(knob_table=config.knob_table)``),
+so a knob declared in the config sweeps like a shipped one.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 from backends.datafile import read_toml
 from backends.errors import ConfigError, UsageError
 from backends.fields import expect, key_name
+from backends.knobs import SHIPPED, KnobTable
 from workloads.bench import RELEASES, BenchPlan
 from workloads.sweep_plan import BASELINE, EvalSettings, SweepConfig, SweepPlan
 
@@ -34,12 +38,12 @@ _TOP = {"presets", "repeats", "baseline", "eval", "bench", "config", "warmup_req
 _BENCH = {"contexts", "concurrency", "max_tokens", "requests_per_cell", "warmup", "coding", "release"}
 
 
-def preset_config(name: str) -> SweepConfig:
+def preset_config(name: str, table: KnobTable | None = None) -> SweepConfig:
     from backends.config import load_preset
 
     if name == BASELINE:
         return SweepConfig(BASELINE, {}, True)
-    knobs = load_preset(name)
+    knobs = load_preset(name, table)
     return SweepConfig(Path(name).stem if name.endswith(".toml") else name, knobs)
 
 
@@ -94,9 +98,7 @@ def read_plan_file(path: str) -> dict[str, Any]:
     return data
 
 
-def _custom_configs(path: str, entries: Any) -> list[SweepConfig]:
-    from backends.knobs import knob_spec
-
+def _custom_configs(path: str, entries: Any, table: KnobTable = SHIPPED) -> list[SweepConfig]:
     if not isinstance(entries, list):
         raise ConfigError(
             f"--plan {path}: config: expected [[config]] tables", hint='[[config]] name = "x" knobs = {...}'
@@ -110,7 +112,7 @@ def _custom_configs(path: str, entries: Any) -> list[SweepConfig]:
                 hint='e.g. name = "b8-t8" and knobs = { budget = 8, topk = 8, window = 2048 }',
             )
         where = f"--plan {path} config {name!r}"
-        out.append(SweepConfig(name, {k: knob_spec(k).parse(v, where) for k, v in knobs.items()}))
+        out.append(SweepConfig(name, {k: table.spec(k).parse(v, where) for k, v in knobs.items()}))
     return out
 
 
@@ -142,12 +144,13 @@ def build_plan(
     eval_max_tokens: int | None = None,
     eval_problems: list[str] | None = None,
     warmup_requests: int = 2,
+    knob_table: KnobTable | None = None,
 ) -> SweepPlan:
     data = read_plan_file(plan_file) if plan_file else {}
     where = f"--plan {plan_file}"
     names = list(data.get("presets", [])) + list(presets)
-    configs = [preset_config(n) for n in dict.fromkeys(names)]
-    configs += _custom_configs(plan_file or "", data["config"]) if "config" in data else []
+    configs = [preset_config(n, knob_table) for n in dict.fromkeys(names)]
+    configs += _custom_configs(plan_file or "", data["config"], knob_table or SHIPPED) if "config" in data else []
     if baseline or data.get("baseline") is True:
         if not any(c.baseline for c in configs):
             configs.insert(0, SweepConfig(BASELINE, {}, True))

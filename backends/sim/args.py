@@ -121,6 +121,8 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
       help="Specify the parser for reasoning models. Supported parsers: deepseek-r1, deepseek-v3, glm45, "
            "kimi_k2, qwen3, qwen3-thinking, step3.")
     a("--random-seed", type=int, default=None, help="The random seed.")
+    a("--disable-overlap-schedule", action="store_true",
+      help="Disable the overlap scheduler, which overlaps the CPU scheduler with GPU model worker.")
     if version == "0.5.11":
         a("--speculative-algorithm", type=str, choices=list(ALGORITHMS), default=None,
           help="Speculative algorithm.")
@@ -150,6 +152,12 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
         a("--speculative-dflash-enable-ddtree", action="store_true",
           help="DFLASH: verify a DDTree draft tree instead of a single chain (tree budget = "
                "--speculative-num-draft-tokens - 1; top-k from SGLANG_DDTREE_MAX_TOPK).")
+        # draft KV sizing for all-SWA drafts, as the open PR #40665 and the closed PR #40563 spell them
+        a("--speculative-draft-kv-ratio", type=float, default=1.0,
+          help="DFLASH with an all-SWA draft: size the draft KV pool as this fraction of the target's "
+               "token capacity (default 1.0).")
+        a("--speculative-draft-swa-pool", action="store_true",
+          help="DFLASH with an all-SWA draft: keep the draft's KV in its own SWA pool.")
     a("--speculative-draft-attention-backend", type=str, default=None, help="Attention backend for the draft model.")
     a("--speculative-draft-kv-cache-dtype", type=str, default=None, help="KV cache dtype of the draft model.")
     a("--speculative-use-block-verification", action="store_true", help="DFLASH: use block verification.")
@@ -184,13 +192,26 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
     return p
 
 
-def _peek_version(argv: list[str]) -> str:
+def _peek_version(argv: list[str] | tuple[str, ...]) -> str:
     for i, arg in enumerate(argv):
         if arg == "--sim-version" and i + 1 < len(argv):
             return argv[i + 1]
         if arg.startswith("--sim-version="):
             return arg.split("=", 1)[1]
     return "0.5.23"
+
+
+def imitated_version(argv: list[str] | tuple[str, ...]) -> str:
+    """The SGLang release a simulator started with ``argv`` imitates (the last --sim-version)."""
+    given = [a.split("=", 1)[1] for a in argv if a.startswith("--sim-version=")] + \
+            [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--sim-version"]
+    return given[-1] if given else VERSIONS[0]
+
+
+def _env_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """SGLang's EnvBool: true/1/yes/y or false/0/no/n (any case); anything else keeps the default."""
+    value = env.get(name, "").strip().lower()
+    return True if value in ("true", "1", "yes", "y") else (False if value in ("false", "0", "no", "n") else default)
 
 
 def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
@@ -245,6 +266,13 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
         if topk <= 0:
             raise SGLangValueError(f"SGLANG_DDTREE_MAX_TOPK must be positive, got {topk}.")
     max_running = ns.max_running_requests or (48 if algo else 1024)
+    ratio = getattr(ns, "speculative_draft_kv_ratio", 1.0)
+    if not 0.0 < ratio <= 1.0:  # the simulator's own wording: the PR's is not known
+        raise SGLangValueError(f"--speculative-draft-kv-ratio must be in (0, 1], got {ratio}.")
+    # spec v2 (the overlap scheduler) for DFlash: none in 0.5.11; on by default in the 0.5.23 imitated
+    overlap_off = ns.disable_overlap_schedule
+    if algo is not None:
+        overlap_off = overlap_off or version == "0.5.11" or not _env_bool(env, "SGLANG_ENABLE_SPEC_V2", True)
     if ns.sim_children < 0:
         raise SGLangValueError(f"--sim-children must be >= 0, got {ns.sim_children}.")
     if ns.sim_acceptance is not None and not 1.0 <= ns.sim_acceptance <= block:
@@ -258,6 +286,7 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
     if algo is not None:
         dump.update(speculative_algorithm=algo if flavour != "fork" else "DFLASH", speculative_num_steps=1,
                     speculative_eagle_topk=1, speculative_num_draft_tokens=block, max_running_requests=max_running)
+    dump["disable_overlap_schedule"] = overlap_off
     return SimArgs(
         version=version, model_path=ns.model_path, served_model_name=ns.served_model_name or ns.model_path,
         host=ns.host, port=ns.port, api_key=ns.api_key, reasoning_parser=ns.reasoning_parser,

@@ -11,20 +11,22 @@ from backends.knobs import (DEFAULT_KNOBS, KNOBS, KnobRoute, KnobSpec, expected_
                             knob_spec, known_knobs, window_too_small)
 from tui.knob_rules import knob_help, validate_knobs
 
+# the shipped knobs that take a positive integer (budget, topk, window, block_size); the typed rest below
+COUNTS = sorted(n for n, s in KNOBS.items() if s.type == "int" and s.minimum == 1 and s.maximum is None)
 GOOD = [(8, 8), ("8", 8), (" 16 ", 16), ("none", None), ("None", None), (4096, 4096)]
 BAD = [0, -1, "0", "big", "", True, "true", 1.5, [8], None]
 GENERIC_GOOD = [(3, 3), ("0.8", "0.8"), (True, True), ("false", False), ("none", None), ("-2", -2)]
 GENERIC_BAD = [(1.5, "= 1 or quote it"), ([1], '"none"'), ("a\x00b", "remove it"), ({"x": 1}, '"none"')]
 
 
-@pytest.mark.parametrize("name", sorted(KNOBS))
+@pytest.mark.parametrize("name", COUNTS)
 @pytest.mark.parametrize("raw, value", GOOD)
 def test_each_knob_parses_good_values(name, raw, value):
     parsed = KNOBS[name].parse(raw, "test")
     assert parsed == value and type(parsed) is type(value)
 
 
-@pytest.mark.parametrize("name", sorted(KNOBS))
+@pytest.mark.parametrize("name", COUNTS)
 @pytest.mark.parametrize("raw", BAD)
 def test_each_knob_names_itself_and_the_fix(name, raw):
     with pytest.raises(ConfigError) as info:
@@ -41,7 +43,7 @@ def suggested(hint: str, name: str) -> int:
     return int(re.search(rf"set {name} = (\d+)", hint).group(1))
 
 
-@pytest.mark.parametrize("name", sorted(KNOBS))
+@pytest.mark.parametrize("name", COUNTS)
 @pytest.mark.parametrize("block", [None, 16, 32, 4096])
 def test_a_hint_suggests_a_value_the_server_takes(name, block):
     """--set window=abc once suggested window = 8, which SGLang then refuses (block size 16)."""
@@ -76,7 +78,7 @@ def test_the_suggested_window_passes_the_launch_plan(tmp_path):
     assert plan.argv[plan.argv.index("--speculative-draft-window-size") + 1] == str(value)
 
 
-@pytest.mark.parametrize("name", sorted(KNOBS))
+@pytest.mark.parametrize("name", COUNTS)
 def test_the_same_rule_holds_in_config_set_and_editor(name):
     with pytest.raises(ConfigError, match=f"cfg.toml: knob '{name}'"):
         config_from_dict({"knobs": {name: True}}, "cfg.toml")
@@ -111,19 +113,25 @@ def test_each_knob_has_one_help_line_and_a_server_key_that_maps_back(spec):
     assert knob_help(spec.name) == line
     if spec.effective_key:
         assert knob_for_effective_key(spec.effective_key) == spec.name
-        assert spec.effective_key in expected_reports({spec.name: 8}, None)
-    assert DEFAULT_KNOBS[spec.name] == spec.default == ServerConfig().knobs[spec.name]
+        assert spec.effective_key in expected_reports({spec.name: spec.hint_value}, None)
+    assert ServerConfig().knobs.get(spec.name) == spec.default
+    assert (spec.name in DEFAULT_KNOBS) == (spec.pinned or spec.default is not None)
 
 
 def test_the_table_says_what_the_server_reports():
-    assert {n: s.effective_key for n, s in KNOBS.items()} == {"budget": "budget", "topk": None, "window": "window_size"}
+    assert {n: s.effective_key for n, s in KNOBS.items()} == {
+        "budget": "budget", "topk": None, "window": "window_size", "block_size": "block_size", "spec_v2": "spec_v2",
+        "draft_kv_ratio": "draft_kv_ratio", "draft_swa_pool": "draft_swa_pool"}
     assert KNOBS["budget"].unset_is_default and not KNOBS["window"].unset_is_default
     assert knob_for_effective_key("block_size") == "block_size"  # derived settings keep their key
 
 
+SHIPPED_NAMES = ("budget", "topk", "window", "block_size", "spec_v2", "draft_kv_ratio", "draft_swa_pool")
+
+
 def test_known_knobs_are_the_table_then_the_config_map():
-    assert known_knobs({}) == ("budget", "topk", "window")
-    assert known_knobs({"mem": None, "window": None}) == ("budget", "topk", "window", "mem")
+    assert known_knobs({}) == SHIPPED_NAMES
+    assert known_knobs({"mem": None, "window": None}) == (*SHIPPED_NAMES, "mem")
     with pytest.raises(ConfigError, match=r"\[knobs\] frob: unknown knob"):
         config_from_dict({"knobs": {"frob": 1}}, "cfg.toml")
 
@@ -133,7 +141,8 @@ def test_window_is_an_integer_not_a_bool():
     assert not window_too_small({"window": True}, 16) and not window_too_small({"window": None}, 16)
     assert expected_reports({"window": True, "budget": False}, None)["window_size"] is None
     assert expected_reports({"window": 1024}, 8) == {"budget": None, "window_size": 1024, "compact_cache": True,
-                                                     "block_size": 8}
+                                                     "block_size": 8, "spec_v2": None, "draft_kv_ratio": None,
+                                                     "draft_swa_pool": None}
 
 
 def test_editor_checks_the_window_against_the_block_size():
@@ -154,7 +163,7 @@ def test_help_lists_every_knob():
     add_knob_arguments(parser)
     text = parser.format_help()
     for spec in KNOBS.values():
-        assert f"  {spec.name:<8}{spec.describe()}" in text
+        assert f"  {spec.name:<16}{spec.describe()}" in text
 
 
 def test_spec_is_frozen():

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from backends.logevents import DDTreeWorker, DraftRunner
-from backends.logparse import parse_line
+from backends.knobs import SHIPPED
 from backends.logsummary import read_log_lines
 from backends.verify import KnobCheck, verify
 
@@ -16,7 +15,15 @@ WANT_2048 = {"window_size": 2048, "compact_cache": True, "block_size": None, "bu
 
 
 def runner(window, compact, block=16):
-    return DraftRunner(window, compact, block, None)
+    """The draft-window line as LogFollower keeps it (marker -> the latest line holding it)."""
+    return {"Initialized DFLASH draft runner": f"[2026-11-30 09:00:15 TP0] Initialized DFLASH draft runner. "
+            f"attention_backend=fa3, model=DFlashDraftModel, block_size={block}, draft_window_size={window}, "
+            f"compact_cache={compact}"}
+
+
+def tree(block, budget, nodes):
+    return {"Initialized DDTree worker": f"[2026-11-30 09:00:15] Initialized DDTree worker. block_size={block}, "
+            f"tree_budget={budget}, max_tree_nodes={nodes}"}
 
 
 def status(out) -> dict[str, str]:
@@ -28,7 +35,7 @@ def by_name(out) -> dict[str, KnobCheck]:
 
 
 def test_match_from_draft_runner_line():
-    out = verify(WANT_2048, draft_runner=runner(2048, True))
+    out = verify(WANT_2048, runner(2048, True))
     assert status(out) == {"window": "verified", "compact_cache": "verified", "block_size": "default",
                            "budget": "unverified"}
     assert by_name(out)["window"] == KnobCheck("window", 2048, 2048, "draft runner line", "verified")
@@ -37,7 +44,7 @@ def test_match_from_draft_runner_line():
 
 
 def test_window_silently_ignored_is_loud():
-    out = verify(WANT_2048, draft_runner=runner(None, False))
+    out = verify(WANT_2048, runner(None, False))
     window = by_name(out)["window"]
     assert (window.requested, window.effective, window.source, window.status) == \
         (2048, None, "draft runner line", "mismatch")
@@ -60,21 +67,21 @@ def test_old_server_info_spelling_is_read():
 
 
 def test_log_line_beats_server_info():
-    out = verify(WANT_2048, draft_runner=runner(2048, True), server_info={"speculative_draft_window_size": None})
+    out = verify(WANT_2048, runner(2048, True), server_info={"speculative_draft_window_size": None})
     assert by_name(out)["window"].source == "draft runner line"
     assert "mismatch" not in status(out).values()
 
 
 def test_budget_from_ddtree_line():
     want = dict(WANT_2048, budget=8)
-    out = verify(want, draft_runner=runner(2048, True), ddtree=DDTreeWorker(16, 15, 16))
+    out = verify(want, runner(2048, True) | tree(16, 15, 16))
     assert by_name(out)["budget"] == KnobCheck("budget", 8, 15, "DDTree worker line", "mismatch")
     assert out.mismatches == ("budget: requested 8, server says 15 (DDTree worker line)",)
 
 
 def test_unrequested_budget_and_block_size_are_the_servers_pick_not_a_mismatch():
     """Not requested: whatever the server picked is fine (status default), from any source."""
-    out = verify(dict(WANT_2048, block_size=None, budget=None), ddtree=DDTreeWorker(8, 7, 8),
+    out = verify(dict(WANT_2048, block_size=None, budget=None), tree(8, 7, 8),
                  server_info={"speculative_draft_window_size": 2048})
     assert by_name(out)["budget"] == KnobCheck("budget", None, 7, "DDTree worker line", "default")
     assert by_name(out)["block_size"] == KnobCheck("block_size", None, 8, "DDTree worker line", "default")
@@ -82,16 +89,16 @@ def test_unrequested_budget_and_block_size_are_the_servers_pick_not_a_mismatch()
 
 
 def test_requested_block_size_is_checked():
-    out = verify(dict(WANT_2048, block_size=9), draft_runner=runner(2048, True, block=16))
+    out = verify(dict(WANT_2048, block_size=9), runner(2048, True, block=16))
     assert by_name(out)["block_size"].status == "mismatch"
 
 
 def test_window_cleared_but_server_runs_one_is_a_mismatch():
     """window = none means a full-context draft cache, not "the server's default": a window is wrong."""
     want = {"window_size": None, "compact_cache": False, "block_size": None, "budget": None}
-    out = verify(want, draft_runner=runner(1024, True))
+    out = verify(want, runner(1024, True))
     assert status(out)["window"] == "mismatch" and status(out)["compact_cache"] == "mismatch"
-    assert status(verify(want, draft_runner=runner(None, False)))["window"] == "verified"
+    assert status(verify(want, runner(None, False)))["window"] == "verified"
 
 
 def test_nothing_reported_is_unverified_not_a_mismatch():
@@ -102,7 +109,7 @@ def test_nothing_reported_is_unverified_not_a_mismatch():
 
 
 def test_knobs_the_server_never_reports_are_unverified():
-    out = verify(WANT_2048, draft_runner=runner(2048, True),
+    out = verify(WANT_2048, runner(2048, True),
                  knobs={"window": 2048, "topk": 4, "budget": None, "mem": "0.8", "off": None})
     checks = by_name(out)
     assert checks["topk"] == KnobCheck("topk", 4, None, None, "unverified")
@@ -122,16 +129,14 @@ def test_knobs_the_server_never_reports_are_unverified():
     ("port_in_use.log", 2048, {"window": "unverified", "compact_cache": "unverified", "block_size": "unverified"}),
 ])
 def test_checks_from_real_logs(log, requested, expected):
-    """The events lifecycle collects from a log (last draft runner and DDTree lines) give these verdicts."""
-    draft, tree = None, None
+    """The lines LogFollower keeps from a log (the latest holding each marker) give these verdicts."""
+    marked = {}
     for line in read_log_lines(LOGS / log):
-        event = parse_line(line)
-        if isinstance(event, DraftRunner):
-            draft = event
-        elif isinstance(event, DDTreeWorker):
-            tree = event
+        for marker in SHIPPED.log_markers():
+            if marker in line:
+                marked[marker] = line
     want = {"window_size": requested, "compact_cache": requested is not None, "block_size": None, "budget": None}
-    out = verify(want, draft, tree)
+    out = verify(want, marked)
     assert {k: v for k, v in status(out).items() if k in expected} == expected
     assert status(out)["budget"] == "unverified"  # no DDTree line in these logs, no /server_info
     assert out.mismatches == tuple(c.sentence for c in out.checks if c.status == "mismatch")

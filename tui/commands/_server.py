@@ -37,8 +37,10 @@ def knobs_epilog() -> str:
     """The knob table as --help text: name, what it is and its unit, what "none" leaves."""
     from backends.knobs import KNOBS
 
-    lines = [f"  {spec.name:<8}{spec.describe()}" for spec in KNOBS.values()]
-    return "\nknobs (--set KNOB=VALUE; a [knobs.map] entry in the config adds your own):\n" + "\n".join(lines) + "\n"
+    width = max(len(name) for name in KNOBS) + 2
+    lines = [f"  {spec.name:<{width}}{spec.describe()}" for spec in KNOBS.values()]
+    return ("\nknobs (--set KNOB=VALUE; a [knob.NAME] declaration in the config adds your own, docs/knobs.md):\n"
+            + "\n".join(lines) + "\n")
 
 
 def load_config(args):
@@ -61,21 +63,19 @@ def requested_config(args, keep_running_knobs: bool = False):
     if state and state.backend == config.backend and state.config_source == config.source and state.is_alive():
         updates.update(state.knobs)
     if getattr(args, "preset", None):
-        updates.update(load_preset(args.preset))
+        updates.update(load_preset(args.preset, config.knob_table))
     for expr in getattr(args, "sets", []) or []:
-        name, value = parse_set(expr, config.block_size)
+        name, value = parse_set(expr, config.block_size, config.knob_table)
         updates[name] = value
     if updates:
-        from backends.knobs import known_knobs
-
-        known = known_knobs(config.knob_map)
+        known = config.knob_table.known(config.knob_map)
         unknown = [k for k in updates if k not in known]
         if unknown:
             from backends.errors import UsageError
 
             raise UsageError(
                 f"--set {unknown[0]}: unknown knob",
-                hint=f"known knobs: {', '.join(known)}; add others with [knobs.map] in the config",
+                hint=f"known knobs: {', '.join(known)}; declare others with [knob.NAME] in the config (docs/knobs.md)",
             )
         config = config.with_knobs(updates)
     return config
@@ -133,8 +133,6 @@ def drive(config, args, command: str, **options):
 
 def report_final(state) -> int:
     """Print how a start ended; 0 when ready, 1 when failed."""
-    from backends.verify import EFFECTIVE_KEYS
-
     if state.phase != "ready":
         err(f"ddtune: server failed: {state.reason}")
         return 1
@@ -142,7 +140,10 @@ def report_final(state) -> int:
     who = f"pid {state.pid}" if state.pid else "attached"
     err(f"ready{took}: {who} at {state.url}")
     eff = state.effective or {}
-    err("effective: " + ", ".join(f"{k}={eff.get(k)}" for k in EFFECTIVE_KEYS))
+    from backends.verify import BASE_KEYS
+
+    keys = [*BASE_KEYS, *(k for k in eff if k not in BASE_KEYS)]  # and what the declared knobs report
+    err("effective: " + ", ".join(f"{k}={eff.get(k)}" for k in keys))
     for check in state.checks:
         if check.status == "mismatch":
             err(f"MISMATCH: {check.sentence}")

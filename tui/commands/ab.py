@@ -29,6 +29,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from backends.errors import UsageError
+    from tui.commands._server import load_config
     from tui.commands._sweep import run_sweep
     from workloads.sweep_spec import build_plan
 
@@ -41,5 +42,5 @@ def run(args) -> int:
         plan = build_plan([args.a, args.b], repeats=args.rounds, contexts=args.contexts or [4096],
                           concurrency=args.concurrency or [8], max_tokens=args.max_tokens or 256,
                           requests_per_cell=args.requests_per_cell, warmup=args.warmup,
-                          run_eval=bool(args.eval))
+                          run_eval=bool(args.eval), knob_table=load_config(args).knob_table)
     return run_sweep(args, plan, "ab")

@@ -10,7 +10,8 @@ examples:
 
 phase: ready | starting | failed | stale (the recorded pid is gone or not the same process) | stopped.
 --json keys: backend, pid, phase, url, knobs, effective {window_size, compact_cache, block_size,
-budget}, checks [{name, requested, effective, source, status}], mismatches, reason, log_path, port,
+budget, and each requested knob the server reports (spec_v2, a knob declared in the config, ...)},
+checks [{name, requested, effective, source, status}], mismatches, reason, log_path, port,
 started_at, ready_at. A check's status: verified, mismatch, unverified (the server did not say) or
 default (not requested; the server picked). mismatches: one sentence per mismatch check.
 alarms [{kind, message, since, value}]: guards judged on the server's recent log, e.g.

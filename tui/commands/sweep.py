@@ -48,6 +48,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from backends.errors import UsageError
+    from tui.commands._server import load_config
     from tui.commands._sweep import run_sweep
     from workloads.sweep_spec import build_plan
 
@@ -64,5 +65,5 @@ def run(args) -> int:
                           contexts=args.contexts, concurrency=args.concurrency, max_tokens=args.max_tokens,
                           requests_per_cell=args.requests_per_cell, warmup=args.warmup, coding=args.coding,
                           run_eval=False if args.no_eval else None, eval_max_tokens=args.eval_max_tokens,
-                          eval_problems=args.eval_problems)
+                          eval_problems=args.eval_problems, knob_table=load_config(args).knob_table)
     return run_sweep(args, plan, "sweep")

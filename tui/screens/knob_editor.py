@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Horizontal, Vertical
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
@@ -24,11 +24,11 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
     DEFAULT_CSS = """
     KnobEditor { align: center middle; }
     KnobEditor > Vertical {
-        width: 72; height: auto; max-height: 100%; border: thick $accent; padding: 0 1; background: $surface;
+        width: 80; max-width: 100%; height: auto; max-height: 100%; border: thick $accent; padding: 0 1;
+        background: $surface;
     }
-    KnobEditor Grid {
-        grid-size: 3; grid-columns: 10 16 1fr; grid-rows: 1; grid-gutter: 1 1; height: auto; margin: 1 0;
-    }
+    KnobEditor VerticalScroll { height: auto; max-height: 60vh; margin: 1 0; }
+    KnobEditor Grid { grid-size: 3; grid-columns: 10 16 1fr; grid-rows: 1; grid-gutter: 0 1; height: auto; }
     KnobEditor .error { color: $error; }
     KnobEditor .diff { color: $warning; }
     KnobEditor Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
@@ -47,7 +47,7 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
         with Vertical():
             yield Label("[b]Edit knobs[/b]  (applying restarts the server)")
             yield Select([(name, name) for name in sorted(self.presets)], prompt="preset…", id="preset", compact=True)
-            with Grid():
+            with VerticalScroll(), Grid():  # every declared knob: scrolls when they outgrow the screen
                 for name, value in self.current.items():
                     yield Label(name).with_tooltip(self.helps.get(name))
                     yield OrderedInput(value, id=f"knob-{name}", compact=True, tooltip=self.helps.get(name))
@@ -58,6 +58,8 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
                 yield Button("Apply & restart [ctrl+s]", variant="primary", id="apply", compact=True)
 
     def on_mount(self) -> None:
+        width = max((len(name) for name in self.current), default=8) + 1
+        self.query_one(Grid).styles.grid_columns = f"{max(width, 10)} 16 1fr"  # the longest knob name
         self._check()
 
     def values(self) -> dict[str, str]:
