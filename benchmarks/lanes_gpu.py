@@ -80,7 +80,8 @@ class Watch(threading.Thread):
 
     def __init__(self, state: Path) -> None:
         super().__init__(daemon=True)
-        self.state, self.stop, self.seen = state, threading.Event(), {}
+        self.state, self.stop = state, threading.Event()
+        self.seen: dict[tuple[int, int, int], tuple[tuple[str, ...], int]] = {}
 
     def run(self) -> None:
         while not self.stop.is_set():
