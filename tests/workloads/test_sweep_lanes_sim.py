@@ -128,18 +128,20 @@ def test_two_lanes_each_on_its_own_gpu_rotate_the_repeats(box):
                                                                       "gpus_per_server": 1}
 
 
-def test_ctrl_c_mid_sweep_stops_every_lane_server(box):
-    cfg = box.config()
+@pytest.mark.parametrize("when", ["ready", "starting"])
+def test_ctrl_c_mid_sweep_stops_every_lane_server(box, when):
+    # "starting": Ctrl-C while both lanes' first servers still load (cut short inside their first start)
+    cfg = box.config(*(("--sim-load-seconds", "30") if when == "starting" else ()))
     out = box.tmp / "sweep"
     proc = start(box, "--config", cfg, "sweep", "b8-t4-w2048", "b4-t4-w2048", "b16-t4-w2048", "--parallel", "2",
                  "--gpus", "0,1", "--contexts", "60", "--concurrency", "1", "--requests-per-cell", "400",
                  "--max-tokens", "64", "--warmup", "0", "--no-eval", "--out", str(out))
 
-    def both_ready() -> bool:
+    def both_there() -> bool:
         states = lane_states(box.state)
-        return len(states) == 2 and all(s.get("phase") == "ready" for s in states.values())
+        return len(states) == 2 and all(s.get("phase") == when for s in states.values())
 
-    wait_for("two ready lane servers", both_ready, proc)
+    wait_for(f"two {when} lane servers", both_there, proc)
     states = lane_states(box.state)
     box.seen.update(s["pgid"] for s in states.values())
     assert {environ(s["pid"])["CUDA_VISIBLE_DEVICES"] for s in states.values()} == {"0", "1"}
@@ -199,6 +201,9 @@ def test_keep_server_then_up_and_down_find_every_lane_server(box):
         assert env["CUDA_VISIBLE_DEVICES"] == ("6", "7")[index] and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
         assert isinstance(s["create_time"], float) and s["pgid"] == s["pid"]
         assert json.loads((box.state / "lanes" / str(index) / "lane.json").read_text())["gpus"] == [("6", "7")[index]]
+    status = json.loads(run_ddtune("--config", cfg, "status", "--json", DDTUNE_STATE_DIR=str(box.state)).stdout)
+    assert status["phase"] == "stopped" and [(x["lane"], x["pid"], x["gpus"], x["phase"]) for x in status["lanes"]] == [
+        (0, states[0]["pid"], ["6"], "ready"), (1, states[1]["pid"], ["7"], "ready")]
     up = run_ddtune("--config", cfg, "up", timeout=120, DDTUNE_STATE_DIR=str(box.state))
     assert up.returncode == 1 and f"held by lane 0 server pid {states[0]['pid']}" in up.stderr, up.stderr
     assert "ddtune down" in up.stderr
