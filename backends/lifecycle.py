@@ -286,6 +286,12 @@ class ServerManager:
         if owner is None:
             return
         if owner.pid is None or owner.pid not in old_pids:
+            from backends.lanes import lane_holding
+
+            lane = await asyncio.to_thread(lane_holding, owner.pid)
+            if lane is not None:
+                raise ServerError(f"refusing to start: port {port} is held by {lane.describe()} (a parallel sweep's)",
+                                  hint="`ddtune down` stops every lane server; or set a different [server] port")
             raise ServerError(f"refusing to start: {owner.describe()}, not a server ddtune started",
                               hint=f"stop that process, or set a different [server] port than {port}")
         owner = await asyncio.to_thread(wait_port_free, port, time.monotonic() + PORT_RELEASE_S)
@@ -316,11 +322,15 @@ class ServerManager:
             await asyncio.sleep(0.5)
 
     async def _launch(self, plan: LaunchPlan) -> ServerState:
-        state = await self.backend.start(plan)
-        save_state(state)
+        state = await _uncancelled(self._spawn(plan))
         self.on_launched(state)
         self.on_note(f"launched pid {state.pid}: {' '.join(redact_argv(plan.argv))}")
         return await self._follow(state, plan)
+
+    async def _spawn(self, plan: LaunchPlan) -> ServerState:
+        state = await self.backend.start(plan)
+        save_state(state)
+        return state
 
     async def _follow(self, state: ServerState, plan: LaunchPlan | None) -> ServerState:
         """Track the start until ready, failed or timed out; record and return the final state."""
@@ -420,6 +430,17 @@ class ServerManager:
         state = self.backend.attach_state()  # type: ignore[attr-defined]
         self.tracker.begin_wait(time.monotonic(), self.backend.base_url)
         return await self._follow(state, plan_for_endpoint(self.config))
+
+
+async def _uncancelled(coro: Awaitable[ServerState]) -> ServerState:
+    """Run ``coro`` to its end even when the caller is cancelled meanwhile (then re-raise): a spawn
+    cut off between fork and server.json would leave a server nobody recorded, and so nobody stops."""
+    task = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait({task})
+        raise
 
 
 def _process_stopper(config: ServerConfig) -> Backend:

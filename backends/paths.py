@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,6 +46,29 @@ def state_dir() -> Path:
             path.chmod(0o700)
         _PRIVATE.add(path)
     return path
+
+
+# The folder of "the server we manage" here: the state dir itself, or a parallel sweep's lane folder
+# (backends.lanes) inside the lane's task. A context variable, so lanes running side by side in one
+# event loop (and the threads they hand work to) each see their own server.json, lock and logs.
+_SERVER_DIR: ContextVar[Path | None] = ContextVar("ddtune_server_dir", default=None)
+
+
+def server_dir() -> Path:
+    """Where the managed server's record lives (server.json, launch.json, lifecycle.lock, logs/):
+    ``state_dir()``, or the lane folder set by ``use_server_dir`` in this task."""
+    return _SERVER_DIR.get() or state_dir()
+
+
+@contextmanager
+def use_server_dir(path: Path) -> Iterator[Path]:
+    """Within the block (and the tasks and threads it starts), manage the server recorded in ``path``."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    token = _SERVER_DIR.set(path)
+    try:
+        yield path
+    finally:
+        _SERVER_DIR.reset(token)
 
 
 def runs_dir() -> Path:

@@ -27,7 +27,7 @@ from backends.knobs import knob_text
 from backends.logevents import DecodeBatch, Fatal, ServerReady
 from backends.logfollow import LogFollower
 from backends.logkind import LogLine
-from backends.paths import state_dir
+from backends.paths import server_dir
 from backends.alarms import AcceptanceWatch
 from backends.session_events import (
     AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, FatalSeen, LogBatch, NoteAdded,
@@ -241,7 +241,7 @@ class ServerSession:
     async def _watch(self) -> None:
         from backends.statewatch import DirWatch
 
-        async for names in DirWatch(state_dir(), {"server.json", LOCK_FILE}).changes():
+        async for names in DirWatch(server_dir(), {"server.json", LOCK_FILE}).changes():
             if self._busy:
                 continue  # our own command writes these files
             if LOCK_FILE in names:

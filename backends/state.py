@@ -21,7 +21,7 @@ from typing import Any
 
 from backends.apikey import argv_api_key, redact_argv
 from backends.ownership import SAME_START_S
-from backends.paths import state_dir
+from backends.paths import server_dir
 from backends.process import is_running
 from backends.verify import KnobCheck, mismatch_sentences
 
@@ -133,7 +133,7 @@ def _names(kinds: tuple[Any, ...]) -> str:
 
 
 def state_path() -> Path:
-    return state_dir() / STATE_FILE
+    return server_dir() / STATE_FILE
 
 
 def _write_private(path: Path, doc: dict[str, Any]) -> None:
@@ -207,7 +207,7 @@ def launched_api_key(state: ServerState | None) -> str | None:
     if state is None or not state.pid:
         return None
     try:
-        doc = json.loads((state_dir() / LAUNCH_FILE).read_text(encoding="utf-8"))
+        doc = json.loads((server_dir() / LAUNCH_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("pid") != state.pid or not isinstance(doc.get("argv"), list):
@@ -221,12 +221,12 @@ def launched_api_key(state: ServerState | None) -> str | None:
 def clear_state() -> None:
     for name in (STATE_FILE, LAUNCH_FILE):
         try:
-            (state_dir() / name).unlink()
+            (server_dir() / name).unlink()
         except FileNotFoundError:
             pass
 
 
 def logs_dir() -> Path:
-    path = state_dir() / "logs"
+    path = server_dir() / "logs"
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from backends.errors import ServerError
-from backends.paths import state_dir
+from backends.paths import server_dir
 
 LOCK_FILE = "lifecycle.lock"
 POLL_S = 0.2
@@ -39,7 +39,7 @@ class LifecycleLock:
         self._fd: int | None = None
 
     async def __aenter__(self) -> LifecycleLock:
-        path = state_dir() / LOCK_FILE
+        path = server_dir() / LOCK_FILE
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         told = False
         try:
@@ -97,7 +97,7 @@ def describe_holder_doc(doc: dict) -> str:
 def holder() -> dict:
     """What the current holder of the lifecycle lock wrote ({} when nobody holds it)."""
     try:
-        fd = os.open(state_dir() / LOCK_FILE, os.O_RDONLY)
+        fd = os.open(server_dir() / LOCK_FILE, os.O_RDONLY)
     except OSError:
         return {}
     try:

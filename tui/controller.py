@@ -225,9 +225,11 @@ class ConsoleController:
 
     # --- sweep -----------------------------------------------------------------------------
     async def run_sweep(self, presets: list[str], baseline: bool, contexts: list[int], concurrency: list[int],
-                        max_tokens: int, on_event: Callable[[object], None]) -> tuple[str, str, str | None]:
-        """A quick sweep on this console's session (the panel follows its restarts live). Returns
-        (sweep folder, one-line verdict, what was done with the server at the end)."""
+                        max_tokens: int, on_event: Callable[[object], None],
+                        gpus: tuple[str, ...] | None = None) -> tuple[str, str, str | None]:
+        """A quick sweep on this console's session (the panel follows its restarts live), or with
+        ``gpus`` one lane per GPU beside it (workloads.sweep_lanes; the console's server is left
+        alone). Returns (sweep folder, one-line verdict, what was done with the server at the end)."""
         import asyncio as aio
 
         from workloads.provenance import host_provenance
@@ -236,11 +238,22 @@ class ConsoleController:
         from workloads.sweep_plan import SweepStore
         from workloads.sweep_spec import build_plan
 
-        if self.load is not None:
-            self.toggle_load()  # the sweep needs the server to itself
         plan = build_plan(presets, baseline=baseline, contexts=contexts, concurrency=concurrency,
                           max_tokens=max_tokens, run_eval=False, knob_table=self.config.knob_table)
         config = self.config
+        if gpus:
+            from workloads.sweep_lanes import LaneSweep, plan_lanes
+
+            lanes, notes = await plan_lanes(config, len(gpus), gpus)
+            store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
+                                             "model": config.model, "host": host_provenance(), "server_before": None,
+                                             "parallel": {"parallel": len(gpus), "gpus": list(gpus),
+                                                          "gpus_per_server": 1}}, None, "sweep")
+            await LaneSweep(plan, store, lanes, config, on_event=on_event, notes=tuple(notes)).run()
+            verdict = await aio.to_thread(sweep_verdict, str(store.path))
+            return str(store.path), verdict, f"stopped the {len(lanes)} lane server(s)"
+        if self.load is not None:
+            self.toggle_load()  # the sweep needs the server to itself
         store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
                                          "model": config.model, "host": host_provenance()}, None, "sweep")
         sweep = ManagedController(config, session=self.session)

@@ -8,7 +8,7 @@ import socket
 
 from backends.apikey import api_key, redact
 from backends.errors import ServerError
-from backends.paths import state_dir
+from backends.paths import server_dir
 
 
 def ddtune_version() -> str:
@@ -50,9 +50,9 @@ def gpu_models() -> list[str] | None:
 
 
 def server_state() -> dict | None:
-    """``state_dir()/server.json`` written by the lifecycle layer, read defensively."""
+    """``server_dir()/server.json`` written by the lifecycle layer, read defensively."""
     try:
-        data = json.loads((state_dir() / "server.json").read_text(encoding="utf-8"))
+        data = json.loads((server_dir() / "server.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

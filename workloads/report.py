@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from workloads.metrics import cell_acceptance
 from workloads.estimate import Estimate, Ratio, exp, from_repeats, from_samples, geomean, ratio, t95
-from workloads.report_input import Failure, Inputs, Lossless, RunData
+from workloads.report_input import Failure, Inputs, Lossless, Placement, RunData
 
 Cell = tuple[int, int]  # (context, concurrency)
 METRICS = ("tok_s", "acceptance", "ttft_p50", "ttft_p95", "itl_p50", "itl_p95", "itl_token_p50", "itl_token_p95")
@@ -116,6 +116,12 @@ class Report:
     failures: tuple[Failure, ...]
     restarts: RestartCost
     lossless: tuple[LosslessRow, ...] = ()
+    placements: tuple[Placement, ...] = ()   # a parallel sweep: each run's lane and GPUs
+    gpu_warnings: tuple[str, ...] = ()       # the lanes' GPUs differ in model or clocks
+
+    @property
+    def lanes(self) -> int:
+        return len({p.lane for p in self.placements})
 
     def row(self, config: str, cell: Cell) -> ConfigCell | None:
         return next((r for r in self.rows if r.config == config and r.cell == cell), None)
@@ -276,4 +282,17 @@ def build_report(inputs: Inputs) -> Report:
     cost = RestartCost(len(seconds), sum(seconds), statistics.median(seconds) if seconds else None,
                        {p: sum(v) / len(v) for p, v in phases.items()}, inputs.sweep_seconds)
     return Report(configs, reference, baseline is not None, tuple(cells), tuple(rows), tuple(best_cells), overall,
-                  scores, tuple(pass_rates), inputs.failures, cost, _lossless_rows(configs, inputs.lossless))
+                  scores, tuple(pass_rates), inputs.failures, cost, _lossless_rows(configs, inputs.lossless),
+                  inputs.placements, _gpu_warnings(inputs.placements))
+
+
+def _gpu_warnings(placements: tuple[Placement, ...]) -> tuple[str, ...]:
+    """What the GPUs of a parallel sweep's runs do not share (model, clocks, power limit, memory)."""
+    from backends.gpuset import GpuIdentity, differences
+
+    devices = {}
+    for p in placements:
+        for d in p.devices:
+            ident = GpuIdentity.from_json(d)
+            devices[ident.uuid or ident.index] = ident
+    return tuple(differences(list(devices.values())))

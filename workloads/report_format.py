@@ -105,6 +105,7 @@ def to_markdown(report: Report) -> str:
         for f in report.failures:
             out.append(f"- {f.label} (run {f.repeat}): {f.reason.splitlines()[0] if f.reason else 'failed'}")
         out.append("")
+    out += _lanes_markdown(report)
     c = report.restarts
     if c.count or c.sweep_s:
         out.append("## restarts")
@@ -112,13 +113,34 @@ def to_markdown(report: Report) -> str:
         line = f"{c.count} restart(s), {c.total_s:.1f} s in all"
         if c.median_s is not None:
             line += f", median {c.median_s:.1f} s"
-        if c.sweep_s:
+        if c.sweep_s and report.lanes > 1:  # restarts ran side by side: share of the lanes' time
+            line += (f"; {c.total_s / (c.sweep_s * report.lanes) * 100:.0f}% of the {report.lanes} lanes' "
+                     f"{c.sweep_s:.1f} s each")
+        elif c.sweep_s:
             line += f"; {c.total_s / c.sweep_s * 100:.0f}% of the sweep's {c.sweep_s:.1f} s"
         out.append(line)
         if c.phases_mean_s:
             out.append("mean per phase: " + ", ".join(f"{p} {v:.1f} s" for p, v in c.phases_mean_s.items()))
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _lanes_markdown(report: Report) -> list[str]:
+    """A parallel sweep: each run's lane and GPU, and a warning when the GPUs are not alike."""
+    if not report.placements:
+        return []
+    out = ["## lanes", ""]
+    for warning in report.gpu_warnings:
+        out.append(f"**Warning: {warning}.**")
+        out.append("")
+    rows = []
+    for p in sorted(report.placements, key=lambda p: (p.label, p.repeat)):
+        names = ", ".join(sorted({str(d.get("name")) for d in p.devices if d.get("name")})) or "-"
+        uuids = ", ".join(str(d.get("uuid")) for d in p.devices if d.get("uuid")) or "-"
+        rows.append([p.label, str(p.repeat), str(p.lane), ",".join(p.gpus), names, uuids, p.status])
+    out += _table(["config", "run", "lane", "GPU", "model", "UUID", "status"], rows)
+    out.append("")
+    return out
 
 
 def to_json(report: Report) -> dict:
@@ -142,6 +164,9 @@ def to_json(report: Report) -> dict:
                      for f in report.failures],
         "lossless": [{"config": r.config, "compared": r.compared, "prompts": r.prompts, "diverged": r.diverged,
                       "rate": r.rate, "first": list(r.first), "notes": list(r.notes)} for r in report.lossless],
+        "placements": [{"config": p.label, "repeat": p.repeat, "lane": p.lane, "gpus": list(p.gpus),
+                        "devices": list(p.devices), "status": p.status} for p in report.placements],
+        "gpu_warnings": list(report.gpu_warnings),
         "restarts": {"count": report.restarts.count, "total_s": report.restarts.total_s,
                      "median_s": report.restarts.median_s, "phases_mean_s": report.restarts.phases_mean_s,
                      "sweep_s": report.restarts.sweep_s},

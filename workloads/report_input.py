@@ -60,12 +60,26 @@ class Lossless:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Where one run of a parallel sweep ran: its lane, the GPUs it was given and what they are
+    (backends.gpuset.GpuIdentity as JSON: index, uuid, name, clocks; None where unknown)."""
+
+    label: str
+    repeat: int
+    lane: int
+    gpus: tuple[str, ...]
+    devices: tuple[dict, ...] = ()
+    status: str = "done"
+
+
+@dataclass(frozen=True)
 class Inputs:
     runs: tuple[RunData, ...]
     failures: tuple[Failure, ...]
     restarts: tuple[Restart, ...]
     sweep_seconds: float | None
     lossless: tuple[Lossless, ...] = ()
+    placements: tuple[Placement, ...] = ()
 
 
 def _json(path: Path) -> dict:
@@ -196,7 +210,7 @@ def read_sweep(path: Path, order0: int = 0) -> Inputs:
     doc = _json(path / "sweep.json")
     configs = _plan_configs(path, doc)
     order = {name: i for i, name in enumerate(configs)}
-    runs, failures, restarts, checks = [], [], [], []
+    runs, failures, restarts, checks, placements = [], [], [], [], []
     records = _jsonl(path / "slots.jsonl")
     for where, rec in records:
         slot = _field(where, rec, "slot", dict, required=True)
@@ -204,6 +218,9 @@ def read_sweep(path: Path, order0: int = 0) -> Inputs:
         repeat = _field(f"{where} slot", slot, "repeat", int, minimum=1) or 1
         key = _field(f"{where} slot", slot, "key", str)
         server = _field(where, rec, "server", dict) or {}
+        placement = _placement(where, server, name, repeat, str(rec.get("status") or "failed"))
+        if placement is not None:
+            placements.append(placement)
         restart_s = _field(f"{where} server", server, "restart_s", float, minimum=0)
         _numbers(f"{where} server", server, "phases")
         if server.get("restarted") and restart_s is not None:
@@ -229,7 +246,18 @@ def read_sweep(path: Path, order0: int = 0) -> Inputs:
     span = [r["finished_at"] for _, r in records if r.get("finished_at")]
     end = finished or (max(span) if span else None)
     seconds = end - started if started is not None and end is not None else None
-    return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds, tuple(checks))
+    return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds, tuple(checks), tuple(placements))
+
+
+def _placement(where: str, server: dict, name: str, repeat: int, status: str) -> Placement | None:
+    """The lane of a parallel sweep's run (None for a serial sweep's)."""
+    lane = _field(f"{where} server", server, "lane", int, minimum=0)
+    if lane is None:
+        return None
+    gpus = _field(f"{where} server", server, "gpus", list) or []
+    devices = _field(f"{where} server", server, "gpu_devices", list) or []
+    return Placement(name, repeat, int(lane), tuple(str(g) for g in gpus),
+                     tuple(d for d in devices if isinstance(d, dict)), status)
 
 
 def _lossless(where: str, rec: dict, name: str, repeat: int) -> Lossless | None:

@@ -94,12 +94,12 @@ class ManagedController:
 
         session.subscribe(relay)
         t0 = time.monotonic()
+        self._started = True  # before the start: one cut short (Ctrl-C) still leaves its server to shutdown()
         try:
             state = await session.apply(wanted)
         finally:
             session.unsubscribe(relay)
         took = time.monotonic() - t0
-        self._started = True
         phases = session.tracker.durations() if restart else {}
         key = session.api_key()
         info = {"pid": state.pid, "launch_command": " ".join(redact_argv(state.argv)) or None,

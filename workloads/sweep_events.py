@@ -101,5 +101,29 @@ class SweepFinished:
     failed: int
 
 
+@dataclass(frozen=True)
+class LanesStarted:
+    """A parallel sweep's lanes (backends.lanes.Lane: index, GPUs, port) and what the user should know."""
+
+    lanes: tuple[Any, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LaneEvent:
+    """An event of one lane of a parallel sweep (slots, phases, cells, finished runs)."""
+
+    lane: int
+    event: Any
+
+
+@dataclass(frozen=True)
+class LaneClosed:
+    """A lane's server at the end of the sweep: what was done with it (stopped, kept)."""
+
+    lane: int
+    what: str
+
+
 SweepEvent = SweepStarted | SlotStarted | ServerPhaseChanged | ServerApplied | CellFinished | EvalFinished | \
-    LosslessChecked | SlotFinished | SweepFinished
+    LosslessChecked | SlotFinished | SweepFinished | LanesStarted | LaneEvent | LaneClosed

@@ -60,6 +60,7 @@ class SimArgs:
     server_args: dict = field(default_factory=dict)  # every parsed dest, for the server_args= dump
     acceptance: float | None = None  # --sim-acceptance: the mean tokens per verify step, forced
     diverge_rate: float = 0.0        # with speculation: share of prompts whose output leaves the greedy one
+    gpu_alloc_gib: float = 0.0       # GPU memory to hold on the first visible GPU (backends.sim.gpualloc)
 
     @property
     def speculative(self) -> bool:
@@ -189,6 +190,9 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
                    help="Start N scheduler-like child processes in the server's process group.")
     g.add_argument("--sim-orphan-seconds", type=_positive_float, default=30.0,
                    help="How long children outlive a parent that died without stopping them (default: 30).")
+    g.add_argument("--sim-gpu-alloc-gib", type=_positive_float, default=0.0, metavar="GIB",
+                   help="Hold this much real GPU memory (CUDA driver, first GPU of CUDA_VISIBLE_DEVICES) "
+                        "while serving, as a loaded server does (default: 0, no GPU needed).")
     return p
 
 
@@ -298,4 +302,5 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
         wrong_rate=ns.sim_wrong_rate, fail_at=ns.sim_fail_at, hang_at=ns.sim_hang_at,
         drain_seconds=ns.sim_drain_seconds, children=ns.sim_children, orphan_seconds=ns.sim_orphan_seconds,
         server_args=dump, acceptance=ns.sim_acceptance, diverge_rate=ns.sim_diverge_rate,
+        gpu_alloc_gib=ns.sim_gpu_alloc_gib,
     )

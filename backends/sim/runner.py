@@ -65,6 +65,7 @@ class Runner:
         self.log = LogWriter()
         self.children: list[subprocess.Popen] = []
         self.stop = asyncio.Event()
+        self.gpu: object | None = None  # --sim-gpu-alloc-gib: the held allocation (backends.sim.gpualloc.Held)
 
     def spawn_children(self) -> None:
         for i in range(self.args.children):
@@ -94,6 +95,20 @@ class Runner:
         sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGKILL)
 
+    def hold_gpu_memory(self, gib: float) -> None:
+        """--sim-gpu-alloc-gib: real device memory for the process's life; no driver is a fatal start."""
+        from backends.sim.gpualloc import GpuAllocError, allocate
+
+        try:
+            held = allocate(gib)
+        except GpuAllocError as exc:
+            self.log.info(f"RuntimeError: CUDA error: {exc}")
+            self.die()
+            return
+        self.gpu = held
+        self.log.info(f"ddtune sim: holding {gib:g} GiB on {held.device_name} "
+                      f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')})")
+
     def _on_signal(self) -> None:
         if self.args.hang_at == "shutdown":
             return
@@ -121,6 +136,8 @@ class Runner:
             loop.add_signal_handler(sig, self._on_signal)
         a = self.args
         self.spawn_children()
+        if a.gpu_alloc_gib:
+            self.hold_gpu_memory(a.gpu_alloc_gib)
         startup = Startup(a, self.log)
         try:
             if not await self._until_stopped(startup.load()):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 import time
@@ -89,6 +90,8 @@ class SimServer:
         info.update({
             "launch_command": shlex.join(getattr(sys, "orig_argv", sys.argv)),
             "version": VERSION[self.args.version],
+            # the simulator's own (SGLang has no such key): which GPUs its launcher gave it
+            "sim_cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
             "internal_states": [{"avg_spec_accept_length": round(e.avg_accept_length, 6) if self.args.speculative
                                  else None,
                                  "last_gen_throughput": round(e.last_gen_throughput, 3),

@@ -151,3 +151,28 @@ def test_spawn_refuses_to_append_to_an_existing_log(tmp_path):
     with pytest.raises(FileExistsError):
         spawn([sys.executable, "-c", "pass"], dict(os.environ), log)
     assert log.read_text() == "an older server's lines\n"
+
+
+async def test_a_launch_cut_short_still_finishes_recording_what_it_spawned():
+    """Cancelling a start between fork and server.json must not lose the new server: the spawn step
+    runs to its end (then the cancel goes on), so the record names the process and a stop finds it."""
+    import asyncio
+
+    from backends.lifecycle import _uncancelled
+
+    gate, recorded = asyncio.Event(), []
+
+    async def spawn_and_record() -> str:
+        await gate.wait()
+        recorded.append("server.json")
+        return "state"
+
+    task = asyncio.create_task(_uncancelled(spawn_and_record()))
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.sleep(0)
+    assert not task.done()  # still waiting for the spawn to be recorded
+    gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert recorded == ["server.json"]

@@ -77,3 +77,49 @@ async def test_the_picker_shows_what_is_picked_without_colour():
         picks.select("b4-t4-w2048")
         await pilot.pause()
         assert picks.border_title == "3 of 3 picked"
+
+
+async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_path, groups, state_dir):
+    import json
+
+    from textual.widgets import Input
+
+    app = app_for(tmp_path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
+        state = groups.track_state()
+        screen = SweepScreen(["b4-t4-w2048", "b8-t4-w2048"], contexts=[60], concurrency=[2], max_tokens=48)
+        app.push_screen(screen)
+        await pilot.pause()
+        screen.query_one("#baseline").value = False
+        screen.query_one("#gpus", Input).value = "0,0"
+        await pilot.click("#start")
+        await pilot.pause()
+        said = " ".join(n.message for n in app._notifications)
+        assert not screen.running and "GPU 0 is named twice" in said  # refused, nothing ran
+        screen.query_one("#gpus", Input).value = "2,3"
+        await pilot.pause(0.3)  # a button ignores a second press within its 0.2 s press effect
+        await pilot.click("#start")
+        lanes = screen.query_one("#lanes", DataTable)
+        status = screen.query_one("#status", Static)
+        phases: set[str] = set()
+
+        def finished() -> bool:
+            for path in (state_dir / "lanes").glob("*/server.json"):
+                groups.track(json.loads(path.read_text()).get("pgid"))
+            phases.update(str(lanes.get_row_at(i)[3]).split(" ")[0] for i in range(lanes.row_count))
+            return "best overall" in str(status.render()) or "finished" in str(status.render())
+
+        await wait_until(pilot, finished, timeout=120, what="the lane sweep to finish")
+        assert lanes.display and lanes.row_count == 2
+        rows = [lanes.get_row_at(i) for i in range(2)]
+        assert [r[1] for r in rows] == ["2", "3"]
+        assert len({r[2] for r in rows} | {str(state["port"])}) == 3  # own ports, none the console server's
+        assert all(str(r[3]).startswith("stopped pid") and str(r[5]) == "cells 1/1" for r in rows), rows
+        assert {"loading-weights", "measuring", "done"} <= phases, phases
+        table = screen.query_one("#slots", DataTable)
+        assert [table.get_row_at(i)[2] for i in range(2)] == ["done", "done"]
+        assert list((state_dir / "lanes").glob("*/server.json")) == []
+        # the console's own server was left alone
+        assert panel(app).phase == "ready" and panel(app).pid == state["pid"]
+        await app.controller.detach(stop_server=True)

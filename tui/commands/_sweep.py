@@ -101,6 +101,11 @@ def run_sweep(args, plan, kind: str) -> int:
     from workloads.sweep import SweepEngine
     from workloads.sweep_plan import SweepStore
 
+    from tui.commands._lanes import run_parallel, wants_lanes
+
+    resumed = SweepStore.open(args.out, kind).read() if args.resume else None
+    if wants_lanes(args, resumed):
+        return run_parallel(args, plan, kind)
     config = load_config(args)
     controller = ManagedController(config)
     if args.resume:

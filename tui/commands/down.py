@@ -14,7 +14,8 @@ processes it left behind (schedulers holding GPU memory) are found and stopped. 
 record proves ddtune started are signalled (pid + create time + the group it created); anything
 else is refused, named, and left alone (exit 1). An endpoint server is not ddtune's to stop: ddtune
 only attaches to it, and `down` says so (exit 2). A server whose start failed had already exited:
-`down` says that, and stops only what it left running.
+`down` says that, and stops only what it left running. The servers of a parallel sweep's lanes
+(recorded under the state dir's lanes/) are stopped too, each proved ours the same way.
 """
 
 
@@ -25,11 +26,18 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from tui.commands._server import drive, err, load_config
+    import asyncio
 
-    stopped = drive(load_config(args), args, "stop")
-    if stopped is None:
+    from backends.lanes import stop_lane_servers
+    from tui.commands._server import drive, err, load_config, note
+
+    config = load_config(args)
+    stopped = drive(config, args, "stop")
+    lanes = asyncio.run(stop_lane_servers(config, wait_for_lock=not args.no_wait, note=note))
+    if stopped is None and not lanes:
         err("no server recorded: nothing to stop")
-    else:
+    elif stopped is not None:
         err(f"{stopped.reason} ({stopped.backend})")
-    return 0
+    for _, line in lanes:
+        err(line)
+    return 0 if all(ok for ok, _ in lanes) else 1

@@ -17,7 +17,8 @@ examples:
   ddtune gpu --interval 0.5       refresh twice a second
 
 The server's share counts every process in its process group, its session and its descendants
-(target, draft, every rank). Without --pid, the managed server is read from the state dir's server.json.
+(target, draft, every rank). Without --pid, the managed server is read from the state dir's server.json,
+and each server of a parallel sweep's lanes (lanes/N/server.json) gets its own line and tag.
 """
 
 GIB = 2**30
@@ -52,6 +53,31 @@ def server_ref(pid: int | None) -> tuple[int, int | None] | None:
     return root, pgid if isinstance(pgid, int) and not isinstance(pgid, bool) and pgid > 0 else None
 
 
+def lane_trees() -> list[tuple[str, int, tuple[int, ...]]]:
+    """(label, root pid, tree pids) of each live server of a parallel sweep's lanes (backends.lanes)."""
+    from backends.host import server_tree_pids
+    from backends.lanes import lane_servers
+
+    out = []
+    for server in lane_servers():
+        if server.alive and server.state.pid:
+            gpus = f" GPU {','.join(server.gpus)}" if server.gpus else ""
+            out.append((f"lane {server.index}{gpus}", server.state.pid,
+                        tuple(sorted(server_tree_pids(server.state.pid, server.state.pgid)))))
+    return out
+
+
+def lane_shares(sample, lanes) -> list[dict]:
+    """Per lane server: the GPU memory NVML attributes to its process tree, and on which GPUs."""
+    out = []
+    for label, root, tree in lanes:
+        mine = [p for p in sample.gpu.processes if p.pid in tree and p.visible] if sample.gpu.available else []
+        out.append({"lane": label, "pid": root, "tree_pids": list(tree),
+                    "used_bytes": sum(p.used_bytes or 0 for p in mine),
+                    "device_indices": sorted({p.device_index for p in mine}), "pids": sorted({p.pid for p in mine})})
+    return out
+
+
 def _gib(value: int | None) -> str:
     return "   n/a" if value is None else f"{value / GIB:6.1f}"
 
@@ -67,8 +93,8 @@ def _bar(used: int | None, total: int | None) -> str:
     return "[" + "#" * filled + "." * (BAR - filled) + "]"
 
 
-def render_text(sample) -> str:
-    """The nvidia-smi-like text view of one TelemetrySample."""
+def render_text(sample, lanes=()) -> str:
+    """The nvidia-smi-like text view of one TelemetrySample; ``lanes`` from ``lane_trees()``."""
     gpu, host = sample.gpu, sample.host
     lines: list[str] = []
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(gpu.timestamp or host.timestamp))
@@ -94,8 +120,9 @@ def render_text(sample) -> str:
         lines.append("")
         if gpu.processes:
             lines.append(f"{'pid':>8} {'GPU':>3} {'type':>4} {'memory GiB':>10}  name")
+            owner = {pid: f"  [{label} server pid {root}]" for label, root, tree in lanes for pid in tree}
             for p in gpu.processes:
-                tag = "  [server]" if p.is_server else ""
+                tag = "  [server]" if p.is_server else owner.get(p.pid, "") if p.visible else ""
                 name = p.name or "(not visible here)"
                 lines.append(f"{p.pid:>8} {p.device_index:>3} {p.kind:>4} {_gib(p.used_bytes):>10}  {name}{tag}")
         else:
@@ -104,8 +131,12 @@ def render_text(sample) -> str:
             lines.append(gpu.server_share.summary())
         elif sample.server_pids:
             lines.append("server: GPU memory not attributable (see warnings)")
-        else:
+        elif not lanes:
             lines.append("server: none (no server.json in the state dir; use --pid PID)")
+        for share in lane_shares(sample, lanes):
+            gpus = ", ".join(map(str, share["device_indices"])) or "none"
+            lines.append(f"{share['lane']} server pid {share['pid']}: {share['used_bytes'] / GIB:.1f} GiB on GPU "
+                         f"{gpus} (pids {', '.join(map(str, share['pids'])) or 'none'})")
         for warning in gpu.warnings:
             lines.append(f"warning: {warning}")
         if gpu.hint:
@@ -118,7 +149,7 @@ def render_text(sample) -> str:
     return "\n".join(lines)
 
 
-def to_json(sample) -> dict:
+def to_json(sample, lanes=()) -> dict:
     gpu = asdict(sample.gpu)
     host = asdict(sample.host)
     if not sample.gpu.available:
@@ -126,6 +157,7 @@ def to_json(sample) -> dict:
     gpu["memory_used"] = sample.gpu.memory_used
     gpu["memory_total"] = sample.gpu.memory_total
     gpu["server_pids"] = list(sample.server_pids)
+    gpu["lane_servers"] = lane_shares(sample, lanes)
     gpu["host"] = host
     return gpu
 
@@ -148,12 +180,13 @@ def run(args) -> int:
             time.sleep(min(args.interval, 0.5))
         while True:
             sample = stream.sample_blocking()
+            lanes = lane_trees() if args.pid is None else []
             if args.json:
-                out.write(json.dumps(to_json(sample)) + "\n")
+                out.write(json.dumps(to_json(sample, lanes)) + "\n")
             elif args.once:
-                out.write(render_text(sample) + "\n")
+                out.write(render_text(sample, lanes) + "\n")
             else:
-                out.write("\x1b[H\x1b[2J" + render_text(sample) + "\n")
+                out.write("\x1b[H\x1b[2J" + render_text(sample, lanes) + "\n")
             out.flush()
             if args.once:
                 return 0

@@ -16,7 +16,8 @@ started_at, ready_at. A check's status: verified, mismatch, unverified (the serv
 default (not requested; the server picked). mismatches: one sentence per mismatch check.
 alarms [{kind, message, since, value}]: guards judged on the server's recent log, e.g.
 acceptance_collapse (a speculative server at <= 1.10 tokens per verify step for 20 s: the drafter
-is not helping).
+is not helping). lanes [{lane, pid, port, gpus, phase, sweep}]: servers a parallel sweep left
+running (--keep-server, or a killed sweep); `ddtune down` stops them too.
 """
 
 
@@ -29,9 +30,14 @@ def run(args) -> int:
     from backends.knobs import knob_text
     from tui.commands._server import ago, load_config, note, print_json, status_doc
 
+    from backends.lanes import lane_servers
+
     config = load_config(args)
     state = ServerManager(config, on_note=note).current()
     doc = status_doc(state, config)
+    doc["lanes"] = [{"lane": s.index, "pid": s.state.pid, "port": s.state.port, "gpus": list(s.gpus),
+                     "phase": s.state.phase if s.alive else "stale", "sweep": s.sweep}
+                    for s in lane_servers(note)]
     if args.json:
         print_json(doc)
         return 0
@@ -53,4 +59,7 @@ def run(args) -> int:
         print(f"log:        {doc['log_path']}")
     if state is not None:
         print(f"started:    {ago(state.started_at)}")
+    for lane in doc["lanes"]:  # servers of a parallel sweep (docs/scale.md); `ddtune down` stops them
+        print(f"lane {lane['lane']}:     {lane['phase']}, pid {lane['pid']}, port {lane['port']}, "
+              f"GPU {','.join(lane['gpus']) or '?'}")
     return 0

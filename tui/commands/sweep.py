@@ -12,6 +12,8 @@ examples:
   ddtune sweep --plan sweep.toml --out ~/sweeps/qwen-box
   ddtune sweep --resume --out ~/sweeps/qwen-box        continue where an interrupted sweep stopped
   ddtune report ~/sweeps/qwen-box --format csv          the comparison again, in another format
+  ddtune sweep b8-t4-w2048 b16-t4-w2048 --parallel 2     two servers at once, one per free GPU
+  ddtune sweep --plan sweep.toml --parallel 4 --gpus 0,1,2,3,4,5,6,7 --gpus-per-server 2
 
 For each configuration: restart the configured server only when its knobs differ from what runs,
 wait for readiness, verify the knobs took effect, warm up, run the bench matrix and the coding eval.
@@ -19,6 +21,9 @@ wait for readiness, verify the knobs took effect, warm up, run the bench matrix 
 round edges save a restart. A configuration that fails to start or verify is recorded as failed and
 the sweep goes on. The server is stopped at the end (--keep-server leaves the last one running) and
 on Ctrl-C/SIGTERM; after a hard kill it keeps running and --resume re-attaches to it.
+--parallel N runs up to N servers at once, each on its own GPUs (CUDA_VISIBLE_DEVICES) and port
+(base + i); with --repeats each configuration's runs rotate across the GPUs, and the report names
+each run's GPU (docs/scale.md). `ddtune down` stops every lane server a sweep left running.
 exit: 0 all runs done, 1 some configuration failed (see the report), 2 bad usage, 130 interrupted.
 folder: sweep.json, slots.jsonl, one sub-folder per run (bench/, <time>-eval/), and with --baseline
 lossless-baseline.json (each run's lossless check is in its slots.jsonl record).
@@ -44,6 +49,9 @@ def add_arguments(parser) -> None:
                         help="only these coding problems (default: all)")
     parser.add_argument("--coding", action="store_true", help="bench with the coding prompts and grade them")
     add_matrix_options(parser, [1024, 4096], [1, 8], 512)
+    from tui.commands._lanes import add_lane_options
+
+    add_lane_options(parser)
 
 
 def run(args) -> int:

@@ -2,6 +2,9 @@
 
 The engine is workloads.sweep.SweepEngine (the same as `ddtune sweep`), driven from a worker; its
 events come back as messages. A small matrix keeps it quick; `ddtune sweep` takes the full options.
+With GPUs named the sweep runs in parallel lanes (workloads.sweep_lanes, as `ddtune sweep
+--parallel`): one server per GPU beside the console's own, and one row per lane with its phase and
+progress.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Button, Checkbox, DataTable, Footer, Header, SelectionList, Static
+from textual.widgets import Button, Checkbox, DataTable, Footer, Header, Input, SelectionList, Static
 from textual.widgets.data_table import RowKey
 
 from tui.widgets.textbars import duration
@@ -39,7 +42,9 @@ class SweepScreen(Screen):
     SweepScreen SelectionList { width: 40; height: auto; max-height: 10; }
     SweepScreen #side { width: 1fr; height: auto; padding: 0 2; }
     SweepScreen #status { height: auto; margin: 1 0; }
-    SweepScreen DataTable { height: 1fr; }
+    SweepScreen #slots { height: 1fr; }
+    SweepScreen #lanes { height: auto; max-height: 10; display: none; }
+    SweepScreen #gpus { width: 40; }
     """
 
     def __init__(self, presets: list[str], contexts: list[int] = CONTEXTS, concurrency: list[int] = CONCURRENCY,
@@ -49,6 +54,7 @@ class SweepScreen(Screen):
         self.matrix = (contexts, concurrency, max_tokens)
         self.running = False
         self.rows: dict[int, RowKey] = {}
+        self.lane_rows: dict[int, RowKey] = {}
         self.best: dict[int, float] = {}
 
     def compose(self) -> ComposeResult:
@@ -58,11 +64,15 @@ class SweepScreen(Screen):
                                      id="presets")
             with Vertical(id="side"):
                 yield Checkbox("add a speculation-off baseline", value=True, id="baseline")
+                yield Input(placeholder="GPUs for parallel lanes, e.g. 0,1", id="gpus",
+                            tooltip="one server per GPU beside this one (ddtune sweep --parallel); "
+                                    "empty: sweep this console's server")
                 contexts, concurrency, tokens = self.matrix
                 yield Static(f"matrix: contexts {contexts}, concurrency {concurrency}, {tokens} tokens, "
                              "no eval\n(full options: ddtune sweep --help)")
                 yield Button("Start sweep", variant="primary", id="start")
         yield Static("pick presets and start; the server restarts only when the knobs change", id="status")
+        yield DataTable(id="lanes", zebra_stripes=True)
         yield DataTable(id="slots", zebra_stripes=True)
         yield Footer()
 
@@ -81,6 +91,7 @@ class SweepScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#presets", SelectionList).border_title = f"2 of {len(self.presets)} picked"
         self.query_one("#slots", DataTable).add_columns("#", "config", "status", "best tok/s", "accept", "note")
+        self.query_one("#lanes", DataTable).add_columns("lane", "GPU", "port", "phase", "run", "progress")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start" and not self.running:
@@ -88,12 +99,23 @@ class SweepScreen(Screen):
             if not chosen:
                 self.notify("pick at least one preset", severity="warning")
                 return
+            text = self.query_one("#gpus", Input).value.strip()
+            gpus = None
+            if text:
+                from backends.errors import UsageError
+                from backends.gpuset import parse_gpus
+
+                try:
+                    gpus = parse_gpus(text)
+                except UsageError as exc:
+                    self.notify(f"{exc.message}; {exc.hint}", severity="error")
+                    return
             self.running = True
             event.button.disabled = True
-            self.run_sweep(chosen, self.query_one("#baseline", Checkbox).value)
+            self.run_sweep(chosen, self.query_one("#baseline", Checkbox).value, gpus)
 
     @work(exclusive=True, group="sweep", exit_on_error=False)
-    async def run_sweep(self, presets: list[str], baseline: bool) -> None:
+    async def run_sweep(self, presets: list[str], baseline: bool, gpus: tuple[str, ...] | None = None) -> None:
         """The controller runs the sweep on the console's session; this screen shows its events."""
         from backends.errors import DdtuneError
 
@@ -106,7 +128,7 @@ class SweepScreen(Screen):
         try:
             contexts, concurrency, max_tokens = self.matrix
             _path, verdict, done = await console.run_sweep(presets, baseline, contexts, concurrency, max_tokens,
-                                                           self._post_event)
+                                                           self._post_event, gpus)
             status.update(verdict)
             if done:
                 self.notify(f"sweep: {done}", timeout=8)
@@ -123,6 +145,10 @@ class SweepScreen(Screen):
         from workloads.metrics import cell_acceptance
 
         event, table, status = message.event, self.query_one("#slots", DataTable), self.query_one("#status", Static)
+        if isinstance(event, (s.LanesStarted, s.LaneEvent, s.LaneClosed)):
+            event = self._lane_event(event)
+            if event is None:
+                return
         if isinstance(event, s.SweepStarted):
             for slot in event.slots:
                 self.rows[slot.index] = table.add_row(str(slot.index + 1), slot.config,
@@ -146,7 +172,44 @@ class SweepScreen(Screen):
             self._cell(event.record.slot.index, 2, event.record.status)
             self._cell(event.record.slot.index, 5, (event.record.reason or "")[:60])
 
+    def _lane_event(self, event):
+        """Fill the lane's row; return the event inside a LaneEvent for the slot table (else None)."""
+        from workloads import sweep_events as s
+
+        lanes = self.query_one("#lanes", DataTable)
+        if isinstance(event, s.LanesStarted):
+            lanes.display = True
+            for lane in event.lanes:
+                self.lane_rows[lane.index] = lanes.add_row(str(lane.index), lane.visible_devices, str(lane.port),
+                                                           "waiting", "-", "-")
+            for note in event.notes:
+                self.notify(note, timeout=8)
+            return None
+        if isinstance(event, s.LaneClosed):
+            self._lane_cell(event.lane, 3, event.what[:40])
+            return None
+        inner, index = event.event, event.lane
+        if isinstance(inner, s.SlotStarted):
+            slot = inner.slot
+            self._lane_cell(index, 3, "restarting" if inner.restart else "running")
+            self._lane_cell(index, 4, f"{slot.index + 1} {slot.config} r{slot.repeat}")
+            self._lane_cell(index, 5, "-")
+        elif isinstance(inner, s.ServerPhaseChanged):
+            self._lane_cell(index, 3, f"{inner.phase} {inner.detail}"[:40])
+        elif isinstance(inner, s.ServerApplied):
+            self._lane_cell(index, 3, "measuring" if inner.applied.ok else "server FAILED")
+        elif isinstance(inner, s.CellFinished):
+            self._lane_cell(index, 5, f"cells {inner.cells_done}/{inner.cells_total}")
+        elif isinstance(inner, s.SlotFinished):
+            self._lane_cell(index, 3, inner.record.status)
+        return inner
+
+    def _lane_cell(self, lane: int, column: int, value: str) -> None:
+        table = self.query_one("#lanes", DataTable)
+        if lane in self.lane_rows:
+            table.update_cell(self.lane_rows[lane], table.ordered_columns[column].key, value, update_width=True)
+
     def _cell(self, index: int, column: int, value: str) -> None:
         table = self.query_one("#slots", DataTable)
         if index in self.rows:
-            table.update_cell(self.rows[index], table.ordered_columns[column].key, value)
+            table.update_cell(self.rows[index], table.ordered_columns[column].key, value, update_width=True)

@@ -1,0 +1,210 @@
+"""Parallel sweeps: up to N servers at once, one per GPU set (a lane), each measured by the engine
+of a serial sweep.
+
+Each lane is a ``backends.lanes.Lane``: its own GPUs (``CUDA_VISIBLE_DEVICES``), its own port (base
++ i, checked free) and its own folder in the state dir holding its server's record. A lane runs its
+slots one after another with its own ``SweepEngine`` over a ``ManagedController`` bound to the
+lane's config, inside ``lane.scope()``: restart, readiness, verification, bench, eval and the slot
+record are the serial sweep's, unchanged. All lanes write to the one sweep folder (slots.jsonl is
+appended by this one process), so resume, the report and ``ddtune report`` work as for a serial sweep.
+
+Which lane runs which slot: configuration ``c`` (its index in the plan) in repeat ``r`` prefers
+lane ``(c + r - 1) mod N``, so with ``--repeats`` every configuration's runs rotate across the GPUs
+and a fast card cannot crown a winner alone. With one repeat a lane that runs dry takes work from the
+busiest lane (nothing to rotate then, and no lane idles). Each run's lane, GPUs and their identity
+go into its slot record (``server.lane``, ``server.gpus``, ``server.gpu_devices``).
+
+Ctrl-C, SIGTERM or a crash cancels every lane; each stops its own server (unless ``keep_server``)
+before the sweep returns. A lane's failed start is its slot's failure, as in a serial sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from backends.config import ServerConfig
+from backends.errors import UsageError
+from backends.lanes import Lane, lane_servers, live_lane_pids, port_owner_pid, save_lane, stop_lane_servers
+from workloads.results import mark_interrupted_runs
+from workloads.run_attempts import begin_attempt
+from workloads.server_control import ManagedController
+from workloads.sweep import Applied, SweepEngine
+from workloads.sweep_events import LaneClosed, LaneEvent, LanesStarted, SlotFinished, SweepFinished, SweepStarted
+from workloads.sweep_plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
+
+PROCESS_BACKENDS = ("sim", "sglang")
+
+
+class LaneController(ManagedController):
+    """The serial sweep's controller on one lane's port and GPUs; every Applied names the lane."""
+
+    def __init__(self, lane: Lane, base: ServerConfig) -> None:
+        super().__init__(lane.config(base))
+        self.lane = lane
+        self.remember_before(None)  # the sweep started this server: it stops it at the end
+
+    async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
+        applied = await super().apply(config, progress)
+        info = {**applied.info, "lane": self.lane.index, "gpus": list(self.lane.gpus), "port": self.lane.port,
+                "gpu_devices": [d.to_json() for d in self.lane.devices]}
+        return replace(applied, info=info)
+
+    async def shutdown(self) -> str | None:
+        """Stop the lane's server (proved ours first, as ``down`` does); what was done, for the user."""
+        from backends.session import ServerSession
+
+        if not self._started:
+            return None
+        session = self.session or ServerSession(self.base, stream_log=False)
+        stopped = await session.stop()
+        return stopped.reason if stopped is not None and stopped.reason else "its server had already gone"
+
+
+def assign(pending: list[Slot], plan: SweepPlan, lanes: int) -> list[list[Slot]]:
+    """Each lane's queue, in schedule order: configuration c's repeat r goes to lane (c + r - 1) mod N."""
+    names = [c.name for c in plan.configs]
+    queues: list[list[Slot]] = [[] for _ in range(lanes)]
+    for slot in pending:
+        queues[(names.index(slot.config) + slot.repeat - 1) % lanes].append(slot)
+    return queues
+
+
+def _tp_size(args: tuple[str, ...]) -> int | None:
+    for i, arg in enumerate(args):
+        for flag in ("--tp-size", "--tp", "--tensor-parallel-size"):
+            if arg == flag and i + 1 < len(args) and args[i + 1].isdigit():
+                return int(args[i + 1])
+            if arg.startswith(flag + "=") and arg.split("=", 1)[1].isdigit():
+                return int(arg.split("=", 1)[1])
+    return None
+
+
+async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | None, per_server: int = 1, *,
+                     nvml=None, note: Callable[[str], None] | None = None) -> tuple[list[Lane], list[str]]:
+    """The lanes to run: GPU sets (``--gpus`` or every GPU no foreign process uses), one port each.
+    Stops this state dir's lane servers beyond the new lane count (ours, left by an earlier sweep).
+    Call it outside any lane scope. Returns (lanes, notes for the user)."""
+    from backends.gpuset import differences, groups, inventory
+    from backends.gpuset import choose as choose_gpus
+    from backends.host import server_tree_pids
+    from backends.state import load_state
+
+    if base.backend not in PROCESS_BACKENDS:
+        raise UsageError(f"--parallel starts one server per GPU set, and backend {base.backend!r} is not one "
+                         "ddtune starts", hint="use backend = \"sglang\" (or \"sim\") in [server]; sweep an "
+                                               "endpoint or a systemd unit serially")
+    if parallel < 1:
+        raise UsageError(f"--parallel must be at least 1, got {parallel}", hint="--parallel 2")
+    tp = _tp_size(base.extra_args)
+    if tp is not None and tp != per_server:
+        raise UsageError(f"--gpus-per-server {per_server} but [server] extra_args run --tp-size {tp}",
+                         hint=f"give each server as many GPUs as its tensor-parallel size: --gpus-per-server {tp}")
+    inv = await asyncio.to_thread(inventory, nvml)
+    own = await asyncio.to_thread(live_lane_pids)
+    chosen, notes = choose_gpus(gpus, inv, own)
+    sets = groups(chosen, per_server, parallel)
+    if len(sets) < parallel:
+        notes.append(f"{len(sets)} lane(s), not {parallel}: GPUs {', '.join(chosen)} make {len(sets)} set(s) "
+                     f"of {per_server}")
+    recorded = await asyncio.to_thread(lane_servers, note)
+    extra = [s.index for s in recorded if s.index >= len(sets)]
+    if extra:
+        notes += [line for _, line in await stop_lane_servers(base, extra, note=note)]
+    by_lane = {s.index: server_tree_pids(s.state.pid, s.state.pgid)
+               for s in recorded if s.alive and s.state.pid and s.index < len(sets)}
+    from backends.lanes import assign_ports
+
+    ports = await asyncio.to_thread(assign_ports, base.port, len(sets), by_lane, port_owner_pid)
+    main = load_state(note)
+    if main is not None and main.is_alive():
+        notes.append(f"the managed server pid {main.pid} keeps running on port {main.port}; the lanes use "
+                     f"ports {', '.join(map(str, ports))}")
+    known = {d.index: d for d in inv.devices}
+    from backends.gpuset import GpuIdentity
+
+    lanes = [Lane(i, g, ports[i], tuple(known.get(x, GpuIdentity(x)) for x in g)) for i, g in enumerate(sets)]
+    notes += differences([d for lane in lanes for d in lane.devices])
+    return lanes, notes
+
+
+class LaneSweep:
+    """Run a SweepPlan over several lanes at once into one SweepStore."""
+
+    def __init__(self, plan: SweepPlan, store: SweepStore, lanes: list[Lane], base: ServerConfig, *,
+                 api_key: str | None = None, on_event: Callable[[object], None] | None = None,
+                 keep_server: bool = False, notes: tuple[str, ...] = ()) -> None:
+        if not lanes:
+            raise UsageError("a parallel sweep needs at least one lane", hint="--parallel 2 --gpus 0,1")
+        self.plan = plan
+        self.store = store
+        self.lanes = lanes
+        self.base = base
+        self.api_key = api_key
+        self.emit = on_event or (lambda e: None)
+        self.keep_server = keep_server
+        self.notes = notes
+        self.queues: list[list[Slot]] = []
+
+    def _next(self, index: int) -> Slot | None:
+        own = self.queues[index]
+        if own:
+            return own.pop(0)
+        if self.plan.repeats > 1:
+            return None  # rotation across GPUs is the point of the order: no lane takes another's runs
+        donor = max(self.queues, key=len)
+        return donor.pop() if donor else None
+
+    async def run(self) -> list[SlotRecord]:
+        finished = {r.slot.index: r for r in self.store.records()}
+        slots = self.plan.schedule()
+        pending = [s for s in slots if s.index not in finished]
+        mark_interrupted_runs(self.store.path.parent)
+        manifest = self.store.read()
+        begin_attempt(manifest)
+        manifest["resumed_at"] = manifest.get("resumed_at", []) + ([time.time()] if finished else [])
+        manifest["lanes"] = [lane.to_json() for lane in self.lanes]
+        self.store.write(manifest)
+        self.queues = assign(pending, self.plan, len(self.lanes))
+        self.emit(SweepStarted(str(self.store.path), tuple(slots), tuple(sorted(finished)), None))
+        self.emit(LanesStarted(tuple(self.lanes), self.notes))
+        status = "interrupted"
+        try:
+            async with asyncio.TaskGroup() as group:
+                for lane in self.lanes:
+                    group.create_task(self._lane(lane, finished))
+            status = "done"
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise
+        except BaseException:
+            status = "failed"
+            raise
+        finally:
+            records = [finished[i] for i in sorted(finished)]
+            failed = sum(1 for r in records if r.status != "done")
+            self.store.update(status=status, finished_at=time.time(), slots_done=len(records) - failed,
+                              slots_failed=failed)
+            self.emit(SweepFinished(str(self.store.path), status, len(records) - failed, failed))
+        return [finished[i] for i in sorted(finished)]
+
+    async def _lane(self, lane: Lane, finished: dict[int, SlotRecord]) -> None:
+        with lane.scope():
+            save_lane(lane, str(self.store.path))
+            controller = LaneController(lane, self.base)
+            engine = SweepEngine(self.plan, self.store, controller, api_key=self.api_key,
+                                 on_event=lambda e: self.emit(LaneEvent(lane.index, e)),
+                                 expected_restart_s=controller.expected_restart_s())
+            try:
+                while (slot := self._next(lane.index)) is not None:
+                    engine._pending = list(self.queues[lane.index])  # this lane's ETA: its own queue
+                    record = await engine._run_slot(slot)
+                    self.store.append(record)
+                    finished[slot.index] = record
+                    self.emit(LaneEvent(lane.index, SlotFinished(record, engine._eta())))
+            finally:
+                what = "server kept running (--keep-server)" if self.keep_server else None
+                if not self.keep_server:
+                    what = await asyncio.shield(controller.shutdown())
+                self.emit(LaneClosed(lane.index, what or "no server was started"))
