@@ -148,7 +148,7 @@ def subject(mode: str, url: str, concurrency: int, max_tokens: int) -> int:
 
     def tick(stats) -> None:
         print(json.dumps({"t": time.monotonic(), "tok_s": stats.window_1s.tokens_per_s,
-                          "accept": stats.window_10s.acceptance, "finished": stats.finished}), flush=True)
+                          "accept": stats.window_roll.acceptance, "finished": stats.finished}), flush=True)
 
     async def inprocess() -> None:
         from workloads.client import StreamingClient
