@@ -71,9 +71,18 @@ def countless_server():
     thread.start()
     ready.wait(10)
     yield f"http://127.0.0.1:{box['server'].sockets[0].getsockname()[1]}"
-    loop.call_soon_threadsafe(box["server"].close)
+
+    async def shut() -> None:  # the server, then the connections it still serves
+        box["server"].close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run_coroutine_threadsafe(shut(), loop).result(10)
     loop.call_soon_threadsafe(loop.stop)
     thread.join(10)
+    loop.close()
 
 
 def test_chunk_counts_are_approx_in_the_client_and_the_windows(countless_server):
