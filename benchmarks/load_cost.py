@@ -148,7 +148,7 @@ def subject(mode: str, url: str, concurrency: int, max_tokens: int) -> int:
 
     def tick(stats) -> None:
         print(json.dumps({"t": time.monotonic(), "tok_s": stats.window_1s.tokens_per_s,
-                          "accept": stats.window_10s.acceptance, "finished": stats.finished}), flush=True)
+                          "accept": stats.window_roll.acceptance, "finished": stats.finished}), flush=True)
 
     async def inprocess() -> None:
         from workloads.client import StreamingClient
@@ -238,7 +238,7 @@ def table(results: list[Result], args) -> str:
              f"settle {args.settle:g} s, measured {args.duration:g} s; % of one core",
              "",
              f"  {'mode':10} {'UI process':>10} {'load worker':>11} {'graders':>8} {'together':>9} "
-             f"{'(server)':>9} {'tok/s 1s':>9} {'accept 10s':>10} {'finished':>8}"]
+             f"{'(server)':>9} {'tok/s 1s':>9} {'accept 5s':>10} {'finished':>8}"]
     for r in results:
         rate = sum(r.rates) / len(r.rates) if r.rates else None
         worker = "-" if r.worker is None else f"{r.worker:.1f}"

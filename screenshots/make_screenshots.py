@@ -107,20 +107,34 @@ async def _startup(pilot) -> None:
     await pilot.pause(2.5)
 
 
-@scene("live", size=(160, 50), app=_console_app(), about="coding load running: tok/s and acceptance plots, verdicts")
+def _comparison(pilot):
+    from tui.widgets.ab_strip import ABStrip
+
+    return pilot.app.main.query_one(ABStrip).comparison
+
+
+async def _ab(pilot, windows: int = 3) -> None:
+    """Load on, a few windows at window=2048, Apply window=1024, a few windows more: the A/B."""
+    await _until(pilot, lambda: _phase(pilot) == "ready")
+    await pilot.press("l")
+    await _until(pilot, lambda: (c := _comparison(pilot)) is not None and c.current.windows >= windows, 120)
+    pid = pilot.app.controller.view().pid
+    pilot.app.controller.restart_with({"window": 1024})
+    await _until(pilot, lambda: _phase(pilot) == "ready" and pilot.app.controller.view().pid != pid, 120)
+    await _until(pilot, lambda: (c := _comparison(pilot)) is not None and c.reference is not None
+                 and c.current.windows >= windows, 120)
+    await pilot.pause(2.5)  # the plots redraw on every second tick
+
+
+@scene("live", size=(160, 50), app=_console_app(),
+       about="coding load running, then Apply window=1024: plots with the marker, the A/B strip, verdicts")
 async def _live(pilot) -> None:
-    await _until(pilot, lambda: _phase(pilot) == "ready")
-    await pilot.press("l")
-    await _until(pilot, lambda: _requests(pilot) >= 24)
-    await pilot.pause(1.0)
+    await _ab(pilot)
 
 
-@scene("live-80x24", size=(80, 24), app=_console_app(), about="the same at 80x24")
+@scene("live-80x24", size=(80, 24), app=_console_app(), about="the same at 80x24 (the A/B in one line)")
 async def _live_small(pilot) -> None:
-    await _until(pilot, lambda: _phase(pilot) == "ready")
-    await pilot.press("l")
-    await _until(pilot, lambda: _requests(pilot) >= 16)
-    await pilot.pause(1.0)
+    await _ab(pilot)
 
 
 @scene("knob-editor", size=(120, 36), app=_console_app(), about="editing the window: validated as you type")

@@ -26,6 +26,7 @@ class DdtuneApp(App):
         Binding("x", "stop_server", "Stop server", show=False, id="app.stop"),
         Binding("l", "toggle_load", "Load", id="app.load"),
         Binding("t", "toggle_requests", "Requests", show=False, id="app.requests"),
+        Binding("b", "pin_baseline", "Pin A/B baseline", show=False, id="app.pin_baseline"),
         Binding("f", "cycle_log_filter", "Log filter", id="app.log_filter"),
         Binding("r", "results", "Results", id="app.results"),
         Binding("s", "sweep", "Sweep", id="app.sweep"),
@@ -43,6 +44,8 @@ class DdtuneApp(App):
         ("Coding load on/off", "stream coding prompts and plot tok/s and acceptance", "toggle_load"),
         ("Cycle the log filter", "all, errors, draft, decode", "cycle_log_filter"),
         ("Requests / plots", "on a narrow terminal, show the recent requests in the plots' place", "toggle_requests"),
+        ("Pin the A/B baseline", "the A/B strip compares every later configuration with the current one",
+         "pin_baseline"),
         ("Results", "past runs; compare two per cell", "results"),
         ("Sweep", "pick presets, run a quick sweep, see the winner", "sweep"),
         ("Help", "what the panels mean, every key", "help"),
@@ -147,6 +150,12 @@ class DdtuneApp(App):
             return
         running = self.controller.toggle_load()
         self.notify("coding load starting" if running else "coding load stopping", timeout=2)
+
+    def action_pin_baseline(self) -> None:
+        if self.controller is None:
+            return
+        figures = self.controller.pin_baseline()
+        self.notify(f"A/B baseline: {figures.name}; later configurations are compared with it", timeout=4)
 
     def action_results(self) -> None:
         from tui.screens.results import ResultsScreen

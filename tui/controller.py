@@ -26,9 +26,11 @@ from backends.session_events import (
 from backends.startup import WORK_PHASES
 from tui import messages as m
 from tui.adapters import knob_rows
+from tui.load_figures import LoadFigures
 from tui.views import ServerView
 
 if TYPE_CHECKING:
+    from workloads.live_ab import ConfigFigures
     from workloads.load_proc import LoadProcess
 
 _FRACTION = re.compile(r"(\d+)/(\d+)")
@@ -49,14 +51,17 @@ class ConsoleController:
     """What the app drives: start or re-attach, apply knobs, load on/off, and leave or stop on quit."""
 
     def __init__(self, config: ServerConfig, simulated: bool, load_concurrency: int = 8,
-                 load_max_tokens: int = 1024, autostart_load: bool = False) -> None:
+                 load_max_tokens: int = 1024, autostart_load: bool = False, load_window_s: float = 5.0) -> None:
+
         self.session = ServerSession(config)
         self.file_config = config  # what the config file says; a re-attached server may run other knobs
         self.simulated = simulated
         self.autostart_load = autostart_load
         self.load_concurrency = load_concurrency
         self.load_max_tokens = load_max_tokens
+        self.load_window_s = load_window_s  # the rolling window of the plotted rates
         self.load: LoadProcess | None = None
+        self.figures = LoadFigures(config.knobs, lambda message: self._post(message))
         self._load_paused = False
         self._load_drained = asyncio.Event()
         self.session.before_stop(self._pause_load_and_wait)
@@ -102,8 +107,14 @@ class ConsoleController:
             self.session.watch()  # from now on, follow what other ddtune processes do
 
     def tick(self) -> None:
-        """The app's periodic tick: elapsed and uptime move; posts only when the panel would change."""
+        """The app's periodic tick: elapsed and uptime move; posts only when the panel (or the A/B
+        strip) would change."""
         self._publish()
+        self.figures.tick()
+
+    def pin_baseline(self) -> ConfigFigures:
+        """Pin the current configuration as the baseline the A/B strip compares with; its figures."""
+        return self.figures.pin()
 
     # --- the session's events -> the screen's messages -------------------------------------
     def _on_event(self, event: SessionEvent) -> None:
@@ -131,7 +142,7 @@ class ConsoleController:
             self.failure = event.message + (f" ({event.hint})" if event.hint else "")
             self.post(m.LogLinesRead((note_line(self.failure),)))
         elif isinstance(event, ConfigChanged):
-            self.post(m.ConfigMarked(time.monotonic(), event.label))
+            self.figures.config_changed(event.knobs, event.label)
         elif isinstance(event, PidChanged) and event.by != "ddtune":
             self.post(m.LogLinesRead((note_line(f"pid {event.pid} launched by {event.by}"),)))
         elif isinstance(event, Stopped):
@@ -318,21 +329,17 @@ class ConsoleController:
             self.post(m.LoadStateChanged(True, f"{self.load_concurrency} streams"))
 
     async def _run_load(self) -> None:
-        from workloads.load import LoadPaused, LoadStopped, StatsUpdated
+        from workloads.load import LoadPaused, LoadStopped
         from workloads.load_proc import LoadProcess, LoadStarted, RequestDone
 
-        proc = LoadProcess()
+        proc = LoadProcess(window_s=self.load_window_s)
         self.load, self._load_paused = proc, False
         try:
             await proc.start(self.config.base_url, self.session.api_key(), self.load_concurrency,
                              self.load_max_tokens, record=True)
             async for event in proc.events():
-                if isinstance(event, StatsUpdated):
-                    s = event.stats
-                    if not s.paused:
-                        self.post(m.LoadWindowUpdated(time.monotonic(), s.window_1s.tokens_per_s,
-                                                      s.window_10s.acceptance, s.in_flight))
-                elif isinstance(event, RequestDone):
+                self.figures.on_load_event(event)
+                if isinstance(event, RequestDone):
                     row = event.row()
                     if row["verdict"] == "cancelled":
                         row["verdict"] = "cancelled (restart)"
@@ -341,11 +348,24 @@ class ConsoleController:
                     self._load_drained.set()
                 elif isinstance(event, LoadStarted):
                     self.post(m.LoadStateChanged(True, f"{event.concurrency} streams"))
+                    if self._run_worker is not None:
+                        self._run_worker(self._find_no_spec_baseline(event.concurrency), group="baseline",
+                                         exclusive=True, exit_on_error=False)
                 elif isinstance(event, LoadStopped):
                     self.post(m.LoadStateChanged(False, event.error or event.reason))
         finally:
             self.load = None
             await proc.stop("stopped")
+
+    async def _find_no_spec_baseline(self, concurrency: int) -> None:
+        """The tok/s plot's reference line: a saved no-speculation tok/s of this model (a thread reads runs/)."""
+        from workloads.no_spec_baseline import find_no_spec_baseline
+
+        info = self.session.server_info or {}
+        models = {str(v) for v in (self.config.model, info.get("model_path"), info.get("served_model_name")) if v}
+        found = await asyncio.to_thread(find_no_spec_baseline, models, concurrency)
+        if found is not None:
+            self.post(m.NoSpecBaselineFound(found.tok_s, found.source))
 
     # --- leaving ----------------------------------------------------------------------------
     async def detach(self, stop_server: bool) -> None:

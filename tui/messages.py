@@ -14,6 +14,7 @@ from textual.message import Message
 
 from backends.logkind import LogLine
 from tui.views import GpuView, ServerView
+from workloads.live_ab import Comparison
 
 
 @dataclass
@@ -53,12 +54,34 @@ class DecodeStatsRead(Message):
 
 @dataclass
 class LoadWindowUpdated(Message):
-    """The live coding load's windowed figures (tok/s and acceptance)."""
+    """The live coding load's windowed figures: the rolling (5 s) tok/s and acceptance the plots
+    draw, and the 1 s tok/s drawn faint behind them."""
 
     t: float
     tok_s: float
     accept_len: float | None
     in_flight: int
+    tok_s_1s: float | None = None
+    approx: bool = False  # tokens counted by chunks: the server sent no token counts
+    window_s: float = 5.0  # the rolling window of tok_s and accept_len
+
+
+@dataclass
+class ComparisonChanged(Message):
+    """The live A/B figures per configuration changed (posted on the app's tick at most)."""
+
+    comparison: Comparison
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ComparisonChanged)
+
+
+@dataclass
+class NoSpecBaselineFound(Message):
+    """A saved no-speculation tok/s for this server and model: the tok/s plot's reference line."""
+
+    tok_s: float
+    source: str
 
 
 @dataclass

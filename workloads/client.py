@@ -3,7 +3,8 @@
 Per request it measures TTFT, the gaps between content-bearing chunks (one chunk per decode or
 verify step: the *step gap*) and how many tokens each chunk brought (from the cumulative
 ``usage.completion_tokens`` that ``continuous_usage_stats`` puts on every chunk, or
-``meta_info.completion_tokens`` on /generate; one token per chunk when the server sends no count),
+``meta_info.completion_tokens`` on /generate; one token per chunk when the server sends no count,
+which ``on_tokens`` is told: its second argument, ``exact``, is False for such an approximate count),
 end-to-end time, output tokens, finish reason and speculative acceptance
 (``sglext.spec_tokens_details`` on chat, ``meta_info`` on /generate; both arrive in the last chunk),
 and keeps the reasoning and the answer text apart. The event loop only splits lines and decodes
@@ -27,7 +28,7 @@ from backends.apikey import auth_headers
 from backends.errors import ServerError
 from workloads.transport import RELEASE, LeanTransport, WaveRelease
 
-TokenCallback = Callable[[int], None]
+TokenCallback = Callable[[int, bool], None]  # (new tokens, exact): exact False when counted by chunks
 _decode = json.JSONDecoder().decode
 
 
@@ -137,14 +138,15 @@ class _Stream:
             self.itl_tokens.append(n if n > 0 else 1)
         self.last = t
 
-    def count(self, total: int | None, fallback: int) -> None:
-        """Report new tokens: from a cumulative count when the server sends one, else per chunk."""
+    def count(self, total: int | None, fallback: int, exact: bool = True) -> None:
+        """Report new tokens: from a cumulative count when the server sends one, else per chunk
+        (the last resort: a chunk may carry several tokens under speculation, so it is "approx")."""
         if self.on_tokens is None:
             return
         new = (total - self.counted) if total is not None else fallback
         if new > 0:
             self.counted += new
-            self.on_tokens(new)
+            self.on_tokens(new, exact and total is not None)
 
     def spec(self, details: dict | None) -> None:
         if not isinstance(details, dict):
@@ -235,7 +237,7 @@ class _Stream:
         tokens = self.completion_tokens
         if tokens is None:  # no usage block: count the chunks that carried tokens
             tokens = len(self.itl) + (self.first is not None)
-        self.count(tokens, 0)
+        self.count(tokens, 0, exact=self.completion_tokens is not None)
         content = "".join(self.content) if self.endpoint == "chat" else self.text_so_far
         return RequestResult(
             ok=error is None, error=error, endpoint=self.endpoint, started_at=self.wall,

@@ -1,9 +1,10 @@
 """Live coding load: keep C coding prompts in flight, stream, grade, publish windowed rates.
 
 The console's engine and ``ddtune load``'s. It never prints: everything goes out as events to a
-callback (``on_event``) or through ``events()``, an async iterator. Rates use 1 s and 10 s sliding
-windows of streamed tokens; acceptance in a window is tokens / verify steps of the requests that
-finished in it (per-request values, never the server's lifetime average). ``pause()`` cancels the
+callback (``on_event``) or through ``events()``, an async iterator. Rates come from the one window
+engine (workloads/live_windows.py): the 1 s and the rolling ``roll_s`` (5 s) rate of streamed
+tokens, and closed ``roll_s`` windows; acceptance in a window is tokens / verify steps of the
+requests that finished in it (never the server's lifetime average). ``pause()`` cancels the
 requests in flight (each reported as RequestCancelled, never as an error) and sends nothing until
 ``resume()``: the console pauses the load while it restarts the server.
 """
@@ -17,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 
 from workloads.client import RequestResult, StreamingClient
 from workloads.evaluate import VERDICTS, Grade, RawResponse, grade_async
-from workloads.metrics import SlidingWindow, WindowStats
+from workloads.live_windows import LiveWindows, Window, WindowStats
 from workloads.problems import Problem
 from workloads.results import RunStore
 
@@ -31,10 +32,11 @@ class LoadStats:
     errors: int
     output_tokens: int
     window_1s: WindowStats
-    window_10s: WindowStats
+    window_roll: WindowStats          # the rolling window the plots and status lines show (5 s by default)
     verdicts: dict[str, int] = field(default_factory=dict)
     cancelled: int = 0   # requests cut off by pause(): neither finished nor errors
     paused: bool = False
+    last_window: Window | None = None  # the latest closed roll_s window
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ class LoadEngine:
     def __init__(self, client: StreamingClient, problems: tuple[Problem, ...], *, concurrency: int,
                  max_tokens: int = 2048, on_event: Callable[[LoadEvent], None] | None = None,
                  store: RunStore | None = None, tick_s: float = 1.0, grade: bool = True,
-                 unreachable_limit: int = 3, clock: Callable[[], float] = time.monotonic) -> None:
+                 unreachable_limit: int = 3, clock: Callable[[], float] = time.monotonic,
+                 roll_s: float = 5.0) -> None:
         if not problems:
             raise ValueError("the load needs at least one problem")
         self.client = client
@@ -96,7 +99,9 @@ class LoadEngine:
         self.grade = grade
         self.unreachable_limit = unreachable_limit
         self.clock = clock
-        self.window = SlidingWindow(10.0)
+        self.roll_s = roll_s
+        self.windows = LiveWindows(clock(), roll_s)
+        self._ended: float | None = None  # when the load stopped sending (grading may go on after)
         self._listeners: list[Callable[[LoadEvent], None]] = [on_event] if on_event else []
         self._stop = asyncio.Event()
         self._stop_reason = "stopped"
@@ -132,6 +137,16 @@ class LoadEngine:
                 task.cancel()
 
     @property
+    def started_at(self) -> float:
+        """When the run began, on the engine's clock (its windows count from here)."""
+        return self._started
+
+    @property
+    def ended_at(self) -> float | None:
+        """When the run stopped sending, on the engine's clock; None while it runs."""
+        return self._ended
+
+    @property
     def paused(self) -> bool:
         return not self._sending.is_set()
 
@@ -141,6 +156,7 @@ class LoadEngine:
         if self.paused or self._stop.is_set():
             return 0
         self._sending.clear()
+        self.windows.pause()
         before = self._cancelled
         for task in list(self._requests):
             task.cancel()
@@ -151,14 +167,19 @@ class LoadEngine:
 
     def resume(self) -> None:
         if self.paused and not self._stop.is_set():
+            self.windows.resume(self.clock())
             self._sending.set()
             self._emit(LoadResumed(self.snapshot()))
 
     def snapshot(self) -> LoadStats:
-        now = self.clock()
+        """The counters now; windows that ended by now are closed. After the run, the time stays at
+        the stop: ``elapsed_s`` is the time the load ran, not the grading that followed."""
+        now = self.clock() if self._ended is None else self._ended
+        self.windows.close(now)
+        closed = self.windows.closed
         return LoadStats(now - self._started, self.concurrency, self._in_flight, self._finished, self._errors,
-                         self._tokens, self.window.stats(now, 1.0), self.window.stats(now, 10.0), dict(self._verdicts),
-                         self._cancelled, self.paused)
+                         self._tokens, self.windows.rate(now, 1.0), self.windows.rate(now, self.roll_s),
+                         dict(self._verdicts), self._cancelled, self.paused, closed[-1] if closed else None)
 
     async def events(self) -> AsyncIterator[LoadEvent]:
         """Every event from now on, ending after LoadStopped. Use while ``run()`` runs in a task."""
@@ -183,6 +204,7 @@ class LoadEngine:
     # ---- running ----------------------------------------------------------------------------
     async def run(self, duration_s: float | None = None) -> LoadStats:
         self._started = self.clock()
+        self.windows = LiveWindows(self._started, self.roll_s)
         workers = [asyncio.ensure_future(self._worker()) for _ in range(self.concurrency)]
         ticker = asyncio.ensure_future(self._ticker())
         try:
@@ -195,6 +217,7 @@ class LoadEngine:
                     self.stop("duration")
         finally:
             self._stop.set()
+            self._ended = self.clock()
             for task in (*workers, ticker):
                 task.cancel()
             await asyncio.gather(*workers, ticker, return_exceptions=True)
@@ -214,9 +237,9 @@ class LoadEngine:
             await asyncio.sleep(self.tick_s)
             self._emit(StatsUpdated(self.snapshot()))
 
-    def _on_tokens(self, n: int) -> None:
+    def _on_tokens(self, n: int, exact: bool) -> None:
         self._tokens += n
-        self.window.add_tokens(self.clock(), n)
+        self.windows.add_tokens(self.clock(), n, exact)
 
     async def _worker(self) -> None:
         while not self._stop.is_set():
@@ -229,9 +252,9 @@ class LoadEngine:
             self._next += 1
             streamed = [0]
 
-            def on_tokens(n: int, streamed: list[int] = streamed) -> None:
+            def on_tokens(n: int, exact: bool, streamed: list[int] = streamed) -> None:
                 streamed[0] += n
-                self._on_tokens(n)
+                self._on_tokens(n, exact)
 
             # The request runs as its own task so pause() can cancel it without ending this worker.
             request = asyncio.ensure_future(self.client.chat(
@@ -270,7 +293,7 @@ class LoadEngine:
             return
         self._unreachable = 0
         self._finished += 1
-        self.window.add_finished(now, result.output_tokens, result.spec_verify_ct)
+        self.windows.add_finished(now, result.output_tokens, result.spec_verify_ct)
         if not self.grade:
             self._emit(RequestFinished(problem.id, result, None))
             return

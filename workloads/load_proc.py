@@ -36,7 +36,7 @@ import psutil
 from backends.apikey import ENV_KEY
 from backends.ownership import SAME_START_S, NotOurs, Owned, StopReport, owned, signal_owned, stop_owned
 from workloads.load import LoadPaused, LoadResumed, LoadStats, LoadStopped, StatsUpdated
-from workloads.metrics import WindowStats
+from workloads.live_windows import Window, WindowStats
 
 ROOT = Path(__file__).resolve().parent.parent  # the directory that holds the workloads package
 
@@ -75,22 +75,24 @@ class RequestDone:
 LoadProcEvent = LoadStarted | StatsUpdated | RequestDone | LoadPaused | LoadResumed | LoadStopped
 
 
-def empty_stats(concurrency: int) -> LoadStats:
-    return LoadStats(0.0, concurrency, 0, 0, 0, 0, WindowStats(1.0, 0.0, None, 0), WindowStats(10.0, 0.0, None, 0))
+def empty_stats(concurrency: int, roll_s: float = 5.0) -> LoadStats:
+    return LoadStats(0.0, concurrency, 0, 0, 0, 0, WindowStats(1.0, 0.0, None, 0), WindowStats(roll_s, 0.0, None, 0))
 
 
 def stats_from_json(raw: dict) -> LoadStats:
     """LoadStats exactly as the worker's engine made it (JSON round-trips floats exactly)."""
     fields = dict(raw)
-    for key in ("window_1s", "window_10s"):
+    for key in ("window_1s", "window_roll"):
         fields[key] = WindowStats(**fields[key])
+    if fields.get("last_window") is not None:
+        fields["last_window"] = Window(**fields["last_window"])
     return LoadStats(**fields)
 
 
 def decode(record: dict, concurrency: int) -> LoadProcEvent | None:
     """One wire record as its event; None for a kind this side does not know."""
     kind = record.get("event")
-    stats = stats_from_json(record["stats"]) if record.get("stats") else empty_stats(concurrency)
+    stats = stats_from_json(record["stats"]) if record.get("stats") else empty_stats(concurrency, 5.0)
     if kind == "stats":
         return StatsUpdated(stats)
     if kind == "request":
@@ -135,9 +137,10 @@ def _kill_proven(found: Owned, deadline: float) -> None:
 class LoadProcess:
     """One load worker process. Not reusable: start it once, read its events, stop it."""
 
-    def __init__(self, python: str = sys.executable, tick_s: float = 1.0) -> None:
+    def __init__(self, python: str = sys.executable, tick_s: float = 1.0, window_s: float = 5.0) -> None:
         self.python = python
         self.tick_s = tick_s
+        self.window_s = window_s  # the rolling window of the rates (and the closed windows' length)
         self.pid: int | None = None
         self.create_time: float | None = None
         self.concurrency = 0
@@ -175,7 +178,8 @@ class LoadProcess:
         except psutil.NoSuchProcess:
             self.create_time = None
         settings = {"url": url, "api_key": api_key, "concurrency": concurrency, "max_tokens": max_tokens,
-                    "problems": list(problems) if problems else None, "tick_s": self.tick_s, "record": record}
+                    "problems": list(problems) if problems else None, "tick_s": self.tick_s, "record": record,
+                    "window_s": self.window_s}
         self._send(settings)
         self._readers = [asyncio.ensure_future(self._read_events()), asyncio.ensure_future(self._read_stderr())]
 
@@ -238,7 +242,7 @@ class LoadProcess:
 
     async def _read_events(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
-        last = empty_stats(self.concurrency)
+        last = empty_stats(self.concurrency, self.window_s)
         while True:
             try:
                 line = await self._proc.stdout.readline()

@@ -4,8 +4,9 @@ The console's UI process only renders; this process runs the LoadEngine (streami
 and grades the answers, whose sandboxes are its own child processes. workloads/load_proc.py is the
 parent side. The pipe protocol, one JSON object per line:
 
-stdin, first line: the settings ``{"url", "api_key", "concurrency", "max_tokens", "problems", "tick_s"}``
-(``api_key``, ``problems`` and ``tick_s`` may be null or left out). The key travels only here, never
+stdin, first line: the settings ``{"url", "api_key", "concurrency", "max_tokens", "problems", "tick_s",
+"window_s", "record"}`` (``api_key``, ``problems``, ``tick_s``, ``window_s`` and ``record`` may be null or
+left out; ``window_s``: the rolling window, 5 s). The key travels only here, never
 in argv or the environment. Later lines are commands: ``{"cmd": "pause"}``, ``{"cmd": "resume"}``,
 ``{"cmd": "stop", "reason": "..."}``. End of stdin means the parent is gone: the worker stops at once,
 drops the grading it has not started, and exits, so it never outlives the console.
@@ -43,6 +44,7 @@ class Settings:
     problems: tuple[str, ...] | None = None
     tick_s: float = 1.0
     record: bool = False   # write runs (kind load) under runs/, one per server configuration
+    window_s: float = 5.0  # the rolling window of the rates and the length of the closed windows
 
 
 def parse_settings(line: bytes) -> Settings:
@@ -55,6 +57,9 @@ def parse_settings(line: bytes) -> Settings:
         raise ValueError("the settings line is not a JSON object")
     url, key, problems, tick = raw.get("url"), raw.get("api_key"), raw.get("problems"), raw.get("tick_s", 1.0)
     record = raw.get("record", False)
+    window = raw.get("window_s", 5.0)
+    if window is None:
+        window = 5.0
     if not isinstance(record, bool):
         raise ValueError("settings: 'record' must be true or false")
     if not isinstance(url, str) or not url:
@@ -69,8 +74,10 @@ def parse_settings(line: bytes) -> Settings:
         raise ValueError("settings: 'problems' must be a list of problem ids or null")
     if not isinstance(tick, (int, float)) or isinstance(tick, bool) or tick <= 0:
         raise ValueError("settings: 'tick_s' must be a number of seconds above 0")
+    if not isinstance(window, (int, float)) or isinstance(window, bool) or not 0 < window < 3600:
+        raise ValueError("settings: 'window_s' must be a number of seconds above 0 and below 3600")
     return Settings(url, key or None, raw["concurrency"], raw["max_tokens"],
-                    tuple(problems) if problems else None, float(tick), record)
+                    tuple(problems) if problems else None, float(tick), record, float(window))
 
 
 def stats_json(stats: LoadStats) -> dict:
@@ -177,7 +184,8 @@ async def serve(emit: Emit) -> int:
             recorder = LoadRecorder(client, {"concurrency": settings.concurrency, "duration_s": None,
                                              "max_tokens": settings.max_tokens, "problems": [p.id for p in problems]})
         engine = LoadEngine(client, problems, concurrency=settings.concurrency, max_tokens=settings.max_tokens,
-                            on_event=lambda event: emit(encode(event)), tick_s=settings.tick_s)
+                            on_event=lambda event: emit(encode(event)), tick_s=settings.tick_s,
+                            roll_s=settings.window_s)
         if recorder is not None:  # provenance also tells the client whether the server is speculative
             engine.store = await _open_run(recorder, None)
             run_dir = str(recorder.store.path) if recorder.store else None

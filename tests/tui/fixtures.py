@@ -3,6 +3,8 @@
 from backends.logkind import read_lines
 from tui import messages as m
 from tui.views import GpuRow, GpuView, KnobRow, ServerView
+from workloads.estimate import Estimate, ratio
+from workloads.live_ab import Comparison, ConfigFigures
 
 LOADING = ServerView(
     pid=4242, url="http://127.0.0.1:30000", version="0.5.23", phase="loading-weights",
@@ -50,13 +52,29 @@ LOG = [
 ]
 
 
-def feed(screen, server=READY_MISMATCH, gpu=EIGHT_GPUS, points=40, requests=12):
+W2048 = ConfigFigures(1, {"budget": 8, "topk": 4, "window": 2048}, None, Estimate(1512.4, 9.1, 5, 6, "repeats"),
+                      Estimate(5.62, 0.04, 40, 41, "repeats"), 6, 41, 38, 41, False)
+W1024 = ConfigFigures(2, {"budget": 8, "topk": 4, "window": 1024}, "window 2048 -> 1024",
+                      Estimate(1699.8, 10.2, 4, 5, "repeats"), Estimate(5.71, 0.05, 33, 34, "repeats"), 5, 34, 33, 34,
+                      False)
+AB = Comparison(W1024, W2048, False, ratio(W1024.tok_s, W2048.tok_s), ratio(W1024.acceptance, W2048.acceptance))
+
+
+def feed(screen, server=READY_MISMATCH, gpu=EIGHT_GPUS, points=40, requests=12, ab=False, no_spec=False):
     screen.post_message(m.ServerChanged(server))
     screen.post_message(m.GpuSampled(gpu))
     screen.post_message(m.LogLinesRead(read_lines(LOG)))
     for i in range(points):
-        screen.post_message(m.LoadWindowUpdated(1000.0 + i, 1500.0 + 20 * (i % 7), 5.5 + 0.05 * (i % 9), 8))
-        screen.post_message(m.DecodeStatsRead(1000.0 + i, 1450.0 + 15 * (i % 5), 5.6))
+        lift = 190.0 if ab and i >= points // 2 else 0.0  # after the marker: the second configuration
+        screen.post_message(m.LoadWindowUpdated(1000.0 + i, 1500.0 + lift + 20 * (i % 7), 5.5 + 0.05 * (i % 9), 8,
+                                                1480.0 + lift + 45 * (i % 5)))
+        screen.post_message(m.DecodeStatsRead(1000.0 + i, 1450.0 + lift + 15 * (i % 5), 5.6))
+        if ab and i == points // 2:
+            screen.post_message(m.ConfigMarked(1000.0 + i, "window 2048 -> 1024"))
+    if ab:
+        screen.post_message(m.ComparisonChanged(AB))
+    if no_spec:
+        screen.post_message(m.NoSpecBaselineFound(612.0, "load run 20261130T090000Z-load"))
     for i in range(requests):
         screen.post_message(m.RequestFinished({
             "problem": ["fib", "gcd", "is_palindrome", "word_count"][i % 4], "tokens": 300 + i,

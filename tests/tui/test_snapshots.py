@@ -1,4 +1,4 @@
-"""SVG snapshots of the main screen at 80x24 and 160x50 with every input fixed."""
+"""SVG snapshots of the main screen at 80x24, 160x50 and 200x50 with every input fixed."""
 
 import pytest
 
@@ -15,21 +15,26 @@ async def _settle(pilot):
     await pilot.pause()
 
 
-@pytest.mark.parametrize("size,server,gpu,load", [
-    ((80, 24), LOADING, NO_GPU, False),
-    ((80, 24), READY, EIGHT_GPUS, False),
-    ((80, 24), RESTARTING, NO_GPU, False),
-    ((80, 24), READY_MISMATCH, EIGHT_GPUS, False),
-    ((80, 24), FAILED, NO_GPU, False),
-    ((80, 24), READY, EIGHT_GPUS, True),
-    ((160, 50), READY_MISMATCH, EIGHT_GPUS, True),
+@pytest.mark.parametrize("size,server,gpu,load,ab", [
+    ((80, 24), LOADING, NO_GPU, False, False),
+    ((80, 24), READY, EIGHT_GPUS, False, False),
+    ((80, 24), RESTARTING, NO_GPU, False, False),
+    ((80, 24), READY_MISMATCH, EIGHT_GPUS, False, False),
+    ((80, 24), FAILED, NO_GPU, False, False),
+    ((80, 24), READY, EIGHT_GPUS, True, False),
+    ((160, 50), READY_MISMATCH, EIGHT_GPUS, True, False),
+    ((200, 50), READY, EIGHT_GPUS, True, True),
+    ((80, 24), READY, EIGHT_GPUS, True, True),
 ], ids=["80x24-loading-nogpu", "80x24-ready-8gpu", "80x24-restarting", "80x24-mismatch", "80x24-failed",
-        "80x24-load-running", "160x50-ready-mismatch-8gpu"])
-def test_main_screen(snap_compare, size, server, gpu, load):
+        "80x24-load-running", "160x50-ready-mismatch-8gpu", "200x50-ab-strip", "80x24-ab-strip"])
+def test_main_screen(snap_compare, size, server, gpu, load, ab):
     """Every state an operator meets, at 80x24 and wide: the phase, the knobs (requested and what
-    the server says), the GPU line and the log tail are on screen in each."""
+    the server says), the GPU line and the log tail are on screen in each. With the A/B: the marker
+    labelled with the change on both plots and the strip under them (one line at 80x24); at 200x50
+    also the no-speculation reference line."""
     async def run_before(pilot):
-        feed(pilot.app.main, server=server, gpu=gpu, points=40 if load else 0, requests=12 if load else 0)
+        feed(pilot.app.main, server=server, gpu=gpu, points=40 if load else 0, requests=12 if load else 0, ab=ab,
+             no_spec=ab and size[0] > 80)
         await _settle(pilot)
 
     assert snap_compare(DdtuneApp(), terminal_size=size, run_before=run_before)

@@ -70,7 +70,7 @@ def test_abort_mid_stream_is_an_error_with_partial_text(start_sim):
         async with StreamingClient(sim.url) as client:
             task = asyncio.ensure_future(client.chat([{"role": "user", "content": FIB.chat_prompt()}],
                                                      max_tokens=5000, extra={"ignore_eos": True},
-                                                     on_tokens=lambda n: first.set()))
+                                                     on_tokens=lambda n, exact: first.set()))
             await asyncio.wait_for(first.wait(), 60)
             async with httpx.AsyncClient() as http:
                 await http.post(sim.url + "/abort_request", json={"abort_all": True})
@@ -88,7 +88,7 @@ def test_server_killed_mid_stream_is_a_clear_error(start_sim):
         async with StreamingClient(sim.url) as client:
             task = asyncio.ensure_future(client.chat([{"role": "user", "content": FIB.chat_prompt()}],
                                                      max_tokens=5000, extra={"ignore_eos": True},
-                                                     on_tokens=lambda n: first.set()))
+                                                     on_tokens=lambda n, exact: first.set()))
             await asyncio.wait_for(first.wait(), 60)
             os.killpg(sim.pid, signal.SIGKILL)
             r = await asyncio.wait_for(task, 60)

@@ -76,8 +76,8 @@ def test_load_engine_publishes_windows_and_verdicts(start_sim):
     assert {e.grade.verdict for e in graded} <= {"pass", "fail"}
     assert any(e.grade.verdict == "pass" for e in graded)
     assert stats.finished >= 6 and stats.output_tokens > 0
-    assert any(e.stats.window_10s.tokens_per_s > 0 for e in events if isinstance(e, StatsUpdated))
-    assert any((e.stats.window_10s.acceptance or 0) > 1 for e in events if isinstance(e, StatsUpdated))
+    assert any(e.stats.window_roll.tokens_per_s > 0 for e in events if isinstance(e, StatsUpdated))
+    assert any((e.stats.window_roll.acceptance or 0) > 1 for e in events if isinstance(e, StatsUpdated))
 
 
 def test_load_stops_clearly_when_the_server_dies(start_sim):

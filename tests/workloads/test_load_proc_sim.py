@@ -17,8 +17,8 @@ from tests.helpers import REPO, ddtune_env
 from tests.workloads.sim_args import SEPARATED, SPEC
 from workloads.load import LoadPaused, LoadResumed, LoadStats, LoadStopped, StatsUpdated
 from workloads.load_proc import LoadProcess, LoadStarted, RequestDone, decode, stats_from_json
-from workloads.load_worker import encode
-from workloads.metrics import WindowStats
+from workloads.load_worker import encode, parse_settings
+from workloads.live_windows import Window, WindowStats
 
 FIVE = ["is_palindrome", "fib", "merge_sorted", "word_count", "gcd"]
 GRADES = ("pass", "fail", "error", "timeout", "no_code", "truncated")
@@ -60,11 +60,21 @@ def graded(events):
 
 def test_stats_and_requests_cross_the_pipe_unchanged():
     stats = LoadStats(12.345678901234567, 32, 7, 101, 2, 54321, WindowStats(1.0, 1234.5678901234567, 3.1415926535, 4),
-                      WindowStats(10.0, 987.654321, None, 40), {"pass": 90, "fail": 11}, 3, True)
+                      WindowStats(5.0, 987.654321, None, 40, approx=True), {"pass": 90, "fail": 11}, 3, True,
+                      Window(7, 40.0, 5.0, 990.125, 3.25, 12, False, True))
     for event in (StatsUpdated(stats), LoadStopped("stopped", None, stats), LoadPaused(3, stats), LoadResumed(stats)):
         back = decode(json.loads(json.dumps(encode(event))), 32)
         assert back == event
     assert stats_from_json(json.loads(json.dumps(encode(StatsUpdated(stats))))["stats"]) == stats
+
+
+def test_the_rolling_window_setting_is_checked():
+    base = {"url": "http://127.0.0.1:1", "concurrency": 1, "max_tokens": 8}
+    assert parse_settings(json.dumps(base).encode()).window_s == 5.0
+    assert parse_settings(json.dumps({**base, "window_s": 2.5}).encode()).window_s == 2.5
+    for bad in (0, -1, "5", True, 1e9):
+        with pytest.raises(ValueError, match="'window_s' must be a number of seconds above 0"):
+            parse_settings(json.dumps({**base, "window_s": bad}).encode())
 
 
 def test_events_flow_and_agree_with_the_server(start_sim, workers):
@@ -99,7 +109,7 @@ def test_events_flow_and_agree_with_the_server(start_sim, workers):
     assert {e.verdict for e in done if e.ok} <= {"pass", "fail"} and any(e.verdict == "pass" for e in done)
     ticks = [e.stats for e in seen if isinstance(e, StatsUpdated)]
     assert any(s.window_1s.tokens_per_s > 0 for s in ticks)
-    assert any((s.window_10s.acceptance or 0) > 1 for s in ticks)
+    assert any((s.window_roll.acceptance or 0) > 1 for s in ticks)
     # ... and with what the server counted: requests it received, tokens it generated
     received = at_pause["num_requests_total"] - before["num_requests_total"]
     assert final.finished + final.errors <= received <= final.finished + final.errors + final.cancelled
@@ -306,5 +316,5 @@ def test_live_acceptance_only_from_a_speculative_server(start_sim, workers, spec
         assert all(a is not None and a > 1.0 for a in accepts), accepts
     else:
         assert accepts == [None] * len(accepts)
-        windows = [e.stats.window_10s.acceptance for e in seen if isinstance(e, StatsUpdated)]
+        windows = [e.stats.window_roll.acceptance for e in seen if isinstance(e, StatsUpdated)]
         assert windows and all(w is None for w in windows), windows

@@ -1,4 +1,8 @@
-"""ddtune load: keep coding prompts in flight and print windowed tok/s and acceptance."""
+"""ddtune load: keep coding prompts in flight and print windowed tok/s and acceptance.
+
+The figures come from the load's one window engine (workloads/live_windows.py), as in the console:
+each status line shows the 1 s and the rolling ``--window`` rate; ``--json`` adds the closed windows.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,12 @@ examples:
   ddtune load --concurrency 8                       until Ctrl-C, one status line per second
   ddtune load --concurrency 32 --duration 60 --max-tokens 1024
   ddtune load --concurrency 4 --duration 10 --show-requests --problems fib gcd
-  ddtune load --concurrency 8 --duration 30 --json  one JSON summary on stdout at the end
+  ddtune load --concurrency 8 --duration 30 --json  one JSON summary on stdout at the end, with
+                                                    tok/s and acceptance per 5 s window
+  ddtune load --concurrency 8 --window 10           10 s rolling rates and windows
+
+tok/s is exact when the server sends token counts per chunk (SGLang does, asked with
+stream_options.continuous_usage_stats); otherwise it counts chunks and says "approx".
 
 every raw response is saved in $DDTUNE_STATE_DIR/runs/<time>-load/responses.jsonl
 """
@@ -26,6 +35,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-tokens", type=positive_int, default=2048, metavar="N",
                         help="max tokens per answer (default 2048)")
     parser.add_argument("--problems", nargs="+", metavar="ID", help="problem ids to cycle through (default: all)")
+    parser.add_argument("--window", type=positive_float, default=5.0, metavar="S",
+                        help="the rolling window of the rates, and the length of the JSON windows (default 5)")
     parser.add_argument("--show-requests", action="store_true", help="also print every finished request")
     parser.add_argument("--json", action="store_true", help="print only a JSON summary on stdout at the end")
     add_server_options(parser)
@@ -35,13 +46,19 @@ def _f(value, fmt) -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _span(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
 def status_line(s) -> str:
     v = s.verdicts
     graded = sum(v.values())
-    return (f"t={s.elapsed_s:6.1f}s  in-flight {s.in_flight:3d}  tok/s 1s {s.window_1s.tokens_per_s:8.1f} "
-            f"10s {s.window_10s.tokens_per_s:8.1f}  accept 1s {_f(s.window_1s.acceptance, '.2f')} "
-            f"10s {_f(s.window_10s.acceptance, '.2f')}  done {s.finished}  err {s.errors}  "
-            f"pass {v.get('pass', 0)}/{graded}")
+    one, roll = s.window_1s, s.window_roll
+    approx = "  (approx: counted by chunks)" if one.approx or roll.approx else ""
+    return (f"t={s.elapsed_s:6.1f}s  in-flight {s.in_flight:3d}  tok/s 1s {one.tokens_per_s:8.1f} "
+            f"{_span(roll.window_s)} {roll.tokens_per_s:8.1f}  accept 1s {_f(one.acceptance, '.2f')} "
+            f"{_span(roll.window_s)} {_f(roll.acceptance, '.2f')}  done {s.finished}  err {s.errors}  "
+            f"pass {v.get('pass', 0)}/{graded}{approx}")
 
 
 def run(args) -> int:
@@ -83,7 +100,7 @@ def run(args) -> int:
                                                       "problems": [p.id for p in problems]},
                                              "server": server, "host": host_provenance(), "started_at": time.time()})
             engine = LoadEngine(client, problems, concurrency=args.concurrency, max_tokens=args.max_tokens,
-                                on_event=on_event, store=store)
+                                on_event=on_event, store=store, roll_s=args.window)
             import signal
 
             loop = asyncio.get_running_loop()
@@ -99,7 +116,9 @@ def run(args) -> int:
             summary = {"reason": stop.reason, "error": stop.error, "elapsed_s": stats.elapsed_s,
                        "finished": stats.finished, "errors": stats.errors, "output_tokens": stats.output_tokens,
                        "output_tok_s": stats.output_tokens / stats.elapsed_s if stats.elapsed_s > 0 else None,
-                       "verdicts": stats.verdicts, "run_dir": str(store.path)}
+                       "verdicts": stats.verdicts, "run_dir": str(store.path),
+                       "token_count": "approx" if engine.windows.approx_seen else "exact",
+                       "window_s": args.window, "windows": [w.to_json() for w in engine.windows.closed]}
             store.update_run(status="failed" if stop.error else "done", finished_at=time.time(), summary=summary)
             return summary
 
@@ -107,8 +126,9 @@ def run(args) -> int:
     if args.json:
         out.write(json.dumps(summary) + "\n")
     else:
+        approx = " (approx: counted by chunks)" if summary["token_count"] == "approx" else ""
         out.write(f"{summary['reason']}: {summary['finished']} finished, {summary['errors']} errors, "
-                  f"{_f(summary['output_tok_s'], '.1f')} tok/s overall; responses in {summary['run_dir']}\n")
+                  f"{_f(summary['output_tok_s'], '.1f')} tok/s overall{approx}; responses in {summary['run_dir']}\n")
     if summary["error"]:
         raise ServerError(f"the load stopped: {summary['error']}", hint="is the server still up? 'ddtune status'")
     return 0

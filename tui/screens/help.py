@@ -18,8 +18,16 @@ time expected from earlier starts; each knob as requested and as the server repo
 **GPU panel**: per GPU, memory with the server's share (magenta) and others (blue), utilisation
 history, power, temperature.
 
-**Plots**: tok/s and acceptance length of the live coding load (client), and the server's own
-`Decode batch` throughput; yellow lines mark config changes.
+**Plots**: tok/s and acceptance length of the live coding load (client: the rolling 5 s rate, the
+1 s rate faint behind it; "approx" when the server sends no token counts and chunks are counted),
+the server's own `Decode batch` throughput, and in green the no-speculation tok/s when a saved run
+or sweep baseline of this model knows it; yellow lines mark config changes, labelled with the
+change. The last 10 minutes stay on screen across restarts.
+
+**A/B strip** (under the plots): per configuration since its marker, mean tok/s and acceptance
+with a 95% interval, requests and pass rate, and the change against the configuration before (or
+the baseline pinned with `b`): `+12.4% tok/s [8.1, 16.7]`, in colour only when the interval
+excludes no change.
 
 | key | action |
 |---|---|
@@ -29,6 +37,7 @@ history, power, temperature.
 | `x` | stop the server (asks first) |
 | `l` | start / stop the live coding load; it pauses across a restart and resumes once verified |
 | `t` | narrow terminal: the recent requests in the plots' place (and back) |
+| `b` | pin the current configuration as the A/B strip's baseline |
 | `f` | cycle the log filter: all, errors (fatal, error, warning), draft, decode; ddtune's notes show in all |
 | `/` | search the log (a capital letter makes it case-sensitive); Enter goes to the next match, Esc closes |
 | `n` / `N` | next / previous line matching the search |

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header
 
 from tui import messages as m
+from tui.widgets.ab_strip import ABStrip
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.live_plots import LivePlots
 from tui.widgets.log_pane import LogPane
@@ -32,7 +33,9 @@ class MainScreen(Screen):
             yield ServerPanel(id="server")
             yield GpuPanel(id="gpu")
         with Horizontal(id="middle"):
-            yield LivePlots(id="plots")
+            with Vertical(id="live"):
+                yield LivePlots(id="plots")
+                yield ABStrip(id="strip")
             yield RequestsTable(id="requests")
         log = LogPane(id="log", max_lines=1000)
         yield log
@@ -73,7 +76,14 @@ class MainScreen(Screen):
             self.query_one(LivePlots).add_server_point(message.t, message.gen_throughput, message.accept_len)
 
     def on_load_window_updated(self, message: m.LoadWindowUpdated) -> None:
-        self.query_one(LivePlots).add_load_point(message.t, message.tok_s, message.accept_len)
+        self.query_one(LivePlots).add_load_point(message.t, message.tok_s, message.accept_len, message.tok_s_1s,
+                                                 message.approx, message.window_s)
+
+    def on_comparison_changed(self, message: m.ComparisonChanged) -> None:
+        self.query_one(ABStrip).show(message.comparison)
+
+    def on_no_spec_baseline_found(self, message: m.NoSpecBaselineFound) -> None:
+        self.query_one(LivePlots).set_no_spec_baseline(message.tok_s, message.source)
 
     def on_config_marked(self, message: m.ConfigMarked) -> None:
         self.query_one(LivePlots).mark(message.t, message.label)

@@ -1,11 +1,24 @@
-"""Live tok/s and acceptance plots from bounded deques, redrawn at most twice a second."""
+"""Live tok/s and acceptance plots from bounded deques, redrawn at most every 2 s (the app's tick).
+
+tok/s: the client's rolling (5 s) rate, its 1 s rate faint behind it, the server's own `Decode
+batch` throughput, and the no-speculation baseline as a reference line when one is known. Both
+plots keep the last 10 minutes across restarts; each restart to other knobs draws a marker
+labelled with the change (``window 2048 -> 1024``)."""
 
 from __future__ import annotations
 
 from collections import deque
 
+from textual.color import Color
 from textual.containers import Horizontal
 from textual_plotext import PlotextPlot
+
+SPAN_S = 600.0        # the last 10 minutes
+MAX_POINTS = 3000     # per series, whatever the rate of points (a fast server logs several Decode lines a second)
+FAINT = (0, 95, 105)  # the 1 s rate: a dim cyan behind the 5 s line
+MARKER = (230, 190, 40)    # restart markers and their labels (yellow)
+REFERENCE = (90, 190, 90)  # the no-speculation baseline (green)
+LEGEND_ROWS = 12      # a shorter plot (80x24) names its lines in the title: a legend would cover the data
 
 
 class CachedPlot(PlotextPlot):
@@ -31,16 +44,23 @@ class CachedPlot(PlotextPlot):
         return self._built[1]
 
 
-class LivePlots(Horizontal):
-    DEFAULT_CSS = "LivePlots { height: 1fr; min-height: 8; } LivePlots PlotextPlot { width: 1fr; }"
+Series = deque[tuple[float, float]]
 
-    def __init__(self, span_s: float = 300.0, maxlen: int = 600, **kwargs) -> None:
+
+class LivePlots(Horizontal):
+    DEFAULT_CSS = "LivePlots { height: 1fr; min-height: 6; } LivePlots PlotextPlot { width: 1fr; }"
+
+    def __init__(self, span_s: float = SPAN_S, **kwargs) -> None:
         super().__init__(**kwargs)
         self.span_s = span_s
-        self.tok_s: deque[tuple[float, float]] = deque(maxlen=maxlen)
-        self.accept: deque[tuple[float, float]] = deque(maxlen=maxlen)
-        self.server_tok_s: deque[tuple[float, float]] = deque(maxlen=maxlen)
+        self.tok_s: Series = deque(maxlen=MAX_POINTS)       # the rolling (5 s) rate
+        self.tok_s_1s: Series = deque(maxlen=MAX_POINTS)
+        self.accept: Series = deque(maxlen=MAX_POINTS)
+        self.server_tok_s: Series = deque(maxlen=MAX_POINTS)
         self.markers: deque[tuple[float, str]] = deque(maxlen=20)
+        self.no_spec: tuple[float, str] | None = None        # (tok/s, where it comes from)
+        self.approx = False
+        self.window_s = 5.0   # the client's rolling window
         self._dirty = True
         self.t0: float | None = None
 
@@ -50,25 +70,38 @@ class LivePlots(Horizontal):
 
     def on_mount(self) -> None:
         self.redraw()  # then the app's tick redraws us every 2 s at most (a plotext build costs tens of ms)
-        self.redraw()
 
     def _rel(self, t: float) -> float:
         if self.t0 is None:
             self.t0 = t
         return t - self.t0
 
-    def add_load_point(self, t: float, tok_s: float, accept_len: float | None) -> None:
-        self.tok_s.append((self._rel(t), tok_s))
+    def _add(self, series: Series, x: float, y: float) -> None:
+        series.append((x, y))
+        while series and series[0][0] < x - self.span_s:
+            series.popleft()
+
+    def add_load_point(self, t: float, tok_s: float, accept_len: float | None, tok_s_1s: float | None = None,
+                       approx: bool = False, window_s: float = 5.0) -> None:
+        x = self._rel(t)
+        self._add(self.tok_s, x, tok_s)
+        if tok_s_1s is not None:
+            self._add(self.tok_s_1s, x, tok_s_1s)
         if accept_len is not None:
-            self.accept.append((self._rel(t), accept_len))
+            self._add(self.accept, x, accept_len)
+        self.approx, self.window_s = approx, window_s
         self._dirty = True
 
     def add_server_point(self, t: float, gen_throughput: float, accept_len: float | None) -> None:
-        self.server_tok_s.append((self._rel(t), gen_throughput))
+        self._add(self.server_tok_s, self._rel(t), gen_throughput)
         self._dirty = True
 
     def mark(self, t: float, label: str) -> None:
         self.markers.append((self._rel(t), label))
+        self._dirty = True
+
+    def set_no_spec_baseline(self, tok_s: float, source: str) -> None:
+        self.no_spec = (tok_s, source)
         self._dirty = True
 
     def redraw(self) -> None:
@@ -77,12 +110,19 @@ class LivePlots(Horizontal):
         self._dirty = False
         # Axes that mean something: tok/s from 0, acceptance from 1.0 (no speculation) up, so a
         # drafter collapsing to 1.0 reads as a fall to the floor, not as one more wiggle.
-        self._draw(self.query_one("#plot-toks", CachedPlot), "tok/s",
-                   [("client", self.tok_s, "cyan"), ("server", self.server_tok_s, "grey")], floor=0.0)
+        # Drawn in this order, so the client's 5 s line lies on top where it agrees with the server.
+        toks = self.query_one("#plot-toks", CachedPlot)
+        legend = toks.size.height >= LEGEND_ROWS
+        title = "tok/s" + (" (approx: counted by chunks)" if self.approx else "")
+        self._draw(toks, title if legend else f"{title}: client cyan, server grey",
+                   [("server", self.server_tok_s, "gray"), ("client 1s", self.tok_s_1s, FAINT),
+                    (f"client {self.window_s:g}s", self.tok_s, "cyan")], floor=0.0, reference=self.no_spec,
+                   legend=legend)
         self._draw(self.query_one("#plot-accept", CachedPlot), "accept length",
-                   [("client", self.accept, "magenta")], floor=1.0)
+                   [(f"client {self.window_s:g}s", self.accept, "magenta")], floor=1.0, legend=legend)
 
-    def _draw(self, widget: CachedPlot, title: str, series, floor: float = 0.0) -> None:
+    def _draw(self, widget: CachedPlot, title: str, series, floor: float = 0.0,
+              reference: tuple[float, str] | None = None, legend: bool = True) -> None:
         plt = widget.plt
         plt.clear_figure()
         plt.title(title)
@@ -93,17 +133,39 @@ class LivePlots(Horizontal):
         for label, points, color in series:
             pts = [(x, y) for x, y in points if x >= lo]
             if pts:
-                plt.plot([x for x, _ in pts], [y for _, y in pts], label=label, color=color, marker="braille")
+                plt.plot([x for x, _ in pts], [y for _, y in pts], label=label if legend else None, color=color,
+                         marker="braille")
                 drawn = True
                 top = max(top, max(y for _, y in pts))
-        if drawn:
-            plt.ylim(floor, floor + (top - floor) * 1.3 if top > floor else floor + 1.0)  # room for the legend
-        for x, _label in self.markers:
-            if x >= lo:
-                plt.vline(x, "yellow")
+        # plotext gives text the canvas colour of the moment, before the theme applies: name it
+        canvas = Color.parse(self.app.theme_variables.get("surface", "black")).rgb
         if not drawn:
-            plt.text("waiting for data", 0.5, 0.5, alignment="center")
+            plt.text("waiting for data", 0.5, 0.5, background=canvas, alignment="center")
             plt.xlim(0, 1)
             plt.ylim(0, 1)
+            plt.xlabel("s")
+            widget.changed()
+            return
+        if reference is not None:
+            top = max(top, reference[0])
+        ceiling = floor + (top - floor) * 1.3 if top > floor else floor + 1.0  # room for the legend and labels
+        plt.ylim(floor, ceiling)
+        columns = max(1, widget.size.width - 12)  # about the plotting area: less the y ticks and frame
+        per_col = max(last - lo, 1e-9) / columns
+        if reference is not None:
+            plt.hline(reference[0], REFERENCE)
+            plt.text(f"no-spec {reference[0]:.0f}", last, reference[0], color=REFERENCE, background=canvas,
+                     alignment="right")
+        bottom = floor + (ceiling - floor) * 0.02  # labels on the bottom row: the legend has the top
+        for x, label in self.markers:
+            if x >= lo:
+                plt.vline(x, MARKER)
+                # the label on the side with more room, cut to fit it
+                right, left = int((last - x) / per_col), int((x - lo) / per_col)
+                room = max(right, left)
+                text = label if len(label) <= room else label[:max(room - 1, 0)] + "…"
+                if text:
+                    plt.text(text, x, bottom, color=MARKER, background=canvas,
+                             alignment="left" if right >= left else "right")
         plt.xlabel("s")
         widget.changed()

@@ -1,0 +1,97 @@
+"""Pilot test of the live A/B on the real simulator: load running, Apply window=1024 in the knob
+editor; both plots get a marker labelled with the change, and the strip under them shows both
+configurations' figures and the change between them; b pins the baseline. A saved no-speculation
+run of this model draws the tok/s plot's reference line."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from backends.config import load_config
+from tests.backends.lifecycle_support import write_config
+from tests.workloads.test_no_spec_baseline import load_run
+from tests.tui.test_console_pilot import panel, wait_until
+from tui.app import DdtuneApp
+from tui.controller import ConsoleController
+from tui.screens.knob_editor import KnobEditor
+from tui.widgets.ab_strip import ABStrip
+from tui.widgets.live_plots import CachedPlot, LivePlots
+
+
+def strip_text(app, width=None, height=None) -> str:
+    """The strip's lines at its size on screen, or at the one given."""
+    strip = app.main.query_one(ABStrip)
+    return "\n".join(str(line) for line in strip.lines(width or strip.size.width, height or strip.size.height))
+
+
+def plot_text(app, plot_id: str) -> str:
+    plots = app.main.query_one(LivePlots)
+    plots._dirty = True
+    plots.redraw()
+    return str(plots.query_one(f"#{plot_id}", CachedPlot).render())
+
+
+async def test_apply_draws_labelled_markers_and_the_strip_compares_both_configurations(tmp_path, groups, state_dir):
+    load_run(state_dir / "runs", "20261101T000000Z-load", 512.0)  # a plain server's run of this model, 8 streams
+    config = load_config(write_config(tmp_path))  # the DFLASH simulator, window 2048
+    # 2 s windows keep the test short: each configuration needs a few closed windows for its interval
+    app = DdtuneApp(ConsoleController(config, simulated=True, load_concurrency=8, load_max_tokens=512,
+                                      autostart_load=True, load_window_s=2.0))
+    async with app.run_test(size=(200, 50)) as pilot:
+        strip = app.main.query_one(ABStrip)
+
+        def figures():
+            return strip.comparison
+
+        await wait_until(pilot, lambda: panel(app).phase == "ready" and figures() is not None
+                         and figures().current.windows >= 3 and figures().current.requests >= 4,
+                         timeout=60, what="the first configuration's figures")
+        first_pid = panel(app).pid
+        groups.track_state()
+        assert "window=2048" in strip_text(app) and "tok/s" in strip_text(app)
+
+        await pilot.press("k")
+        editor = app.screen
+        assert isinstance(editor, KnobEditor)
+        editor.query_one("#knob-window").value = "1024"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: panel(app).phase == "ready" and panel(app).pid not in (None, first_pid),
+                         timeout=60, what="ready on a new pid")
+        groups.track_state()
+        await wait_until(pilot, lambda: figures().reference is not None and figures().current.windows >= 3
+                         and figures().current.requests >= 4, timeout=60, what="the second configuration's figures")
+
+        cmp = figures()
+        assert cmp.reference.knobs["window"] == 2048 and cmp.current.knobs["window"] == 1024
+        assert cmp.current.marker == "window 2048 -> 1024" and not cmp.pinned
+        for figs in (cmp.reference, cmp.current):
+            assert figs.tok_s.mean > 0 and figs.tok_s.lo is not None and figs.acceptance.mean > 1
+            assert figs.graded > 0 and 0 <= figs.passed <= figs.graded
+        assert cmp.tok_s.value == pytest.approx(cmp.current.tok_s.mean / cmp.reference.tok_s.mean)
+
+        wide = strip_text(app)                               # as laid out at 200x50
+        header, before, now = wide.splitlines()
+        assert header.split() == ["config", "tok/s", "change", "accept", "change", "pass", "req"]
+        assert before.startswith("before") and "window=2048" in before and f"{cmp.reference.tok_s.mean:.0f} ±" in before
+        assert now.startswith("now") and "window=1024" in now and f"{cmp.current.tok_s.mean:.0f} ±" in now
+        assert re.search(r"[+-]\d+\.\d% \[-?\d+\.\d, -?\d+\.\d\]", now), now
+        assert f"{cmp.reference.passed}/{cmp.reference.graded}" in before
+        assert f"{cmp.current.passed}/{cmp.current.graded}" in now
+        one = strip_text(app, width=78, height=1)           # at 80x24 the strip is one line
+        assert "\n" not in one and len(one) <= 78 and "window=1024" in one and "% [" in one, one
+
+        plots = app.main.query_one(LivePlots)
+        assert plots.no_spec == (512.0, "load run 20261101T000000Z-load")
+        assert "no-spec 512" in plot_text(app, "plot-toks")
+        assert [label for _, label in plots.markers] == ["window 2048 -> 1024"]
+        assert "window 2048 -> 1024" in plot_text(app, "plot-toks")
+        assert "window 2048 -> 1024" in plot_text(app, "plot-accept")
+
+        await pilot.press("b")                               # pin window=1024 as the baseline
+        await pilot.pause()
+        assert figures().pinned and figures().reference is None
+        assert "baseline" in strip_text(app)
+        await app.controller.detach(stop_server=True)

@@ -1,0 +1,87 @@
+"""The live A/B per configuration (pure): segments from marker to marker, means with intervals,
+the change against the previous configuration or the pinned baseline."""
+
+import pytest
+
+from workloads.live_ab import LiveAB, change_pct, names
+from workloads.live_windows import Window
+
+W2048 = {"budget": None, "topk": None, "window": 2048}
+W1024 = {"budget": None, "topk": None, "window": 1024}
+W512 = {"budget": None, "topk": None, "window": 512}
+
+
+def windows(ab: LiveAB, start: int, rates: list[float], ramp: bool = True) -> int:
+    """Closed windows numbered from ``start``; the first holds the ramp-up unless ``ramp`` is False."""
+    for i, rate in enumerate(rates):
+        ab.add_window(Window(start + i, 5.0 * (start + i + 1), 5.0, rate, 3.4, 4, first=ramp and i == 0))
+    return start + len(rates)
+
+
+def test_each_configuration_gets_its_own_figures_and_the_change():
+    ab = LiveAB(W2048)
+    ab.resume()
+    windows(ab, 0, [10.0, 100.0, 102.0, 98.0, 100.0])   # the first (ramp-up) window is left out
+    for verdict, acc in (("pass", 3.4), ("pass", 3.5), ("fail", 3.3), ("pass", 3.4)):
+        ab.add_request(True, verdict, acc)
+    ab.add_request(False, "error", None)                   # a failed request is not counted
+    ab.add_request(False, "cancelled", None)
+    ab.mark(W1024, "window 2048 -> 1024")
+    windows(ab, 5, [101.0], ramp=False)                    # still the old server: before the pause
+    ab.pause()
+    ab.add_window(Window(6, 35.0, 5.0, 1.0, None, 0))     # nothing counts while paused
+    ab.resume()
+    windows(ab, 0, [5.0, 110.0, 112.0, 108.0, 110.0])     # a new load process numbers from 0 again
+    ab.add_request(True, "pass", 3.0)
+    ab.add_request(True, "pass", 3.1)
+
+    first, second = ab.configs()
+    assert first.tok_s.mean == pytest.approx(100.2) and first.windows == 5
+    assert (first.requests, first.passed, first.graded) == (4, 3, 4)
+    assert first.acceptance.mean == pytest.approx(3.4) and first.marker is None
+    assert second.marker == "window 2048 -> 1024" and second.knobs == W1024
+    assert second.tok_s.mean == pytest.approx(110.0) and second.windows == 4
+    assert second.tok_s.lo < 110.0 < second.tok_s.hi
+    cmp = ab.comparison()
+    assert cmp.current.number == 2 and cmp.reference.number == 1 and not cmp.pinned
+    assert cmp.tok_s.value == pytest.approx(110.0 / 100.2)
+    assert cmp.tok_s.lo < cmp.tok_s.value < cmp.tok_s.hi
+    assert change_pct(cmp.tok_s).startswith("+9.8% [")
+
+
+def test_the_pinned_baseline_is_the_reference_of_every_later_configuration():
+    ab = LiveAB(W2048)
+    ab.resume()
+    windows(ab, 0, [0.0, 100.0, 100.0])
+    assert ab.comparison().reference is None
+    ab.pin()
+    assert ab.comparison().reference is None and ab.comparison().pinned   # the baseline itself
+    for knobs, rate in ((W1024, 120.0), (W512, 90.0)):
+        ab.mark(knobs, "change")
+        ab.pause()
+        ab.resume()
+        windows(ab, 0, [0.0, rate, rate])
+    cmp = ab.comparison()
+    assert cmp.pinned and cmp.reference.knobs == W2048 and cmp.current.knobs == W512
+    assert cmp.tok_s.value == pytest.approx(0.9)
+
+
+def test_a_mark_to_the_same_knobs_changes_nothing():
+    ab = LiveAB(W2048)
+    ab.mark(W2048, "same knobs")
+    ab.resume()
+    assert len(ab.configs()) == 1
+
+
+def test_names_say_what_differs():
+    assert names(W2048, W1024) == ("window=2048", "window=1024")
+    assert names({"window": None, "topk": 4}, {"window": 1024, "topk": 4}) == ("window=none", "window=1024")
+    assert names(W2048, W2048) == ("", "")
+
+
+def test_change_without_an_interval_is_the_bare_percentage():
+    from workloads.estimate import Ratio
+
+    assert change_pct(Ratio(1.124, None, None)) == "+12.4%"
+    assert change_pct(Ratio(0.9, 0.85, 0.95)) == "-10.0% [-15.0, -5.0]"
+    assert change_pct(None) is None

@@ -1,0 +1,63 @@
+"""The coding load's figures on their way to the screen: plot points, markers and the live A/B.
+
+The controller hands this every event of its load worker and every config change; it turns them
+into the main screen's messages and keeps the A/B per configuration (workloads/live_ab.py, where the
+statistics are computed). The A/B goes to the strip on the app's one tick, and only when it changed.
+Nothing here does I/O or touches a widget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+from textual.message import Message
+
+from backends.knobs import KnobValue
+from tui import messages as m
+from workloads.live_ab import ConfigFigures, LiveAB
+from workloads.load import LoadPaused, LoadResumed, LoadStopped, StatsUpdated
+from workloads.load_proc import LoadProcEvent, LoadStarted, RequestDone
+
+
+MIN_MEASURED_S = 0.9
+
+
+class LoadFigures:
+    def __init__(self, knobs: Mapping[str, KnobValue], post: Callable[[Message], object]) -> None:
+        self.ab = LiveAB(knobs)
+        self._post = post
+        self._shown = -1  # the A/B version the strip shows
+
+    def on_load_event(self, event: LoadProcEvent) -> None:
+        if isinstance(event, StatsUpdated):
+            s = event.stats
+            roll, one = s.window_roll, s.window_1s
+            # A rate over the first moments after a (re)start reads the requests' time to first
+            # token, not the server's pace: the plots start once a second of it is in.
+            if not s.paused and one.measured_s >= MIN_MEASURED_S:
+                self._post(m.LoadWindowUpdated(time.monotonic(), roll.tokens_per_s, roll.acceptance, s.in_flight,
+                                               one.tokens_per_s, roll.approx or one.approx, roll.window_s))
+            self.ab.add_window(s.last_window)
+        elif isinstance(event, RequestDone):
+            self.ab.add_request(event.ok, event.verdict, event.accept_len)
+        elif isinstance(event, (LoadStarted, LoadResumed)):
+            self.ab.resume()
+        elif isinstance(event, (LoadPaused, LoadStopped)):
+            self.ab.pause()
+
+    def config_changed(self, knobs: Mapping[str, KnobValue], label: str) -> None:
+        """A restart to other knobs: a labelled marker on both plots, a new configuration in the A/B."""
+        self.ab.mark(knobs, label)
+        self._post(m.ConfigMarked(time.monotonic(), label))
+
+    def pin(self) -> ConfigFigures:
+        """Pin the current configuration as the A/B's baseline; the strip shows it at once."""
+        figures = self.ab.pin()
+        self.tick()
+        return figures
+
+    def tick(self) -> None:
+        if self.ab.version != self._shown:
+            self._shown = self.ab.version
+            self._post(m.ComparisonChanged(self.ab.comparison()))

@@ -1,0 +1,122 @@
+"""The A/B strip under the plots: each configuration's figures since its marker, and the change.
+
+Three lines when there is room: a header, the reference (the baseline pinned with ``b``, else the
+configuration before) and the current configuration with its change against it, in columns; the
+least important columns go first when they do not fit. At 80x24 one line, whose parts go in order
+of priority (name, tok/s, the change in tok/s, acceptance, pass rate) as far as they fit. The
+figures come computed (workloads/live_ab.py); this only lays them out.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+
+from workloads.estimate import Estimate, Ratio
+from workloads.live_ab import Comparison, ConfigFigures, change_pct, names
+
+SEP = " │ "
+
+
+def _est(e: Estimate | None, fmt: str) -> str:
+    if e is None:
+        return "-"
+    if e.half_width is None:
+        return format(e.mean, fmt)
+    return f"{format(e.mean, fmt)} ±{format(e.half_width, fmt)}"
+
+
+def _change_style(r: Ratio | None) -> str:
+    if r is None or not r.significant:
+        return ""  # within noise: no colour claims a winner
+    return "bold green" if r.value > 1 else "bold red"
+
+
+def _parts(f: ConfigFigures, name: str) -> list[tuple[int, Text]]:
+    """(priority, text) for one configuration's one-line form; lower numbers matter more."""
+    approx = " (approx)" if f.approx else ""
+    passed = f"{f.passed}/{f.graded} pass" if f.graded else "- pass"
+    return [(0, Text(name or f"#{f.number} {f.name}", style="bold")),
+            (1, Text(f"{_est(f.tok_s, '.0f')} tok/s{approx}")),
+            (3, Text(f"accept {_est(f.acceptance, '.2f')}")),
+            (5, Text(f"{f.requests} req")),
+            (4, Text(passed))]
+
+
+def _fit(parts: list[tuple[int, Text]], width: int) -> Text:
+    """Join the parts in order, leaving out the least important ones until the line fits."""
+    kept = list(parts)
+    while len(kept) > 1 and sum(len(t) for _, t in kept) + len(SEP) * (len(kept) - 1) > width:
+        kept.remove(max(kept, key=lambda p: p[0]))
+    return Text(SEP).join(t for _, t in kept)
+
+
+# The wide form's columns, under a header row: (priority, header); lower priorities stay longest.
+COLUMNS = ((0, ""), (0, "config"), (1, "tok/s"), (2, "change"), (3, "accept"), (4, "change"),
+           (5, "pass"), (6, "req"))
+GAP = 2
+
+
+def _row(tag: str, f: ConfigFigures, name: str, tok: Text, acc: Text) -> list[Text]:
+    approx = " approx" if f.approx else ""
+    return [Text(tag, style="dim"), Text(name or f"#{f.number} {f.name}", style="bold"),
+            Text(f"{_est(f.tok_s, '.0f')}{approx}"), tok, Text(_est(f.acceptance, ".2f")), acc,
+            Text(f"{f.passed}/{f.graded}" if f.graded else "-"), Text(str(f.requests))]
+
+
+def _grid(rows: list[list[Text]], width: int) -> list[Text]:
+    """A dim header row and the rows in aligned columns, leaving out the least important columns
+    until they fit."""
+    rows = [[Text(h, style="dim") for _, h in COLUMNS], *rows]
+    keep = list(range(len(COLUMNS)))
+    widths = [max(len(r[i]) for r in rows) for i in keep]
+    while len(keep) > 2 and sum(widths[i] for i in keep) + GAP * (len(keep) - 1) > width:
+        keep.remove(max(keep, key=lambda i: (COLUMNS[i][0], i)))
+    out = []
+    for row in rows:
+        line = Text()
+        for n, i in enumerate(keep):
+            cell = row[i].copy()
+            if n < len(keep) - 1:
+                cell.pad_right(widths[i] - len(cell) + GAP)
+            line.append_text(cell)
+        out.append(line)
+    return out
+
+
+class ABStrip(Widget):
+    DEFAULT_CSS = "ABStrip { height: 3; padding: 0 1; }"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.comparison: Comparison | None = None
+
+    def show(self, comparison: Comparison) -> None:
+        self.comparison = comparison
+        self.refresh()
+
+    def lines(self, width: int, height: int) -> list[Text]:
+        c = self.comparison
+        if c is None or not (c.current.windows or c.current.requests or c.reference):
+            hint = "A/B per configuration: starts with the load (l); b pins a baseline"
+            return [Text(hint, style="dim")]
+        now, ref = c.current, c.reference
+        if ref is None:
+            tail = ("the baseline (b): later configurations are compared with it" if c.pinned
+                    else "the next Apply shows the change; b pins this as the baseline")
+            if height <= 1:
+                return [_fit([*_parts(now, now.name), (6, Text(tail, style="dim"))], width)]
+            tag = "baseline" if c.pinned else "now"
+            return [*_grid([_row(tag, now, now.name, Text(), Text())], width)[:height - 1], Text(tail, style="dim")]
+        now_name, ref_name = names(now.knobs, ref.knobs)
+        tag = "baseline" if c.pinned else "before"
+        if height <= 1:
+            tok = Text(f"{change_pct(c.tok_s) or '-'} tok/s vs {ref_name or tag}", style=_change_style(c.tok_s))
+            current = _parts(now, now_name)
+            return [_fit([*current[:2], (2, tok), *current[2:]], width)]
+        tok = Text(change_pct(c.tok_s) or "-", style=_change_style(c.tok_s))
+        acc = Text(change_pct(c.acceptance) or "-", style=_change_style(c.acceptance))
+        return _grid([_row(tag, ref, ref_name, Text(), Text()), _row("now", now, now_name, tok, acc)], width)
+
+    def render(self) -> Text:
+        return Text("\n").join(self.lines(self.size.width, self.size.height))
