@@ -205,3 +205,18 @@ def test_wave_samples_cut_responses_into_waves_by_start(tmp_path):
     random.Random(1).shuffle(lines)
     (tmp_path / "responses.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert wave_samples(tmp_path, 4) == [200.0, 100.0]
+
+
+# --- the simulator's known best ----------------------------------------------------------------
+def test_the_simulators_model_has_one_known_best_that_a_search_from_the_middle_reaches():
+    from backends.sim import model
+
+    ranking = model.space_ranking(4096, 8)
+    (best_speed, best), (second_speed, _) = ranking[0], ranking[1]
+    assert best == {"budget": 8, "topk": 2, "window": 2048} and best_speed / second_speed > 1.03
+    assert len(ranking) == 27
+    space = parse_space(SPACE)
+    speeds = {tuple(knobs.values()): speed for speed, knobs in ranking}
+    search = Search(space, SearchOptions(), space.middle())
+    drive(search, truth=speeds.__getitem__, noise=0.02, seed=3)
+    assert search.best == (8, 2, 2048) and search.restarts <= 0.4 * space.size
