@@ -132,6 +132,8 @@ def test_bad_space_is_refused_before_anything_runs(box):
     assert "--space: unknown knob 'bugdet'" in r.stderr and "hint: known knobs: budget, topk, window" in r.stderr
     r = search(box, "--config", cfg, "search", "--space", "budget=4,8", "--start", "budget=16")
     assert r.returncode == 2 and "--start 'budget=16' is not a configuration of the space" in r.stderr
+    r = search(box, "--config", cfg, "search", "--space", "budget=8 window=none")
+    assert r.returncode == 2 and "holds one configuration: nothing to search" in r.stderr
     r = search(box, "--config", cfg, "search", "--resume", "--space", "budget=4")
     assert r.returncode == 2 and "--resume continues a search with its own space" in r.stderr
     assert not (box.state / "runs").exists() or not list((box.state / "runs").iterdir())

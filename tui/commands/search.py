@@ -93,6 +93,9 @@ def _create(args, config, controller):
     if not args.space:
         raise UsageError("name the space to search", hint="ddtune search --space 'budget=4,8,16 topk=2,4,6'")
     space = parse_space(args.space, config.knob_map, config.block_size)
+    if space.size < 2:
+        raise UsageError(f"--space {args.space!r} holds one configuration: nothing to search",
+                         hint="give a knob two values or more (budget=4,8,16); to measure one, use ddtune bench")
     options = SearchOptions(args.waves, 2, args.rungs, args.passes, args.max_restarts)
     target = Target(args.target_context, args.target_concurrency, args.max_tokens,
                     1 if args.warmup is None else args.warmup)
