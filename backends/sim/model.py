@@ -7,27 +7,34 @@ request (prompt + generated tokens) and concurrency n (running requests in the b
 
 Acceptance (tau = expected tokens per verify step, bonus token included):
 - top-1 per-position acceptance ``a0 = 0.80``; a window smaller than the context costs
-  ``0.03 * log2(L / W)`` of it (at most 0.12): the draft no longer sees the far context;
+  ``0.015 * log2(L / W)`` of it (at most 0.12): the draft no longer sees the far context; a window
+  below the 2048 tokens the draft was trained with starves it: another ``0.08 * log2(2048 / W)``;
 - topk K raises it to ``aK = 1 - (1 - a0) * K ** -0.45`` (DFLASH chain: K = 1);
 - later positions are harder: position i is accepted (given the ones before) with
-  ``aK * max(0.3, 1 - 0.06 * (i - 1))``;
-- reachable depth: a chain reaches ``D = B - 1``; a tree of N nodes ``D = min(B - 1, N / (1 + 0.25 (K - 1)))``
+  ``aK * max(0.3, 1 - 0.05 * (i - 1))``;
+- reachable depth: a chain reaches ``D = B - 1``; a tree of N nodes ``D = min(B - 1, N / (1 + 0.2 (K - 1)))``
   (the fractional last level counts pro rata); tau = 1 + sum of the chain probabilities up to D.
-Each step samples the accepted run from this chain with the request's seeded RNG, so its mean is tau.
+Each step samples the accepted run from this chain with the request's seeded RNG (``--sim-seed``),
+so its mean is tau and a measurement's noise is reproducible per seed.
 
 Step time (ms), V = verified tokens per request (N + 1 for a tree, B for a chain, 1 without speculation):
-- target: ``7.0 + 0.16 * n * V`` (weights once, then compute per verified token) plus KV reads
+- target: ``7.0 + 0.13 * n * V`` (weights once, then compute per verified token) plus KV reads
   ``0.00005 * sum(L) * (1 + V / 32)``;
 - draft: ``1.0 + 0.02 * n * B`` plus attention over ``min(L, W)`` (all of L without a window):
-  ``0.00008 * n * Ld``; DDTree tree building ``0.03 * n * K``;
+  ``0.00024 * n * Ld``; DDTree tree building ``0.15 * n * K``;
 - prefill adds ``2 + 0.02 * new_tokens`` to the step that admits new requests.
 
 Outcome (``python -m backends.sim.model`` prints the table): at the tuning point that matters for a
 coding box (4k context, 8 concurrent streams) **b8-t4-w2048** is the best of {b4-t4-w2048,
-b8-t4-w2048, b16-t4-w2048, b12-t6-w2048, b8-t4-nowindow} (about 1120 tok/s against 1045, 895, 1006
-and 1103): b16 pays its verify cost, b4 accepts too little, b12-t6 spends its budget on width, and
-no-window loses more the longer the context (16k: 851 vs 731). At one stream b12-t6 leads narrowly;
+b8-t4-w2048, b16-t4-w2048, b12-t6-w2048, b8-t4-nowindow} (about 1036 tok/s against 887, 902, 935
+and 934): b16 pays its verify cost, b4 accepts too little, b12-t6 spends its budget on width, and
+no-window loses more the longer the context (16k: 831 vs 502). At one stream b12-t6 leads narrowly;
 at 32 streams and short context plain decoding wins (verify compute dominates).
+
+The search space ``budget=4,8,16 topk=2,4,6 window=1024,2048,none`` (``SEARCH_SPACE``; ``ddtune
+search``) has one known best at 4k/c8: **budget=8 topk=2 window=2048**, about 1089 tok/s, 3.6% ahead
+of budget=4 topk=2 window=2048 and 5.1% ahead of b8-t4-w2048 (``python -m backends.sim.model
+--space`` prints the ranking; ``space_ranking`` computes it).
 """
 
 from __future__ import annotations
@@ -37,7 +44,11 @@ import random
 from dataclasses import dataclass
 
 A0 = 0.80
-DECAY = 0.06
+DECAY = 0.05          # later draft positions are harder: each costs this much of the top-1 acceptance
+FAR = 0.015           # acceptance lost per halving of the context a window hides
+TRAINED_WINDOW = 2048  # the window the draft was trained with; a smaller one starves it
+STARVED = 0.08        # acceptance lost per halving of the window below TRAINED_WINDOW
+WIDTH = 0.2           # a tree of topk K spreads its budget over 1 + WIDTH (K - 1) branches per level
 
 
 @dataclass(frozen=True)
@@ -74,11 +85,13 @@ def acceptance(knobs: Knobs, context: int) -> Acceptance:
         return Acceptance(0.0, 0.0, 1.0)
     a0 = A0
     if knobs.window is not None and context > knobs.window:
-        a0 -= min(0.12, 0.03 * math.log2(context / knobs.window))
+        a0 -= min(0.12, FAR * math.log2(context / knobs.window))
+        if knobs.window < TRAINED_WINDOW:
+            a0 -= STARVED * math.log2(TRAINED_WINDOW / knobs.window)
     k = max(1, knobs.topk) if knobs.algorithm == "DDTREE" else 1
     alpha = 1.0 - (1.0 - a0) * k ** -0.45
     if knobs.algorithm == "DDTREE":
-        width = 1.0 + 0.25 * (k - 1)
+        width = 1.0 + WIDTH * (k - 1)
         depth = min(knobs.block_size - 1.0, knobs.proposed / width)
     else:
         depth = float(knobs.block_size - 1)
@@ -138,12 +151,12 @@ def step_ms(knobs: Knobs, n: int, contexts_sum: int) -> float:
         return 0.0
     mean_ctx = contexts_sum / n
     v = knobs.verify_tokens if knobs.algorithm else 1
-    t = 7.0 + 0.16 * n * v + 0.00005 * contexts_sum * (1.0 + v / 32.0)
+    t = 7.0 + 0.13 * n * v + 0.00005 * contexts_sum * (1.0 + v / 32.0)
     if knobs.algorithm:
         ld = min(mean_ctx, knobs.window) if knobs.window else mean_ctx
-        t += 1.0 + 0.02 * n * knobs.block_size + 0.00008 * n * ld
+        t += 1.0 + 0.02 * n * knobs.block_size + 0.00024 * n * ld
         if knobs.algorithm == "DDTREE":
-            t += 0.03 * n * knobs.topk
+            t += 0.15 * n * knobs.topk
     return t
 
 
@@ -168,6 +181,23 @@ PRESETS = {
 }
 
 
+SEARCH_SPACE = {"budget": (4, 8, 16), "topk": (2, 4, 6), "window": (1024, 2048, None)}
+
+
+def ddtree(budget: int, topk: int, window: int | None, block_size: int = 16) -> Knobs:
+    """The knobs a DDTree server runs for ddtune's budget, topk and window."""
+    return Knobs("DDTREE", block_size, budget, topk, window)
+
+
+def space_ranking(context: int = 4096, concurrency: int = 8,
+                  space: dict[str, tuple] | None = None) -> list[tuple[float, dict]]:
+    """Every configuration of a budget x topk x window space with its steady-state tok/s, best first."""
+    space = space or SEARCH_SPACE
+    rows = [(tokens_per_second(ddtree(b, k, w), context, concurrency), {"budget": b, "topk": k, "window": w})
+            for b in space["budget"] for k in space["topk"] for w in space["window"]]
+    return sorted(rows, key=lambda row: row[0], reverse=True)
+
+
 def table(contexts=(1024, 4096, 16384, 32768), concurrencies=(1, 8, 32)) -> str:
     cols = [(c, n) for n in concurrencies for c in contexts]
     head = f"{'preset':<16}" + "".join(f"{f'{c // 1024}k/c{n}':>10}" for c, n in cols) + "   tau@4k"
@@ -180,4 +210,10 @@ def table(contexts=(1024, 4096, 16384, 32768), concurrencies=(1, 8, 32)) -> str:
 
 
 if __name__ == "__main__":
-    print(table())
+    import sys
+
+    if "--space" in sys.argv:
+        for speed, knobs in space_ranking():
+            print(f"{speed:8.0f}  " + " ".join(f"{k}={'none' if v is None else v}" for k, v in knobs.items()))
+    else:
+        print(table())

@@ -1,0 +1,168 @@
+"""ddtune search: find the best knob configuration of a space with few restarts."""
+
+from __future__ import annotations
+
+import sys
+
+from tui.commands._options import non_negative_int, positive_int
+
+HELP = "find the fastest knob configuration of a space, restarting as little as possible"
+EXAMPLES = """\
+examples:
+  ddtune search --space 'budget=4,8,16 topk=2,4,6 window=1024,2048,none'
+  ddtune search --space 'budget=4,8,16 topk=2,4,6' --target-context 16384 --target-concurrency 4
+  ddtune search --space 'budget=8,12,16 window=2048,4096,none' --max-restarts 6 --out ~/search/box
+  ddtune search --resume --out ~/search/box       continue an interrupted search where it stopped
+  ddtune search --space '...' --passes 2          a second pass for knobs that interact
+
+How it walks: from the configuration the server runs (else the middle of the space) it races
+one knob's values with the others held, moves to the winner, then races the next knob (the order
+of --space), so one pass starts 1 + sum(values - 1) configurations, not the grid's product
+(7 of 27 above). A race is successive halving: every candidate gets --waves waves of the target
+cell, the better half twice as many, and so on for --rungs rungs; it stops early once the leader's
+lead is clear at 95%. A round measures the running configuration first and ends on its likely
+winner, so the next round starts without a restart. Each wave (--target-concurrency requests sent
+together) is one tok/s sample: intervals are Student-t over waves.
+Restarts are counted and printed against a full grid's (one start per configuration); a restart
+on a real GPU reloads the weights (minutes), so that is the number to watch.
+exit: 0 a best configuration was found, 1 none ran, 2 bad usage, 130 interrupted (resume it).
+folder: search.json, rounds.jsonl, round-NN/ (a sweep folder per round), summary.json (docs/search.md).
+"""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--space", metavar="SPACE",
+                        help="knob=value,value,... per knob, space-separated; 'none' clears a knob "
+                             "(e.g. 'budget=4,8,16 topk=2,4,6 window=1024,2048,none')")
+    parser.add_argument("--target-context", type=positive_int, default=4096, metavar="C",
+                        help="prompt tokens of the measured cell (default 4096)")
+    parser.add_argument("--target-concurrency", type=positive_int, default=8, metavar="K",
+                        help="requests in flight, released together as one wave (default 8)")
+    parser.add_argument("--max-tokens", type=positive_int, default=256, metavar="N",
+                        help="output tokens per request (default 256)")
+    parser.add_argument("--waves", type=positive_int, default=4, metavar="N",
+                        help="waves per configuration in a race's first rung (default 4)")
+    parser.add_argument("--rungs", type=positive_int, default=3, metavar="N",
+                        help="successive-halving rungs per race; the last decides by the mean (default 3)")
+    parser.add_argument("--passes", type=positive_int, default=1, metavar="N",
+                        help="passes over the knobs; a later pass re-races the lines a move changed (default 1)")
+    parser.add_argument("--max-restarts", type=positive_int, default=None, metavar="R",
+                        help="stop before a round would take the restarts past R (default: no cap)")
+    parser.add_argument("--start", metavar="CONFIG",
+                        help="where to start, e.g. 'budget=8 topk=4 window=2048' (default: the running "
+                             "configuration when it is in the space, else the middle of the space)")
+    parser.add_argument("--warmup", type=non_negative_int, default=None, metavar="N",
+                        help="unrecorded requests before each measured cell (default 1)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="the search's folder (default: $DDTUNE_STATE_DIR/runs/<time>-search)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the interrupted search in --out DIR (default: the latest one)")
+    parser.add_argument("--keep-server", action="store_true",
+                        help="leave the last measured configuration running (default: return the server to "
+                             "the config it ran before, or stop it when none was running)")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON document on stdout")
+    parser.add_argument("--api-key", metavar="KEY", default=None, help="API key (default: $DDTUNE_API_KEY)")
+
+
+def _start(args, space, running, knob_map, table=None):
+    from backends.errors import UsageError
+    from workloads.search_space import parse_space
+
+    if not args.start:
+        return running if running is not None else space.middle()
+    given = parse_space(args.start, knob_map, source="--start", table=table)
+    values = {name: vals[0] for name, vals in given.axes if len(vals) == 1}
+    if set(values) != set(space.knobs) or len(values) != len(given.axes):
+        raise UsageError(f"--start: give one value for each knob of the space ({', '.join(space.knobs)})",
+                         hint=f"e.g. --start '{space.label(space.middle())}'")
+    point = space.find(values)
+    if point is None:
+        raise UsageError(f"--start {args.start!r} is not a configuration of the space",
+                         hint=f"pick values from --space '{space.text()}'")
+    return point
+
+
+def _create(args, config, controller):
+    from backends.errors import UsageError
+    from workloads.provenance import host_provenance
+    from workloads.search import Target
+    from workloads.search_space import parse_space
+    from workloads.search_store import SearchStore
+    from workloads.search_strategy import SearchOptions
+
+    if not args.space:
+        raise UsageError("name the space to search", hint="ddtune search --space 'budget=4,8,16 topk=2,4,6'")
+    space = parse_space(args.space, config.knob_map, config.block_size, table=config.knob_table)
+    if space.size < 2:
+        raise UsageError(f"--space {args.space!r} holds one configuration: nothing to search",
+                         hint="give a knob two values or more (budget=4,8,16); to measure one, use ddtune bench")
+    options = SearchOptions(args.waves, 2, args.rungs, args.passes, args.max_restarts)
+    target = Target(args.target_context, args.target_concurrency, args.max_tokens,
+                    1 if args.warmup is None else args.warmup)
+    running_config = controller.running_config()
+    running = space.find(running_config.knobs) if running_config is not None else None
+    start = _start(args, space, running, config.knob_map, config.knob_table)
+    return SearchStore.create({
+        "space": space.to_json(), "options": options.to_json(), "target": target.to_json(),
+        "start": list(start), "running_at_start": list(running) if running is not None else None,
+        "config_source": config.source, "backend": config.backend, "model": config.model, "host": host_provenance(),
+        "server_before": None if running_config is None else {"knobs": running_config.knobs}}, args.out)
+
+
+def run(args) -> int:
+    import asyncio
+    import json
+    import os
+    import signal
+
+    from backends.errors import UsageError
+    from tui.commands._search_print import SearchPrinter
+    from tui.commands._server import load_config
+    from workloads.search import SearchEngine, SweepRoundRunner, Target
+    from workloads.search_report import summary_lines
+    from workloads.search_store import SearchStore
+    from workloads.server_control import ManagedController
+
+    config = load_config(args)
+    controller = ManagedController(config)
+    if args.resume:
+        if args.space or args.start:
+            raise UsageError("--resume continues a search with its own space; it takes no --space or --start",
+                             hint="ddtune search --resume --out DIR")
+        store = SearchStore.open(args.out)
+        before = store.read().get("server_before")
+        controller.remember_before(before["knobs"] if isinstance(before, dict) else None)
+    else:
+        controller.remember_before(controller.running_config())
+        store = _create(args, config, controller)
+    target = Target.from_json(store.read()["target"])
+    printer = SearchPrinter()
+    expected = controller.expected_restart_s()
+    runner = SweepRoundRunner(controller, target, api_key=args.api_key or os.environ.get("DDTUNE_API_KEY") or None,
+                              on_event=printer.progress, expected_restart_s=expected)
+    engine = SearchEngine(store, runner, on_event=printer, expected_restart_s=expected)
+    summary: dict = {}
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
+        try:
+            summary.update(await engine.run())
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+            if not args.keep_server:
+                done = await asyncio.shield(controller.shutdown())
+                if done:
+                    sys.stderr.write(f"search: {done}\n")
+
+    try:
+        asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        sys.stderr.write(f"search interrupted; continue it with: ddtune search --resume --out {store.path}\n")
+        return 130
+    if args.json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+    else:
+        sys.stdout.write("\n".join(summary_lines(summary)) + "\n")
+    return 0 if summary.get("best") else 1

@@ -1,0 +1,118 @@
+"""What a search found, as the JSON summary and as lines for people. Pure.
+
+The summary (summary.json, and ``ddtune search --json``): the best configuration with its tok/s
+and 95% interval, the closest measured rival and the margin best/rival with its interval ("clear"
+when the interval lies above 1), the restarts used against a full grid's (one start per
+configuration) with their measured seconds, every measured configuration, and each race's decision.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from workloads.estimate import Estimate, Ratio
+from workloads.search_space import Point, SearchSpace
+from workloads.search_strategy import Decision, RoundPlan, Search
+
+SCHEMA = "ddtune.search-summary/1"
+
+
+def _est(est: Estimate | None) -> dict | None:
+    return None if est is None else est.to_json()
+
+
+def _ratio(r: Ratio | None) -> dict | None:
+    return None if r is None else r.to_json()
+
+
+def _config(space: SearchSpace, point: Point) -> dict:
+    return {"label": space.label(point), "knobs": space.knob_values(point)}
+
+
+def summarize(search: Search, target, path: str, status: str) -> dict:
+    space = search.space
+    best = search.best if search.done else next(iter(search.measured()), None)
+    rival = next((p for p in search.measured() if p != best), None)
+    margin = search.margin(best, rival) if best is not None and rival is not None else None
+    median = statistics.median(search.restart_s) if search.restart_s else None
+    return {
+        "schema": SCHEMA, "path": path, "status": status,
+        "space": {name: list(values) for name, values in space.axes}, "space_text": space.text(),
+        "target": target.to_json(), "options": search.options.to_json(),
+        "start": _config(space, search.start),
+        "best": None if best is None else _measured(search, best),
+        "rival": None if rival is None else _measured(search, rival),
+        "margin": _ratio(margin), "clear": bool(margin is not None and margin.lo is not None and margin.lo > 1.0),
+        "restarts": {"used": search.restarts, "grid": space.size, "share": search.restarts / space.size,
+                     "seconds": sum(search.restart_s), "median_s": median,
+                     "grid_estimate_s": None if median is None else median * space.size},
+        "rounds": len(search.rounds), "stop_reason": search.stop_reason,
+        "measured": [_measured(search, p) for p in search.measured()],
+        "failed": [{**_config(space, p), "reason": why} for p, why in search.failed.items()],
+        "decisions": [decision_json(space, d) for d in search.decisions],
+    }
+
+
+def _measured(search: Search, point: Point) -> dict:
+    return {**_config(search.space, point), "tok_s": _est(search.estimate(point)), "waves": search.have(point)}
+
+
+def decision_json(space: SearchSpace, d: Decision) -> dict:
+    return {"stage": d.stage, "round": d.round, "winner": space.label(d.winner),
+            "rival": space.label(d.rival) if d.rival is not None else None, "margin": _ratio(d.margin),
+            "clear": d.clear}
+
+
+# --- text ------------------------------------------------------------------------------------
+def tok(est: Estimate | dict | None) -> str:
+    if est is None:
+        return "no data"
+    data = est.to_json() if isinstance(est, Estimate) else est
+    interval = f" [{data['lo']:.0f}, {data['hi']:.0f}]" if data.get("lo") is not None else ""
+    return f"{data['mean']:.0f} tok/s{interval}"
+
+
+def pct(r: Ratio | dict | None) -> str:
+    if r is None:
+        return "no margin"
+    data = r.to_json() if isinstance(r, Ratio) else r
+    text = f"{(data['value'] - 1) * 100:+.1f}%"
+    if data.get("lo") is not None and data.get("hi") is not None:
+        text += f" [{(data['lo'] - 1) * 100:+.1f}%, {(data['hi'] - 1) * 100:+.1f}%]"
+    return text
+
+
+def round_title(space: SearchSpace, plan: RoundPlan) -> str:
+    what = "final check" if plan.stage == "final" else f"{plan.stage} line through {space.label(plan.through)}"
+    return f"round {plan.number} · {what} · rung {plan.rung}: {len(plan.asks)} configuration(s) to {plan.need} wave(s)"
+
+
+def decision_line(space: SearchSpace, d: Decision) -> str:
+    if d.rival is None:
+        return f"  -> {space.label(d.winner)} (no rival left)"
+    verdict = "clear at 95%" if d.clear else "not clear at 95%, taken by its mean"
+    return f"  -> {space.label(d.winner)}: {pct(d.margin)} over {space.label(d.rival)}, {verdict}"
+
+
+def summary_lines(summary: dict) -> list[str]:
+    best, rival, restarts = summary["best"], summary["rival"], summary["restarts"]
+    lines = []
+    if best is None:
+        lines.append("search found no configuration that ran (see the failures above)")
+    else:
+        lines.append(f"best: {best['label']}: {tok(best['tok_s'])} ({best['waves']} waves)")
+        if rival is not None:
+            verdict = "clear at 95%" if summary["clear"] else "not clear at 95%"
+            lines.append(f"  ahead of {rival['label']} ({tok(rival['tok_s'])}) by {pct(summary['margin'])}: {verdict}")
+    spent = f"; {restarts['seconds']:.1f} s restarting" if restarts["seconds"] else ""
+    grid = f", a grid would spend about {restarts['grid_estimate_s']:.0f} s" if restarts["grid_estimate_s"] else ""
+    lines.append(f"restarts: {restarts['used']} of a full grid's {restarts['grid']} "
+                 f"({restarts['share']:.0%}){spent}{grid}")
+    lines.append(f"measured {len(summary['measured'])} of {restarts['grid']} configurations in "
+                 f"{summary['rounds']} round(s); folder {summary['path']}")
+    if summary["stop_reason"]:
+        lines.append(f"stopped early: {summary['stop_reason']}")
+    if best is not None:
+        sets = " ".join(f"--set {k}={'none' if v is None else v}" for k, v in best["knobs"].items())
+        lines.append(f"run it: ddtune up {sets}")
+    return lines
