@@ -63,10 +63,12 @@ class LivePlots(Horizontal):
         self.window_s = 5.0   # the client's rolling window
         self._dirty = True
         self.t0: float | None = None
+        self.toks_plot = CachedPlot(id="plot-toks")      # held, not queried (see MainScreen)
+        self.accept_plot = CachedPlot(id="plot-accept")
 
     def compose(self):
-        yield CachedPlot(id="plot-toks")
-        yield CachedPlot(id="plot-accept")
+        yield self.toks_plot
+        yield self.accept_plot
 
     def on_mount(self) -> None:
         self.redraw()  # then the app's tick redraws us every 2 s at most (a plotext build costs tens of ms)
@@ -111,14 +113,14 @@ class LivePlots(Horizontal):
         # Axes that mean something: tok/s from 0, acceptance from 1.0 (no speculation) up, so a
         # drafter collapsing to 1.0 reads as a fall to the floor, not as one more wiggle.
         # Drawn in this order, so the client's 5 s line lies on top where it agrees with the server.
-        toks = self.query_one("#plot-toks", CachedPlot)
+        toks = self.toks_plot
         legend = toks.size.height >= LEGEND_ROWS
         title = "tok/s" + (" (approx: counted by chunks)" if self.approx else "")
         self._draw(toks, title if legend else f"{title}: client cyan, server grey",
                    [("server", self.server_tok_s, "gray"), ("client 1s", self.tok_s_1s, FAINT),
                     (f"client {self.window_s:g}s", self.tok_s, "cyan")], floor=0.0, reference=self.no_spec,
                    legend=legend)
-        self._draw(self.query_one("#plot-accept", CachedPlot), "accept length",
+        self._draw(self.accept_plot, "accept length",
                    [(f"client {self.window_s:g}s", self.accept, "magenta")], floor=1.0, legend=legend)
 
     def _draw(self, widget: CachedPlot, title: str, series, floor: float = 0.0,
