@@ -5,9 +5,9 @@ then sends its ``requests`` ``concurrency`` at a time and appends its statistics
 moment it ends. ``release`` says how: ``wave`` (the default) sends each wave of ``concurrency``
 requests at once (connections opened and request bytes built first, then an asyncio barrier,
 ``transport.WaveRelease``, lets them all go) and starts the next wave when this one has finished,
-so the server admits a wave together (as it admits ``sglang.bench_serving``'s first wave);
-``staggered`` keeps ``concurrency`` requests in flight, each slot sending its next request as soon
-as its last one ends. With ``coding`` the prompts are the coding problems (padded to the context)
+so the server admits a wave together; ``staggered`` keeps ``concurrency`` requests in flight, each
+slot sending its next request as soon as its last one ends, as ``sglang.bench_serving
+--max-concurrency`` does (use it to reproduce bench_serving's TTFT and ITL: benchmarks/crosscheck.md). With ``coding`` the prompts are the coding problems (padded to the context)
 and every answer is graded in the sandbox, off the event loop.
 """
 

@@ -12,7 +12,7 @@ examples:
   ddtune bench --contexts 60 1024 4096 8192 --concurrency 1 8 32 64 --max-tokens 512
   ddtune bench --contexts 60 1024 --concurrency 1 8 --coding          also grade coding answers
   ddtune bench --url http://127.0.0.1:30000 --requests-per-cell 32 --warmup 2 --out bench.json
-  ddtune bench --concurrency 32 64 --release staggered   keep every slot busy instead of waves
+  ddtune bench --concurrency 32 64 --release staggered   keep every slot busy, as sglang.bench_serving does
   ddtune bench --resume                  continue the latest unfinished bench run
   ddtune bench --resume RUN_DIR          continue that run (its plan is reused)
 
@@ -37,7 +37,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--release", choices=("wave", "staggered"), default="wave",
                         help="wave (default): each wave of C requests leaves at once and the next waits for it "
                              "to finish; staggered: each of the C slots sends its next request as soon as its "
-                             "last one ends. run.json's plan records which")
+                             "last one ends, as sglang.bench_serving --max-concurrency does (use it to compare TTFT/ITL with "
+                             "bench_serving). run.json's plan records which")
     parser.add_argument("--out", metavar="FILE", help="also write the whole run (run + cells) as one JSON file")
     parser.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR",
                         help="continue an interrupted run (default: the latest bench run)")
