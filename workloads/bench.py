@@ -7,7 +7,8 @@ requests at once (connections opened and request bytes built first, then an asyn
 ``transport.WaveRelease``, lets them all go) and starts the next wave when this one has finished,
 so the server admits a wave together; ``staggered`` keeps ``concurrency`` requests in flight, each
 slot sending its next request as soon as its last one ends, as ``sglang.bench_serving
---max-concurrency`` does (use it to reproduce bench_serving's TTFT and ITL: benchmarks/crosscheck.md). With ``coding`` the prompts are the coding problems (padded to the context)
+--max-concurrency`` does (use it to reproduce bench_serving's TTFT and ITL: benchmarks/crosscheck.md).
+With ``coding`` the prompts are the coding problems (padded to the context)
 and every answer is graded in the sandbox, off the event loop.
 """
 

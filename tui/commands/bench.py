@@ -37,8 +37,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--release", choices=("wave", "staggered"), default="wave",
                         help="wave (default): each wave of C requests leaves at once and the next waits for it "
                              "to finish; staggered: each of the C slots sends its next request as soon as its "
-                             "last one ends, as sglang.bench_serving --max-concurrency does (use it to compare TTFT/ITL with "
-                             "bench_serving). run.json's plan records which")
+                             "last one ends, as sglang.bench_serving --max-concurrency does (use it to compare "
+                             "TTFT/ITL with bench_serving). run.json's plan records which")
     parser.add_argument("--out", metavar="FILE", help="also write the whole run (run + cells) as one JSON file")
     parser.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR",
                         help="continue an interrupted run (default: the latest bench run)")
