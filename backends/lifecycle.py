@@ -17,47 +17,23 @@ import httpx
 from backends.backend import Backend
 from backends.config import ServerConfig
 from backends.endpoint_backend import ConnectGrace, EndpointBackend, make_backend
-from backends.errors import ServerError, UsageError
+from backends.errors import UsageError
 from backends.knobs import LaunchPlan, knob_text, plan_for_endpoint, plan_launch
 from backends.logevents import ServerReady
 from backends.logfollow import TAIL_LINES, LogFacts, LogFollower
 from backends.apikey import auth_headers, redact_argv
 from backends.ownership import NotOurs, describe_stop
-from backends.process import port_owner, tree_pids, wait_port_free
+from backends.process import tree_pids
 from backends.readiness import ReadinessProbe
+from backends.release import GPU_RELEASE_S, wait_gpu_released, wait_port_released
 from backends.startup import READY, WAITING, Progress, StartupHistory, StartupTracker
 from backends.state import ServerState, clear_state, load_state, quarantine_state, save_state
 from backends.statelock import LifecycleLock
 from backends.verify import verify
 
-PORT_RELEASE_S = 60.0   # how long a stopped server may keep its port before we give up
-GPU_RELEASE_S = 60.0    # ... and its GPU memory
 FATAL_GRACE_S = 2.0     # after a fatal line, wait this long (or for the exit) for the lines that explain it
 BEFORE_STOP_S = 10.0    # the most a before_stop hook may delay a restart
 HEARTBEAT_S = 5.0       # repeat an unchanged phase this often, so a long wait still shows progress
-
-
-def gpu_holders(pids: set[int], sampler=None) -> tuple[set[int] | None, str]:
-    """Which of pids hold GPU memory per NVML; (None, why) when that cannot be known here."""
-    own = sampler is None
-    if own:
-        try:
-            from backends.gpu import GpuSampler
-        except ImportError:
-            return None, "the GPU sampler (backends.gpu) is not installed"
-        sampler = GpuSampler()
-    try:
-        snap = sampler.sample(pids)
-    finally:
-        if own:
-            sampler.close()
-    if not snap.available:
-        return None, snap.reason or "NVML unavailable"
-    # an old pid that exited but still holds memory is no longer visible here: match on pid alone
-    holders = {p.pid for p in snap.processes if p.pid in pids and (p.used_bytes or 0) > 0}
-    if not holders and snap.host_pids:
-        return None, "NVML reports pids of another pid namespace"
-    return holders, ""
 
 
 class ServerManager:
@@ -281,45 +257,14 @@ class ServerManager:
 
     # --- steps ------------------------------------------------------------------------------
     async def _wait_port(self, old_pids: set[int]) -> None:
-        port = self.config.port
-        owner = await asyncio.to_thread(port_owner, port)
-        if owner is None:
-            return
-        if owner.pid is None or owner.pid not in old_pids:
-            from backends.lanes import lane_holding
-
-            lane = await asyncio.to_thread(lane_holding, owner.pid)
-            if lane is not None:
-                raise ServerError(f"refusing to start: port {port} is held by {lane.describe()} (a parallel sweep's)",
-                                  hint="`ddtune down` stops every lane server; or set a different [server] port")
-            raise ServerError(f"refusing to start: {owner.describe()}, not a server ddtune started",
-                              hint=f"stop that process, or set a different [server] port than {port}")
-        owner = await asyncio.to_thread(wait_port_free, port, time.monotonic() + PORT_RELEASE_S)
-        if owner is not None:
-            raise ServerError(
-                f"the old server still holds port {port} after {PORT_RELEASE_S:.0f} s: {owner.describe()}",
-                hint=f"kill pid {owner.pid} and retry",
-            )
+        await wait_port_released(self.config.port, old_pids)
 
     async def _wait_gpu(self, old_pids: set[int]) -> None:
-        if not old_pids:
-            return
-        deadline = time.monotonic() + self.gpu_release_s
-        while True:
-            holders, why = await asyncio.to_thread(gpu_holders, old_pids, self.gpu_sampler)
-            if holders is None:
-                self.on_note(f"not waiting for GPU memory release: {why}")
-                return
-            if not holders:
-                return
-            if time.monotonic() >= deadline:
-                raise ServerError(
-                    f"old server pids {sorted(holders)} still hold GPU memory after {self.gpu_release_s:.0f} s",
-                    hint=f"kill them (kill -9 {' '.join(map(str, sorted(holders)))}) and retry",
-                )
+        def waiting(holders: set[int]) -> None:
             self.tracker.begin_wait(time.monotonic(), f"GPU memory of pids {sorted(holders)}")
             self._report()
-            await asyncio.sleep(0.5)
+
+        await wait_gpu_released(old_pids, self.gpu_release_s, self.gpu_sampler, self.on_note, waiting)
 
     async def _launch(self, plan: LaunchPlan) -> ServerState:
         state = await _uncancelled(self._spawn(plan))

@@ -8,7 +8,8 @@ import pytest
 from backends.config import ServerConfig
 from backends.errors import ServerError
 from backends.gpu import GpuSampler
-from backends.lifecycle import ServerManager, gpu_holders
+from backends.lifecycle import ServerManager
+from backends.release import gpu_holders
 from tests.fake_nvml import GIB, FakeGpu, make_fake_nvml
 
 OLD = os.getpid()  # NVML pids must be processes of this namespace to count as visible

@@ -43,7 +43,8 @@ def run(args) -> int:
         failed = True
         _line(False, "state dir", f"{exc} (fix: set DDTUNE_STATE_DIR to a writable directory)")
 
-    from backends.lifecycle import ServerManager, gpu_holders
+    from backends.lifecycle import ServerManager
+    from backends.release import gpu_holders
     from backends.process import port_owner
 
     from backends.serverhelp import sglang_version
