@@ -55,7 +55,7 @@ class SearchOptions:
             if not isinstance(value, int) or value < (2 if name == "eta" else 1):
                 low = 2 if name == "eta" else 1
                 raise UsageError(f"search option {name} must be an integer >= {low}, got {value!r}",
-                                 hint=f"--{name.replace('_', '-')} {max(low, 2)}")
+                                 hint="--parallel 2" if name == "lanes" else f"--{name} {max(low, 2)}")
         if self.max_restarts is not None and self.max_restarts < 1:
             raise UsageError(f"--max-restarts must be at least 1, got {self.max_restarts}", hint="--max-restarts 10")
 
