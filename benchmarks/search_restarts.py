@@ -9,6 +9,7 @@ grid's restarts.
 
     python benchmarks/search_restarts.py [--seeds 10] [--jobs 2]          the real simulator (~2 min a seed)
     python benchmarks/search_restarts.py --offline 1000 [--sigma 0.02]    the strategy alone on the model
+    python benchmarks/search_restarts.py --lanes 2 [--seeds 3]            serial vs --parallel 2: wall time
 
 ``--offline`` drives the same strategy (workloads.search_strategy) with per-wave samples drawn from
 the model's wave throughput (prefill included) times 1 + N(0, sigma), from the middle of the space
@@ -44,7 +45,7 @@ def ranking(space: SearchSpace, context: int, concurrency: int) -> list[tuple[fl
     return model.space_ranking(context, concurrency, {name: values for name, values in space.axes})
 
 
-def one_seed(seed: int, opts) -> dict:
+def one_seed(seed: int, opts, extra: tuple[str, ...] = ()) -> dict:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -55,7 +56,7 @@ def one_seed(seed: int, opts) -> dict:
         env = dict(os.environ, DDTUNE_STATE_DIR=str(Path(tmp) / "state"), PYTHONPATH=str(REPO))
         cmd = [sys.executable, "-m", "tui.cli", "--config", str(cfg), "search", "--space", opts.space,
                "--target-context", str(opts.target_context), "--target-concurrency", str(opts.target_concurrency),
-               "--max-tokens", str(opts.max_tokens), "--out", str(Path(tmp) / "search"), "--json", *opts.extra]
+               "--max-tokens", str(opts.max_tokens), "--out", str(Path(tmp) / "search"), "--json", *opts.extra, *extra]
         t0 = time.perf_counter()
         r = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - t0
@@ -102,6 +103,34 @@ def real(opts) -> None:
         spread = statistics.median(r["wave_spread"] for r in results if "wave_spread" in r)
         print(f"per-wave tok/s spread (median relative sd): {spread:.1%}; "
               f"wall per search: median {statistics.median(r['wall_s'] for r in results):.0f} s")
+
+
+def lanes(opts) -> None:
+    """Serial vs ``--parallel N`` on the same seeds, one search at a time (they would share the CPU)."""
+    space = parse_space(opts.space)
+    best = ranking(space, opts.target_context, opts.target_concurrency)[0][1]
+    gpus = ",".join(str(i) for i in range(opts.lanes))
+    print(f"space {opts.space}: {space.size} configurations; {opts.load_seconds} s simulated load; "
+          f"serial vs --parallel {opts.lanes} --gpus {gpus}")
+    print(f"{'seed':>4}  {'mode':>8}  {'found':>5}  {'restarts':>8}  {'rounds':>6}  {'wall s':>6}")
+    ratios = []
+    for seed in range(1, opts.seeds + 1):
+        walls = {}
+        for mode, extra in (("serial", ()), (f"{opts.lanes} lanes", ("--parallel", str(opts.lanes), "--gpus", gpus))):
+            r = one_seed(seed, opts, extra)
+            if "error" in r:
+                print(f"{seed:>4}  {mode:>8}  ERROR {r['error']}")
+                continue
+            s = r["summary"]
+            walls[mode] = r["wall_s"]
+            found = s["best"] is not None and s["best"]["knobs"] == best
+            print(f"{seed:>4}  {mode:>8}  {'yes' if found else 'NO':>5}  {s['restarts']['used']:>8}  "
+                  f"{s['rounds']:>6}  {r['wall_s']:>6.1f}")
+        if len(walls) == 2:
+            ratios.append(walls[f"{opts.lanes} lanes"] / walls["serial"])
+    if ratios:
+        print(f"wall time --parallel {opts.lanes} / serial: median {statistics.median(ratios):.2f} "
+              f"(each: {', '.join(f'{x:.2f}' for x in ratios)}); os.cpu_count() = {os.cpu_count()}")
 
 
 def wave_truth(point, space: SearchSpace, opts) -> float:
@@ -154,9 +183,11 @@ def main() -> None:
     ap.add_argument("--sigma", type=float, default=0.02, help="offline: relative sd of a wave's tok/s")
     ap.add_argument("--waves", type=int, default=4)
     ap.add_argument("--passes", type=int, default=1)
+    ap.add_argument("--lanes", type=int, default=0, metavar="N",
+                    help="time serial against --parallel N on the simulator, seed by seed")
     opts, extra = ap.parse_known_args()
     opts.extra = extra  # passed on to ddtune search (e.g. --waves 6 --passes 2)
-    offline(opts) if opts.offline else real(opts)
+    offline(opts) if opts.offline else lanes(opts) if opts.lanes else real(opts)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from workloads.search_store import SearchStore, wave_samples
 from workloads.search_strategy import Decision, Observation, RoundPlan, Search, SearchOptions
 from workloads.sweep import SweepEngine
 from workloads.sweep_events import ServerController, SweepEvent
-from workloads.sweep_plan import SweepConfig, SweepPlan, SweepStore
+from workloads.sweep_plan import SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 ROUND_KIND = "search-round"
 
@@ -124,33 +124,58 @@ class SweepRoundRunner:
         self.expected_restart_s = expected_restart_s
 
     async def measure(self, plan: RoundPlan, space: SearchSpace, folder: Path) -> list[Observation]:
-        configs = [SweepConfig(space.label(a.point), space.knob_values(a.point)) for a in plan.asks]
-        sweep = SweepPlan(tuple(configs), self.target.bench(max(a.waves for a in plan.asks)), 1, None,
-                          self.target.warmup_requests)
-        if (folder / "sweep.json").is_file():
-            store = SweepStore.open(folder, ROUND_KIND)
-            if store.plan().to_json() != sweep.to_json():
-                raise UsageError(f"{folder}: this round was planned differently than the search now plans it",
-                                 hint="start a new search (a different ddtune version planned this one)")
-        else:
-            store = SweepStore.create(sweep, {"round": plan.to_json()}, folder, ROUND_KIND)
+        configs, sweep, store = round_sweep(plan, space, folder, self.target)
         engine = SweepEngine(sweep, store, self.controller, api_key=self.api_key,
                              on_event=lambda event: self.on_event(plan, event),
                              expected_restart_s=self.expected_restart_s)
-        records = {r.slot.config: r for r in await engine.run()}
-        out = []
-        for ask, config in zip(plan.asks, configs, strict=True):
-            rec = records.get(config.name)
-            restarted = bool(rec is not None and rec.server.get("restarted"))
-            restart_s = rec.server.get("restart_s") if rec is not None else None
-            if rec is None or rec.status != "done" or not rec.bench_dir:
-                reason = (rec.reason if rec is not None else None) or "not measured"
-                out.append(Observation(ask.point, (), restarted, restart_s, reason, str(store.path)))
-                continue
-            samples = wave_samples(rec.bench_dir, self.target.concurrency)
-            failed = None if samples else "no complete wave was measured"
-            out.append(Observation(ask.point, tuple(samples), restarted, restart_s, failed, rec.bench_dir))
-        return out
+        return observations(plan, configs, await engine.run(), store, self.target)
+
+
+def round_sweep(plan: RoundPlan, space: SearchSpace, folder: Path,
+                target: Target) -> tuple[list[SweepConfig], SweepPlan, SweepStore]:
+    """A round as a one-repeat sweep in ``folder`` (created, or reopened when the round is resumed):
+    its configurations in the plan's order, the sweep plan and its store."""
+    configs = [SweepConfig(space.label(a.point), space.knob_values(a.point)) for a in plan.asks]
+    sweep = SweepPlan(tuple(configs), target.bench(max(a.waves for a in plan.asks)), 1, None,
+                      target.warmup_requests)
+    if (folder / "sweep.json").is_file():
+        store = SweepStore.open(folder, ROUND_KIND)
+        if store.plan().to_json() != sweep.to_json():
+            raise UsageError(f"{folder}: this round was planned differently than the search now plans it",
+                             hint="start a new search (a different ddtune version planned this one)")
+    else:
+        store = SweepStore.create(sweep, {"round": plan.to_json()}, folder, ROUND_KIND)
+    return configs, sweep, store
+
+
+def observations(plan: RoundPlan, configs: list[SweepConfig], measured: list[SlotRecord], store: SweepStore,
+                 target: Target) -> list[Observation]:
+    """One Observation per ask from the round's slot records: per-wave samples, the restart, the
+    lane and GPUs that measured it (a parallel round), or why it failed."""
+    records = {r.slot.config: r for r in measured}
+    out = []
+    for ask, config in zip(plan.asks, configs, strict=True):
+        rec = records.get(config.name)
+        server = rec.server if rec is not None else {}
+        restarted = bool(server.get("restarted"))
+        restart_s = server.get("restart_s")
+        lane = server.get("lane") if isinstance(server.get("lane"), int) else None
+        gpus = tuple(str(g) for g in server.get("gpus") or ()) if lane is not None else ()
+        if rec is None or rec.status != "done" or not rec.bench_dir:
+            reason = (rec.reason if rec is not None else None) or "not measured"
+            out.append(Observation(ask.point, (), restarted, restart_s, reason, str(store.path), lane, gpus))
+            continue
+        samples = wave_samples(rec.bench_dir, target.concurrency)
+        failed = None if samples else "no complete wave was measured"
+        out.append(Observation(ask.point, tuple(samples), restarted, restart_s, failed, rec.bench_dir, lane, gpus))
+    return out
+
+
+def wall_s(rounds: list[dict]) -> float | None:
+    """Seconds the recorded rounds took, end to end, summed over every attempt (None: none timed)."""
+    spans = [r["finished_at"] - r["started_at"] for r in rounds
+             if isinstance(r.get("started_at"), (int, float)) and isinstance(r.get("finished_at"), (int, float))]
+    return sum(spans) if spans else None
 
 
 class SearchEngine:
@@ -201,13 +226,14 @@ class SearchEngine:
         try:
             while (plan := self.search.propose()) is not None:
                 self.emit(RoundStarted(plan, self.search.restarts_needed(plan), self.search.restarts))
-                observations = await self.runner.measure(plan, self.space, self.store.round_dir(plan.number))
-                self.store.append_round({"plan": plan.to_json(), "observations": [o.to_json() for o in observations],
-                                         "finished_at": time.time()})
+                began = time.time()
+                found = await self.runner.measure(plan, self.space, self.store.round_dir(plan.number))
+                self.store.append_round({"plan": plan.to_json(), "observations": [o.to_json() for o in found],
+                                         "started_at": began, "finished_at": time.time()})
                 seen = len(self.search.decisions)
-                self.search.observe(observations)
-                self.emit(RoundFinished(plan, tuple(observations),
-                                        tuple(self.search.estimate(o.point) for o in observations),
+                self.search.observe(found)
+                self.emit(RoundFinished(plan, tuple(found),
+                                        tuple(self.search.estimate(o.point) for o in found),
                                         tuple(self.search.decisions[seen:])))
             status = "done"
         except (KeyboardInterrupt, asyncio.CancelledError):
@@ -216,7 +242,7 @@ class SearchEngine:
             status = "failed"
             raise
         finally:
-            summary = summarize(self.search, self.target, str(self.store.path), status)
+            summary = summarize(self.search, self.target, str(self.store.path), status, wall_s(self.store.rounds()))
             if status == "done":
                 self.store.write_summary(summary)
             self.store.update(status=status, finished_at=time.time(), restarts=self.search.restarts,

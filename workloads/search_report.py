@@ -29,7 +29,7 @@ def _config(space: SearchSpace, point: Point) -> dict:
     return {"label": space.label(point), "knobs": space.knob_values(point)}
 
 
-def summarize(search: Search, target, path: str, status: str) -> dict:
+def summarize(search: Search, target, path: str, status: str, wall_s: float | None = None) -> dict:
     space = search.space
     best = search.best if search.done else next(iter(search.measured()), None)
     rival = next((p for p in search.measured() if p != best), None)
@@ -47,6 +47,7 @@ def summarize(search: Search, target, path: str, status: str) -> dict:
                      "seconds": sum(search.restart_s), "median_s": median,
                      "grid_estimate_s": None if median is None else median * space.size},
         "rounds": len(search.rounds), "stop_reason": search.stop_reason,
+        "lanes": search.options.lanes, "wall_s": wall_s, "fairness": fairness(search, best, rival),
         "measured": [_measured(search, p) for p in search.measured()],
         "failed": [{**_config(space, p), "reason": why} for p, why in search.failed.items()],
         "decisions": [decision_json(space, d) for d in search.decisions],
@@ -54,7 +55,31 @@ def summarize(search: Search, target, path: str, status: str) -> dict:
 
 
 def _measured(search: Search, point: Point) -> dict:
-    return {**_config(search.space, point), "tok_s": _est(search.estimate(point)), "waves": search.have(point)}
+    doc = {**_config(search.space, point), "tok_s": _est(search.estimate(point)), "waves": search.have(point)}
+    return doc if search.options.lanes == 1 else {**doc, "lanes": placed(search, point)}
+
+
+def placed(search: Search, point: Point) -> list[dict]:
+    """Where a configuration's waves were measured: per lane, its GPUs and waves (a parallel search)."""
+    by_lane: dict[int, dict] = {}
+    for lane, gpus, waves in search.placements.get(point, ()):
+        entry = by_lane.setdefault(lane, {"lane": lane, "gpus": list(gpus), "waves": 0})
+        entry["waves"] += waves
+    return [by_lane[k] for k in sorted(by_lane)]
+
+
+def fairness(search: Search, best: Point | None, rival: Point | None) -> str | None:
+    """A warning when the best and its rival were measured on disjoint GPUs: their margin is then
+    confounded with the GPUs (None on one lane, or when they share a GPU)."""
+    if search.options.lanes == 1 or best is None or rival is None:
+        return None
+    mine = {lane for lane, _, waves in search.placements.get(best, ()) if waves}
+    theirs = {lane for lane, _, waves in search.placements.get(rival, ()) if waves}
+    if not mine or not theirs or mine & theirs:
+        return None
+    return (f"{search.space.label(best)} ran only on lane(s) {', '.join(map(str, sorted(mine)))} and "
+            f"{search.space.label(rival)} only on lane(s) {', '.join(map(str, sorted(theirs)))}: their margin "
+            "includes any difference between those GPUs")
 
 
 def decision_json(space: SearchSpace, d: Decision) -> dict:
@@ -94,22 +119,34 @@ def decision_line(space: SearchSpace, d: Decision) -> str:
     return f"  -> {space.label(d.winner)}: {pct(d.margin)} over {space.label(d.rival)}, {verdict}"
 
 
+def _on(measured: dict) -> str:
+    """', on lane 0 (GPU 0) 4 + lane 1 (GPU 1) 8': where a parallel search measured a configuration."""
+    parts = [f"lane {p['lane']} (GPU {','.join(p['gpus'])}) {p['waves']}" for p in measured.get("lanes") or ()]
+    return f"; waves on {' + '.join(parts)}" if parts else ""
+
+
 def summary_lines(summary: dict) -> list[str]:
     best, rival, restarts = summary["best"], summary["rival"], summary["restarts"]
     lines = []
     if best is None:
         lines.append("search found no configuration that ran (see the failures above)")
     else:
-        lines.append(f"best: {best['label']}: {tok(best['tok_s'])} ({best['waves']} waves)")
+        lines.append(f"best: {best['label']}: {tok(best['tok_s'])} ({best['waves']} waves{_on(best)})")
         if rival is not None:
             verdict = "clear at 95%" if summary["clear"] else "not clear at 95%"
-            lines.append(f"  ahead of {rival['label']} ({tok(rival['tok_s'])}) by {pct(summary['margin'])}: {verdict}")
+            lines.append(f"  ahead of {rival['label']} ({tok(rival['tok_s'])}{_on(rival)}) by "
+                         f"{pct(summary['margin'])}: {verdict}")
+        if summary.get("fairness"):
+            lines.append(f"  warning: {summary['fairness']}")
     spent = f"; {restarts['seconds']:.1f} s restarting" if restarts["seconds"] else ""
     grid = f", a grid would spend about {restarts['grid_estimate_s']:.0f} s" if restarts["grid_estimate_s"] else ""
     lines.append(f"restarts: {restarts['used']} of a full grid's {restarts['grid']} "
                  f"({restarts['share']:.0%}){spent}{grid}")
+    lanes = summary.get("lanes") or 1
+    took = f" in {summary['wall_s']:.1f} s" if summary.get("wall_s") is not None else ""
+    across = f" on {lanes} lanes (restarts summed over them)" if lanes > 1 else ""
     lines.append(f"measured {len(summary['measured'])} of {restarts['grid']} configurations in "
-                 f"{summary['rounds']} round(s); folder {summary['path']}")
+                 f"{summary['rounds']} round(s){took}{across}; folder {summary['path']}")
     if summary["stop_reason"]:
         lines.append(f"stopped early: {summary['stop_reason']}")
     if best is not None:

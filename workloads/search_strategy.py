@@ -47,25 +47,28 @@ class SearchOptions:
     rungs: int = 3                  # rungs per race; the last decides by the mean
     passes: int = 1                 # passes over the knobs
     max_restarts: int | None = None  # stop before a round that would need more restarts than this in all
+    lanes: int = 1                  # servers measuring a round at once (--parallel): restarts are summed over them
 
     def __post_init__(self) -> None:
-        for name in ("waves", "eta", "rungs", "passes"):
+        for name in ("waves", "eta", "rungs", "passes", "lanes"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < (2 if name == "eta" else 1):
                 low = 2 if name == "eta" else 1
                 raise UsageError(f"search option {name} must be an integer >= {low}, got {value!r}",
-                                 hint=f"--{name.replace('_', '-')} {max(low, 2)}")
+                                 hint="--parallel 2" if name == "lanes" else f"--{name} {max(low, 2)}")
         if self.max_restarts is not None and self.max_restarts < 1:
             raise UsageError(f"--max-restarts must be at least 1, got {self.max_restarts}", hint="--max-restarts 10")
 
     def to_json(self) -> dict:
-        return {"waves": self.waves, "eta": self.eta, "rungs": self.rungs, "passes": self.passes,
-                "max_restarts": self.max_restarts}
+        doc = {"waves": self.waves, "eta": self.eta, "rungs": self.rungs, "passes": self.passes,
+               "max_restarts": self.max_restarts}
+        return doc if self.lanes == 1 else {**doc, "lanes": self.lanes}
 
     @classmethod
     def from_json(cls, data: dict) -> SearchOptions:
         return cls(int(data["waves"]), int(data["eta"]), int(data["rungs"]), int(data["passes"]),
-                   None if data.get("max_restarts") is None else int(data["max_restarts"]))
+                   None if data.get("max_restarts") is None else int(data["max_restarts"]),
+                   int(data.get("lanes", 1)))
 
 
 @dataclass(frozen=True)
@@ -105,15 +108,20 @@ class Observation:
     restart_s: float | None = None
     failed: str | None = None
     where: str | None = None  # the folder its data is in
+    lane: int | None = None   # the lane that measured it (--parallel), and that lane's GPUs
+    gpus: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
-        return {"point": list(self.point), "samples": list(self.samples), "restarted": self.restarted,
-                "restart_s": self.restart_s, "failed": self.failed, "where": self.where}
+        doc = {"point": list(self.point), "samples": list(self.samples), "restarted": self.restarted,
+               "restart_s": self.restart_s, "failed": self.failed, "where": self.where}
+        return doc if self.lane is None else {**doc, "lane": self.lane, "gpus": list(self.gpus)}
 
     @classmethod
     def from_json(cls, data: dict, space: SearchSpace) -> Observation:
+        lane = data.get("lane")
         return cls(space.point(data["point"]), tuple(float(s) for s in data.get("samples") or ()),
-                   bool(data.get("restarted")), data.get("restart_s"), data.get("failed"), data.get("where"))
+                   bool(data.get("restarted")), data.get("restart_s"), data.get("failed"), data.get("where"),
+                   None if lane is None else int(lane), tuple(str(g) for g in data.get("gpus") or ()))
 
 
 @dataclass(frozen=True)
@@ -144,6 +152,7 @@ class Search:
     restart_s: list[float] = field(default_factory=list)  # wall time of each timed restart
     rounds: list[RoundPlan] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
+    placements: dict[Point, list[tuple[int, tuple[str, ...], int]]] = field(default_factory=dict)  # (lane, gpus, waves)
     stop_reason: str | None = None
     best: Point | None = None
 
@@ -169,6 +178,8 @@ class Search:
                 self.running = None
                 continue
             self.samples.setdefault(obs.point, []).extend(obs.samples)
+            if obs.lane is not None:
+                self.placements.setdefault(obs.point, []).append((obs.lane, obs.gpus, len(obs.samples)))
             self.running = obs.point
         self._advance()
 
@@ -272,7 +283,10 @@ class Search:
         return first + new + sorted((p for p in rest if self.have(p)), key=self.mean)
 
     def restarts_needed(self, plan: RoundPlan) -> int:
-        """Restarts the round needs at most: one per configuration except one already running."""
+        """Restarts the round needs at most: one per configuration except one already running. On
+        several lanes every configuration may need one (a re-measured one moves to another GPU)."""
+        if self.options.lanes > 1:
+            return len(plan.asks)
         return sum(1 for i, a in enumerate(plan.asks) if not (i == 0 and a.point == self.running))
 
     def _check_budget(self, plan: RoundPlan) -> None:

@@ -127,6 +127,18 @@ class SweepEngine:
             self.emit(SweepFinished(str(self.store.path), status, len(records) - failed, failed))
         return records
 
+    async def run_slot(self, slot: Slot, pending: list[Slot] | None = None) -> SlotRecord:
+        """Run one slot (apply its configuration, measure) and return its record, unwritten: the
+        entry point of a runner that schedules slots itself (workloads/sweep_lanes.py). ``pending``:
+        the slots this engine still has to run after it, for its ETA."""
+        if pending is not None:
+            self._pending = list(pending)
+        return await self._run_slot(slot)
+
+    def eta(self) -> float | None:
+        """Seconds left for the pending slots, from what this engine measured so far."""
+        return self._eta()
+
     async def _run_slot(self, slot: Slot) -> SlotRecord:
         config = self.plan.config(slot.config)
         restart = self.controller.restart_needed(config)

@@ -130,30 +130,74 @@ async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | 
     return lanes, notes
 
 
+class LanePool:
+    """Each lane's server controller, kept for as long as the pool lives: one sweep, or every round
+    of a search (a lane keeps the configuration it last ran, so a later round measures it there
+    without a restart). ``close`` stops every lane's server unless ``keep_server``."""
+
+    def __init__(self, lanes: list[Lane], base: ServerConfig, *, keep_server: bool = False) -> None:
+        if not lanes:
+            raise UsageError("a parallel sweep needs at least one lane", hint="--parallel 2 --gpus 0,1")
+        self.lanes = lanes
+        self.keep_server = keep_server
+        self.controllers = {lane.index: LaneController(lane, base) for lane in lanes}
+
+    def runs(self, lane: Lane, config: SweepConfig) -> bool:
+        """The lane's server runs ``config`` now (measuring it there needs no restart)."""
+        with lane.scope():
+            return not self.controllers[lane.index].restart_needed(config)
+
+    async def close_lane(self, lane: Lane) -> str:
+        """Stop the lane's server (unless --keep-server); what was done, for the user."""
+        if self.keep_server:
+            return "server kept running (--keep-server)"
+        with lane.scope():
+            what = await asyncio.shield(self.controllers[lane.index].shutdown())
+        return what or "no server was started"
+
+    async def close(self, emit: Callable[[object], None] | None = None) -> None:
+        """Close every lane at once; survives a second Ctrl-C (the stops go on, shielded)."""
+        async def one(lane: Lane) -> None:
+            what = await self.close_lane(lane)
+            (emit or (lambda e: None))(LaneClosed(lane.index, what))
+
+        await asyncio.shield(asyncio.gather(*(one(lane) for lane in self.lanes)))
+
+
+Placement = Callable[[list[Slot]], list[list[Slot]]]
+
+
 class LaneSweep:
-    """Run a SweepPlan over several lanes at once into one SweepStore."""
+    """Run a SweepPlan over several lanes at once into one SweepStore.
+
+    By default the sweep owns its lanes (a LanePool it closes at the end) and places slots by
+    ``assign``. A search passes its own ``pool`` (kept across rounds, closed by the search),
+    ``placement`` (each lane's queue for the pending slots) and ``steal`` (may a lane that runs dry
+    take another's work)."""
 
     def __init__(self, plan: SweepPlan, store: SweepStore, lanes: list[Lane], base: ServerConfig, *,
                  api_key: str | None = None, on_event: Callable[[object], None] | None = None,
-                 keep_server: bool = False, notes: tuple[str, ...] = ()) -> None:
-        if not lanes:
-            raise UsageError("a parallel sweep needs at least one lane", hint="--parallel 2 --gpus 0,1")
+                 keep_server: bool = False, notes: tuple[str, ...] = (), pool: LanePool | None = None,
+                 placement: Placement | None = None, steal: bool | None = None) -> None:
+        self.pool = pool or LanePool(lanes, base, keep_server=keep_server)
+        self.owns_pool = pool is None
         self.plan = plan
         self.store = store
-        self.lanes = lanes
-        self.base = base
+        self.lanes = self.pool.lanes
         self.api_key = api_key
         self.emit = on_event or (lambda e: None)
-        self.keep_server = keep_server
         self.notes = notes
+        self.placement = placement or (lambda pending: assign(pending, plan, len(self.lanes)))
+        # rotation across GPUs is the point of a repeated sweep's order: no lane takes another's runs
+        self.steal = plan.repeats == 1 if steal is None else steal
         self.queues: list[list[Slot]] = []
 
     def _next(self, index: int) -> Slot | None:
         own = self.queues[index]
         if own:
             return own.pop(0)
-        if self.plan.repeats > 1:
-            return None  # rotation across GPUs is the point of the order: no lane takes another's runs
+        if not self.steal:
+            return None
         donor = max(self.queues, key=len)
         return donor.pop() if donor else None
 
@@ -167,7 +211,7 @@ class LaneSweep:
         manifest["resumed_at"] = manifest.get("resumed_at", []) + ([time.time()] if finished else [])
         manifest["lanes"] = [lane.to_json() for lane in self.lanes]
         self.store.write(manifest)
-        self.queues = assign(pending, self.plan, len(self.lanes))
+        self.queues = self.placement(pending)
         self.emit(SweepStarted(str(self.store.path), tuple(slots), tuple(sorted(finished)), None))
         self.emit(LanesStarted(tuple(self.lanes), self.notes))
         status = "interrupted"
@@ -192,19 +236,16 @@ class LaneSweep:
     async def _lane(self, lane: Lane, finished: dict[int, SlotRecord]) -> None:
         with lane.scope():
             save_lane(lane, str(self.store.path))
-            controller = LaneController(lane, self.base)
+            controller = self.pool.controllers[lane.index]
             engine = SweepEngine(self.plan, self.store, controller, api_key=self.api_key,
                                  on_event=lambda e: self.emit(LaneEvent(lane.index, e)),
                                  expected_restart_s=controller.expected_restart_s())
             try:
                 while (slot := self._next(lane.index)) is not None:
-                    engine._pending = list(self.queues[lane.index])  # this lane's ETA: its own queue
-                    record = await engine._run_slot(slot)
+                    record = await engine.run_slot(slot, self.queues[lane.index])  # ETA: its own queue
                     self.store.append(record)
                     finished[slot.index] = record
-                    self.emit(LaneEvent(lane.index, SlotFinished(record, engine._eta())))
+                    self.emit(LaneEvent(lane.index, SlotFinished(record, engine.eta())))
             finally:
-                what = "server kept running (--keep-server)" if self.keep_server else None
-                if not self.keep_server:
-                    what = await asyncio.shield(controller.shutdown())
-                self.emit(LaneClosed(lane.index, what or "no server was started"))
+                if self.owns_pool:
+                    self.emit(LaneClosed(lane.index, await self.pool.close_lane(lane)))

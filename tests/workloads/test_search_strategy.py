@@ -187,7 +187,7 @@ def test_summary_has_best_rival_margin_and_restarts_against_the_grid():
     assert "run it: ddtune up --set budget=8 --set topk=2 --set window=2048" in text
 
 
-@pytest.mark.parametrize("field,value", [("waves", 0), ("eta", 1), ("rungs", 0), ("passes", 0)])
+@pytest.mark.parametrize("field,value", [("waves", 0), ("eta", 1), ("rungs", 0), ("passes", 0), ("lanes", 0)])
 def test_bad_options_name_the_option(field, value):
     with pytest.raises(DdtuneError) as info:
         SearchOptions(**{field: value})
@@ -220,3 +220,25 @@ def test_the_simulators_model_has_one_known_best_that_a_search_from_the_middle_r
     search = Search(space, SearchOptions(), space.middle())
     drive(search, truth=speeds.__getitem__, noise=0.02, seed=3)
     assert search.best == (8, 2, 2048) and search.restarts <= 0.4 * space.size
+
+
+def test_on_lanes_the_summary_names_each_configurations_gpus_and_warns_when_disjoint():
+    space = parse_space("budget=4,8")
+    search = Search(space, SearchOptions(waves=2, rungs=1, lanes=2), (4,))
+    plan = search.propose()
+    assert plan is not None and search.restarts_needed(plan) == len(plan.asks)  # any may move on lanes
+    fast, slow = (8,), (4,)
+    search.observe([Observation(fast, (110.0, 112.0), True, 1.0, lane=1, gpus=("5",)),
+                    Observation(slow, (100.0, 101.0), True, 1.0, lane=0, gpus=("3",))])
+    summary = summarize(search, Target(), "/tmp/s", "done", wall_s=12.5)
+    assert summary["best"]["lanes"] == [{"lane": 1, "gpus": ["5"], "waves": 2}]
+    assert summary["lanes"] == 2 and summary["wall_s"] == 12.5
+    assert "budget=8 ran only on lane(s) 1 and budget=4 only on lane(s) 0" in summary["fairness"]
+    text = "\n".join(summary_lines(summary))
+    assert "waves on lane 1 (GPU 5) 2" in text and "warning: budget=8 ran only on lane(s) 1" in text
+    assert "in 12.5 s on 2 lanes (restarts summed over them)" in text
+    # one lane shared by both: no warning; the options round-trip with their lane count
+    search.placements[slow].append((1, ("5",), 2))
+    assert summarize(search, Target(), "/tmp/s", "done")["fairness"] is None
+    assert SearchOptions.from_json(search.options.to_json()).lanes == 2
+    assert "lanes" not in SearchOptions().to_json()  # a serial search's search.json is unchanged

@@ -16,6 +16,7 @@ class SearchPrinter:
         self.space: SearchSpace | None = None
         self.expected_restart_s: float | None = None
         self.restart_s: list[float] = []
+        self.gpus: dict[int, str] = {}
 
     def _w(self, text: str) -> None:
         self.stream.write(text + "\n")
@@ -56,7 +57,9 @@ class SearchPrinter:
                     self._w(f"    {label}: FAILED (left out of the search): {obs.failed.splitlines()[0]}")
                 else:
                     n = est.n if est is not None else 0
-                    self._w(f"    {label}: {tok(est)} over {n} wave(s)")
+                    gpus = ",".join(obs.gpus)
+                    where = f" (this round on lane {obs.lane}, GPU {gpus})" if obs.lane is not None else ""
+                    self._w(f"    {label}: {tok(est)} over {n} wave(s){where}")
             for decision in event.decisions:
                 self._w(decision_line(self.space, decision))
         elif isinstance(event, ev.SearchFinished):
@@ -64,14 +67,28 @@ class SearchPrinter:
             self._w(f"search {event.status}: {used} restart(s); folder {event.path}")
 
     def progress(self, plan, event) -> None:
-        """A sweep event of the round under way: a line per restart and per server outcome."""
+        """A sweep event of the round under way: a line per restart and per server outcome; on
+        lanes (--parallel) each line names its lane and GPUs."""
         from workloads import sweep as sw
+        from workloads import sweep_events as se
 
+        tag = ""
+        if isinstance(event, se.LanesStarted):
+            self.gpus = {lane.index: lane.visible_devices for lane in event.lanes}
+            return
+        if isinstance(event, se.LaneEvent):
+            tag = f"[lane {event.lane} GPU {self.gpus.get(event.lane, '?')}] "
+            event = event.event
         if isinstance(event, sw.SlotStarted):
-            self._w(f"  {event.slot.config}: {'restarting the server' if event.restart else 'server already runs it'}")
+            what = "restarting the server" if event.restart else "server already runs it"
+            self._w(f"  {tag}{event.slot.config}: {what}")
         elif isinstance(event, sw.ServerApplied):
             a = event.applied
             if not a.ok:
-                self._w(f"    server FAILED: {(a.reason or '').splitlines()[0] if a.reason else ''}")
+                self._w(f"    {tag}server FAILED: {(a.reason or '').splitlines()[0] if a.reason else ''}")
             elif a.restarted:
-                self._w(f"    server ready{f' in {a.restart_s:.1f} s' if a.restart_s is not None else ''}")
+                self._w(f"    {tag}server ready{f' in {a.restart_s:.1f} s' if a.restart_s is not None else ''}")
+
+    def lane_closed(self, event) -> None:
+        """A lane's server at the end of a parallel search: stopped, or kept (--keep-server)."""
+        self._w(f"search: lane {event.lane}: {event.what}")

@@ -14,6 +14,7 @@ examples:
   ddtune search --space 'budget=8,12,16 window=2048,4096,none' --max-restarts 6 --out ~/search/box
   ddtune search --resume --out ~/search/box       continue an interrupted search where it stopped
   ddtune search --space '...' --passes 2          a second pass for knobs that interact
+  ddtune search --space '...' --parallel 2 --gpus 0,1   measure each round on two servers at once
 
 How it walks: from the configuration the server runs (else the middle of the space) it races
 one knob's values with the others held, moves to the winner, then races the next knob (the order
@@ -26,6 +27,8 @@ together) is one tok/s sample: intervals are Student-t over waves.
 Restarts are counted and printed against a full grid's (one start per configuration); a restart
 on a real GPU reloads the weights (minutes), so that is the number to watch.
 exit: 0 a best configuration was found, 1 none ran, 2 bad usage, 130 interrupted (resume it).
+--parallel N measures a round on N servers at once, each on its own GPUs and port (as sweep's lanes);
+a re-measured configuration moves to another GPU so no one card decides a race (docs/search.md).
 folder: search.json, rounds.jsonl, round-NN/ (a sweep folder per round), summary.json (docs/search.md).
 """
 
@@ -62,6 +65,9 @@ def add_arguments(parser) -> None:
                              "the config it ran before, or stop it when none was running)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON document on stdout")
     parser.add_argument("--api-key", metavar="KEY", default=None, help="API key (default: $DDTUNE_API_KEY)")
+    from tui.commands._lanes import add_lane_options
+
+    add_lane_options(parser)
 
 
 def _start(args, space, running, knob_map, table=None):
@@ -82,12 +88,12 @@ def _start(args, space, running, knob_map, table=None):
     return point
 
 
-def _create(args, config, controller):
+def _plan(args, config, controller, parallel: bool) -> dict:
+    """The new search's search.json, validated (UsageError naming the option) before anything runs."""
     from backends.errors import UsageError
     from workloads.provenance import host_provenance
     from workloads.search import Target
     from workloads.search_space import parse_space
-    from workloads.search_store import SearchStore
     from workloads.search_strategy import SearchOptions
 
     if not args.space:
@@ -99,14 +105,14 @@ def _create(args, config, controller):
     options = SearchOptions(args.waves, 2, args.rungs, args.passes, args.max_restarts)
     target = Target(args.target_context, args.target_concurrency, args.max_tokens,
                     1 if args.warmup is None else args.warmup)
-    running_config = controller.running_config()
+    running_config = None if parallel else controller.running_config()  # lanes start bare
     running = space.find(running_config.knobs) if running_config is not None else None
     start = _start(args, space, running, config.knob_map, config.knob_table)
-    return SearchStore.create({
+    return {
         "space": space.to_json(), "options": options.to_json(), "target": target.to_json(),
         "start": list(start), "running_at_start": list(running) if running is not None else None,
         "config_source": config.source, "backend": config.backend, "model": config.model, "host": host_provenance(),
-        "server_before": None if running_config is None else {"knobs": running_config.knobs}}, args.out)
+        "server_before": None if running_config is None else {"knobs": running_config.knobs}}
 
 
 def run(args) -> int:
@@ -116,6 +122,8 @@ def run(args) -> int:
     import signal
 
     from backends.errors import UsageError
+    from tui.commands import _search_lanes
+    from tui.commands._lanes import wants_lanes
     from tui.commands._search_print import SearchPrinter
     from tui.commands._server import load_config
     from workloads.search import SearchEngine, SweepRoundRunner, Target
@@ -125,22 +133,36 @@ def run(args) -> int:
 
     config = load_config(args)
     controller = ManagedController(config)
+    store = None
     if args.resume:
         if args.space or args.start:
             raise UsageError("--resume continues a search with its own space; it takes no --space or --start",
                              hint="ddtune search --resume --out DIR")
         store = SearchStore.open(args.out)
-        before = store.read().get("server_before")
+    manifest = store.read() if store is not None else None
+    parallel = wants_lanes(args, manifest)
+    meta = _plan(args, config, controller, parallel) if store is None else None
+    lanes = _search_lanes.prepare(args, config, manifest) if parallel else None
+    if store is not None:
+        before = (manifest or {}).get("server_before")
         controller.remember_before(before["knobs"] if isinstance(before, dict) else None)
     else:
+        assert meta is not None
         controller.remember_before(controller.running_config())
-        store = _create(args, config, controller)
+        if lanes is not None:
+            meta["options"] = {**meta["options"], "lanes": len(lanes.pool.lanes)}
+            meta["parallel"] = lanes.settings
+        store = SearchStore.create(meta, args.out)
     target = Target.from_json(store.read()["target"])
     printer = SearchPrinter()
     expected = controller.expected_restart_s()
-    runner = SweepRoundRunner(controller, target, api_key=args.api_key or os.environ.get("DDTUNE_API_KEY") or None,
-                              on_event=printer.progress, expected_restart_s=expected)
+    api_key = args.api_key or os.environ.get("DDTUNE_API_KEY") or None
+    runner = (SweepRoundRunner(controller, target, api_key=api_key, on_event=printer.progress,
+                               expected_restart_s=expected) if lanes is None
+              else _search_lanes.runner(lanes, config, target, store, printer, api_key))
     engine = SearchEngine(store, runner, on_event=printer, expected_restart_s=expected)
+    for line in _search_lanes.describe(lanes) if lanes is not None else ():
+        sys.stderr.write(line + "\n")
     summary: dict = {}
 
     async def main() -> None:
@@ -151,7 +173,9 @@ def run(args) -> int:
             summary.update(await engine.run())
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
-            if not args.keep_server:
+            if lanes is not None:
+                await lanes.pool.close(printer.lane_closed)
+            elif not args.keep_server:
                 done = await asyncio.shield(controller.shutdown())
                 if done:
                     sys.stderr.write(f"search: {done}\n")
