@@ -28,7 +28,7 @@ from backends.logevents import DecodeBatch, Fatal, ServerReady
 from backends.logfollow import LogFollower
 from backends.logkind import LogLine
 from backends.paths import server_dir
-from backends.alarms import AcceptanceWatch
+from backends.alarms import AcceptanceWatch, Alarm
 from backends.session_events import (
     AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, FatalSeen, LogBatch, NoteAdded,
     PhaseChanged, PidChanged, SessionEvent, Settled, Stopped, Verified,
@@ -141,10 +141,18 @@ class ServerSession:
 
     def _on_decode(self, t: float, event: DecodeBatch) -> None:
         self._emit(DecodeStats(t, event.gen_throughput, event.accept_len))
+        self._judge(lambda: self.acceptance.decode(t, event.accept_len))
+
+    def observe_request(self, accept_len: float | None) -> None:
+        """A finished request's mean acceptance, from a load this session's reader runs (the console's):
+        the collapse guard's other input, "50 requests in a row", beside the decode lines' 20 s."""
+        self._judge(lambda: self.acceptance.request(accept_len))
+
+    def _judge(self, sample: Callable[[], Alarm | None]) -> None:
         if not (self.server_info or {}).get("speculative_algorithm"):
             return  # a plain server's 1.0 is no collapse
         before = self.acceptance.alarm
-        now = self.acceptance.decode(t, event.accept_len)
+        now = sample()
         if now is not None and before is None:
             self._emit(AlarmRaised(now))
         elif now is None and before is not None:

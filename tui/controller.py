@@ -340,6 +340,8 @@ class ConsoleController:
             async for event in proc.events():
                 self.figures.on_load_event(event)
                 if isinstance(event, RequestDone):
+                    if event.ok:
+                        self.session.observe_request(event.accept_len)
                     row = event.row()
                     if row["verdict"] == "cancelled":
                         row["verdict"] = "cancelled (restart)"

@@ -70,7 +70,9 @@ async def test_the_console_shows_the_collapse_loudly(tmp_path, groups):
     from tui.controller import ConsoleController
 
     cfg = write_config(tmp_path, extra=("--sim-load-seconds", "0.3", "--sim-acceptance", "1.0", "--sim-step-ms", "5"))
-    app = DdtuneApp(ConsoleController(load_config(cfg), simulated=True, load_concurrency=4, load_max_tokens=256,
+    # 64-token answers: 50 requests take ~800 verify steps, the decode lines' 20 s ~4000, so the
+    # console's own requests (the guard's per-request input) trip it first.
+    app = DdtuneApp(ConsoleController(load_config(cfg), simulated=True, load_concurrency=4, load_max_tokens=64,
                                       autostart_load=True))
 
     async with app.run_test(size=(120, 40)) as pilot:
@@ -78,4 +80,5 @@ async def test_the_console_shows_the_collapse_loudly(tmp_path, groups):
         groups.track_state()
         await wait_until(pilot, lambda: panel(app).alarm is not None, timeout=60, what="the collapse alarm")
         assert "acceptance 1.00 <= 1.10" in panel(app).alarm
+        assert "50 requests in a row" in panel(app).alarm
         await app.controller.detach(stop_server=True)
