@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from backends.errors import DdtuneError
@@ -70,6 +71,27 @@ class _ObservedStore(RunStore):
         self._on_cell(cell)
 
 
+@contextmanager
+def recording_outcome(store: SweepStore, emit: Callable[[SweepEvent], None],
+                      finished: dict[int, SlotRecord]) -> Iterator[None]:
+    """Around a sweep's run (serial or in lanes): however it ends, sweep.json says how (done, failed, or
+    interrupted by Ctrl-C/cancel) with the counts of what finished, and SweepFinished goes out."""
+    status = "interrupted"
+    try:
+        yield
+        status = "done"
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise
+    except BaseException:
+        status = "failed"
+        raise
+    finally:
+        records = [finished[i] for i in sorted(finished)]
+        failed = sum(1 for r in records if r.status != "done")
+        store.update(status=status, finished_at=time.time(), slots_done=len(records) - failed, slots_failed=failed)
+        emit(SweepFinished(str(store.path), status, len(records) - failed, failed))
+
+
 class SweepEngine:
     def __init__(self, plan: SweepPlan, store: SweepStore, controller: ServerController, *,
                  api_key: str | None = None, on_event: Callable[[SweepEvent], None] | None = None,
@@ -105,27 +127,14 @@ class SweepEngine:
         manifest["resumed_at"] = manifest.get("resumed_at", []) + ([time.time()] if finished else [])
         self.store.write(manifest)
         self.emit(SweepStarted(str(self.store.path), tuple(slots), tuple(sorted(finished)), self._eta()))
-        status = "interrupted"
-        try:
+        with recording_outcome(self.store, self.emit, finished):
             while self._pending:
                 slot = self._pending.pop(0)
                 record = await self._run_slot(slot)
                 self.store.append(record)
                 finished[slot.index] = record
                 self.emit(SlotFinished(record, self._eta()))
-            status = "done"
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            raise
-        except BaseException:
-            status = "failed"
-            raise
-        finally:
-            records = [finished[i] for i in sorted(finished)]
-            failed = sum(1 for r in records if r.status != "done")
-            self.store.update(status=status, finished_at=time.time(), slots_done=len(records) - failed,
-                              slots_failed=failed)
-            self.emit(SweepFinished(str(self.store.path), status, len(records) - failed, failed))
-        return records
+        return [finished[i] for i in sorted(finished)]
 
     async def run_slot(self, slot: Slot, pending: list[Slot] | None = None) -> SlotRecord:
         """Run one slot (apply its configuration, measure) and return its record, unwritten: the

@@ -31,8 +31,8 @@ from backends.lanes import Lane, lane_servers, live_lane_pids, port_owner_pid, s
 from workloads.results import mark_interrupted_runs
 from workloads.run_attempts import begin_attempt
 from workloads.server_control import ManagedController
-from workloads.sweep import Applied, SweepEngine
-from workloads.sweep_events import LaneClosed, LaneEvent, LanesStarted, SlotFinished, SweepFinished, SweepStarted
+from workloads.sweep import Applied, SweepEngine, recording_outcome
+from workloads.sweep_events import LaneClosed, LaneEvent, LanesStarted, SlotFinished, SweepStarted
 from workloads.sweep_plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 PROCESS_BACKENDS = ("sim", "sglang")
@@ -214,23 +214,10 @@ class LaneSweep:
         self.queues = self.placement(pending)
         self.emit(SweepStarted(str(self.store.path), tuple(slots), tuple(sorted(finished)), None))
         self.emit(LanesStarted(tuple(self.lanes), self.notes))
-        status = "interrupted"
-        try:
+        with recording_outcome(self.store, self.emit, finished):
             async with asyncio.TaskGroup() as group:
                 for lane in self.lanes:
                     group.create_task(self._lane(lane, finished))
-            status = "done"
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            raise
-        except BaseException:
-            status = "failed"
-            raise
-        finally:
-            records = [finished[i] for i in sorted(finished)]
-            failed = sum(1 for r in records if r.status != "done")
-            self.store.update(status=status, finished_at=time.time(), slots_done=len(records) - failed,
-                              slots_failed=failed)
-            self.emit(SweepFinished(str(self.store.path), status, len(records) - failed, failed))
         return [finished[i] for i in sorted(finished)]
 
     async def _lane(self, lane: Lane, finished: dict[int, SlotRecord]) -> None:

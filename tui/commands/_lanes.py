@@ -93,16 +93,12 @@ class _Tagged:
 def run_parallel(args, plan, kind: str) -> int:
     """Create or resume the sweep, run its lanes, print the report; 0 when every run succeeded."""
     import asyncio
-    import json
     import os
     import signal
 
     from backends.errors import UsageError
     from tui.commands._server import load_config, note
     from workloads.provenance import host_provenance
-    from workloads.report import build_report
-    from workloads.report_format import to_json, to_markdown
-    from workloads.report_input import read_sweep
     from workloads.sweep_lanes import LaneSweep, plan_lanes
     from workloads.sweep_plan import SweepStore
 
@@ -136,14 +132,6 @@ def run_parallel(args, plan, kind: str) -> int:
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
 
-    try:
-        asyncio.run(main())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        sys.stderr.write(f"sweep interrupted; continue it with: ddtune {kind} --resume --out {store.path}\n")
-        return 130
-    report = build_report(read_sweep(store.path))
-    if args.json:
-        sys.stdout.write(json.dumps({"sweep": str(store.path), "report": to_json(report)}) + "\n")
-    else:
-        sys.stdout.write(to_markdown(report))
-    return 1 if report.failures else 0
+    from tui.commands._sweep import run_and_report
+
+    return run_and_report(main, args, kind, store.path)

@@ -88,15 +88,11 @@ class EventPrinter:
 def run_sweep(args, plan, kind: str) -> int:
     """Create or resume the sweep, run it, print the report; 0 when every run succeeded."""
     import asyncio
-    import json
     import os
     import signal
 
     from tui.commands._server import load_config
     from workloads.provenance import host_provenance
-    from workloads.report import build_report
-    from workloads.report_format import to_json, to_markdown
-    from workloads.report_input import read_sweep
     from workloads.server_control import ManagedController
     from workloads.sweep import SweepEngine
     from workloads.sweep_plan import SweepStore
@@ -139,14 +135,27 @@ def run_sweep(args, plan, kind: str) -> int:
                 if done:
                     sys.stderr.write(f"sweep: {done}\n")
 
+    return run_and_report(main, args, kind, store.path)
+
+
+def run_and_report(main, args, kind: str, path) -> int:
+    """Run a sweep's coroutine function, then print its report: 130 on Ctrl-C (with the resume
+    command), 1 when a configuration failed, else 0. Shared by the serial and the lane sweep."""
+    import asyncio
+    import json
+
+    from workloads.report import build_report
+    from workloads.report_format import to_json, to_markdown
+    from workloads.report_input import read_sweep
+
     try:
         asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):
-        sys.stderr.write(f"sweep interrupted; continue it with: ddtune {kind} --resume --out {store.path}\n")
+        sys.stderr.write(f"sweep interrupted; continue it with: ddtune {kind} --resume --out {path}\n")
         return 130
-    report = build_report(read_sweep(store.path))
+    report = build_report(read_sweep(path))
     if args.json:
-        sys.stdout.write(json.dumps({"sweep": str(store.path), "report": to_json(report)}) + "\n")
+        sys.stdout.write(json.dumps({"sweep": str(path), "report": to_json(report)}) + "\n")
     else:
         sys.stdout.write(to_markdown(report))
     return 1 if report.failures else 0
