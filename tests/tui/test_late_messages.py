@@ -18,3 +18,12 @@ async def test_messages_after_teardown_do_not_raise():
     main.on_request_finished(m.RequestFinished({"problem": "fib", "tokens": 3, "verdict": "pass"}))
     main.on_load_state_changed(m.LoadStateChanged(False, "stopped"))
     main.on_config_marked(m.ConfigMarked(1.0, "window 2048 -> 1024"))
+
+
+def test_the_tok_s_title_always_fits_its_plot():
+    from tui.widgets.live_plots import tok_s_title
+
+    assert tok_s_title(80, legend=False, approx=False) == "tok/s: client cyan, server grey"
+    assert tok_s_title(30, legend=False, approx=False) == "tok/s: cyan client"  # 120x36: the long one was dropped
+    assert tok_s_title(30, legend=True, approx=True) == "tok/s (approx)"
+    assert tok_s_title(10, legend=False, approx=True) == "tok/s (approx)"  # never loses the approx mark

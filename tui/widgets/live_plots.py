@@ -21,6 +21,17 @@ REFERENCE = (90, 190, 90)  # the no-speculation baseline (green)
 LEGEND_ROWS = 12      # a shorter plot (80x24) names its lines in the title: a legend would cover the data
 
 
+def tok_s_title(width: int, legend: bool, approx: bool) -> str:
+    """The longest title that fits (plotext drops a title wider than the plot): without a legend it
+    names the lines by colour; ``approx`` says the rate was counted by chunks."""
+    notes = (" (approx: counted by chunks)", " (approx)") if approx else ("",)
+    lines = ("",) if legend else (": client cyan, server grey", ": cyan client")
+    fits = [f"tok/s{n}{line}" for line in lines for n in notes]
+    if width <= 0:  # not laid out yet: the resize that follows redraws with the real width
+        return fits[0]
+    return next((t for t in fits if len(t) <= width - 2), f"tok/s{notes[-1]}")
+
+
 class CachedPlot(PlotextPlot):
     """A PlotextPlot that builds its figure only when the data, the size or the theme changed.
 
@@ -70,6 +81,9 @@ class LivePlots(Horizontal):
         yield self.toks_plot
         yield self.accept_plot
 
+    def on_resize(self) -> None:
+        self._dirty = True  # the titles are fitted to the width: the next tick redraws
+
     def on_mount(self) -> None:
         self.redraw()  # then the app's tick redraws us every 2 s at most (a plotext build costs tens of ms)
 
@@ -107,7 +121,7 @@ class LivePlots(Horizontal):
         self._dirty = True
 
     def redraw(self) -> None:
-        if not self._dirty:
+        if not self._dirty or not self.is_attached:  # detached (the app shutting down): nothing to draw
             return
         self._dirty = False
         # Axes that mean something: tok/s from 0, acceptance from 1.0 (no speculation) up, so a
@@ -115,8 +129,7 @@ class LivePlots(Horizontal):
         # Drawn in this order, so the client's 5 s line lies on top where it agrees with the server.
         toks = self.toks_plot
         legend = toks.size.height >= LEGEND_ROWS
-        title = "tok/s" + (" (approx: counted by chunks)" if self.approx else "")
-        self._draw(toks, title if legend else f"{title}: client cyan, server grey",
+        self._draw(toks, tok_s_title(toks.size.width, legend, self.approx),
                    [("server", self.server_tok_s, "gray"), ("client 1s", self.tok_s_1s, FAINT),
                     (f"client {self.window_s:g}s", self.tok_s, "cyan")], floor=0.0, reference=self.no_spec,
                    legend=legend)
