@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -33,3 +35,25 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_port_run(count: int) -> int:
+    """A base port whose ``count`` ports from it are free, below the kernel's ephemeral range.
+
+    Lane servers listen on base + i. A base from ``free_port`` lies inside the ephemeral range, where
+    the test's own client connections (to lane 0) are given local ports: one of them can take base + 1
+    just before lane 1 binds it (seen in CI as "address already in use"). Real configs use 30000,
+    below the range; so do these tests."""
+    low, _high = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(10000, max(10001, low - count))
+        try:
+            with contextlib.ExitStack() as stack:
+                for port in range(base, base + count):
+                    s = stack.enter_context(socket.socket())
+                    s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError(f"no {count} free ports in a row below {low}")

@@ -84,7 +84,9 @@ async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_
 
     from textual.widgets import Input
 
-    app = app_for(tmp_path)
+    from tests.helpers import free_port_run
+
+    app = app_for(tmp_path, port=free_port_run(4))  # lane ports below the ephemeral range (tests/helpers.py)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
         state = groups.track_state()

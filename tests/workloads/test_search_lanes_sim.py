@@ -15,7 +15,7 @@ import pytest
 
 from backends.process import group_members
 from backends.sim import model
-from tests.helpers import free_port, run_ddtune
+from tests.helpers import free_port_run, run_ddtune
 from tests.workloads.test_sweep_lanes_sim import alive, lane_states, start, wait_for
 
 # the model's best is 18% ahead of the next at this cell: a short search sees it on any lane
@@ -33,7 +33,7 @@ def box(tmp_path, state_dir):
     def write(*extra_args):
         path = tmp_path / f"ddtune{len(extra_args)}.toml"
         args = ", ".join(json.dumps(a) for a in ("--sim-load-seconds", "0.3", "--sim-seed", "11", *extra_args))
-        path.write_text(f'[server]\nbackend = "sim"\nport = {free_port()}\nextra_args = [{args}]\n'
+        path.write_text(f'[server]\nbackend = "sim"\nport = {free_port_run(4)}\nextra_args = [{args}]\n'
                         f'ready_timeout_s = 120\nstop_timeout_s = 10\n')
         return str(path)
 

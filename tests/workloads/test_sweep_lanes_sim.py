@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from backends.process import group_members
-from tests.helpers import REPO, ddtune_cmd, ddtune_env, free_port, run_ddtune
+from tests.helpers import REPO, ddtune_cmd, ddtune_env, free_port_run, run_ddtune
 
 SMALL = ("--contexts", "60", "--concurrency", "1", "--requests-per-cell", "2", "--max-tokens", "32",
          "--warmup", "0", "--no-eval")
@@ -29,7 +29,7 @@ def box(tmp_path, state_dir):
     def write(*extra_args):
         path = tmp_path / "ddtune.toml"
         args = ", ".join(json.dumps(a) for a in ("--sim-load-seconds", "0.3", "--sim-step-ms", "0", *extra_args))
-        path.write_text(f'[server]\nbackend = "sim"\nport = {free_port()}\nextra_args = [{args}]\n'
+        path.write_text(f'[server]\nbackend = "sim"\nport = {free_port_run(4)}\nextra_args = [{args}]\n'
                         f'ready_timeout_s = 120\nstop_timeout_s = 10\n')
         return str(path)
 
