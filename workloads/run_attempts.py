@@ -9,9 +9,12 @@ pid alone is not enough, because the kernel reuses pids, so the process start ti
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import psutil
 
@@ -79,3 +82,20 @@ def status_of(doc: dict) -> str:
 def abandoned_note(doc: dict) -> str:
     last = _last_writer(doc) or {}
     return f"the process writing it (pid {last.get('pid')}) ended without recording an end (killed?)"
+
+
+@contextmanager
+def recording_end(on_end: Callable[[str], None]) -> Iterator[None]:
+    """Around a long run (a sweep, a search): ``on_end`` learns how it ended, ``done``, ``failed`` (an
+    error, re-raised) or ``interrupted`` (Ctrl-C or a cancel: resumable), and records it."""
+    status = "interrupted"
+    try:
+        yield
+        status = "done"
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise
+    except BaseException:
+        status = "failed"
+        raise
+    finally:
+        on_end(status)

@@ -17,7 +17,6 @@ The engine prints nothing: it publishes frozen events, as the sweep engine does.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from typing import Protocol
 from backends.errors import UsageError
 from workloads.bench import BenchPlan
 from workloads.estimate import Estimate
-from workloads.run_attempts import begin_attempt
+from workloads.run_attempts import begin_attempt, recording_end
 from workloads.search_report import summarize
 from workloads.search_space import Point, SearchSpace
 from workloads.search_store import SearchStore, wave_samples
@@ -198,6 +197,7 @@ class SearchEngine:
         self.emit = on_event or (lambda e: None)
         self.expected_restart_s = expected_restart_s
         self.search = Search(self.space, self.options, self.start, self.running)
+        self.summary: dict = {}  # the JSON summary, once the run ended (however it ended)
 
     def _replay(self) -> int:
         rounds = self.store.rounds()
@@ -222,8 +222,7 @@ class SearchEngine:
         self.store.write(manifest)
         self.emit(SearchStarted(str(self.store.path), self.space, self.start, replayed, self.search.restarts,
                                 self.expected_restart_s))
-        status = "interrupted"
-        try:
+        with recording_end(self._record_end):
             while (plan := self.search.propose()) is not None:
                 self.emit(RoundStarted(plan, self.search.restarts_needed(plan), self.search.restarts))
                 began = time.time()
@@ -235,17 +234,13 @@ class SearchEngine:
                 self.emit(RoundFinished(plan, tuple(found),
                                         tuple(self.search.estimate(o.point) for o in found),
                                         tuple(self.search.decisions[seen:])))
-            status = "done"
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            raise
-        except BaseException:
-            status = "failed"
-            raise
-        finally:
-            summary = summarize(self.search, self.target, str(self.store.path), status, wall_s(self.store.rounds()))
-            if status == "done":
-                self.store.write_summary(summary)
-            self.store.update(status=status, finished_at=time.time(), restarts=self.search.restarts,
-                              rounds=len(self.search.rounds))
-            self.emit(SearchFinished(str(self.store.path), status, summary))
-        return summary
+        return self.summary
+
+    def _record_end(self, status: str) -> None:
+        """However the search ended: search.json says how, the summary is written when it finished."""
+        self.summary = summarize(self.search, self.target, str(self.store.path), status, wall_s(self.store.rounds()))
+        if status == "done":
+            self.store.write_summary(self.summary)
+        self.store.update(status=status, finished_at=time.time(), restarts=self.search.restarts,
+                          rounds=len(self.search.rounds))
+        self.emit(SearchFinished(str(self.store.path), status, self.summary))

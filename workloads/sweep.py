@@ -16,11 +16,10 @@ pass their own.
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from backends.errors import DdtuneError
@@ -31,7 +30,7 @@ from workloads.eval_runner import run_eval
 from workloads.problems import load_problems
 from workloads.provenance import host_provenance, server_provenance
 from workloads.results import RunStore, mark_interrupted_runs
-from workloads.run_attempts import begin_attempt
+from workloads.run_attempts import begin_attempt, recording_end
 from workloads.sweep_events import (  # noqa: F401  (re-exported: the engine's public names)
     Applied, CellFinished, EvalFinished, LosslessChecked, ServerApplied, ServerController, ServerPhaseChanged,
     SlotFinished, SlotStarted, SweepEvent, SweepFinished, SweepStarted,
@@ -71,25 +70,17 @@ class _ObservedStore(RunStore):
         self._on_cell(cell)
 
 
-@contextmanager
 def recording_outcome(store: SweepStore, emit: Callable[[SweepEvent], None],
-                      finished: dict[int, SlotRecord]) -> Iterator[None]:
-    """Around a sweep's run (serial or in lanes): however it ends, sweep.json says how (done, failed, or
-    interrupted by Ctrl-C/cancel) with the counts of what finished, and SweepFinished goes out."""
-    status = "interrupted"
-    try:
-        yield
-        status = "done"
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        raise
-    except BaseException:
-        status = "failed"
-        raise
-    finally:
+                      finished: dict[int, SlotRecord]) -> AbstractContextManager[None]:
+    """Around a sweep's run (serial or in lanes): however it ends, sweep.json says how, with the counts
+    of what finished, and SweepFinished goes out."""
+    def end(status: str) -> None:
         records = [finished[i] for i in sorted(finished)]
         failed = sum(1 for r in records if r.status != "done")
         store.update(status=status, finished_at=time.time(), slots_done=len(records) - failed, slots_failed=failed)
         emit(SweepFinished(str(store.path), status, len(records) - failed, failed))
+
+    return recording_end(end)
 
 
 class SweepEngine:
