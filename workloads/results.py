@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from backends.errors import UsageError
 from backends.paths import runs_dir
@@ -139,6 +139,25 @@ def kept_filter(run_dir: Path) -> Callable[[dict], bool] | None:
         return True
 
     return kept
+
+
+class JsonManifest:
+    """A folder's JSON manifest (sweep.json, search.json), rewritten atomically. Subclasses set
+    ``manifest`` and define ``read`` (which checks the document is theirs)."""
+
+    manifest: Path
+
+    def read(self) -> dict:
+        raise NotImplementedError
+
+    def write(self, doc: dict) -> None:
+        _atomic_write(self.manifest, json.dumps(doc, indent=2) + "\n")
+
+    def update(self, **fields: Any) -> dict:
+        doc = self.read()
+        doc.update(fields)
+        self.write(doc)
+        return doc
 
 
 class RunStore:

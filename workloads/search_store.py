@@ -17,12 +17,11 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from backends.datafile import parse_jsonl, read_json, read_text
 from backends.errors import UsageError
 from backends.paths import runs_dir
-from workloads.results import _atomic_write, kept_filter, read_jsonl
+from workloads.results import JsonManifest, _atomic_write, kept_filter, read_jsonl
 from workloads.run_attempts import written_by_other
 
 SCHEMA = "ddtune.search/1"
@@ -30,7 +29,7 @@ KIND = "search"
 _HINT = "give the folder a search wrote (its --out), or start a new search"
 
 
-class SearchStore:
+class SearchStore(JsonManifest):
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.manifest = self.path / "search.json"
@@ -80,15 +79,6 @@ class SearchStore:
         doc = read_json(self.manifest, UsageError, hint=_HINT)
         if not isinstance(doc, dict) or doc.get("kind") != KIND:
             raise UsageError(f"{self.manifest}: not a search ddtune wrote", hint=_HINT)
-        return doc
-
-    def write(self, doc: dict) -> None:
-        _atomic_write(self.manifest, json.dumps(doc, indent=2) + "\n")
-
-    def update(self, **fields: Any) -> dict:
-        doc = self.read()
-        doc.update(fields)
-        self.write(doc)
         return doc
 
     def rounds(self) -> list[dict]:

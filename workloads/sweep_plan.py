@@ -29,7 +29,7 @@ from backends.datafile import parse_jsonl, read_json, read_text
 from backends.errors import UsageError
 from backends.paths import runs_dir
 from workloads.bench import BenchPlan
-from workloads.results import _atomic_write
+from workloads.results import JsonManifest
 
 _RESUME_HINT = "give the folder a sweep wrote (its --out), or start a new sweep"
 SCHEMA = "ddtune.sweep/1"
@@ -167,7 +167,7 @@ class SlotRecord:
                    data.get("lossless") if isinstance(data.get("lossless"), dict) else None)
 
 
-class SweepStore:
+class SweepStore(JsonManifest):
     """A sweep's directory: the manifest and the slot records; slot data lives in sub-directories."""
 
     def __init__(self, path: Path) -> None:
@@ -215,15 +215,6 @@ class SweepStore:
         doc = read_json(self.manifest, UsageError, hint=_RESUME_HINT)
         if not isinstance(doc, dict):
             raise UsageError(f"{self.manifest}: expected a JSON object", hint=_RESUME_HINT)
-        return doc
-
-    def write(self, doc: dict) -> None:
-        _atomic_write(self.manifest, json.dumps(doc, indent=2) + "\n")
-
-    def update(self, **fields: Any) -> dict:
-        doc = self.read()
-        doc.update(fields)
-        self.write(doc)
         return doc
 
     def plan(self) -> SweepPlan:
