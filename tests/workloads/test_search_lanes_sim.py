@@ -6,17 +6,15 @@ leaves lane servers that `down` finds, and bad lane options start nothing."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from backends.process import group_members
 from backends.sim import model
-from tests.helpers import free_port_run, run_ddtune
-from tests.workloads.test_sweep_lanes_sim import alive, lane_states, start, wait_for
+from tests.helpers import run_ddtune
+from tests.workloads.test_sweep_lanes_sim import alive, lane_box, lane_states, start, wait_for
 
 # the model's best is 18% ahead of the next at this cell: a short search sees it on any lane
 SPACE = "budget=2,8 topk=1,8"
@@ -27,33 +25,8 @@ FAST = ("--target-context", "60", "--target-concurrency", "2", "--max-tokens", "
 
 @pytest.fixture
 def box(tmp_path, state_dir):
-    """A simulator config on a free base port (paced by its model unless told otherwise); every lane
-    server a test leaves is killed at the end, and the test fails if one had to be."""
-
-    def write(*extra_args):
-        path = tmp_path / f"ddtune{len(extra_args)}.toml"
-        args = ", ".join(json.dumps(a) for a in ("--sim-load-seconds", "0.3", "--sim-seed", "11", *extra_args))
-        path.write_text(f'[server]\nbackend = "sim"\nport = {free_port_run(4)}\nextra_args = [{args}]\n'
-                        f'ready_timeout_s = 120\nstop_timeout_s = 10\n')
-        return str(path)
-
-    procs: list[subprocess.Popen] = []
-    seen: set[int] = set()
-    box = type("Box", (), {"config": staticmethod(write), "state": state_dir, "procs": procs, "tmp": tmp_path,
-                           "seen": seen})
-    try:
-        yield box
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(30)
-        left = []
-        for pgid in seen | {s["pgid"] for s in lane_states(state_dir).values() if s.get("pgid")}:
-            if group_members(pgid):
-                left.append(pgid)
-                os.killpg(pgid, signal.SIGKILL)
-        assert not left, f"lane server groups left running: {left}"
+    """Lane servers paced by the simulator's model (no --sim-step-ms), seeded."""
+    yield from lane_box(tmp_path, state_dir, ("--sim-seed", "11"))
 
 
 def search(box, *args, timeout=300):

@@ -21,14 +21,14 @@ SMALL = ("--contexts", "60", "--concurrency", "1", "--requests-per-cell", "2", "
          "--warmup", "0", "--no-eval")
 
 
-@pytest.fixture
-def box(tmp_path, state_dir):
-    """A simulator config on a free base port; every lane server a test leaves is killed at the end,
-    and the test fails if one had to be."""
+def lane_box(tmp_path: Path, state_dir: Path, sim_args: tuple[str, ...]):
+    """A simulator config on a free base port (below the ephemeral range: tests/helpers.py); every
+    lane server a test leaves is killed at the end, and the test fails if one had to be. The search
+    lane tests use it too, with their own simulator flags."""
 
     def write(*extra_args):
-        path = tmp_path / "ddtune.toml"
-        args = ", ".join(json.dumps(a) for a in ("--sim-load-seconds", "0.3", "--sim-step-ms", "0", *extra_args))
+        path = tmp_path / f"ddtune{len(extra_args)}.toml"
+        args = ", ".join(json.dumps(a) for a in ("--sim-load-seconds", "0.3", *sim_args, *extra_args))
         path.write_text(f'[server]\nbackend = "sim"\nport = {free_port_run(4)}\nextra_args = [{args}]\n'
                         f'ready_timeout_s = 120\nstop_timeout_s = 10\n')
         return str(path)
@@ -46,11 +46,15 @@ def box(tmp_path, state_dir):
                 p.wait(30)
         left = []
         for pgid in seen | {s["pgid"] for s in lane_states(state_dir).values() if s.get("pgid")}:
-            members = group_members(pgid)
-            if members:
+            if group_members(pgid):
                 left.append(pgid)
                 os.killpg(pgid, signal.SIGKILL)
         assert not left, f"lane server groups left running: {left}"
+
+
+@pytest.fixture
+def box(tmp_path, state_dir):
+    yield from lane_box(tmp_path, state_dir, ("--sim-step-ms", "0"))
 
 
 def lane_states(state: Path) -> dict[int, dict]:
