@@ -47,8 +47,9 @@ def test_console_applies_window_and_stops_server_on_quit(open_console, tmp_path,
 
 def test_apply_keeps_the_load_running_in_a_real_terminal(open_console, tmp_path, state_dir):
     """Load on, apply window=1024 from the editor: the load resumes by itself once the knob is
-    verified, and no request is scored `error` because of the restart."""
-    config = write_config(tmp_path, extra=("--sim-load-seconds", "1", "--sim-step-ms", "5"))
+    verified, and no request is scored `error` because of the restart. The simulator's seeded wrong
+    answers are off (a wrong two_sum returns None, which its test scores `error`)."""
+    config = write_config(tmp_path, extra=("--sim-load-seconds", "1", "--sim-step-ms", "5", "--sim-wrong-rate", "0"))
     tmux = open_console("--config", str(config), "--load", "4", width=160, height=44)
     tmux.wait_for(re.compile(r"window\s+2048\s+2048\s+✓ verified"), timeout=90)
     screen = tmux.wait_for(re.compile(r"requests: \d+/([4-9]|\d\d+) pass"), timeout=90)
