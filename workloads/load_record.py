@@ -22,6 +22,22 @@ class _Segment:
     started: float
 
 
+def load_summary(stats: LoadStats, reason: str, error: str | None, elapsed_s: float, run_dir: str,
+                 since: LoadStats | None = None) -> dict:
+    """A load run's summary (what ``ddtune load --json`` prints and a run's summary holds): the
+    engine's counters, less those at ``since`` when the run is one segment of a longer load."""
+    def count(name: str) -> int:
+        return getattr(stats, name) - (getattr(since, name) if since is not None else 0)
+
+    tokens = count("output_tokens")
+    verdicts = {k: v - (since.verdicts.get(k, 0) if since else 0) for k, v in stats.verdicts.items()}
+    return {"reason": reason, "error": error, "elapsed_s": elapsed_s, "finished": count("finished"),
+            "errors": count("errors"), "output_tokens": tokens,
+            "output_tok_s": tokens / elapsed_s if elapsed_s > 0 else None,
+            "verdicts": {k: v for k, v in verdicts.items() if v}, "cancelled": count("cancelled"),
+            "run_dir": run_dir}
+
+
 class LoadRecorder:
     def __init__(self, client, plan: dict) -> None:
         self.client = client
@@ -45,16 +61,8 @@ class LoadRecorder:
         segment, self._segment = self._segment, None
         if segment is None:
             return
-        base = segment.at
-        finished = stats.finished - (base.finished if base else 0)
-        tokens = stats.output_tokens - (base.output_tokens if base else 0)
-        elapsed = time.monotonic() - segment.started
-        verdicts = {k: v - (base.verdicts.get(k, 0) if base else 0) for k, v in stats.verdicts.items()}
-        summary = {"reason": reason, "error": error, "elapsed_s": elapsed, "finished": finished,
-                   "errors": stats.errors - (base.errors if base else 0), "output_tokens": tokens,
-                   "output_tok_s": tokens / elapsed if elapsed > 0 else None,
-                   "verdicts": {k: v for k, v in verdicts.items() if v},
-                   "cancelled": stats.cancelled - (base.cancelled if base else 0), "run_dir": str(segment.store.path)}
+        summary = load_summary(stats, reason, error, time.monotonic() - segment.started,
+                               str(segment.store.path), since=segment.at)
         status = "failed" if error else ("interrupted" if reason in ("parent-gone", "terminated", "interrupted")
                                          else "done")
         segment.store.update_run(status=status, finished_at=time.time(), summary=summary)

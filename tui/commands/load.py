@@ -70,6 +70,7 @@ def run(args) -> int:
     from tui.commands._options import server_url
     from workloads.client import StreamingClient
     from workloads.load import LoadEngine, LoadStopped, RequestFinished, StatsUpdated
+    from workloads.load_record import load_summary
     from workloads.problems import load_problems, select_problems
     from workloads.provenance import host_provenance, server_provenance
     from workloads.results import RunStore
@@ -113,10 +114,7 @@ def run(args) -> int:
             finally:
                 store.close()
             stop = stopped[-1]
-            summary = {"reason": stop.reason, "error": stop.error, "elapsed_s": stats.elapsed_s,
-                       "finished": stats.finished, "errors": stats.errors, "output_tokens": stats.output_tokens,
-                       "output_tok_s": stats.output_tokens / stats.elapsed_s if stats.elapsed_s > 0 else None,
-                       "verdicts": stats.verdicts, "run_dir": str(store.path),
+            summary = {**load_summary(stats, stop.reason, stop.error, stats.elapsed_s, str(store.path)),
                        "token_count": "approx" if engine.windows.approx_seen else "exact",
                        "window_s": args.window, "windows": [w.to_json() for w in engine.windows.closed]}
             store.update_run(status="failed" if stop.error else "done", finished_at=time.time(), summary=summary)
