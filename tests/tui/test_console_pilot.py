@@ -230,7 +230,9 @@ async def test_apply_keeps_the_load_running_and_records_a_run_per_configuration(
 
     from tui.widgets.requests_table import RequestsTable
 
-    config = load_config(write_config(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-step-ms", "5")))
+    # no seeded wrong answers: a wrong two_sum scores `error`, which would look like a restart's
+    config = load_config(write_config(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-step-ms", "5",
+                                                       "--sim-wrong-rate", "0")))
     app = DdtuneApp(ConsoleController(config, simulated=True, load_concurrency=4, load_max_tokens=64,
                                       autostart_load=True))
     async with app.run_test(size=(120, 40)) as pilot:
