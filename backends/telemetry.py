@@ -1,8 +1,8 @@
 """Async telemetry stream: samples GPUs and host every ``interval`` seconds off the event loop and keeps
 bounded histories for plots.
 
-    stream = TelemetryStream(server=lambda: (pid, pgid), interval=1.0)
-    async for sample in stream:          # one TelemetrySample per interval
+    stream = TelemetryStream(server=lambda: (pid, pgid), interval=1.0, lanes=lane_trees)
+    async for sample in stream:          # one TelemetrySample per interval (with each lane server's share)
         post(GpuSampled(sample))         # the UI reads stream.history for its charts
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from backends.errors import UsageError
 from backends.gpu import GpuSampler, GpuSnapshot
 from backends.host import HostSampler, HostSnapshot, server_tree_pids
+from backends.lane_gpu import LaneShare, LaneTree, lane_shares
 
 ServerRef = tuple[int, int | None] | None   # (pid, pgid) of the managed server, or None
 
@@ -26,6 +27,7 @@ class TelemetrySample:
     gpu: GpuSnapshot
     host: HostSnapshot
     server_pids: tuple[int, ...]
+    lanes: tuple[LaneShare, ...] = ()   # each live lane server's GPU memory (backends/lane_gpu.py)
 
 
 class History:
@@ -65,11 +67,12 @@ class History:
 
 class TelemetryStream:
     """Samples every ``interval`` seconds (default 1). Blocking NVML and /proc reads run in a worker
-    thread via ``asyncio.to_thread``. The server's tree is re-walked every ``tree_every`` seconds."""
+    thread via ``asyncio.to_thread``. The server's tree is re-walked every ``tree_every`` seconds, and
+    so are the lane servers' trees when ``lanes`` (e.g. backends.lane_gpu.lane_trees) is given."""
 
     def __init__(self, server: Callable[[], ServerRef] = lambda: None, interval: float = 1.0,
                  history: int = 300, gpu: GpuSampler | None = None, host: HostSampler | None = None,
-                 tree_every: float = 5.0) -> None:
+                 tree_every: float = 5.0, lanes: Callable[[], tuple[LaneTree, ...]] | None = None) -> None:
         if not interval > 0:
             raise UsageError(f"telemetry interval must be > 0 seconds, got {interval}", hint="use e.g. 1.0")
         self.interval = interval
@@ -81,6 +84,9 @@ class TelemetryStream:
         self._tree: tuple[int, ...] = ()
         self._tree_ref: ServerRef = None
         self._tree_at = float("-inf")
+        self._lanes = lanes
+        self._lane_trees: tuple[LaneTree, ...] = ()
+        self._lanes_at = float("-inf")
         self.latest: TelemetrySample | None = None
 
     def _server_pids(self) -> tuple[int, ...]:
@@ -91,9 +97,17 @@ class TelemetryStream:
             self._tree_ref, self._tree_at = ref, now
         return self._tree
 
+    def _lane_pids(self) -> tuple[LaneTree, ...]:
+        now = time.monotonic()
+        if self._lanes is not None and now - self._lanes_at >= self._tree_every:
+            self._lane_trees, self._lanes_at = tuple(self._lanes()), now
+        return self._lane_trees
+
     def sample_blocking(self) -> TelemetrySample:
         pids = self._server_pids()
-        sample = TelemetrySample(gpu=self.gpu.sample(pids), host=self.host.sample(pids), server_pids=pids)
+        gpu = self.gpu.sample(pids)
+        sample = TelemetrySample(gpu=gpu, host=self.host.sample(pids), server_pids=pids,
+                                 lanes=lane_shares(gpu, self._lane_pids()))
         self.history.add(sample)
         self.latest = sample
         return sample

@@ -40,12 +40,15 @@ def gpu_view(sample: TelemetrySample, history: History | None = None) -> GpuView
                 power_limit_w=dev.power_limit_w,
                 temp_c=dev.temperature_c,
                 util_history=hist[-40:],
+                lane_gib=sum(share.on_device(gpu, dev.index) for share in sample.lanes) / GIB,
             )
         )
     summary = gpu.server_share.summary() if gpu.server_share else None
     if gpu.host_pids and gpu.warnings:
         summary = gpu.warnings[0]
-    return GpuView(available=True, rows=tuple(rows), server_summary=summary, host=host_line)
+    lanes = tuple(f"{share.label} server pid {share.pid}: {share.used_bytes / GIB:.1f}G on GPU "
+                  f"{','.join(map(str, share.device_indices)) or 'none'}" for share in sample.lanes)
+    return GpuView(available=True, rows=tuple(rows), server_summary=summary, host=host_line, lanes=lanes)
 
 
 _VERIFIED = {"verified": True, "mismatch": False, "default": True}  # default: nothing asked, nothing to miss

@@ -276,6 +276,7 @@ class ConsoleController:
 
     # --- telemetry --------------------------------------------------------------------------
     async def _telemetry(self) -> None:
+        from backends.lane_gpu import lane_trees
         from backends.telemetry import TelemetryStream
         from tui.adapters import gpu_view
 
@@ -283,7 +284,8 @@ class ConsoleController:
             state = self.session.state
             return (state.pid, state.pgid) if state and state.pid else None
 
-        stream = TelemetryStream(server=server_ref, interval=1.0)
+        stream = TelemetryStream(server=server_ref, interval=1.0,
+                                 lanes=lambda: lane_trees(note=lambda _: None))  # a corrupt record: down/up say so
         try:
             async for sample in stream:
                 self.post(m.GpuSampled(gpu_view(sample, stream.history)))

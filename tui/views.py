@@ -44,6 +44,7 @@ class GpuRow:
     power_limit_w: float | None
     temp_c: int | None
     util_history: tuple[int, ...] = ()
+    lane_gib: float = 0.0          # held by the servers of a parallel sweep's or search's lanes
 
 
 @dataclass(frozen=True)
@@ -53,3 +54,4 @@ class GpuView:
     rows: tuple[GpuRow, ...] = ()
     server_summary: str | None = None
     host: str | None = None
+    lanes: tuple[str, ...] = ()    # one line per lane server: its pid and memory on which GPUs

@@ -38,6 +38,17 @@ EIGHT_GPUS = GpuView(
     server_summary="server: 964.0 GiB on 8 GPUs, pids 4242, 4250-4257",
     host="host: cpu 12%  ram 80.1/503.7 GiB  server tree: cpu 310%  rss 42.0 GiB",
 )
+# the console's server on GPU 0, a parallel sweep's two lane servers on GPUs 1 and 2, GPU 3 idle
+LANE_GPUS = GpuView(
+    available=True,
+    rows=(GpuRow(0, "NVIDIA H200", 124.0, 143.8, 120.5, 71, 580.0, 700.0, 61, (60, 70, 71)),
+          GpuRow(1, "NVIDIA H200", 82.3, 143.8, 0.0, 88, 610.0, 700.0, 63, (10, 80, 88), lane_gib=80.1),
+          GpuRow(2, "NVIDIA H200", 82.1, 143.8, 0.0, 86, 605.0, 700.0, 62, (10, 79, 86), lane_gib=80.1),
+          GpuRow(3, "NVIDIA H200", 0.6, 143.8, 0.0, 0, 72.0, 700.0, 35, (0, 0, 0))),
+    server_summary="server: 120.5 GiB on 1 GPU, pids 4242, 4250",
+    host="host: cpu 30%  ram 120.4/503.7 GiB  server tree: cpu 110%  rss 12.0 GiB",
+    lanes=("lane 0 GPU 1 server pid 5120: 80.1G on GPU 1", "lane 1 GPU 2 server pid 5188: 80.1G on GPU 2"),
+)
 LOG = [
     "[2026-11-30 09:00:08] Load weight begin. avail mem=138.20 GB",
     "[2026-11-30 09:00:14] Load weight end. elapsed=6.01 s, type=Qwen3ForCausalLM, avail mem=122.80 GB, "

@@ -223,8 +223,10 @@ def test_keep_server_then_up_and_down_find_every_lane_server(box):
 
 def test_gpu_view_names_each_lane_server(box, monkeypatch):
     from backends.gpu import GpuSampler
+    from backends.lane_gpu import lane_trees
     from backends.telemetry import TelemetryStream
     from tests.fake_nvml import GIB, FakeGpu, make_fake_nvml
+    from tui.adapters import gpu_view
     from tui.commands import gpu as gpu_cmd
 
     cfg = box.config()
@@ -234,22 +236,27 @@ def test_gpu_view_names_each_lane_server(box, monkeypatch):
     assert r.returncode == 0, r.stderr[-3000:]
     states = lane_states(box.state)
     box.seen.update(s["pgid"] for s in states.values())
-    lanes = gpu_cmd.lane_trees()
-    assert [(label, root) for label, root, _ in lanes] == [("lane 0 GPU 0", states[0]["pid"]),
-                                                          ("lane 1 GPU 1", states[1]["pid"])]
+    trees = lane_trees()
+    assert [(t.label, t.pid) for t in trees] == [("lane 0 GPU 0", states[0]["pid"]),
+                                                 ("lane 1 GPU 1", states[1]["pid"])]
     # NVML (a fake here; the real one in docs/scale.md) lists each lane server's pid on its own GPU
     nv = make_fake_nvml([FakeGpu(procs=[(states[0]["pid"], 3 * GIB)]), FakeGpu(procs=[(states[1]["pid"], 5 * GIB)])])
-    stream = TelemetryStream(gpu=GpuSampler(nvml=nv, holds_gpu=lambda pid: True))
+    stream = TelemetryStream(gpu=GpuSampler(nvml=nv, holds_gpu=lambda pid: True), lanes=lane_trees)
     try:
         sample = stream.sample_blocking()
     finally:
         stream.close()
-    text = gpu_cmd.render_text(sample, lanes)
+    text = gpu_cmd.render_text(sample)
     assert f"[lane 0 GPU 0 server pid {states[0]['pid']}]" in text
     assert f"lane 1 GPU 1 server pid {states[1]['pid']}: 5.0 GiB on GPU 1" in text
-    shares = gpu_cmd.to_json(sample, lanes)["lane_servers"]
+    shares = gpu_cmd.to_json(sample)["lane_servers"]
     assert [(s["pid"], s["device_indices"], s["used_bytes"]) for s in shares] == [
         (states[0]["pid"], [0], 3 * GIB), (states[1]["pid"], [1], 5 * GIB)]
+    # the console's GPU panel attributes the same memory to each lane server
+    view = gpu_view(sample)
+    assert [(row.index, row.lane_gib) for row in view.rows] == [(0, 3.0), (1, 5.0)]
+    assert view.lanes == (f"lane 0 GPU 0 server pid {states[0]['pid']}: 3.0G on GPU 0",
+                          f"lane 1 GPU 1 server pid {states[1]['pid']}: 5.0G on GPU 1")
     down = run_ddtune("--config", cfg, "down", timeout=120, DDTUNE_STATE_DIR=str(box.state))
     assert down.returncode == 0 and lane_states(box.state) == {}
 

@@ -53,31 +53,6 @@ def server_ref(pid: int | None) -> tuple[int, int | None] | None:
     return root, pgid if isinstance(pgid, int) and not isinstance(pgid, bool) and pgid > 0 else None
 
 
-def lane_trees() -> list[tuple[str, int, tuple[int, ...]]]:
-    """(label, root pid, tree pids) of each live server of a parallel sweep's lanes (backends.lanes)."""
-    from backends.host import server_tree_pids
-    from backends.lanes import lane_servers
-
-    out = []
-    for server in lane_servers():
-        if server.alive and server.state.pid:
-            gpus = f" GPU {','.join(server.gpus)}" if server.gpus else ""
-            out.append((f"lane {server.index}{gpus}", server.state.pid,
-                        tuple(sorted(server_tree_pids(server.state.pid, server.state.pgid)))))
-    return out
-
-
-def lane_shares(sample, lanes) -> list[dict]:
-    """Per lane server: the GPU memory NVML attributes to its process tree, and on which GPUs."""
-    out = []
-    for label, root, tree in lanes:
-        mine = [p for p in sample.gpu.processes if p.pid in tree and p.visible] if sample.gpu.available else []
-        out.append({"lane": label, "pid": root, "tree_pids": list(tree),
-                    "used_bytes": sum(p.used_bytes or 0 for p in mine),
-                    "device_indices": sorted({p.device_index for p in mine}), "pids": sorted({p.pid for p in mine})})
-    return out
-
-
 def _gib(value: int | None) -> str:
     return "   n/a" if value is None else f"{value / GIB:6.1f}"
 
@@ -93,8 +68,8 @@ def _bar(used: int | None, total: int | None) -> str:
     return "[" + "#" * filled + "." * (BAR - filled) + "]"
 
 
-def render_text(sample, lanes=()) -> str:
-    """The nvidia-smi-like text view of one TelemetrySample; ``lanes`` from ``lane_trees()``."""
+def render_text(sample) -> str:
+    """The nvidia-smi-like text view of one TelemetrySample (with its lane servers' shares)."""
     gpu, host = sample.gpu, sample.host
     lines: list[str] = []
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(gpu.timestamp or host.timestamp))
@@ -120,7 +95,7 @@ def render_text(sample, lanes=()) -> str:
         lines.append("")
         if gpu.processes:
             lines.append(f"{'pid':>8} {'GPU':>3} {'type':>4} {'memory GiB':>10}  name")
-            owner = {pid: f"  [{label} server pid {root}]" for label, root, tree in lanes for pid in tree}
+            owner = {pid: f"  [{lane.label} server pid {lane.pid}]" for lane in sample.lanes for pid in lane.tree_pids}
             for p in gpu.processes:
                 tag = "  [server]" if p.is_server else owner.get(p.pid, "") if p.visible else ""
                 name = p.name or "(not visible here)"
@@ -131,12 +106,12 @@ def render_text(sample, lanes=()) -> str:
             lines.append(gpu.server_share.summary())
         elif sample.server_pids:
             lines.append("server: GPU memory not attributable (see warnings)")
-        elif not lanes:
+        elif not sample.lanes:
             lines.append("server: none (no server.json in the state dir; use --pid PID)")
-        for share in lane_shares(sample, lanes):
-            gpus = ", ".join(map(str, share["device_indices"])) or "none"
-            lines.append(f"{share['lane']} server pid {share['pid']}: {share['used_bytes'] / GIB:.1f} GiB on GPU "
-                         f"{gpus} (pids {', '.join(map(str, share['pids'])) or 'none'})")
+        for share in sample.lanes:
+            gpus = ", ".join(map(str, share.device_indices)) or "none"
+            lines.append(f"{share.label} server pid {share.pid}: {share.used_bytes / GIB:.1f} GiB on GPU "
+                         f"{gpus} (pids {', '.join(map(str, share.pids)) or 'none'})")
         for warning in gpu.warnings:
             lines.append(f"warning: {warning}")
         if gpu.hint:
@@ -149,7 +124,7 @@ def render_text(sample, lanes=()) -> str:
     return "\n".join(lines)
 
 
-def to_json(sample, lanes=()) -> dict:
+def to_json(sample) -> dict:
     gpu = asdict(sample.gpu)
     host = asdict(sample.host)
     if not sample.gpu.available:
@@ -157,13 +132,14 @@ def to_json(sample, lanes=()) -> dict:
     gpu["memory_used"] = sample.gpu.memory_used
     gpu["memory_total"] = sample.gpu.memory_total
     gpu["server_pids"] = list(sample.server_pids)
-    gpu["lane_servers"] = lane_shares(sample, lanes)
+    gpu["lane_servers"] = [share.to_json() for share in sample.lanes]
     gpu["host"] = host
     return gpu
 
 
 def run(args) -> int:
     from backends.errors import UsageError
+    from backends.lane_gpu import lane_trees
     from backends.telemetry import TelemetryStream
 
     if not args.interval > 0:
@@ -172,7 +148,8 @@ def run(args) -> int:
     if args.pid is not None and args.pid <= 0:
         raise UsageError(f"--pid must be a positive process id, got {args.pid}", hint="e.g. --pid 12345")
     ref = server_ref(args.pid)
-    stream = TelemetryStream(server=lambda: ref, interval=args.interval, history=1, tree_every=5.0)
+    stream = TelemetryStream(server=lambda: ref, interval=args.interval, history=1, tree_every=5.0,
+                             lanes=None if args.pid is not None else lane_trees)
     out = sys.stdout
     try:
         if args.once:
@@ -180,13 +157,12 @@ def run(args) -> int:
             time.sleep(min(args.interval, 0.5))
         while True:
             sample = stream.sample_blocking()
-            lanes = lane_trees() if args.pid is None else []
             if args.json:
-                out.write(json.dumps(to_json(sample, lanes)) + "\n")
+                out.write(json.dumps(to_json(sample)) + "\n")
             elif args.once:
-                out.write(render_text(sample, lanes) + "\n")
+                out.write(render_text(sample) + "\n")
             else:
-                out.write("\x1b[H\x1b[2J" + render_text(sample, lanes) + "\n")
+                out.write("\x1b[H\x1b[2J" + render_text(sample) + "\n")
             out.flush()
             if args.once:
                 return 0

@@ -1,4 +1,5 @@
-"""The GPU panel: one line per GPU, the server's share of memory, utilisation history."""
+"""The GPU panel: one line per GPU, the server's share of memory (magenta), the lane servers' of a
+parallel sweep or search (cyan, one line each naming its pid), others' (blue), utilisation history."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def one_line(v: GpuView) -> Text:
     server = sum(g.server_gib for g in rows)
     if server:
         line.append(f"· server {server:.0f}G", "magenta")
+    if v.lanes:
+        line.append(f" · {len(v.lanes)} lanes {sum(g.lane_gib for g in rows):.0f}G", "cyan")
     return line
 
 
@@ -37,7 +40,7 @@ class GpuPanel(Widget):
     view: reactive[GpuView] = reactive(lambda: GpuView(available=False, reason="sampling…"))
 
     def watch_view(self, old: GpuView, new: GpuView) -> None:
-        shape = lambda v: (v.available, len(v.rows), bool(v.server_summary))  # what sets the height
+        shape = lambda v: (v.available, len(v.rows), bool(v.server_summary), len(v.lanes))  # what sets the height
         if shape(old) != shape(new):
             self.refresh(layout=True)
 
@@ -59,9 +62,10 @@ class GpuPanel(Widget):
             line = Text()
             line.append(f"{g.index} ", "bold")
             line.append(f"{g.name.removeprefix('NVIDIA ')[:10]:<10} ")
-            others = max(g.used_gib - g.server_gib, 0.0)
+            others = max(g.used_gib - g.server_gib - g.lane_gib, 0.0)
             total = g.total_gib or 1.0
-            line.append_text(stacked_bar([(g.server_gib / total, "magenta"), (others / total, "blue")], bar_w))
+            line.append_text(stacked_bar([(g.server_gib / total, "magenta"), (g.lane_gib / total, "cyan"),
+                                          (others / total, "blue")], bar_w))
             line.append(f" {g.used_gib:6.1f}/{g.total_gib:.0f}G ")
             util = "-" if g.util is None else f"{g.util:3d}%"
             line.append(f"{util} ", "bold")
@@ -73,6 +77,7 @@ class GpuPanel(Widget):
             lines.append(line)
         if v.server_summary:
             lines.append(Text(v.server_summary, "magenta"))
+        lines.extend(Text(lane, "cyan") for lane in v.lanes)
         if v.host:
             lines.append(Text(v.host, "grey62"))
         return Group(*lines)
