@@ -8,9 +8,11 @@ more idle GPUs, from the repository root:
     python3 benchmarks/lanes_gpu.py [--gib 4] [--lanes 2]
 
 It runs ``ddtune sweep A B --parallel N`` with the GPUs left to NVML (every idle GPU), sampling
-NVML's process lists while the sweep runs; then the same with ``--keep-server``, reads ``ddtune gpu``,
-runs ``ddtune down``; and checks each GPU's process list is empty at the end. Prints every command,
-what NVML saw, and PASS/FAIL lines; exit 1 on any FAIL.
+NVML's process lists while the sweep runs; then the same with ``--keep-server``, reads ``ddtune gpu``
+and the console's GPU panel (the real app, driven headless beside the kept lanes, its screenshot
+saved as console-lanes.svg in $OUT or the work folder), runs ``ddtune down``; and checks each GPU's
+process list is empty at the end. Prints every command, what NVML saw, and PASS/FAIL lines; exit 1
+on any FAIL.
 """
 
 from __future__ import annotations
@@ -94,6 +96,59 @@ class Watch(threading.Thread):
             time.sleep(0.3)
 
 
+CONSOLE = """
+import asyncio, json, sys
+from backends.config import load_config
+from tui.app import DdtuneApp
+from tui.controller import ConsoleController
+
+async def main():
+    app = DdtuneApp(ConsoleController(load_config(sys.argv[1]), simulated=True))
+    async with app.run_test(size=(160, 50)) as pilot:
+        view = None
+        for _ in range(150):   # the console's own server starts; lane trees are re-read every 5 s
+            await pilot.pause(0.2)
+            view = app.main.gpu.view
+            if view.available and len(view.lanes) == int(sys.argv[2]) and any(r.server_gib for r in view.rows):
+                break
+        await pilot.pause(1.0)
+        app.save_screenshot(sys.argv[3])
+        print(json.dumps({"lanes": list(view.lanes), "server": view.server_summary,
+                          "rows": [[r.index, round(r.used_gib, 2), round(r.server_gib, 2), round(r.lane_gib, 2)]
+                                   for r in view.rows]}))
+        await app.controller.detach(stop_server=True)
+
+asyncio.run(main())
+"""
+
+
+def console_check(work: Path, env: dict[str, str], servers: dict[int, dict], gib: float) -> None:
+    """The console (its own simulator on another port, holding 1 GiB) beside the kept lane servers:
+    its GPU panel draws each lane server's memory on that lane's GPU and names the server's pid."""
+    config = work / "console.toml"
+    config.write_text('[server]\nbackend = "sim"\nport = 31950\n'
+                      'extra_args = ["--sim-load-seconds", "1", "--sim-gpu-alloc-gib", "1"]\n')
+    shot = Path(os.environ.get("OUT") or work) / "console-lanes.svg"
+    print(f"$ (console, headless) ddtune --config {config}", flush=True)
+    done = subprocess.run([sys.executable, "-c", CONSOLE, str(config), str(len(servers)), str(shot)], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=120)
+    print(done.stdout.strip()[-3000:] or done.stderr.strip()[-3000:], flush=True)
+    try:
+        view = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        check(False, "the console ran and reported its GPU panel")
+        return
+    print(f"console screenshot: {shot}", flush=True)
+    for lane, server in servers.items():
+        gpu = int(server["gpus"][0])
+        line = next((t for t in view["lanes"] if f"server pid {server['pid']}:" in t), "")
+        row = next((r for r in view["rows"] if r[0] == gpu), [gpu, 0, 0, 0])
+        check(line.startswith(f"lane {lane} GPU {gpu} ") and line.endswith(f"on GPU {gpu}") and row[3] >= gib,
+              f"the console's GPU panel: {line!r}, {row[3]:.2f} GiB of lanes on GPU {gpu}")
+    check(sum(r[2] for r in view["rows"]) >= 0.9 and bool(view["server"]),
+          f"and its own server's 1 GiB as the server's share, not a lane's ({view['server']})")
+
+
 def foreign_check(config: Path, env: dict[str, str], lanes: int) -> None:
     """A process ddtune did not start holds memory on every GPU: the default choice refuses them all,
     names its pid, and starts nothing."""
@@ -134,7 +189,8 @@ def main() -> int:
     config.write_text('[server]\nbackend = "sim"\nport = 31900\n'
                       f'extra_args = ["--sim-load-seconds", "2", "--sim-step-ms", "0", "--sim-gpu-alloc-gib", '
                       f'"{args.gib:g}"]\nready_timeout_s = 120\nstop_timeout_s = 20\n')
-    env = {**os.environ, "DDTUNE_STATE_DIR": str(state), "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))  # carried wheels too
+    env = {**os.environ, "DDTUNE_STATE_DIR": str(state), "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
     before = gpu_procs()
     print(f"GPUs: {len(before)}; NVML compute processes before: {before}", flush=True)
     check(len(before) >= args.lanes and not any(before.values()), f"{args.lanes}+ idle GPUs to start with")
@@ -177,6 +233,7 @@ def main() -> int:
         check(share.get("device_indices") == [int(server["gpus"][0])] and share.get("used_bytes", 0) >= args.gib * GIB,
               f"ddtune gpu --json attributes {share.get('used_bytes', 0) / GIB:.2f} GiB on GPU "
               f"{share.get('device_indices')} to lane {lane}")
+    console_check(work, env, servers, args.gib)
     down = ddtune("--config", str(config), "down", env=env)
     check(down.returncode == 0 and all(f"lane {lane}: stopped pid" in down.stderr for lane in servers),
           "ddtune down stopped every lane server")
