@@ -67,6 +67,8 @@ class LanePrinter:
                 self.lines(event.event)
             finally:
                 self.lines.stream.tag = ""
+        elif isinstance(event, s.LaneMoved):
+            self._write(moved_line(event))
         elif isinstance(event, s.LaneClosed):
             self._write(f"lane {event.lane}: {event.what}")
         else:
@@ -75,6 +77,12 @@ class LanePrinter:
     def _write(self, text: str) -> None:
         self.stream.write(f"sweep: {text}\n")
         self.stream.flush()
+
+
+def moved_line(event) -> str:
+    """A LaneMoved event, for the user."""
+    return (f"lane {event.lane}: port {event.old_port} was taken before its server could bind it ({event.why}); "
+            f"the lane moved to port {event.new_port} and starts again there")
 
 
 class _Tagged:
