@@ -77,3 +77,19 @@ async def test_planning_lanes_notes_ports_in_the_ephemeral_range(state_dir):
     assert f"use a base port below {span[0]}, e.g. port =" in said[0]
     _, notes = await plan_lanes(ServerConfig(port=free_port_run(2)), 2, ("0", "1"))
     assert not [n for n in notes if "ephemeral" in n], notes
+
+
+def test_sweep_and_search_output_say_where_a_lane_moved():
+    import io
+
+    from tui.commands._lanes import LanePrinter
+    from tui.commands._search_print import SearchPrinter
+    from workloads.sweep_events import LaneMoved
+
+    event = LaneMoved(0, 33001, 33003, "address already in use")
+    sweep, search = io.StringIO(), io.StringIO()
+    LanePrinter(sweep)(event)
+    SearchPrinter(search).progress(None, event)
+    line = ("lane 0: port 33001 was taken before its server could bind it (address already in use); "
+            "the lane moved to port 33003 and starts again there\n")
+    assert sweep.getvalue() == "sweep: " + line and search.getvalue() == "search: " + line
