@@ -107,6 +107,7 @@ def run_parallel(args, plan, kind: str) -> int:
     from backends.errors import UsageError
     from tui.commands._server import load_config, note
     from workloads.provenance import host_provenance
+    from workloads.results import new_run_folder
     from workloads.sweep_lanes import LaneSweep, plan_lanes
     from workloads.sweep_plan import SweepStore
 
@@ -119,6 +120,8 @@ def run_parallel(args, plan, kind: str) -> int:
     settings = _settings(args, manifest)
     if store is not None and plan is None:
         plan = store.plan()
+    if store is None and args.out:
+        new_run_folder(args.out, "sweep.json", "sweep")  # refused before lanes are planned
     lanes, notes = asyncio.run(plan_lanes(config, settings["parallel"], tuple(settings["gpus"])
                                           if settings["gpus"] is not None else None,
                                           settings["gpus_per_server"], note=note))
