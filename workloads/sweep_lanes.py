@@ -52,12 +52,15 @@ class LaneController(ManagedController):
     the move. Any other failure is the slot's, as in a serial sweep."""
 
     def __init__(self, lane: Lane, base: ServerConfig, *, others: Callable[[], Collection[int]] = frozenset,
-                 on_moved: Callable[[Lane, int, str], None] | None = None) -> None:
+                 on_moved: Callable[[Lane, int, str], None] | None = None,
+                 move_lock: asyncio.Lock | None = None) -> None:
         super().__init__(lane.config(base))
         self.lane = lane
         self.server_base = base
         self.others = others          # the ports the other lanes use now
         self.on_moved = on_moved or (lambda lane, old, why: None)
+        # one lane moves at a time: two lanes moving at once must not pick the same port
+        self.move_lock = move_lock or asyncio.Lock()
         self.remember_before(None)  # the sweep started this server: it stops it at the end
 
     async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
@@ -86,14 +89,15 @@ class LaneController(ManagedController):
 
     async def _move(self, why: str) -> dict:
         old = self.lane.port
-        port = await asyncio.to_thread(next_free_port, old, set(self.others()), port_owner_pid)
-        if port is None:
-            raise ServerError(f"{self.lane.label}: port {old} was taken ({why}) and none of the next "
-                              f"{MOVE_SEARCH} ports is free",
-                              hint="set [server] port to a base with free ports after it")
-        self.lane = replace(self.lane, port=port)
-        self.base = self.lane.config(self.server_base)
-        self.on_moved(self.lane, old, why)
+        async with self.move_lock:
+            port = await asyncio.to_thread(next_free_port, old, set(self.others()), port_owner_pid)
+            if port is None:
+                raise ServerError(f"{self.lane.label}: port {old} was taken ({why}) and none of the next "
+                                  f"{MOVE_SEARCH} ports is free",
+                                  hint="set [server] port to a base with free ports after it")
+            self.lane = replace(self.lane, port=port)
+            self.base = self.lane.config(self.server_base)
+            self.on_moved(self.lane, old, why)
         return {"from": old, "to": port, "why": why}
 
     def _tagged(self, applied: Applied, moved: dict | None = None) -> Applied:
@@ -194,7 +198,8 @@ class LanePool:
         self.keep_server = keep_server
         # told of each lane that moved port (set by the LaneSweep running the pool now)
         self.on_move: Callable[[Lane, int, str], None] = lambda lane, old, why: None
-        self.controllers = {lane.index: LaneController(lane, base, on_moved=self._moved,
+        moving = asyncio.Lock()
+        self.controllers = {lane.index: LaneController(lane, base, on_moved=self._moved, move_lock=moving,
                                                        others=self._ports_but(lane.index))
                             for lane in lanes}
 

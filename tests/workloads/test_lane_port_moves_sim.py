@@ -141,3 +141,22 @@ async def test_a_start_that_fails_for_another_reason_is_not_retried(tmp_path, st
     assert not any(isinstance(e, se.LaneMoved) for e in events)
     assert launches(events, 0) == 1  # one start, not retried
     assert lane_doc(state_dir, 0)["port"] == base.port and "port_moves" not in lane_doc(state_dir, 0)
+
+
+async def test_two_lanes_whose_ports_are_both_taken_move_to_different_ports(tmp_path, state_dir, launched):
+    base = config()
+    lanes, _ = await plan_lanes(base, 2, ("0", "1"))
+    plan = SweepPlan((B8, B4), SMALL)
+    store = SweepStore.create(plan, {}, tmp_path / "sweep")
+    events: list = []
+    with socket.socket() as one, socket.socket() as two:
+        for squatter, lane in ((one, lanes[0]), (two, lanes[1])):
+            squatter.bind(("127.0.0.1", lane.port))
+            squatter.listen()
+        records = await LaneSweep(plan, store, lanes, base, on_event=recorder(events, launched)).run()
+    assert [r.status for r in records] == ["done", "done"], [(r.status, r.reason) for r in records]
+    moved = {e.lane: (e.old_port, e.new_port) for e in events if isinstance(e, se.LaneMoved)}
+    assert {lane: old for lane, (old, _) in moved.items()} == {0: base.port, 1: base.port + 1}
+    # one move at a time: whichever lane moved first took base + 2, the other the next free port
+    assert sorted(new for _, new in moved.values()) == [base.port + 2, base.port + 3]
+    assert {r.server["lane"]: r.server["port"] for r in records} == {lane: new for lane, (_, new) in moved.items()}
