@@ -33,5 +33,14 @@ class ServerError(DdtuneError):
     """The server failed to start, stop, answer or verify (exit 1)."""
 
 
+class PortTaken(ServerError):
+    """A start refused because someone else listens on the server's port: not a server ddtune
+    stopped for this restart (a parallel sweep's lane moves to another port on it)."""
+
+    def __init__(self, message: str, hint: str | None = None, *, port: int) -> None:
+        super().__init__(message, hint)
+        self.port = port
+
+
 class TelemetryUnavailable(DdtuneError):
     """GPU or host telemetry cannot be read here; never fatal to the rest of ddtune."""

@@ -2,7 +2,7 @@
 server's record, so ``down`` and the next start find every server a sweep left.
 
     state_dir()/lanes/<n>/lane.json       the lane: its GPUs (index, UUID, model, clocks), its port,
-                                          the sweep that ran it
+                                          the sweep that ran it, the ports it left (port_moves)
     state_dir()/lanes/<n>/server.json     its server, the same record as the main server's: pid,
                                           pgid, create time (launch.json, lifecycle.lock, logs/ too)
 
@@ -85,11 +85,11 @@ def lane_folder(index: int) -> Path:
     return lanes_root() / str(index)
 
 
-def save_lane(lane: Lane, sweep: str | None) -> None:
+def save_lane(lane: Lane, sweep: str | None, **extra: Any) -> None:
     """Write lane.json (0600, atomically): which GPUs and port the lane's server runs on, and for whom."""
     folder = lane.folder
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    doc = {**lane.to_json(), "sweep": sweep, "sweep_pid": os.getpid(), "written_at": time.time()}
+    doc = {**lane.to_json(), "sweep": sweep, "sweep_pid": os.getpid(), "written_at": time.time(), **extra}
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".lane.", suffix=".json")
     with os.fdopen(fd, "w") as fh:
         json.dump(doc, fh, indent=2, sort_keys=True)
@@ -103,6 +103,17 @@ def _lane_doc(folder: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
+
+
+def record_move(lane: Lane, old_port: int, why: str) -> None:
+    """lane.json names the lane's new port (its sweep kept) and, in ``port_moves``, each port it left
+    and why: a lane's port is taken between planning and its server's bind."""
+    doc = _lane_doc(lane.folder)
+    found = doc.get("port_moves")
+    moves: list[Any] = list(found) if isinstance(found, list) else []
+    sweep = doc.get("sweep") if isinstance(doc.get("sweep"), str) else None
+    moves.append({"from": old_port, "to": lane.port, "why": why, "at": time.time()})
+    save_lane(lane, sweep, port_moves=moves)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Between stopping the old server and launching the new one: wait until its port is free and its
 pids hold no GPU memory, or fail naming what holds them. A port held by anything we did not stop is
-refused at once (a lane server of a parallel sweep is named as such)."""
+refused at once with PortTaken (a lane server of a parallel sweep is named as such)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from backends.errors import ServerError
+from backends.errors import PortTaken, ServerError
 from backends.process import port_owner, wait_port_free
 
 PORT_RELEASE_S = 60.0   # how long a stopped server may keep its port before we give up
@@ -47,10 +47,11 @@ async def wait_port_released(port: int, old_pids: set[int]) -> None:
 
         lane = await asyncio.to_thread(lane_holding, owner.pid)
         if lane is not None:
-            raise ServerError(f"refusing to start: port {port} is held by {lane.describe()} (a parallel sweep's)",
-                              hint="`ddtune down` stops every lane server; or set a different [server] port")
-        raise ServerError(f"refusing to start: {owner.describe()}, not a server ddtune started",
-                          hint=f"stop that process, or set a different [server] port than {port}")
+            raise PortTaken(f"refusing to start: port {port} is held by {lane.describe()} (a parallel sweep's)",
+                            hint="`ddtune down` stops every lane server; or set a different [server] port",
+                            port=port)
+        raise PortTaken(f"refusing to start: {owner.describe()}, not a server ddtune started",
+                        hint=f"stop that process, or set a different [server] port than {port}", port=port)
     owner = await asyncio.to_thread(wait_port_free, port, time.monotonic() + PORT_RELEASE_S)
     if owner is not None:
         raise ServerError(

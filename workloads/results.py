@@ -141,6 +141,19 @@ def kept_filter(run_dir: Path) -> Callable[[dict], bool] | None:
     return kept
 
 
+def new_run_folder(out: str | Path, manifest: str, what: str) -> Path:
+    """``--out DIR`` of a new sweep or search, checked before anything is planned or started: refused
+    (UsageError, nothing changed) when DIR already records one (``manifest`` in it) or is a file."""
+    path = Path(out).expanduser()
+    if (path / manifest).exists():
+        raise UsageError(f"--out {path}: a {what} is already recorded there",
+                         hint=f"continue it with --resume --out {path}, or pick a new folder")
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--out {path}: a file, not a folder",
+                         hint=f"give a folder for the {what} (created when missing), or leave --out out")
+    return path
+
+
 class JsonManifest:
     """A folder's JSON manifest (sweep.json, search.json), rewritten atomically. Subclasses set
     ``manifest`` and define ``read`` (which checks the document is theirs)."""

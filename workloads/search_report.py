@@ -8,6 +8,7 @@ configuration) with their measured seconds, every measured configuration, and ea
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from workloads.estimate import Estimate, Ratio
@@ -35,6 +36,7 @@ def summarize(search: Search, target, path: str, status: str, wall_s: float | No
     rival = next((p for p in search.measured() if p != best), None)
     margin = search.margin(best, rival) if best is not None and rival is not None else None
     median = statistics.median(search.restart_s) if search.restart_s else None
+    lanes = search.options.lanes
     return {
         "schema": SCHEMA, "path": path, "status": status,
         "space": {name: list(values) for name, values in space.axes}, "space_text": space.text(),
@@ -45,7 +47,11 @@ def summarize(search: Search, target, path: str, status: str, wall_s: float | No
         "margin": _ratio(margin), "clear": bool(margin is not None and margin.lo is not None and margin.lo > 1.0),
         "restarts": {"used": search.restarts, "grid": space.size, "share": search.restarts / space.size,
                      "seconds": sum(search.restart_s), "median_s": median,
-                     "grid_estimate_s": None if median is None else median * space.size},
+                     "grid_estimate_s": None if median is None else median * space.size,
+                     # seconds and grid_estimate_s add up every lane's restarts; on N lanes a grid
+                     # restarts side by side, each lane ceil(grid / N) times
+                     "summed_over_lanes": lanes,
+                     "grid_wall_estimate_s": None if median is None else median * math.ceil(space.size / lanes)},
         "rounds": len(search.rounds), "stop_reason": search.stop_reason,
         "lanes": search.options.lanes, "wall_s": wall_s, "fairness": fairness(search, best, rival),
         "measured": [_measured(search, p) for p in search.measured()],
@@ -125,6 +131,20 @@ def _on(measured: dict) -> str:
     return f"; waves on {' + '.join(parts)}" if parts else ""
 
 
+def _restart_seconds(restarts: dict, lanes: int) -> str:
+    """'; 5.5 s restarting, a grid would spend about 17 s'; on lanes both are sums over the lanes
+    (serial seconds), and the grid's wall time on as many lanes follows."""
+    summed = f" summed over {lanes} lanes" if lanes > 1 else ""
+    spent = f"; {restarts['seconds']:.1f} s restarting{summed}" if restarts["seconds"] else ""
+    if not restarts["grid_estimate_s"]:
+        return spent
+    grid = f"{', a' if spent else '; a'} grid would spend about {restarts['grid_estimate_s']:.0f} s"
+    wall = restarts.get("grid_wall_estimate_s")
+    if lanes > 1 and wall:
+        grid += f" summed (about {wall:.0f} s of wall time on {lanes} lanes)"
+    return spent + grid
+
+
 def summary_lines(summary: dict) -> list[str]:
     best, rival, restarts = summary["best"], summary["rival"], summary["restarts"]
     lines = []
@@ -138,11 +158,9 @@ def summary_lines(summary: dict) -> list[str]:
                          f"{pct(summary['margin'])}: {verdict}")
         if summary.get("fairness"):
             lines.append(f"  warning: {summary['fairness']}")
-    spent = f"; {restarts['seconds']:.1f} s restarting" if restarts["seconds"] else ""
-    grid = f", a grid would spend about {restarts['grid_estimate_s']:.0f} s" if restarts["grid_estimate_s"] else ""
-    lines.append(f"restarts: {restarts['used']} of a full grid's {restarts['grid']} "
-                 f"({restarts['share']:.0%}){spent}{grid}")
     lanes = summary.get("lanes") or 1
+    lines.append(f"restarts: {restarts['used']} of a full grid's {restarts['grid']} "
+                 f"({restarts['share']:.0%}){_restart_seconds(restarts, lanes)}")
     took = f" in {summary['wall_s']:.1f} s" if summary.get("wall_s") is not None else ""
     across = f" on {lanes} lanes (restarts summed over them)" if lanes > 1 else ""
     lines.append(f"measured {len(summary['measured'])} of {restarts['grid']} configurations in "

@@ -21,7 +21,7 @@ from pathlib import Path
 from backends.datafile import parse_jsonl, read_json, read_text
 from backends.errors import UsageError
 from backends.paths import runs_dir
-from workloads.results import JsonManifest, _atomic_write, kept_filter, read_jsonl
+from workloads.results import JsonManifest, _atomic_write, kept_filter, new_run_folder, read_jsonl
 from workloads.run_attempts import written_by_other
 
 SCHEMA = "ddtune.search/1"
@@ -39,10 +39,7 @@ class SearchStore(JsonManifest):
     @classmethod
     def create(cls, meta: dict, out: str | Path | None = None) -> SearchStore:
         if out:
-            path = Path(out).expanduser()
-            if (path / "search.json").exists():
-                raise UsageError(f"--out {path}: a search is already recorded there",
-                                 hint=f"continue it with --resume --out {path}, or pick a new folder")
+            path = new_run_folder(out, "search.json", KIND)
             path.mkdir(parents=True, exist_ok=True)
         else:
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())

@@ -118,6 +118,17 @@ class LaneEvent:
 
 
 @dataclass(frozen=True)
+class LaneMoved:
+    """A lane's port was taken between planning and its server's bind: the lane moved to
+    ``new_port`` and its start is tried once more there."""
+
+    lane: int
+    old_port: int
+    new_port: int
+    why: str
+
+
+@dataclass(frozen=True)
 class LaneClosed:
     """A lane's server at the end of the sweep: what was done with it (stopped, kept)."""
 
@@ -126,4 +137,4 @@ class LaneClosed:
 
 
 SweepEvent = SweepStarted | SlotStarted | ServerPhaseChanged | ServerApplied | CellFinished | EvalFinished | \
-    LosslessChecked | SlotFinished | SweepFinished | LanesStarted | LaneEvent | LaneClosed
+    LosslessChecked | SlotFinished | SweepFinished | LanesStarted | LaneEvent | LaneMoved | LaneClosed

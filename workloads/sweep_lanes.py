@@ -15,41 +15,94 @@ busiest lane (nothing to rotate then, and no lane idles). Each run's lane, GPUs 
 go into its slot record (``server.lane``, ``server.gpus``, ``server.gpu_devices``).
 
 Ctrl-C, SIGTERM or a crash cancels every lane; each stops its own server (unless ``keep_server``)
-before the sweep returns. A lane's failed start is its slot's failure, as in a serial sweep.
+before the sweep returns. A lane's failed start is its slot's failure, as in a serial sweep, with
+one exception: a port taken between planning and the server's bind (someone listens on it, or the
+log says "address already in use") moves the lane to the next free port and starts it once more
+there (``LaneController``); lane.json, sweep.json and the slot record name the new port.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 
 from backends.config import ServerConfig
-from backends.errors import UsageError
-from backends.lanes import Lane, lane_servers, live_lane_pids, port_owner_pid, save_lane, stop_lane_servers
+from backends.errors import PortTaken, ServerError, UsageError
+from backends.laneports import MOVE_SEARCH, bind_clash, ephemeral_note, ephemeral_range, next_free_port
+from backends.lanes import (Lane, lane_servers, live_lane_pids, port_owner_pid, record_move, save_lane,
+                            stop_lane_servers)
 from workloads.results import mark_interrupted_runs
 from workloads.run_attempts import begin_attempt
 from workloads.server_control import ManagedController
 from workloads.sweep import Applied, SweepEngine, recording_outcome
-from workloads.sweep_events import LaneClosed, LaneEvent, LanesStarted, SlotFinished, SweepStarted
+from workloads.sweep_events import LaneClosed, LaneEvent, LaneMoved, LanesStarted, SlotFinished, SweepStarted
 from workloads.sweep_plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 PROCESS_BACKENDS = ("sim", "sglang")
 
 
 class LaneController(ManagedController):
-    """The serial sweep's controller on one lane's port and GPUs; every Applied names the lane."""
+    """The serial sweep's controller on one lane's port and GPUs; every Applied names the lane.
 
-    def __init__(self, lane: Lane, base: ServerConfig) -> None:
+    A start that fails because the lane's port was taken since planning (someone else listens on
+    it, or the server's log says "address already in use" for it) moves the lane to the next free
+    port no other lane uses and is tried once more there; ``on_moved(lane, old_port, why)`` records
+    the move. Any other failure is the slot's, as in a serial sweep."""
+
+    def __init__(self, lane: Lane, base: ServerConfig, *, others: Callable[[], Collection[int]] = frozenset,
+                 on_moved: Callable[[Lane, int, str], None] | None = None,
+                 move_lock: asyncio.Lock | None = None) -> None:
         super().__init__(lane.config(base))
         self.lane = lane
+        self.server_base = base
+        self.others = others          # the ports the other lanes use now
+        self.on_moved = on_moved or (lambda lane, old, why: None)
+        # one lane moves at a time: two lanes moving at once must not pick the same port
+        self.move_lock = move_lock or asyncio.Lock()
         self.remember_before(None)  # the sweep started this server: it stops it at the end
 
     async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
-        applied = await super().apply(config, progress)
+        why: str | None
+        try:
+            applied = await super().apply(config, progress)
+        except PortTaken as exc:
+            if exc.port != self.lane.port:
+                raise
+            why = exc.message.removeprefix("refusing to start: ")
+        else:
+            why = self._bind_clash(applied)
+            if why is None:
+                return self._tagged(applied)
+        moved = await self._move(why)
+        return self._tagged(await super().apply(config, progress), moved)
+
+    def _bind_clash(self, applied: Applied) -> str | None:
+        """The log line of a start that failed binding the lane's port, if that is how it failed."""
+        session = self.session
+        state = session.state if session is not None else None
+        if applied.ok or session is None or state is None or state.phase != "failed" \
+                or session.log.log_path != state.log_path:
+            return None
+        return bind_clash(session.log.facts.fatals, self.lane.port)
+
+    async def _move(self, why: str) -> dict:
+        old = self.lane.port
+        async with self.move_lock:
+            port = await asyncio.to_thread(next_free_port, old, set(self.others()), port_owner_pid)
+            if port is None:
+                raise ServerError(f"{self.lane.label}: port {old} was taken ({why}) and none of the next "
+                                  f"{MOVE_SEARCH} ports is free",
+                                  hint="set [server] port to a base with free ports after it")
+            self.lane = replace(self.lane, port=port)
+            self.base = self.lane.config(self.server_base)
+            self.on_moved(self.lane, old, why)
+        return {"from": old, "to": port, "why": why}
+
+    def _tagged(self, applied: Applied, moved: dict | None = None) -> Applied:
         info = {**applied.info, "lane": self.lane.index, "gpus": list(self.lane.gpus), "port": self.lane.port,
-                "gpu_devices": [d.to_json() for d in self.lane.devices]}
+                "gpu_devices": [d.to_json() for d in self.lane.devices], **({"port_moved": moved} if moved else {})}
         return replace(applied, info=info)
 
     async def shutdown(self) -> str | None:
@@ -118,6 +171,9 @@ async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | 
     from backends.lanes import assign_ports
 
     ports = await asyncio.to_thread(assign_ports, base.port, len(sets), by_lane, port_owner_pid)
+    ephemeral = ephemeral_note(ports, ephemeral_range())
+    if ephemeral:
+        notes.append(ephemeral)
     main = load_state(note)
     if main is not None and main.is_alive():
         notes.append(f"the managed server pid {main.pid} keeps running on port {main.port}; the lanes use "
@@ -140,7 +196,22 @@ class LanePool:
             raise UsageError("a parallel sweep needs at least one lane", hint="--parallel 2 --gpus 0,1")
         self.lanes = lanes
         self.keep_server = keep_server
-        self.controllers = {lane.index: LaneController(lane, base) for lane in lanes}
+        # told of each lane that moved port (set by the LaneSweep running the pool now)
+        self.on_move: Callable[[Lane, int, str], None] = lambda lane, old, why: None
+        moving = asyncio.Lock()
+        self.controllers = {lane.index: LaneController(lane, base, on_moved=self._moved, move_lock=moving,
+                                                       others=self._ports_but(lane.index))
+                            for lane in lanes}
+
+    def _ports_but(self, index: int) -> Callable[[], set[int]]:
+        """The ports the lanes other than ``index`` use now."""
+        return lambda: {lane.port for lane in self.lanes if lane.index != index}
+
+    def _moved(self, lane: Lane, old_port: int, why: str) -> None:
+        """A lane now runs on another port: the pool's lanes and its lane.json say so."""
+        self.lanes[:] = [lane if other.index == lane.index else other for other in self.lanes]
+        record_move(lane, old_port, why)
+        self.on_move(lane, old_port, why)
 
     def runs(self, lane: Lane, config: SweepConfig) -> bool:
         """The lane's server runs ``config`` now (measuring it there needs no restart)."""
@@ -212,6 +283,7 @@ class LaneSweep:
         manifest["lanes"] = [lane.to_json() for lane in self.lanes]
         self.store.write(manifest)
         self.queues = self.placement(pending)
+        self.pool.on_move = self._moved
         self.emit(SweepStarted(str(self.store.path), tuple(slots), tuple(sorted(finished)), None))
         self.emit(LanesStarted(tuple(self.lanes), self.notes))
         with recording_outcome(self.store, self.emit, finished):
@@ -219,6 +291,10 @@ class LaneSweep:
                 for lane in self.lanes:
                     group.create_task(self._lane(lane, finished))
         return [finished[i] for i in sorted(finished)]
+
+    def _moved(self, lane: Lane, old_port: int, why: str) -> None:
+        self.store.update(lanes=[other.to_json() for other in self.lanes])
+        self.emit(LaneMoved(lane.index, old_port, lane.port, why))
 
     async def _lane(self, lane: Lane, finished: dict[int, SlotRecord]) -> None:
         with lane.scope():

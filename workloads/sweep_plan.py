@@ -29,7 +29,7 @@ from backends.datafile import parse_jsonl, read_json, read_text
 from backends.errors import UsageError
 from backends.paths import runs_dir
 from workloads.bench import BenchPlan
-from workloads.results import JsonManifest
+from workloads.results import JsonManifest, new_run_folder
 
 _RESUME_HINT = "give the folder a sweep wrote (its --out), or start a new sweep"
 SCHEMA = "ddtune.sweep/1"
@@ -178,10 +178,7 @@ class SweepStore(JsonManifest):
     @classmethod
     def create(cls, plan: SweepPlan, meta: dict, out: str | Path | None = None, kind: str = "sweep") -> SweepStore:
         if out:
-            path = Path(out).expanduser()
-            if (path / "sweep.json").exists():
-                raise UsageError(f"--out {path}: a sweep is already recorded there",
-                                 hint=f"continue it with --resume --out {path}, or pick a new folder")
+            path = new_run_folder(out, "sweep.json", "sweep")
             path.mkdir(parents=True, exist_ok=True)
         else:
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())

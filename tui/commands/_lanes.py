@@ -67,6 +67,8 @@ class LanePrinter:
                 self.lines(event.event)
             finally:
                 self.lines.stream.tag = ""
+        elif isinstance(event, s.LaneMoved):
+            self._write(moved_line(event))
         elif isinstance(event, s.LaneClosed):
             self._write(f"lane {event.lane}: {event.what}")
         else:
@@ -75,6 +77,12 @@ class LanePrinter:
     def _write(self, text: str) -> None:
         self.stream.write(f"sweep: {text}\n")
         self.stream.flush()
+
+
+def moved_line(event) -> str:
+    """A LaneMoved event, for the user."""
+    return (f"lane {event.lane}: port {event.old_port} was taken before its server could bind it ({event.why}); "
+            f"the lane moved to port {event.new_port} and starts again there")
 
 
 class _Tagged:
@@ -99,6 +107,7 @@ def run_parallel(args, plan, kind: str) -> int:
     from backends.errors import UsageError
     from tui.commands._server import load_config, note
     from workloads.provenance import host_provenance
+    from workloads.results import new_run_folder
     from workloads.sweep_lanes import LaneSweep, plan_lanes
     from workloads.sweep_plan import SweepStore
 
@@ -111,6 +120,8 @@ def run_parallel(args, plan, kind: str) -> int:
     settings = _settings(args, manifest)
     if store is not None and plan is None:
         plan = store.plan()
+    if store is None and args.out:
+        new_run_folder(args.out, "sweep.json", "sweep")  # refused before lanes are planned
     lanes, notes = asyncio.run(plan_lanes(config, settings["parallel"], tuple(settings["gpus"])
                                           if settings["gpus"] is not None else None,
                                           settings["gpus_per_server"], note=note))

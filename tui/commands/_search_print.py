@@ -76,6 +76,11 @@ class SearchPrinter:
         if isinstance(event, se.LanesStarted):
             self.gpus = {lane.index: lane.visible_devices for lane in event.lanes}
             return
+        if isinstance(event, se.LaneMoved):
+            from tui.commands._lanes import moved_line
+
+            self._w(f"search: {moved_line(event)}")
+            return
         if isinstance(event, se.LaneEvent):
             tag = f"[lane {event.lane} GPU {self.gpus.get(event.lane, '?')}] "
             event = event.event

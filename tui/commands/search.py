@@ -92,12 +92,15 @@ def _plan(args, config, controller, parallel: bool) -> dict:
     """The new search's search.json, validated (UsageError naming the option) before anything runs."""
     from backends.errors import UsageError
     from workloads.provenance import host_provenance
+    from workloads.results import new_run_folder
     from workloads.search import Target
     from workloads.search_space import parse_space
     from workloads.search_strategy import SearchOptions
 
     if not args.space:
         raise UsageError("name the space to search", hint="ddtune search --space 'budget=4,8,16 topk=2,4,6'")
+    if args.out:
+        new_run_folder(args.out, "search.json", "search")  # refused before lanes are planned
     space = parse_space(args.space, config.knob_map, config.block_size, table=config.knob_table)
     if space.size < 2:
         raise UsageError(f"--space {args.space!r} holds one configuration: nothing to search",

@@ -145,7 +145,7 @@ class SweepScreen(Screen):
         from workloads.metrics import cell_acceptance
 
         event, table, status = message.event, self.query_one("#slots", DataTable), self.query_one("#status", Static)
-        if isinstance(event, (s.LanesStarted, s.LaneEvent, s.LaneClosed)):
+        if isinstance(event, (s.LanesStarted, s.LaneEvent, s.LaneMoved, s.LaneClosed)):
             event = self._lane_event(event)
             if event is None:
                 return
@@ -187,6 +187,10 @@ class SweepScreen(Screen):
             return None
         if isinstance(event, s.LaneClosed):
             self._lane_cell(event.lane, 3, event.what[:40])
+            return None
+        if isinstance(event, s.LaneMoved):
+            self._lane_cell(event.lane, 2, str(event.new_port))
+            self.notify(f"lane {event.lane}: port {event.old_port} was taken; moved to {event.new_port}", timeout=8)
             return None
         inner, index = event.event, event.lane
         if isinstance(inner, s.SlotStarted):
