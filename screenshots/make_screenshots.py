@@ -171,6 +171,25 @@ async def _sweep(pilot) -> None:
     await pilot.pause(0.5)
 
 
+@scene("search", size=(140, 36), app=_console_app(),
+       about="a knob search from the console (S): rounds, the measured table, the best and its ddtune up line")
+async def _search(pilot) -> None:
+    from tui.console_search import SearchRequest
+    from tui.screens.search import SearchScreen
+
+    await _until(pilot, lambda: _phase(pilot) == "ready")
+    request = SearchRequest("budget=4,8,16 topk=2,4", target_context=1024, target_concurrency=4, max_tokens=64,
+                            waves=2, rungs=2)
+    screen = SearchScreen(request.space, request)
+    pilot.app.push_screen(screen)
+    await pilot.pause()
+    await pilot.click("#start")
+    await _until(pilot, lambda: screen.search is not None, 10)
+    await _until(pilot, lambda: screen.search is None, 240)  # done, and the server back on its config
+    pilot.app.clear_notifications()
+    await pilot.pause(0.5)
+
+
 # --- standin: the harness's own check (tests/e2e/test_screenshot_script.py) -----------------------------
 
 def _standin_app():

@@ -30,6 +30,7 @@ class DdtuneApp(App):
         Binding("f", "cycle_log_filter", "Log filter", id="app.log_filter"),
         Binding("r", "results", "Results", id="app.results"),
         Binding("s", "sweep", "Sweep", id="app.sweep"),
+        Binding("S", "search", "Knob search", show=False, id="app.search"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("q", "quit_console", "Quit", id="app.quit"),
         # Ctrl+Q and Ctrl+C ask the same question as q: leaving must never stop the server by surprise
@@ -48,6 +49,8 @@ class DdtuneApp(App):
          "pin_baseline"),
         ("Results", "past runs; compare two per cell", "results"),
         ("Sweep", "pick presets, run a quick sweep, see the winner", "sweep"),
+        ("Knob search", "type a knob space; find its fastest configuration with few restarts (ddtune search)",
+         "search"),
         ("Help", "what the panels mean, every key", "help"),
         ("Quit", "leave the server running or stop it", "quit_console"),
     )
@@ -170,6 +173,14 @@ class DdtuneApp(App):
 
         self.push_screen(SweepScreen(preset_names()))
 
+    def action_search(self) -> None:
+        if self.controller is None:
+            return
+        from tui.console_search import default_space
+        from tui.screens.search import SearchScreen
+
+        self.push_screen(SearchScreen(default_space(self.controller.config)))
+
     def action_help(self) -> None:
         from tui.screens.help import HelpScreen
 
@@ -186,6 +197,11 @@ class DdtuneApp(App):
         self.push_screen(QuitDialog(can_stop=can_stop), chosen)
 
     async def _leave(self, stop_server: bool) -> None:
+        from tui.screens.search import SearchScreen
+
+        for screen in self.screen_stack:  # a search under way stops first (resumable), its lanes stopped
+            if isinstance(screen, SearchScreen):
+                await screen.stop_search(restore=False)
         if self.controller is not None:
             if stop_server:
                 self.notify("stopping the server…", timeout=10)

@@ -69,10 +69,36 @@ def _sweep_row(path: Path) -> RunRow:
                   "-", (), summary)
 
 
+def _search_row(path: Path) -> RunRow:
+    """A knob search (`ddtune search`, or the console's S): its best and restarts once done, else how to
+    resume it; each round is a sweep folder `ddtune report` reads."""
+    doc = read_run_file(path / "search.json")
+    status = status_of(doc)
+    summary = read_run_file(path / "summary.json") if (path / "summary.json").is_file() else {}
+    best, restarts = summary.get("best"), summary.get("restarts")
+    if isinstance(best, dict) and isinstance(restarts, dict):
+        tok = best.get("tok_s")
+        mean = tok.get("mean") if isinstance(tok, dict) else None
+        mean = mean if isinstance(mean, (int, float)) else 0
+        text = (f"best {best.get('label')}: {mean:.0f} tok/s; {restarts.get('used')} restarts of a "
+                f"full grid's {restarts.get('grid')}; `ddtune report {path}/round-NN`")
+    elif status in ("interrupted", "failed"):
+        text = f"{status}: continue it with `ddtune search --resume --out {path}`"
+    else:
+        text = status
+    return RunRow(path, str(doc.get("id", path.name)), "search", status, "-", (), text)
+
+
 def list_runs(limit: int = 200) -> list[RunRow]:
-    """Runs and sweeps under runs/, newest first (a sweep is one row; `ddtune report` reads it)."""
+    """Runs, sweeps and searches under runs/, newest first (a sweep or a search is one row)."""
     rows = []
     for path in sorted(runs_dir().iterdir(), reverse=True)[:limit]:
+        if (path / "search.json").is_file():
+            try:
+                rows.append(_search_row(path))
+            except DdtuneError:
+                pass
+            continue
         if (path / "sweep.json").is_file():
             try:
                 rows.append(_sweep_row(path))

@@ -12,7 +12,8 @@ Resume: rounds.jsonl holds every finished round with what it measured; the strat
 (the same observations give the same plans, checked round by round) and the search goes on from
 the first round not recorded, whose sweep folder keeps the configurations it already measured.
 
-The engine prints nothing: it publishes frozen events, as the sweep engine does.
+The engine prints nothing: it publishes frozen events (workloads/search_events.py), as the sweep
+engine does.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from typing import Protocol
 
 from backends.errors import UsageError
 from workloads.bench import BenchPlan
-from workloads.estimate import Estimate
 from workloads.run_attempts import begin_attempt, recording_end
+from workloads.search_events import (  # noqa: F401  (re-exported: readers name them from here too)
+    RoundFinished, RoundProgress, RoundStarted, SearchEvent, SearchFinished, SearchStarted,
+)
 from workloads.search_report import summarize
-from workloads.search_space import Point, SearchSpace
+from workloads.search_space import SearchSpace
 from workloads.search_store import SearchStore, wave_samples
-from workloads.search_strategy import Decision, Observation, RoundPlan, Search, SearchOptions
+from workloads.search_strategy import Observation, RoundPlan, Search, SearchOptions
 from workloads.sweep import SweepEngine
 from workloads.sweep_events import ServerController, SweepEvent
 from workloads.sweep_plan import SlotRecord, SweepConfig, SweepPlan, SweepStore
@@ -60,50 +63,6 @@ class Target:
     def from_json(cls, data: dict) -> Target:
         return cls(int(data["context"]), int(data["concurrency"]), int(data["max_tokens"]),
                    int(data.get("warmup", 1)), int(data.get("warmup_requests", 2)))
-
-
-# --- events (past-tense facts) -------------------------------------------------------------
-@dataclass(frozen=True)
-class SearchStarted:
-    path: str
-    space: SearchSpace
-    start: Point
-    replayed: int        # rounds already recorded (resume)
-    restarts: int        # restarts those rounds used
-    expected_restart_s: float | None
-
-
-@dataclass(frozen=True)
-class RoundStarted:
-    plan: RoundPlan
-    restarts_needed: int  # at most
-    restarts_so_far: int
-
-
-@dataclass(frozen=True)
-class RoundProgress:
-    """A sweep event of the round under way (restart, server phase, cell)."""
-
-    plan: RoundPlan
-    event: SweepEvent
-
-
-@dataclass(frozen=True)
-class RoundFinished:
-    plan: RoundPlan
-    observations: tuple[Observation, ...]
-    estimates: tuple[Estimate | None, ...]   # pooled over every round so far, one per observation
-    decisions: tuple[Decision, ...]          # races this round ended
-
-
-@dataclass(frozen=True)
-class SearchFinished:
-    path: str
-    status: str           # done | interrupted | failed
-    summary: dict
-
-
-SearchEvent = SearchStarted | RoundStarted | RoundProgress | RoundFinished | SearchFinished
 
 
 class RoundRunner(Protocol):

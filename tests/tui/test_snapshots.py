@@ -54,3 +54,35 @@ def test_help_scrolls_at_80x24(snap_compare):
         await pilot.pause()
 
     assert snap_compare(DdtuneApp(), terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.mark.parametrize("size,rounds", [((80, 24), None), ((200, 50), None), ((80, 24), 3)],
+                         ids=["80x24-done", "200x50-done", "80x24-round-3"])
+def test_search_screen(snap_compare, size, rounds):
+    """The search screen fed a fixed search (tests/tui/search_fixtures.py): done, the table of measured
+    configurations (a failed one in red), the best in green with the `ddtune up` line, the restarts
+    against the grid's; and at 80x24 mid-search, the round raced with its candidates, one
+    configuration's server loading and the failure's toast."""
+    from tests.tui.search_fixtures import SPACE, search_events
+    from tui.screens.search import SearchEventPosted, SearchScreen
+    from workloads.sweep_events import ServerPhaseChanged, SlotStarted
+    from workloads.sweep_plan import Slot
+
+    async def run_before(pilot):
+        screen = SearchScreen(SPACE.text())
+        await pilot.app.push_screen(screen)
+        screen.add_class("-started")
+        events = search_events(rounds)
+        for event in events:
+            screen.post_message(SearchEventPosted(event))
+        if rounds is not None:
+            plan = events[-1].plan
+            slot = Slot(0, SPACE.label(plan.asks[0].point), 1)
+            screen.post_message(SearchEventPosted(SlotStarted(slot, True, None), plan))
+            screen.post_message(SearchEventPosted(ServerPhaseChanged(slot, "loading-weights", "shard 3/8"), plan))
+        await pilot.pause()
+        if rounds is None:
+            pilot.app.clear_notifications()  # the failure's toast (shown mid-search) has gone by the end
+        await pilot.wait_for_scheduled_animations()
+
+    assert snap_compare(DdtuneApp(), terminal_size=size, run_before=run_before)

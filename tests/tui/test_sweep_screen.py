@@ -125,3 +125,52 @@ async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_
         # the console's own server was left alone
         assert panel(app).phase == "ready" and panel(app).pid == state["pid"]
         await app.controller.detach(stop_server=True)
+
+
+async def test_a_lossless_mismatch_is_in_the_table_in_red_and_named_in_the_verdict(tmp_path, groups):
+    """With the baseline on, every run's outputs are checked against the baseline's: a simulator told
+    to leave the greedy output on every prompt with speculation on (--sim-diverge-rate 1) shows
+    DIFFERS in red on the speculative run, and the final status line names it."""
+    from workloads.sweep_lossless import PROMPTS
+
+    app = app_for(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-step-ms", "0", "--sim-diverge-rate", "1"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
+        groups.track_state()
+        screen = SweepScreen(["b8-t4-w2048"], contexts=[60], concurrency=[1], max_tokens=16)
+        app.push_screen(screen)
+        await pilot.pause()
+        assert screen.query_one("#baseline").value  # on by default
+        await pilot.click("#start")
+        status = screen.query_one("#status", Static)
+
+        def finished() -> bool:
+            groups.track_state()
+            return "best overall" in str(status.render()) or "finished" in str(status.render())
+
+        await wait_until(pilot, finished, timeout=120, what="the sweep to finish")
+        table = screen.query_one("#slots", DataTable)
+        assert [str(c.label) for c in table.ordered_columns][5] == "lossless"
+        rows = {str(table.get_row_at(i)[1]): table.get_row_at(i) for i in range(table.row_count)}
+        assert set(rows) == {"baseline", "b8-t4-w2048"}
+        assert str(rows["baseline"][5]) == f"baseline {PROMPTS} prompts"
+        cell = rows["b8-t4-w2048"][5]
+        assert str(cell).startswith(f"DIFFERS {PROMPTS}/{PROMPTS} @") and "red" in str(cell.style)
+        text = str(status.render())
+        assert f"LOSSLESS CHECK FAILED: b8-t4-w2048 changed the greedy output of {PROMPTS}/{PROMPTS} prompts" in text
+        said = " ".join(n.message for n in app._notifications)
+        assert "prompts DIVERGED from the baseline" in said
+        await app.controller.detach(stop_server=True)
+
+
+def test_the_lossless_cell_says_identical_differs_or_skipped():
+    from tui.screens.sweep import lossless_cell
+
+    same = lossless_cell({"status": "compared", "prompts": 8, "diverged": 0, "first": [None] * 8})
+    assert str(same) == "identical 8/8" and "red" not in str(same.style)
+    differs = lossless_cell({"status": "compared", "prompts": 8, "diverged": 5, "first": [3, None, 7, 9, 1, 2, None,
+                                                                                          None]})
+    assert str(differs) == "DIFFERS 5/8 @3,7,9…" and "red" in str(differs.style)
+    assert str(lossless_cell({"status": "recorded", "prompts": 8})) == "baseline 8 prompts"
+    assert str(lossless_cell({"status": "no baseline yet"})) == "skipped: no baseline yet"
+    assert str(lossless_cell({"status": "error", "error": "connection refused"})) == "skipped: connection refused"

@@ -43,11 +43,14 @@ excludes no change.
 | `n` / `N` | next / previous line matching the search |
 | `←` `→` `End` | with the log focused: scroll long lines sideways; End follows the tail again |
 | `r` | results: past runs, compare two per cell |
-| `s` | sweep: pick presets, run a quick sweep (restarts only when knobs change), see the winner |
+| `s` | sweep: pick presets, run a quick sweep, see the winner; a baseline checks outputs (identical/DIFFERS) |
+| `S` | knob search (`ddtune search`): type a space, find its fastest config with few restarts; Esc stops it |
+| `?` | this help |
 | `ctrl+p` | command palette |
 | `q` `ctrl+q` `ctrl+c` | quit (asks whether to leave the server running) |
 
-Headless equivalents: `ddtune up/restart/down/status`, `ddtune bench`, `ddtune eval`, `ddtune load`.
+Headless equivalents: `ddtune up/restart/down/status`, `ddtune bench`, `ddtune eval`, `ddtune load`,
+`ddtune sweep`, `ddtune search`.
 """
 
 

@@ -5,6 +5,9 @@ events come back as messages. A small matrix keeps it quick; `ddtune sweep` take
 With GPUs named the sweep runs in parallel lanes (workloads.sweep_lanes, as `ddtune sweep
 --parallel`): one server per GPU beside the console's own, and one row per lane with its phase and
 progress.
+With the speculation-off baseline on, each run's greedy outputs are checked against the baseline's
+(workloads.sweep_lossless): the "lossless" column says identical, DIFFERS (red, and named in the
+final status line) or skipped, so a faster configuration that changed the answers cannot pass unseen.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class SweepScreen(Screen):
         self.rows: dict[int, RowKey] = {}
         self.lane_rows: dict[int, RowKey] = {}
         self.best: dict[int, float] = {}
+        self.diverged: dict[str, str] = {}  # config -> "k/n prompts": outputs that left the baseline's
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -90,7 +94,8 @@ class SweepScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#presets", SelectionList).border_title = f"2 of {len(self.presets)} picked"
-        self.query_one("#slots", DataTable).add_columns("#", "config", "status", "best tok/s", "accept", "note")
+        self.query_one("#slots", DataTable).add_columns("#", "config", "status", "best tok/s", "accept", "lossless",
+                                                          "note")
         self.query_one("#lanes", DataTable).add_columns("lane", "GPU", "port", "phase", "run", "progress")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -125,10 +130,14 @@ class SweepScreen(Screen):
             status.update("[red]sweep refused: no managed server[/red]")
             self.running = False
             return
+        self.diverged = {}
         try:
             contexts, concurrency, max_tokens = self.matrix
             _path, verdict, done = await console.run_sweep(presets, baseline, contexts, concurrency, max_tokens,
                                                            self._post_event, gpus)
+            if self.diverged:  # the "still correct" half of the verdict, as loud as the report makes it
+                verdict += ("\n[b red]LOSSLESS CHECK FAILED: " + "; ".join(
+                    f"{config} changed the greedy output of {k}" for config, k in self.diverged.items()) + "[/]")
             status.update(verdict)
             if done:
                 self.notify(f"sweep: {done}", timeout=8)
@@ -158,7 +167,7 @@ class SweepScreen(Screen):
             self._cell(event.slot.index, 2, "restarting" if event.restart else "running")
             status.update(f"run {event.slot.index + 1}: {event.slot.config}, ETA {duration(event.eta_s)}")
         elif isinstance(event, s.ServerPhaseChanged):
-            self._cell(event.slot.index, 5, f"{event.phase} {event.detail}"[:40])
+            self._cell(event.slot.index, 6, f"{event.phase} {event.detail}"[:40])
         elif isinstance(event, s.CellFinished):
             self._cell(event.slot.index, 2, f"cells {event.cells_done}/{event.cells_total}")
             best = max(float(event.cell.get("output_tok_s") or 0), self.best.get(event.slot.index, 0.0))
@@ -168,9 +177,16 @@ class SweepScreen(Screen):
             self._cell(event.slot.index, 4, "-" if accept is None else f"{accept:.2f}")
             status.update(f"run {event.slot.index + 1}: cell {event.cells_done}/{event.cells_total}, "
                           f"ETA {duration(event.eta_s)}")
+        elif isinstance(event, s.LosslessChecked):
+            self._cell(event.slot.index, 5, lossless_cell(event.result))
+            if event.result.get("status") == "compared" and event.result.get("diverged"):
+                from workloads.sweep_lossless import describe
+
+                self.diverged[event.slot.config] = f"{event.result['diverged']}/{event.result['prompts']} prompts"
+                self.notify(f"{event.slot.config}: {describe(event.result)}", severity="error", timeout=10)
         elif isinstance(event, s.SlotFinished):
             self._cell(event.record.slot.index, 2, event.record.status)
-            self._cell(event.record.slot.index, 5, (event.record.reason or "")[:60])
+            self._cell(event.record.slot.index, 6, (event.record.reason or "")[:60])
 
     def _lane_event(self, event):
         """Fill the lane's row; return the event inside a LaneEvent for the slot table (else None)."""
@@ -213,7 +229,25 @@ class SweepScreen(Screen):
         if lane in self.lane_rows:
             table.update_cell(self.lane_rows[lane], table.ordered_columns[column].key, value, update_width=True)
 
-    def _cell(self, index: int, column: int, value: str) -> None:
+    def _cell(self, index: int, column: int, value: str | Text) -> None:
         table = self.query_one("#slots", DataTable)
         if index in self.rows:
             table.update_cell(self.rows[index], table.ordered_columns[column].key, value, update_width=True)
+
+
+def lossless_cell(result: dict) -> Text:
+    """A slot's lossless check in the table: ``identical 8/8``, ``DIFFERS 3/8 @12,40,7…`` in red (where
+    the first differing tokens are, three at most), ``baseline 8 prompts`` (recorded), or ``skipped: why``."""
+    status = result.get("status")
+    if status == "recorded":
+        return Text(f"baseline {result.get('prompts')} prompts")
+    if status == "compared":
+        n, k = result.get("prompts"), result.get("diverged")
+        if not k:
+            return Text(f"identical {n}/{n}", style="green")
+        first = [str(p) for p in result.get("first") or () if p is not None]
+        at = ",".join(first[:3]) + ("…" if len(first) > 3 else "")
+        return Text(f"DIFFERS {k}/{n}" + (f" @{at}" if at else ""), style="bold red")
+    if status == "error":
+        return Text(f"skipped: {result.get('error')}"[:40], style="yellow")
+    return Text(f"skipped: {status}")

@@ -1,0 +1,343 @@
+"""The search screen: type a knob space, start ``ddtune search``'s engine, watch its rounds live.
+
+The run is tui/console_search.py's (the same engine, plan and folder as ``ddtune search``) in this
+screen's worker; its events come back as messages. The table has one row per configuration the
+search started: its waves, tok/s with the 95% interval (pooled over every round), how often the
+server was started for it, and its state; above it the round under way (the knob raced, the
+candidates, the last race's decision) and the restarts used against a full grid's; at the end the
+best with its margin, whether it is clear, and the ``ddtune up --set ...`` line. Escape (or quitting)
+stops a search under way; ``ddtune search --resume --out DIR`` continues it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, cast
+
+from rich.markup import escape
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static
+from textual.widgets.data_table import RowKey
+
+from tui.console_search import ConsoleSearch, SearchRequest, interrupted_line
+
+if TYPE_CHECKING:
+    from tui.app import DdtuneApp
+    from workloads.search_space import SearchSpace
+
+COLUMNS = ("configuration", "waves", "tok/s ± 95%", "starts", "state")
+STATE_WIDTH = 18  # the state column's text at most: a 3-knob label and the figures leave this much at 80 columns
+_FRACTION = re.compile(r"\d+/\d+")
+
+
+def phase_text(phase: str, detail: str) -> str:
+    """A server phase for the state column, with its progress when it has one: ``warmup``,
+    ``loading 3/8`` (loading-weights, shortened to fit)."""
+    found = _FRACTION.search(detail or "")
+    text = f"{phase} {found.group(0)}" if found else phase
+    if len(text) > STATE_WIDTH:
+        text = f"{phase.split('-')[0]} {found.group(0)}" if found else phase
+    return text[:STATE_WIDTH]
+
+
+class SearchEventPosted(Message):
+    """An event of the search under way: the engine's (``plan`` None), a round's sweep event, or a note."""
+
+    def __init__(self, event: object, plan: object = None, note: bool = False) -> None:
+        super().__init__()
+        self.event = event
+        self.plan = plan
+        self.note = note
+
+
+def tok_cell(est) -> str:
+    """``780 ± 11`` (half the 95% interval), ``780`` from one wave, ``-`` before any."""
+    if est is None:
+        return "-"
+    half = est.half_width
+    return f"{est.mean:.0f}" + (f" ± {half:.0f}" if half is not None else "")
+
+
+class SearchScreen(Screen):
+    BINDINGS = [Binding("escape", "leave", "Back", id="search.back")]
+    DEFAULT_CSS = """
+    SearchScreen .row { height: 1; margin: 0 1; }
+    SearchScreen .row Label { padding: 0 1 0 0; color: $text-muted; }
+    SearchScreen .row Input { margin-right: 2; }
+    SearchScreen #space { width: 1fr; margin-right: 0; }
+    SearchScreen #context { width: 8; }
+    SearchScreen #concurrency { width: 6; }
+    SearchScreen #gpus { width: 1fr; min-width: 12; }
+    SearchScreen #fields { margin: 1 1 0 1; }
+    SearchScreen #options { height: auto; color: $text-muted; padding: 0 1; }
+    SearchScreen #round { height: auto; padding: 0 1; margin-top: 1; }
+    SearchScreen #restarts { height: 1; padding: 0 1; }
+    SearchScreen #measured { height: 1fr; min-height: 3; }
+    SearchScreen #best { height: auto; padding: 0 1; }
+    SearchScreen.-narrow.-started #options { display: none; }
+    SearchScreen.-narrow #round { margin-top: 0; }
+    SearchScreen.-narrow #fields { margin: 0 1; }
+    """
+
+    def __init__(self, space: str, template: SearchRequest | None = None) -> None:
+        super().__init__()
+        self.space_text = space
+        self.template = template or SearchRequest(space)
+        self.search: ConsoleSearch | None = None
+        self.rows: dict[str, RowKey] = {}
+        self.starts: dict[str, int] = {}
+        self.space: SearchSpace | None = None  # once the search started
+        self.grid = 0
+        self.restarts = 0
+        self.round_text = ""
+        self.decision = ""  # how the last race ended
+
+    @property
+    def running(self) -> bool:
+        return self.search is not None
+
+    def compose(self) -> ComposeResult:
+        t = self.template
+        yield Header()
+        with Horizontal(classes="row"):
+            yield Label("space")
+            yield Input(self.space_text, id="space", compact=True,
+                        tooltip="knob=value,value,... per knob, separated by spaces; 'none' clears a knob; "
+                                "the search tunes the knobs in this order")
+        with Horizontal(id="fields", classes="row"):
+            yield Label("target context")
+            yield Input(str(t.target_context), id="context", compact=True, tooltip="prompt tokens of the measured cell")
+            yield Label("concurrency")
+            yield Input(str(t.target_concurrency), id="concurrency", compact=True,
+                        tooltip="requests in flight, released together as one wave (one tok/s sample)")
+            yield Label("GPUs")
+            yield Input(id="gpus", placeholder="this server", compact=True,
+                        tooltip="one server per GPU beside this one (ddtune search --parallel); empty: search on "
+                                "this console's server")
+            yield Button("Start search", variant="primary", id="start", compact=True)
+        yield Static(f"each race: {t.waves} waves, the better half twice as many, {t.rungs} rungs; "
+                     f"{t.max_tokens} tokens per request (full options: ddtune search --help)", id="options")
+        yield Static("type a space and start; the server restarts only when the knobs change", id="round")
+        yield Static("", id="restarts")
+        yield DataTable(id="measured", zebra_stripes=True, cursor_type="none")
+        yield Static("", id="best")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#measured", DataTable).add_columns(*COLUMNS)
+
+    # --- start and stop ---------------------------------------------------------------------
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "start" and not self.running:
+            self.start()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if not self.running:
+            self.start()
+
+    def start(self) -> None:
+        """Check the fields (a bad one: a message naming it, nothing started), then run the search."""
+        from backends.errors import DdtuneError
+        from tui.console_search import parse_request
+
+        console = cast("DdtuneApp", self.app).controller
+        if console is None:  # the app without a managed server (no config): nothing to search
+            self._say("[red]search refused: no managed server[/red]")
+            return
+        value = lambda ident: self.query_one(f"#{ident}", Input).value  # noqa: E731
+        try:
+            request = parse_request(console.config, value("space"), value("context"), value("concurrency"),
+                                    value("gpus"), self.template)
+        except DdtuneError as exc:
+            text = exc.message + (f"; {exc.hint}" if exc.hint else "")
+            self.notify(text, severity="error", timeout=10)
+            self._say(f"[red]not started: {escape(text)}[/red]")
+            return
+        self.search = ConsoleSearch(console, request)
+        self.add_class("-started")  # at 80x24 the options line gives its rows to the results
+        self.query_one("#measured", DataTable).clear()  # a second search on this screen starts afresh
+        self.query_one("#best", Static).update("")
+        self.rows, self.starts, self.restarts, self.round_text, self.decision = {}, {}, 0, "", ""
+        for widget in self.query(Input):
+            widget.disabled = True
+        self.query_one("#start", Button).disabled = True
+        self._say(f"starting: {escape(request.space)}")
+        self.run_search(self.search)
+
+    @work(exclusive=True, group="search", exit_on_error=False)
+    async def run_search(self, search: ConsoleSearch) -> None:
+        from backends.errors import DdtuneError
+
+        def progress(plan: object, event: object) -> None:
+            self.post_message(SearchEventPosted(event, plan))
+
+        def note(text: str) -> None:
+            self.post_message(SearchEventPosted(text, note=True))
+
+        try:
+            await search.run(self._post_event, progress, note)
+        except DdtuneError as exc:
+            self._say(f"[red]search refused: {escape(exc.message)}{escape(f' ({exc.hint})' if exc.hint else '')}[/]")
+        finally:
+            self.search = None
+            if self.is_attached:  # not after Esc: the screen is gone
+                for widget in self.query(Input):
+                    widget.disabled = False
+                self.query_one("#start", Button).disabled = False
+
+    async def stop_search(self, restore: bool) -> None:
+        """Stop a search under way and wait until its servers are settled: ``restore`` returns the
+        console's server to the config it ran before (else it is left as it is, for the quit dialog)."""
+        from textual.worker import WorkerCancelled, WorkerFailed
+
+        if self.search is None:
+            return
+        self.search.restore = restore
+        for worker in [w for w in self.workers if w.group == "search" and not w.is_finished]:
+            worker.cancel()
+            try:
+                await worker.wait()
+            except (WorkerCancelled, WorkerFailed):
+                pass
+
+    def action_leave(self) -> None:
+        search = self.search
+        if search is not None:
+            search.restore = True
+            self.app.notify(interrupted_line(search.path) + "; the server goes back to the config it ran before",
+                            timeout=10)
+        self.app.pop_screen()  # the worker is cancelled with the screen; its cleanup finishes on its own
+
+    # --- events -----------------------------------------------------------------------------
+    def _post_event(self, event: object) -> None:  # from the engine, in this screen's worker
+        self.post_message(SearchEventPosted(event))
+
+    def _say(self, markup: str) -> None:
+        self.query_one("#round", Static).update(markup)
+
+    def on_search_event_posted(self, message: SearchEventPosted) -> None:
+        from workloads import search_events as ev
+
+        event = message.event
+        if message.note:
+            self.notify(str(event), timeout=8)
+        elif message.plan is not None:
+            self._progress(event)
+        elif isinstance(event, ev.SearchStarted):
+            self.space, self.grid = event.space, event.space.size
+            shape = " x ".join(f"{name} {len(values)}" for name, values in event.space.axes)
+            one_pass = 1 + sum(len(values) - 1 for _, values in event.space.axes)
+            self._say(f"search of {event.space.size} configurations ({shape}): one pass starts about {one_pass}; "
+                      f"from {escape(event.space.label(event.start))}\nfolder {escape(event.path)}")
+            self._restarts()
+        elif isinstance(event, ev.RoundStarted) and self.space is not None:
+            self._round_started(event)
+        elif isinstance(event, ev.RoundFinished) and self.space is not None:
+            self._round_finished(event)
+        elif isinstance(event, ev.SearchFinished):
+            self._finished(event)
+
+    def _cell(self, label: str, column: int, value: str | Text) -> None:
+        table = self.query_one("#measured", DataTable)
+        if label in self.rows:
+            table.update_cell(self.rows[label], table.ordered_columns[column].key, value, update_width=True)
+
+    def _restarts(self, extra: str = "") -> None:
+        self.query_one("#restarts", Static).update(f"restarts: {self.restarts} of a full grid's {self.grid}{extra}")
+
+    def _round_started(self, event) -> None:
+        from workloads.search_report import round_title
+
+        space = self.space
+        assert space is not None
+        for ask in event.plan.asks:
+            label = space.label(ask.point)
+            if label not in self.rows:
+                self.rows[label] = self.query_one("#measured", DataTable).add_row(label, "-", "-", "0", "queued",
+                                                                                  key=label)
+            self._cell(label, 4, f"round {event.plan.number}: {event.plan.need} waves")
+        self.round_text = (f"[b]{escape(round_title(space, event.plan))}[/b]\n"
+                           f"candidates: {escape(', '.join(space.label(a.point) for a in event.plan.asks))}")
+        self._say(self.round_text + (f"\nlast race: {escape(self.decision)}" if self.decision else ""))
+        self._restarts(f"; this round up to {event.restarts_needed} more")
+
+    def _progress(self, event: object) -> None:
+        """A sweep event of the round under way: the configuration's state in the table."""
+        from workloads import sweep_events as s
+
+        where = ""
+        if isinstance(event, s.LaneEvent):
+            where, event = f"lane {event.lane}: ", event.event
+        if isinstance(event, s.SlotStarted):
+            self._cell(event.slot.config, 4, where + ("restarting" if event.restart else "measuring"))
+        elif isinstance(event, s.ServerPhaseChanged):
+            self._cell(event.slot.config, 4, where + phase_text(event.phase, event.detail))
+        elif isinstance(event, s.ServerApplied):
+            self._cell(event.slot.config, 4, where + ("measuring" if event.applied.ok else "server FAILED"))
+
+    def _round_finished(self, event) -> None:
+        from workloads.search_report import decision_line
+
+        space = self.space
+        assert space is not None
+        for obs, est in zip(event.observations, event.estimates, strict=True):
+            label = space.label(obs.point)
+            self.starts[label] = self.starts.get(label, 0) + int(obs.restarted)
+            self.restarts += int(obs.restarted)
+            self._cell(label, 1, str(est.n if est is not None else 0))
+            self._cell(label, 2, tok_cell(est))
+            self._cell(label, 3, str(self.starts[label]))
+            if obs.failed:
+                reason = obs.failed.splitlines()[0]
+                self._cell(label, 4, Text(f"FAILED: {reason}"[:STATE_WIDTH], style="bold red"))
+                self.notify(f"{label} FAILED (left out of the search): {reason}", severity="error", timeout=10)
+            else:
+                self._cell(label, 4, "measured")
+        if event.decisions:
+            self.decision = decision_line(space, event.decisions[-1]).strip().removeprefix("-> ")
+            self._say(self.round_text + f"\nlast race: {escape(self.decision)}")
+        self._restarts()
+
+    def _finished(self, event) -> None:
+        summary = event.summary
+        restarts = summary.get("restarts") or {}
+        self.restarts = int(restarts.get("used", self.restarts))
+        self._restarts(f" ({restarts['share']:.0%})" if restarts.get("share") is not None else "")
+        if event.status != "done":
+            self._say(f"[yellow]{escape(interrupted_line(event.path))}[/yellow]")
+        else:
+            rounds = summary.get("rounds")
+            self._say(f"[b]search done[/b] in {rounds} round(s)" +
+                      (f"; last race: {escape(self.decision)}" if self.decision else ""))
+        best, rival = summary.get("best"), summary.get("rival")
+        if best is not None:
+            self._cell(best["label"], 4, Text("BEST", style="bold green"))
+        if rival is not None:
+            self._cell(rival["label"], 4, "closest rival")
+        if event.status == "done":
+            self.query_one("#best", Static).update(best_text(summary))
+
+
+def best_text(summary: dict) -> Text:
+    """summary_lines (what ``ddtune search`` prints at the end) with the best and its verdict marked."""
+    from workloads.search_report import summary_lines
+
+    out = Text()
+    for i, line in enumerate(summary_lines(summary)):
+        style = ""
+        if line.startswith("best:"):
+            style = "bold"
+        elif "not clear at 95%" in line:
+            style = "yellow"
+        elif "clear at 95%" in line:
+            style = "green"
+        elif line.startswith("run it:"):
+            style = "bold cyan"
+        out.append(("\n" if i else "") + line, style=style)
+    return out
