@@ -42,6 +42,7 @@ class SearchRequest:
     max_restarts: int | None = None
     warmup: int | None = None
     start: str | None = None
+    out: str | None = None          # the console's searches take the default folder (runs/<time>-search)
     gpus: tuple[str, ...] | None = None
 
 

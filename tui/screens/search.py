@@ -184,6 +184,10 @@ class SearchScreen(Screen):
             await search.run(self._post_event, progress, note)
         except DdtuneError as exc:
             self._say(f"[red]search refused: {escape(exc.message)}{escape(f' ({exc.hint})' if exc.hint else '')}[/]")
+        except Exception as exc:  # a bug: say so on the screen, not only in the worker's state
+            self._say(f"[red]search failed: {escape(type(exc).__name__)}: {escape(str(exc))}; "
+                      f"{escape(interrupted_line(search.path))}[/]")
+            raise
         finally:
             self.search = None
             if self.is_attached:  # not after Esc: the screen is gone
