@@ -72,7 +72,8 @@ async def test_apply_window_restarts_and_verifies(tmp_path, groups):
 
 
 async def test_old_process_race_is_shown_as_waiting(tmp_path, groups):
-    app = app_for(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-drain-seconds", "4"))
+    # the old server answers for 1.5 s after SIGTERM: a race the panel must show as stopping-old, not ready
+    app = app_for(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-drain-seconds", "1.5"))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
         first_pid = panel(app).pid
