@@ -7,7 +7,7 @@ import time
 
 from backends.config import load_config
 from backends.knobs import KNOBS
-from tests.backends.lifecycle_support import write_config
+from tests.backends.lifecycle_support import PHASED, write_config
 from tui.app import DdtuneApp
 from tui.controller import ConsoleController
 from tui.screens.knob_editor import KnobEditor
@@ -133,7 +133,7 @@ async def test_a_headless_restart_beside_the_console_shows_in_the_panel(tmp_path
 
     from tests.helpers import REPO, ddtune_cmd, ddtune_env
 
-    config_file = write_config(tmp_path)
+    config_file = write_config(tmp_path, extra=PHASED)
     app = app_for(tmp_path, config_file)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
