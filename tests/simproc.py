@@ -25,6 +25,9 @@ from tests.helpers import REPO, ddtune_env, free_port
 
 READY_LINE = "The server is fired up and ready to roll!"
 LISTEN_LINE = "Uvicorn running on http://"
+# the paced startup log's length unless a test names its own: every line is still written (in order),
+# only the pauses between them shrink, and most tests only wait for the ready line
+LOAD_SECONDS = "0.1"
 
 
 @dataclass
@@ -83,7 +86,7 @@ def sim_argv(*args: str, port: int) -> list[str]:
     if "--port" not in argv:
         argv += ["--port", str(port)]
     if not any(a.startswith("--sim-load-seconds") for a in argv):
-        argv += ["--sim-load-seconds", "0.5"]
+        argv += ["--sim-load-seconds", LOAD_SECONDS]
     return [sys.executable, "-m", "backends.sim", *argv]
 
 

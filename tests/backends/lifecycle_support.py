@@ -16,7 +16,10 @@ from backends.config import load_config
 from backends.process import group_members
 from tests.helpers import REPO, free_port
 
-FAST = ("--sim-load-seconds", "0.5")
+# the simulator's paced startup: short where a test only waits for ready; long enough to see each
+# startup phase go by (the log is read in batches, so a 0.1 s startup can skip a phase) where it watches them
+FAST = ("--sim-load-seconds", "0.1")
+PHASED = ("--sim-load-seconds", "0.5")
 
 STANDIN_MAIN = (
     "import sys\n"

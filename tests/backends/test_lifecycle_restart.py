@@ -12,13 +12,13 @@ from backends.lifecycle import ServerManager
 from backends.process import group_members, port_owner
 from backends.readiness import ReadinessProbe
 from backends.state import load_state
-from tests.backends.lifecycle_support import FAST, config
+from tests.backends.lifecycle_support import FAST, PHASED, config
 
 
 async def test_old_process_race_ready_only_for_the_new_pid(tmp_path, state_dir, groups):
     """The old server keeps answering for 2 s after SIGTERM (drain); ddtune must wait it out and
     declare ready only for the pid it started."""
-    cfg = config(tmp_path, extra=FAST + ("--sim-drain-seconds", "2"))
+    cfg = config(tmp_path, extra=PHASED + ("--sim-drain-seconds", "2"))
     old = await ServerManager(cfg).up()
     groups.track(old.pgid)
     assert old.phase == "ready"

@@ -4,6 +4,7 @@ fact whose rank-0 line is missing comes from the lowest rank present, with a not
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -53,17 +54,26 @@ def plain_reports() -> dict[str, tuple[dict, str]]:
     return out
 
 
+def inspect_in_process(path: Path, as_json: bool, capsys) -> str:
+    """What ``ddtune inspect`` prints for ``path``, from its command module in this process: the 84
+    prefixed logs below would each cost two interpreter starts; the plain reports they are compared
+    with come from the real command line."""
+    from tui.commands import inspect
+
+    capsys.readouterr()
+    assert inspect.run(argparse.Namespace(logfile=str(path), json=as_json)) == 0
+    return capsys.readouterr().out
+
+
 @pytest.mark.parametrize("collector", list(COLLECTORS))
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
-def test_inspect_finds_the_same_facts_behind_a_collector_prefix(path, collector, plain_reports, tmp_path):
+def test_inspect_finds_the_same_facts_behind_a_collector_prefix(path, collector, plain_reports, tmp_path, capsys):
     prefixed = tmp_path / f"{path.stem}.{collector}.log"
     prefixed.write_bytes(reprefix(path.read_bytes(), COLLECTORS[collector]))
-    doc = run_ddtune("inspect", str(prefixed), "--json")
-    assert doc.returncode == 0, doc.stderr
     want_doc, want_human = plain_reports[path.stem]
-    assert json.loads(doc.stdout) == want_doc
-    human = run_ddtune("inspect", str(prefixed))
-    assert human.stdout.split("\n", 1)[1] == want_human  # phases, timings, notes: all but the file name
+    assert json.loads(inspect_in_process(prefixed, True, capsys)) == want_doc
+    human = inspect_in_process(prefixed, False, capsys)
+    assert human.split("\n", 1)[1] == want_human  # phases, timings, notes: all but the file name
 
 
 @pytest.mark.parametrize("collector", list(COLLECTORS))

@@ -15,7 +15,7 @@ from backends.session_events import (
     CommandRefused, ConfigChanged, LogBatch, NoteAdded, PhaseChanged, PidChanged, Settled, Stopped, Verified,
 )
 from backends.state import load_state
-from tests.backends.lifecycle_support import config, write_config
+from tests.backends.lifecycle_support import PHASED, config, write_config
 from tests.helpers import REPO, ddtune_cmd, ddtune_env
 
 
@@ -42,7 +42,7 @@ class Recorder:
 
 
 async def test_up_streams_typed_events_in_order(tmp_path, state_dir, groups):
-    session = ServerSession(config(tmp_path))
+    session = ServerSession(config(tmp_path, extra=PHASED))
     seen = Recorder(session)
     try:
         state = await session.up()
@@ -94,7 +94,7 @@ async def run_cli(*args: str, cwd: Path) -> tuple[int, str]:
 async def test_a_headless_restart_beside_the_session_is_followed_live(tmp_path, state_dir, groups):
     """The console's session, with no resync: another ddtune restarts the server with new knobs;
     the session reports who did it, the phases of the new start, the new pid and its verified knobs."""
-    config_file = write_config(tmp_path)
+    config_file = write_config(tmp_path, extra=PHASED)
     from backends.config import load_config
 
     session = ServerSession(load_config(config_file))

@@ -47,7 +47,7 @@ def test_stop_kills_the_group_and_escaped_children():
         drain_until(program, lambda: re.search(rb"pids \d+ \d+ \d+", program.tail) is not None)
         program.sample()  # what measure() does; stop() samples again in any case
     finally:
-        program.stop()
+        program.stop(grace=0.5)  # the tree ignores SIGTERM: the default 5 s grace would only be waited out
     pids = [int(p) for p in re.search(rb"pids (\d+) (\d+) (\d+)", program.tail).groups()]
     assert [pid for pid in pids if not gone(pid)] == []
     assert program.status is not None

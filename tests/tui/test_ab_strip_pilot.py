@@ -36,9 +36,9 @@ def plot_text(app, plot_id: str) -> str:
 async def test_apply_draws_labelled_markers_and_the_strip_compares_both_configurations(tmp_path, groups, state_dir):
     load_run(state_dir / "runs", "20261101T000000Z-load", 512.0)  # a plain server's run of this model, 8 streams
     config = load_config(write_config(tmp_path))  # the DFLASH simulator, window 2048
-    # 2 s windows keep the test short: each configuration needs a few closed windows for its interval
+    # 1 s windows keep the test short: each configuration needs a few closed windows for its interval
     app = DdtuneApp(ConsoleController(config, simulated=True, load_concurrency=8, load_max_tokens=512,
-                                      autostart_load=True, load_window_s=2.0))
+                                      autostart_load=True, load_window_s=1.0))
     async with app.run_test(size=(200, 50)) as pilot:
         strip = app.main.query_one(ABStrip)
 

@@ -7,7 +7,7 @@ import time
 
 from backends.config import load_config
 from backends.knobs import KNOBS
-from tests.backends.lifecycle_support import write_config
+from tests.backends.lifecycle_support import PHASED, write_config
 from tui.app import DdtuneApp
 from tui.controller import ConsoleController
 from tui.screens.knob_editor import KnobEditor
@@ -72,7 +72,8 @@ async def test_apply_window_restarts_and_verifies(tmp_path, groups):
 
 
 async def test_old_process_race_is_shown_as_waiting(tmp_path, groups):
-    app = app_for(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-drain-seconds", "4"))
+    # the old server answers for 1.5 s after SIGTERM: a race the panel must show as stopping-old, not ready
+    app = app_for(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-drain-seconds", "1.5"))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
         first_pid = panel(app).pid
@@ -132,7 +133,7 @@ async def test_a_headless_restart_beside_the_console_shows_in_the_panel(tmp_path
 
     from tests.helpers import REPO, ddtune_cmd, ddtune_env
 
-    config_file = write_config(tmp_path)
+    config_file = write_config(tmp_path, extra=PHASED)
     app = app_for(tmp_path, config_file)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, SelectionList, Static
 
+from tests.backends.lifecycle_support import PHASED
 from tests.tui.test_console_pilot import app_for, panel, wait_until
 from tui.screens.sweep import SweepScreen
 
 
 async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups):
-    app = app_for(tmp_path)
+    app = app_for(tmp_path, extra=PHASED)  # the panel must show each restart's loading phase
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
         groups.track_state()
@@ -86,7 +87,8 @@ async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_
 
     from tests.helpers import free_port_run
 
-    app = app_for(tmp_path, port=free_port_run(4))  # lane ports below the ephemeral range (tests/helpers.py)
+    # lane ports below the ephemeral range (tests/helpers.py); lane servers slow enough to show loading-weights
+    app = app_for(tmp_path, port=free_port_run(4), extra=PHASED)
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
         state = groups.track_state()

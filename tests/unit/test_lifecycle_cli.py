@@ -13,7 +13,7 @@ def status_json(cfg):
 
 
 def test_up_restart_status_down(tmp_path, state_dir, groups):
-    cfg = write_config(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-drain-seconds", "1"))
+    cfg = write_config(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-drain-seconds", "0.3"))
     out = run_ddtune("--config", str(cfg), "up")
     groups.track_state()
     assert out.returncode == 0, out.stderr

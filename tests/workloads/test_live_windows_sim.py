@@ -18,13 +18,14 @@ from workloads.live_windows import server_rate
 
 def test_load_json_windows_agree_with_the_overall_rate(start_sim, state_dir):
     sim = start_sim(*SPEC)  # the performance model paces the steps, as a real server would
-    out = run_ddtune("load", "--url", sim.url, "--concurrency", "8", "--duration", "21", "--max-tokens", "1024",
-                     "--json", timeout=150)
+    # 3 s windows (not the default 5) keep the run short; 256-token answers finish in every window
+    out = run_ddtune("load", "--url", sim.url, "--concurrency", "8", "--duration", "13", "--max-tokens", "256",
+                     "--window", "3", "--json", timeout=150)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     windows, overall = doc["windows"], doc["output_tok_s"]
-    assert doc["token_count"] == "exact" and doc["window_s"] == 5
-    assert [w["t_s"] for w in windows] == [5.0, 10.0, 15.0, 20.0]
+    assert doc["token_count"] == "exact" and doc["window_s"] == 3
+    assert [w["t_s"] for w in windows] == [3.0, 6.0, 9.0, 12.0]
     assert all(w["acceptance"] is not None and w["acceptance"] > 1 for w in windows), windows
     off = [abs(w["tok_s"] / overall - 1) for w in windows[1:]]
     assert max(off) < 0.10, (overall, windows)
@@ -40,8 +41,9 @@ async def _client_and_server(duration_s: float, steady_after_s: float) -> list[t
     from backends.session_events import DecodeStats
     from tests.helpers import free_port
 
-    config = ServerConfig(port=free_port(), extra_args=("--sim-load-seconds", "0.5"), knobs={"window": 2048},
-                          ready_timeout_s=60)
+    # a Decode batch line every 20 steps (SGLang's default is 40): enough pairs after the ramp-up in a short run
+    config = ServerConfig(port=free_port(), extra_args=("--sim-load-seconds", "0.1", "--decode-log-interval", "20"),
+                          knobs={"window": 2048}, ready_timeout_s=60)
     session = ServerSession(config)
     lines: list[tuple[float, float]] = []
     client_at: list[tuple[float, float]] = []   # the client's 5 s rate as each server line arrived
@@ -72,7 +74,7 @@ async def _client_and_server(duration_s: float, steady_after_s: float) -> list[t
 
 
 def test_client_rolling_rate_agrees_with_the_server_line(state_dir, groups):
-    pairs = asyncio.run(_client_and_server(duration_s=20.0, steady_after_s=8.0))
+    pairs = asyncio.run(_client_and_server(duration_s=12.0, steady_after_s=7.0))
     assert len(pairs) >= 5, pairs
     for client, server in pairs:
         assert client == pytest.approx(server, rel=0.05), pairs

@@ -41,7 +41,7 @@ def start(*argv):
 
 
 def test_bench_killed_mid_cell_then_resumed_regrades_only_kept_cells(start_sim, state_dir):
-    sim = start_sim(*SPEC, "--reasoning-parser", "qwen3", "--sim-step-ms", "40")
+    sim = start_sim(*SPEC, "--reasoning-parser", "qwen3", "--sim-step-ms", "20")  # slow enough to kill mid-cell
     proc = start("bench", "--url", sim.url, "--contexts", "60", "200", "400", "--concurrency", "1", "--coding",
                  "--max-tokens", "64", "--requests-per-cell", "3", "--warmup", "0")
     run_dir = []

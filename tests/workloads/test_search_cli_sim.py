@@ -11,7 +11,8 @@ import time
 import pytest
 
 from backends.sim import model
-from tests.helpers import REPO, ddtune_cmd, ddtune_env, free_port, run_ddtune
+from tests.helpers import REPO, ddtune_cmd, ddtune_env, run_ddtune
+from tests.workloads.cli_box import cli_box, server_alive
 
 # budget and topk values far apart and windows around the target context: each knob's line has a
 # clear winner in the model (26%, 14% and 13% ahead), so one short search always sees it
@@ -22,31 +23,7 @@ TARGET = ("--target-context", "1536", "--target-concurrency", "4", "--max-tokens
 
 @pytest.fixture
 def box(tmp_path, state_dir):
-    """A config for the simulator backend on a free port; whatever server it left is killed at the end."""
-
-    def write(*extra_args):
-        path = tmp_path / "ddtune.toml"
-        args = ", ".join(json.dumps(a) for a in ("--sim-load-seconds", "0.2", *extra_args))
-        path.write_text(f'[server]\nbackend = "sim"\nport = {free_port()}\nextra_args = [{args}]\n'
-                        f'ready_timeout_s = 120\nstop_timeout_s = 10\n')
-        return str(path)
-
-    procs = []
-    try:
-        yield type("Box", (), {"config": staticmethod(write), "state": state_dir, "procs": procs, "tmp": tmp_path})
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(30)
-        server = state_dir / "server.json"
-        if server.is_file():
-            pgid = json.loads(server.read_text()).get("pgid")
-            if pgid:
-                try:
-                    os.killpg(pgid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+    yield from cli_box(tmp_path, state_dir)
 
 
 def search(box, *args, timeout=300):
@@ -56,17 +33,6 @@ def search(box, *args, timeout=300):
 def slot_records(out):
     files = [d / "slots.jsonl" for d in sorted(out.glob("round-*")) if (d / "slots.jsonl").is_file()]
     return [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
-
-
-def server_alive(state_dir) -> bool:
-    path = state_dir / "server.json"
-    if not path.is_file():
-        return False
-    try:
-        os.kill(json.loads(path.read_text()).get("pid"), 0)
-    except (ProcessLookupError, TypeError):
-        return False
-    return True
 
 
 def test_search_finds_the_models_best_with_fewer_restarts_than_the_grid(box):

@@ -2,14 +2,14 @@
 restarts per config, kill and resume, a failing configuration, and the server left as the sweep found it."""
 
 import json
-import os
 import signal
 import subprocess
 import time
 
 import pytest
 
-from tests.helpers import REPO, ddtune_cmd, ddtune_env, free_port, run_ddtune
+from tests.helpers import REPO, ddtune_cmd, ddtune_env, run_ddtune
+from tests.workloads.cli_box import cli_box, server_alive
 
 SMALL = ("--contexts", "60", "--concurrency", "1", "2", "--requests-per-cell", "2", "--max-tokens", "32",
          "--warmup", "0", "--no-eval")
@@ -17,43 +17,7 @@ SMALL = ("--contexts", "60", "--concurrency", "1", "2", "--requests-per-cell", "
 
 @pytest.fixture
 def box(tmp_path, state_dir):
-    """A config for the simulator backend on a free port; whatever server it left is killed at the end."""
-
-    def write(*extra_args):
-        path = tmp_path / "ddtune.toml"
-        args = ", ".join(json.dumps(a) for a in ("--sim-load-seconds", "0.2", *extra_args))
-        path.write_text(f'[server]\nbackend = "sim"\nport = {free_port()}\nextra_args = [{args}]\n'
-                        f'ready_timeout_s = 120\nstop_timeout_s = 10\n')
-        return str(path)
-
-    procs = []
-    try:
-        yield type("Box", (), {"config": staticmethod(write), "state": state_dir, "procs": procs, "tmp": tmp_path})
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait(30)
-        server = state_dir / "server.json"
-        if server.is_file():
-            pgid = json.loads(server.read_text()).get("pgid")
-            if pgid:
-                try:
-                    os.killpg(pgid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-
-
-def server_alive(state_dir) -> bool:
-    path = state_dir / "server.json"
-    if not path.is_file():
-        return False
-    pid = json.loads(path.read_text()).get("pid")
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, TypeError):
-        return False
-    return True
+    yield from cli_box(tmp_path, state_dir)
 
 
 def sweep(box, *args, timeout=240):

@@ -28,7 +28,7 @@ def lane_box(tmp_path: Path, state_dir: Path, sim_args: tuple[str, ...]):
 
     def write(*extra_args):
         path = tmp_path / f"ddtune{len(extra_args)}.toml"
-        args = ", ".join(json.dumps(a) for a in ("--sim-load-seconds", "0.3", *sim_args, *extra_args))
+        args = ", ".join(json.dumps(a) for a in ("--sim-load-seconds", "0.05", *sim_args, *extra_args))
         path.write_text(f'[server]\nbackend = "sim"\nport = {free_port_run(4)}\nextra_args = [{args}]\n'
                         f'ready_timeout_s = 120\nstop_timeout_s = 10\n')
         return str(path)
