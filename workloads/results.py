@@ -154,6 +154,31 @@ def new_run_folder(out: str | Path, manifest: str, what: str) -> Path:
     return path
 
 
+def stamped_folder(kind: str, root: Path | None = None) -> Path:
+    """A new folder ``<UTC time>-<kind>`` under ``root`` (default runs/), created exclusively: two
+    runs started in the same second get ``<time>.2-<kind>``, never each other's folder."""
+    root = Path(root) if root else runs_dir()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path, n = root / f"{stamp}-{kind}", 1
+    while True:
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            n += 1
+            path = root / f"{stamp}.{n}-{kind}"
+
+
+def run_folder(out: str | Path | None, manifest: str, kind: str, what: str) -> Path:
+    """A new sweep's or search's folder: ``--out DIR`` checked and created, else a stamped
+    ``<time>-<kind>`` one. ``what``: the word for it in a refusal ("sweep", "search")."""
+    if not out:
+        return stamped_folder(kind)
+    path = new_run_folder(out, manifest, what)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 class JsonManifest:
     """A folder's JSON manifest (sweep.json, search.json), rewritten atomically. Subclasses set
     ``manifest`` and define ``read`` (which checks the document is theirs)."""
@@ -187,18 +212,7 @@ class RunStore:
 
     @classmethod
     def create(cls, kind: str, meta: dict, root: Path | None = None) -> RunStore:
-        root = Path(root) if root else runs_dir()
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        path = root / f"{stamp}-{kind}"
-        n = 1
-        while True:
-            try:
-                path.mkdir(parents=True)
-                break
-            except FileExistsError:
-                n += 1
-                path = root / f"{stamp}.{n}-{kind}"
-        store = cls(path)
+        store = cls(stamped_folder(kind, root))
         store.start(kind, meta)
         return store
 

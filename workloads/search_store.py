@@ -21,7 +21,7 @@ from pathlib import Path
 from backends.datafile import parse_jsonl, read_json, read_text
 from backends.errors import UsageError
 from backends.paths import runs_dir
-from workloads.results import JsonManifest, _atomic_write, kept_filter, new_run_folder, read_jsonl
+from workloads.results import JsonManifest, _atomic_write, kept_filter, read_jsonl, run_folder
 from workloads.run_attempts import written_by_other
 
 SCHEMA = "ddtune.search/1"
@@ -38,16 +38,7 @@ class SearchStore(JsonManifest):
 
     @classmethod
     def create(cls, meta: dict, out: str | Path | None = None) -> SearchStore:
-        if out:
-            path = new_run_folder(out, "search.json", KIND)
-            path.mkdir(parents=True, exist_ok=True)
-        else:
-            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-            path, n = runs_dir() / f"{stamp}-{KIND}", 1
-            while path.exists():
-                n += 1
-                path = runs_dir() / f"{stamp}.{n}-{KIND}"
-            path.mkdir(parents=True)
+        path = run_folder(out, "search.json", KIND, KIND)
         store = cls(path)
         store.write({"schema": SCHEMA, "kind": KIND, "id": path.name, "status": "running",
                      "started_at": time.time(), "finished_at": None, **meta})

@@ -29,7 +29,7 @@ from backends.datafile import parse_jsonl, read_json, read_text
 from backends.errors import UsageError
 from backends.paths import runs_dir
 from workloads.bench import BenchPlan
-from workloads.results import JsonManifest, new_run_folder
+from workloads.results import JsonManifest, run_folder
 
 _RESUME_HINT = "give the folder a sweep wrote (its --out), or start a new sweep"
 SCHEMA = "ddtune.sweep/1"
@@ -177,17 +177,7 @@ class SweepStore(JsonManifest):
 
     @classmethod
     def create(cls, plan: SweepPlan, meta: dict, out: str | Path | None = None, kind: str = "sweep") -> SweepStore:
-        if out:
-            path = new_run_folder(out, "sweep.json", "sweep")
-            path.mkdir(parents=True, exist_ok=True)
-        else:
-            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-            path = runs_dir() / f"{stamp}-{kind}"
-            n = 1
-            while path.exists():
-                n += 1
-                path = runs_dir() / f"{stamp}.{n}-{kind}"
-            path.mkdir(parents=True)
+        path = run_folder(out, "sweep.json", kind, "sweep")
         store = cls(path)
         store.write({"schema": SCHEMA, "kind": kind, "id": path.name, "status": "running", "plan": plan.to_json(),
                      "started_at": time.time(), "finished_at": None, **meta})
