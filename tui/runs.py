@@ -89,30 +89,29 @@ def _search_row(path: Path) -> RunRow:
     return RunRow(path, str(doc.get("id", path.name)), "search", status, "-", (), text)
 
 
+def _run_row(path: Path) -> RunRow:
+    run = read_run_file(path / "run.json")
+    cells = list(read_cells(path / "cells.jsonl"))
+    status = status_of(run)  # a run still marked running whose process is gone shows as interrupted
+    return RunRow(path, str(run.get("id", path.name)), str(run.get("kind", "?")), status,
+                  _knobs(run), tuple(cells), _summary(run, cells, status))
+
+
+# what a folder under runs/ holds, by the file that marks it (a sweep or a search is one row)
+_ROWS = (("search.json", _search_row), ("sweep.json", _sweep_row), ("run.json", _run_row))
+
+
 def list_runs(limit: int = 200) -> list[RunRow]:
     """Runs, sweeps and searches under runs/, newest first (a sweep or a search is one row)."""
     rows = []
     for path in sorted(runs_dir().iterdir(), reverse=True)[:limit]:
-        if (path / "search.json").is_file():
-            try:
-                rows.append(_search_row(path))
-            except DdtuneError:
-                pass
-            continue
-        if (path / "sweep.json").is_file():
-            try:
-                rows.append(_sweep_row(path))
-            except DdtuneError:
-                pass
+        row = next((build for marker, build in _ROWS if (path / marker).is_file()), None)
+        if row is None:
             continue
         try:
-            run = read_run_file(path / "run.json")
-            cells = list(read_cells(path / "cells.jsonl"))
+            rows.append(row(path))
         except DdtuneError:
-            continue  # a run whose files are corrupt is left out of the list
-        status = status_of(run)  # a run still marked running whose process is gone shows as interrupted
-        rows.append(RunRow(path, str(run.get("id", path.name)), str(run.get("kind", "?")), status,
-                           _knobs(run), tuple(cells), _summary(run, cells, status)))
+            continue  # a folder whose files are corrupt is left out of the list
     return rows
 
 
