@@ -69,12 +69,9 @@ def parse_request(config: ServerConfig, space: str, context: str, concurrency: s
     from dataclasses import replace
 
     from backends.gpuset import parse_gpus
-    from workloads.search_space import parse_space
+    from workloads.search_space import parse_search_space
 
-    found = parse_space(space, config.knob_map, config.block_size, source="space", table=config.knob_table)
-    if found.size < 2:
-        raise UsageError(f"space {space.strip()!r} holds one configuration: nothing to search",
-                         hint="give a knob two values or more, e.g. budget=4,8,16")
+    found = parse_search_space(space, config.knob_map, config.block_size, source="space", table=config.knob_table)
     lanes = None
     if gpus.strip():
         try:

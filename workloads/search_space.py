@@ -123,6 +123,16 @@ def parse_space(text: str, knob_map: Mapping[str, Any] | None = None, block_size
     return SearchSpace(tuple(axes))
 
 
+def parse_search_space(text: str, knob_map: Mapping[str, Any] | None = None, block_size: int | None = None,
+                       source: str = "--space", table: KnobTable | None = None) -> SearchSpace:
+    """parse_space for a search: a space of one configuration is refused (nothing to race)."""
+    space = parse_space(text, knob_map, block_size, source, table)
+    if space.size < 2:
+        raise UsageError(f"{source} {text.strip()!r} holds one configuration: nothing to search",
+                         hint="give a knob two values or more (budget=4,8,16); to measure one, use ddtune bench")
+    return space
+
+
 def _example(name: str, table: KnobTable | None = None) -> str:
     spec = knob_spec(name, table=table)
     base = spec.hint_value

@@ -94,17 +94,14 @@ def _plan(args, config, controller, parallel: bool) -> dict:
     from workloads.provenance import host_provenance
     from workloads.results import new_run_folder
     from workloads.search import Target
-    from workloads.search_space import parse_space
+    from workloads.search_space import parse_search_space
     from workloads.search_strategy import SearchOptions
 
     if not args.space:
         raise UsageError("name the space to search", hint="ddtune search --space 'budget=4,8,16 topk=2,4,6'")
     if args.out:
         new_run_folder(args.out, "search.json", "search")  # refused before lanes are planned
-    space = parse_space(args.space, config.knob_map, config.block_size, table=config.knob_table)
-    if space.size < 2:
-        raise UsageError(f"--space {args.space!r} holds one configuration: nothing to search",
-                         hint="give a knob two values or more (budget=4,8,16); to measure one, use ddtune bench")
+    space = parse_search_space(args.space, config.knob_map, config.block_size, table=config.knob_table)
     options = SearchOptions(args.waves, 2, args.rungs, args.passes, args.max_restarts)
     target = Target(args.target_context, args.target_concurrency, args.max_tokens,
                     1 if args.warmup is None else args.warmup)
