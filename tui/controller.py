@@ -386,12 +386,17 @@ def sweep_verdict(path: str) -> str:
     """The sweep's winner in one line (reads the sweep's files: call it from a thread)."""
     from pathlib import Path
 
+    from rich.markup import escape
+
     from workloads.report import build_report
-    from workloads.report_format import margin_text
+    from workloads.report_format import lossless_failed, margin_text
     from workloads.report_input import read_sweep
 
-    best = build_report(read_sweep(Path(path))).overall
+    report = build_report(read_sweep(Path(path)))
+    failed = lossless_failed(report)
+    loud = f"\n[b red]{escape(failed)}[/]" if failed else ""  # the "still correct" half, as loud as the report
+    best = report.overall
     if best is None:
-        return f"sweep finished ({path}); no configuration measured every cell"
+        return f"sweep finished ({path}); no configuration measured every cell{loud}"
     margin = f", ahead of {best.runner_up} by {margin_text(best.margin)}" if best.runner_up else ""
-    return f"[b]best overall: {best.config}[/b]{margin}\nfull report: ddtune report {path}"
+    return f"[b]best overall: {best.config}[/b]{margin}\nfull report: ddtune report {path}{loud}"

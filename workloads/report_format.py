@@ -42,6 +42,15 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def lossless_failed(report: Report) -> str | None:
+    """The report's loudest line when a configuration changed the baseline's greedy outputs."""
+    diverged = [r for r in report.lossless if r.diverged]
+    if not diverged:
+        return None
+    return "LOSSLESS CHECK FAILED: " + "; ".join(
+        f"{r.config} changed the greedy output of {r.diverged}/{r.prompts} prompts" for r in diverged)
+
+
 def to_markdown(report: Report) -> str:
     ref = report.reference
     vs = "speedup vs baseline" if report.reference_is_baseline else f"ratio vs {ref}"
@@ -51,11 +60,9 @@ def to_markdown(report: Report) -> str:
         ahead = f", ahead of {o.runner_up} by {margin_text(o.margin)}" if o.runner_up else ""
         out.append(f"**Best overall: {o.config}**{ahead}; geometric-mean tok/s {vs}: x{o.value:.2f}.")
         out.append("")
-    diverged = [r for r in report.lossless if r.diverged]
-    if diverged:
-        out.append("**LOSSLESS CHECK FAILED: " + "; ".join(
-            f"{r.config} changed the greedy output of {r.diverged}/{r.prompts} prompts" for r in diverged) +
-            "** (see \"lossless check\" below).")
+    failed = lossless_failed(report)
+    if failed:
+        out.append(f"**{failed}** (see \"lossless check\" below).")
         out.append("")
     out.append("Intervals are 95%: from repeats where a configuration ran more than once, else from per-request "
                "variation. ±: half-width. accept: all tokens / all verify steps of the cell. step gap: time "
