@@ -23,6 +23,19 @@ def rows(screen) -> dict[str, list]:
     return {str(table.get_row_at(i)[0]): [str(c) for c in table.get_row_at(i)] for i in range(table.row_count)}
 
 
+async def start_small_search(app, pilot, groups) -> tuple[SearchScreen, dict]:
+    """Once the console's server is ready, open the search screen on SMALL and press Start; the
+    knobs the server ran before (a stopped search must bring them back)."""
+    await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
+    groups.track_state()
+    knobs_before = {r.name: r.requested for r in panel(app).knobs}
+    screen = SearchScreen(SMALL.space, SMALL)
+    app.push_screen(screen)
+    await pilot.pause()
+    await pilot.click("#start")
+    return screen, knobs_before
+
+
 def searches(state_dir):
     return sorted((state_dir / "runs").glob("*-search"))
 
@@ -32,13 +45,7 @@ async def test_a_small_search_runs_from_the_screen_and_names_the_best(tmp_path, 
 
     app = app_for(tmp_path)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
-        groups.track_state()
-        knobs_before = {r.name: r.requested for r in panel(app).knobs}
-        screen = SearchScreen(SMALL.space, SMALL)
-        app.push_screen(screen)
-        await pilot.pause()
-        await pilot.click("#start")
+        screen, knobs_before = await start_small_search(app, pilot, groups)
         best = screen.query_one("#best", Static)
 
         def finished() -> bool:
@@ -121,13 +128,7 @@ async def test_bad_input_names_the_field_and_starts_nothing(tmp_path, groups, st
 async def test_leaving_mid_search_stops_it_resumably_and_returns_the_server(tmp_path, groups, state_dir):
     app = app_for(tmp_path)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
-        groups.track_state()
-        knobs_before = {r.name: r.requested for r in panel(app).knobs}
-        screen = SearchScreen(SMALL.space, SMALL)
-        app.push_screen(screen)
-        await pilot.pause()
-        await pilot.click("#start")
+        screen, knobs_before = await start_small_search(app, pilot, groups)
         await wait_until(pilot, lambda: any(r[4] == "measuring" for r in rows(screen).values()),
                          what="the first measurement")
         groups.track_state()
