@@ -25,6 +25,7 @@ from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static
 from textual.widgets.data_table import RowKey
 
+from tui.widgets.ordered_input import OrderedInput
 from tui.console_search import ConsoleSearch, SearchRequest, interrupted_line
 
 if TYPE_CHECKING:
@@ -107,17 +108,18 @@ class SearchScreen(Screen):
         yield Header()
         with Horizontal(classes="row"):
             yield Label("space")
-            yield Input(self.space_text, id="space", compact=True,
+            yield OrderedInput(self.space_text, id="space", compact=True,
                         tooltip="knob=value,value,... per knob, separated by spaces; 'none' clears a knob; "
                                 "the search tunes the knobs in this order")
         with Horizontal(id="fields", classes="row"):
             yield Label("target context")
-            yield Input(str(t.target_context), id="context", compact=True, tooltip="prompt tokens of the measured cell")
+            yield OrderedInput(str(t.target_context), id="context", compact=True,
+                               tooltip="prompt tokens of the measured cell")
             yield Label("concurrency")
-            yield Input(str(t.target_concurrency), id="concurrency", compact=True,
+            yield OrderedInput(str(t.target_concurrency), id="concurrency", compact=True,
                         tooltip="requests in flight, released together as one wave (one tok/s sample)")
             yield Label("GPUs")
-            yield Input(id="gpus", placeholder="this server", compact=True,
+            yield OrderedInput(id="gpus", placeholder="this server", compact=True,
                         tooltip="one server per GPU beside this one (ddtune search --parallel); empty: search on "
                                 "this console's server")
             yield Button("Start search", variant="primary", id="start", compact=True)

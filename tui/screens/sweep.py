@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Checkbox, DataTable, Footer, Header, Input, SelectionList, Static
 from textual.widgets.data_table import RowKey
 
+from tui.widgets.ordered_input import OrderedInput
 from tui.widgets.textbars import duration
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ class SweepScreen(Screen):
                                      id="presets")
             with Vertical(id="side"):
                 yield Checkbox("add a speculation-off baseline", value=True, id="baseline")
-                yield Input(placeholder="GPUs for parallel lanes, e.g. 0,1", id="gpus",
+                yield OrderedInput(placeholder="GPUs for parallel lanes, e.g. 0,1", id="gpus",
                             tooltip="one server per GPU beside this one (ddtune sweep --parallel); "
                                     "empty: sweep this console's server")
                 contexts, concurrency, tokens = self.matrix
