@@ -35,11 +35,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from workloads.checks import Check, Malformed, decode, parse_test
-from workloads.sandbox_isolation import (CHILD_SOURCE, Isolation, interpreter, isolation, make_workdir,
-                                         sweep_once, warn_if_weak, wrapper, wrapper_env)
+from workloads import sandbox_cgroup
+from workloads.sandbox_isolation import (Isolation, Protection, as_root, isolation, make_workdir, protections, run_argv,
+                                         seccomp_hex, sweep_once, warn_if_weak)
 
-__all__ = ["Isolation", "SandboxLimits", "SandboxResult", "isolation", "run_tests"]
+__all__ = ["Isolation", "Protection", "SandboxLimits", "SandboxResult", "isolation", "protections", "run_tests"]
 MAX_RESULT_BYTES = 8 << 20
+PAGE = os.sysconf("SC_PAGE_SIZE")
+WRAPPER_PROCS = 4  # the cgroup also holds the wrapper: bwrap's two processes, or unshare's and its shell
+WRAPPER_BYTES = 64 << 20  # and their memory, beside the answer's own limit
 OUTPUT_TAIL = 4096
 
 
@@ -137,15 +141,15 @@ class _Namespace:
         except OSError:  # a kernel without CONFIG_PROC_CHILDREN
             return [pid for pid, _, ppid, _ in _processes() if ppid == self.wrapper_pid]
 
-    def members(self) -> int:
-        count = 0
+    def members(self) -> list[int]:
+        found = []
         for entry in os.listdir("/proc"):
             try:
                 if entry.isdigit() and os.readlink(f"/proc/{entry}/ns/pid") == self.link:
-                    count += 1
+                    found.append(int(entry))
             except OSError:
                 pass
-        return count
+        return found
 
     def kill(self, deadline_s: float = 5.0) -> None:
         """SIGKILL pid 1, then wait until it has exited, which the kernel allows only once the
@@ -190,17 +194,53 @@ def run_tests(code: str, function: str, tests: tuple[str, ...] | list[str],
     try:
         task = {"code": code, "function": function, "calls": [c.call for c in checks], "cwd": workdir,
                 "tripwire": audit and workdir is not None, "parent": os.getpid() if workdir else None,
+                "seccomp": seccomp_hex(),
                 "limits": {"cpu_s": limits.cpu_s, "memory_bytes": limits.memory_bytes,
                            "file_bytes": limits.file_bytes, "open_files": limits.open_files,
-                           "nproc": _nproc_limit(limits.max_procs) if workdir else None}}
-        return _supervise(found.kind, json.dumps(task).encode(), checks, limits, workdir, start)
+                           "nproc": _nproc_limit(limits.max_procs) if workdir else _fresh_nproc(limits)}}
+        group = _cgroup(found.kind, limits)
+        try:
+            return _supervise(found.kind, json.dumps(task).encode(), checks, limits, workdir, group, start)
+        finally:
+            if group is not None:
+                sandbox_cgroup.remove(group)
     finally:
         if workdir:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _fresh_nproc(limits: SandboxLimits) -> int | None:
+    """A root grader's uid is fresh, so RLIMIT_NPROC counts the answer alone; where a cgroup holds,
+    it sits above the cgroup's limit, whose refusals the kernel counts (and the verdict names)."""
+    if not as_root():
+        return None
+    return limits.max_procs + 1 + (WRAPPER_PROCS + 1 if sandbox_cgroup.unavailable() is None else 0)
+
+
+def _cgroup(kind: str, limits: SandboxLimits) -> sandbox_cgroup.Cgroup | None:
+    """The whole answer's cgroup, where one can be had (else the watchdog holds the totals)."""
+    if kind == "rlimit" or sandbox_cgroup.unavailable() is not None:
+        return None
+    try:
+        return sandbox_cgroup.create(limits.memory_bytes + WRAPPER_BYTES, limits.max_procs + WRAPPER_PROCS)
+    except OSError:
+        return None
+
+
+def _rss(pids: list[int]) -> int:
+    """Resident bytes of these processes together (the watchdog's view where no cgroup holds)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm") as fh:
+                total += int(fh.read().split()[1]) * PAGE
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
 def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimits, workdir: str | None,
-               start: float) -> SandboxResult:
+               group: sandbox_cgroup.Cgroup | None, start: float) -> SandboxResult:
     stdin_r, stdin_w = os.pipe()
     results_r, results_w = os.pipe()
     try:
@@ -215,11 +255,12 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
             os.close(results_r)
             return SandboxResult("error", f"the answer is too large to grade ({len(task)} bytes)", "",
                                  time.monotonic() - start)
-        argv = [*wrapper(kind), interpreter(), "-I", "-S", "-u", "-c", CHILD_SOURCE, str(results_w)]
+        argv, env = run_argv(kind)
+        argv = [*(sandbox_cgroup.enter_argv(group) if group else []), *argv, str(results_w)]
         try:
             proc = subprocess.Popen(argv, cwd=workdir or "/", stdin=stdin_r, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, pass_fds=(results_w,), start_new_session=True,
-                                    env=clean_env(workdir) if workdir else wrapper_env(kind))
+                                    env=clean_env(workdir) if workdir else env, umask=0o022)
         except OSError:
             os.close(results_r)
             raise
@@ -234,7 +275,7 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
         sel.register(fd, selectors.EVENT_READ, sink)
     ns = _Namespace(proc.pid) if workdir is None else None
     stopped: tuple[str, str] | None = None
-    polls = 0
+    polls = peak = 0
     try:
         while proc.poll() is None:
             elapsed = time.monotonic() - start
@@ -249,9 +290,13 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
                 time.sleep(0.001)  # pid 1 appears within milliseconds; hold it before the answer runs
                 continue
             if polls % 5 == 0:
-                live = ns.members() - 1 if ns is not None else len(group_members(proc.pid))
-                if live > limits.max_procs:
-                    stopped = "error", f"sandbox: more than {limits.max_procs} processes (fork bomb?)"
+                members = ns.members()[1:] if ns is not None else group_members(proc.pid)
+                peak = max(peak, len(members))
+                if len(members) > limits.max_procs:
+                    stopped = "error", _too_many_processes(limits)
+                    break
+                if group is None and _rss(members) > limits.memory_bytes:
+                    stopped = "error", _too_much_memory(limits)
                     break
             for key, _ in sel.select(0.01 if elapsed < 0.5 else 0.03):
                 _drain(key.fd, key.data)
@@ -268,7 +313,24 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
     output = bytes(out[-OUTPUT_TAIL:]).decode("utf-8", "replace")
     verdict, detail = judge(checks, bytes(results[:MAX_RESULT_BYTES]), stopped,
                             _signal_of(proc.returncode, kind), proc.returncode, output)
+    if stopped is not None and verdict == "error":  # the watchdog's reason beats what a dying answer said
+        verdict, detail = stopped
+    if group is not None and stopped is None:  # a limit of the whole answer, held by the kernel, wins
+        if sandbox_cgroup.memory_exceeded(group):
+            verdict, detail = "error", _too_much_memory(limits)
+        elif sandbox_cgroup.procs_exceeded(group):
+            verdict, detail = "error", _too_many_processes(limits)
+    if verdict == "error" and stopped is None and peak >= limits.max_procs:  # RLIMIT_NPROC refused a fork
+        detail = f"{_too_many_processes(limits)}: {detail}"
     return SandboxResult(verdict, detail, output, time.monotonic() - start)
+
+
+def _too_many_processes(limits: SandboxLimits) -> str:
+    return f"sandbox: more than {limits.max_procs} processes (fork bomb?)"
+
+
+def _too_much_memory(limits: SandboxLimits) -> str:
+    return f"sandbox: the answer's processes together used more than {limits.memory_bytes >> 20} MiB of memory"
 
 
 def _drain(fd: int, sink: tuple[bytearray, bool]) -> None:

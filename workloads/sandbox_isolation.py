@@ -13,8 +13,11 @@ forces one (tests use it to cover every mode).
 from __future__ import annotations
 
 import functools
+import json
 import os
+import pwd
 import re
+import secrets
 import shlex
 import shutil
 import site
@@ -28,11 +31,13 @@ from pathlib import Path
 
 from backends.errors import ConfigError
 from backends.paths import PRESETS_DIR
+from workloads.sandbox_seccomp import program as seccomp_program
 
 KINDS = ("bwrap", "unshare", "rlimit")
 TMPFS_BYTES = 64 << 20
 CHILD_SOURCE = Path(__file__).with_name("sandbox_child.py").read_text(encoding="utf-8")
 TEMP_PREFIX = "ddtune-sandbox-"
+UID_BASE, UID_SPAN = 0x6DD00000, 1 << 20  # where a root grader's per-run uids come from
 _lock = threading.Lock()
 _warned = False
 
@@ -68,27 +73,72 @@ def _hidden(roots: list[str]) -> list[str]:
                    and any(os.path.realpath(d).startswith(r + os.sep) for r in roots)})
 
 
+def _ancestors(roots: list[str]) -> list[str]:
+    """The folders above the roots, outermost first, that the sandbox's / must have."""
+    found: set[str] = set()
+    for root in roots:
+        parent = os.path.dirname(root)
+        while parent not in ("/", ""):
+            found.add(parent)
+            parent = os.path.dirname(parent)
+    return sorted(found, key=lambda p: (p.count("/"), p))
+
+
 def _links() -> list[tuple[str, str]]:
     return [(os.readlink(f"/{d}"), f"/{d}") for d in ("lib", "lib64", "lib32", "libx32", "bin", "sbin")
             if os.path.islink(f"/{d}")]
 
 
-def bwrap_argv(bwrap: str) -> list[str]:
-    argv = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--clearenv"]
+def as_root() -> bool:
+    """Root builds the namespaces itself and then drops to an unprivileged id: a user namespace
+    made by root maps the child back to host uid 0, whose owner permissions open /proc/sys."""
+    return os.geteuid() == 0
+
+
+def sandbox_uid() -> int:
+    """A fresh unprivileged host uid (and gid) for one run as root: nobody else's files or processes,
+    so RLIMIT_NPROC counts this answer's processes only."""
+    while True:
+        uid = UID_BASE + secrets.randbelow(UID_SPAN)
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+
+
+def _drop(uid: int | None) -> list[str]:
+    """setpriv to ``uid`` with no capability left in any set and no way to regain one."""
+    ids = ["--reuid", str(uid), "--regid", str(uid), "--clear-groups"] if uid is not None else []
+    return [shutil.which("setpriv") or "setpriv", *ids, "--no-new-privs", "--inh-caps=-all",
+            "--bounding-set=-all", "--"]
+
+
+def bwrap_argv(bwrap: str, uid: int | None) -> list[str]:
+    """As root: no user namespace, the drop to ``uid`` inside; else a user namespace that cannot
+    make another. Either way the child holds no capability, / and /dev are read-only, the
+    kernel's knobs under /proc are bwrap's read-only binds, and /tmp is a sized tmpfs."""
+    argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--clearenv"]
+    argv += ["--cap-drop", "ALL"] if uid is None else []
+    argv += ["--unshare-user", "--disable-userns"] if uid is None else []
     roots = _roots()
+    for parent in _ancestors(roots):  # made 0755: bwrap copies a parent's mode, and /root is 0700
+        argv += ["--perms", "0755", "--dir", parent]
     for root in roots:
         argv += ["--ro-bind", root, root]
     for target, link in _links():
         argv += ["--symlink", target, link]
     for path in _hidden(roots):
         argv += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
-    return argv + ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
-                   "--chdir", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--size", str(TMPFS_BYTES),
+             "--perms", "1777", "--tmpfs", "/tmp", "--remount-ro", "/", "--chdir", "/tmp", "--"]
+    return argv + (_drop(uid) if uid is not None else [])
 
 
-def unshare_argv(setpriv: str, unshare: str) -> list[str]:
-    """util-linux only: the namespace's pid 1 is a shell that builds the root, pivots into it, drops
-    every capability and runs the child (never exec'd, so the child is not an unkillable pid 1)."""
+def unshare_argv(unshare: str, uid: int | None) -> list[str]:
+    """util-linux only: the namespace's pid 1 is a shell that builds the root, pivots into it and
+    runs the child (never exec'd, so the child is not an unkillable pid 1) through setpriv: to
+    ``uid`` as root (no user namespace), else with every capability of its user namespace dropped."""
     roots = _roots()
     q = shlex.quote
     lines = ["set -eu", f"mount -t tmpfs -o size={TMPFS_BYTES},mode=755,nosuid,nodev tmpfs /tmp", "cd /tmp",
@@ -102,20 +152,22 @@ def unshare_argv(setpriv: str, unshare: str) -> list[str]:
     for node in ("null", "zero", "random", "urandom"):
         lines += [f"touch dev/{node}", f"mount --bind /dev/{node} dev/{node}"]
     lines += ["mount -t proc -o nosuid,nodev,noexec proc proc",
-              f"mount -t tmpfs -o size={TMPFS_BYTES},nosuid,nodev tmpfs tmp",
-              "pivot_root . old", "umount -l /old", "rmdir /old", "cd /tmp", "set +e",
-              'setpriv --no-new-privs --inh-caps=-all --bounding-set=-all -- env -i "$@"', "exit $?"]
-    return [setpriv, "--pdeathsig", "KILL", unshare, "--user", "--map-root-user", "--pid", "--fork",
+              "mount --bind proc/sys proc/sys", "mount -o remount,bind,ro proc/sys",
+              f"mount -t tmpfs -o size={TMPFS_BYTES},mode=1777,nosuid,nodev tmpfs tmp",
+              "pivot_root . old", "umount -l /old", "rmdir /old", "mount -o remount,ro /", "cd /tmp", "set +e",
+              " ".join(q(a) for a in _drop(uid)) + ' env -i "$@"', "exit $?"]
+    user = [] if uid is not None else ["--user", "--map-root-user"]
+    return [shutil.which("setpriv") or "setpriv", "--pdeathsig", "KILL", unshare, *user, "--pid", "--fork",
             "--kill-child=SIGKILL", "--mount", "--net", "--ipc", "--uts", "sh", "-c", "\n".join(lines), "sh"]
 
 
-@functools.cache
-def wrapper(kind: str) -> tuple[str, ...]:
-    """argv that goes before ``python -I -S ...``; empty for the rlimit fallback."""
+def wrapper(kind: str, uid: int | None = None) -> tuple[str, ...]:
+    """argv that goes before ``python -I -S ...``; empty for the rlimit fallback. ``uid``: the
+    unprivileged id a root grader drops the child to (None when not root)."""
     if kind == "bwrap":
-        return tuple(bwrap_argv(shutil.which("bwrap") or "bwrap"))
+        return tuple(bwrap_argv(shutil.which("bwrap") or "bwrap", uid))
     if kind == "unshare":
-        return tuple(unshare_argv(shutil.which("setpriv") or "setpriv", shutil.which("unshare") or "unshare"))
+        return tuple(unshare_argv(shutil.which("unshare") or "unshare", uid))
     return ()
 
 
@@ -123,34 +175,111 @@ def wrapper_env(kind: str) -> dict[str, str]:
     return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"} if kind == "unshare" else {}
 
 
+@dataclass(frozen=True)
+class Facts:
+    """The sandbox seen from inside by the probe: what ``ddtune doctor`` reports."""
+
+    uid: int
+    no_capabilities: bool
+    proc_sys_read_only: bool
+    root_read_only: bool
+    seccomp: str | None  # None: the filter took; else why not
+    nested_userns_refused: bool
+
+
+def run_argv(kind: str) -> tuple[list[str], dict[str, str]]:
+    """The command line up to the interpreter for one run, and its environment."""
+    uid = sandbox_uid() if as_root() and kind != "rlimit" else None
+    return [*wrapper(kind, uid), interpreter(), "-I", "-S", "-u", "-c", CHILD_SOURCE], wrapper_env(kind)
+
+
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__))  # must not be visible inside a namespace sandbox
+
+
 @functools.cache
-def probe(kind: str) -> str | None:
-    """None when Python runs inside ``kind`` here, else why not (one line). Cached per process."""
-    if kind == "rlimit":
-        return None
-    tools = ["bwrap"] if kind == "bwrap" else ["setpriv", "unshare"]
+def seccomp_hex() -> str:
+    return (seccomp_program() or b"").hex()
+
+
+@functools.cache
+def facts(kind: str) -> Facts | str:
+    """Facts of ``kind`` here, or why Python does not run inside it (one line). Cached per process."""
+    tools = {"bwrap": ["bwrap"] + (["setpriv"] if as_root() else []), "unshare": ["setpriv", "unshare"],
+             "rlimit": []}[kind]
     missing = [t for t in tools if shutil.which(t) is None]
     if missing:
         return f"{' and '.join(missing)} not installed"
-    hidden = os.path.dirname(os.path.abspath(__file__))  # must not be visible inside
-    code = f"import os; print('ok', not os.path.exists({hidden!r}))"
+    argv, env = run_argv(kind)
     try:
-        done = subprocess.run([*wrapper(kind), interpreter(), "-I", "-S", "-c", code], env=wrapper_env(kind),
-                              capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+        done = subprocess.run([*argv, "facts", seccomp_hex(), _OWN_DIR], env=env, capture_output=True, text=True,
+                              timeout=20, stdin=subprocess.DEVNULL, umask=0o022, cwd="/")
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run it: {exc}"
-    if done.returncode != 0 or done.stdout.split() != ["ok", "True"]:
+    try:
+        seen = json.loads(done.stdout.strip().splitlines()[-1])
+        found = Facts(uid=int(seen["uid"]), no_capabilities=int(seen["cap_eff"], 16) == 0,
+                      proc_sys_read_only=not seen["proc_sys_writable"], root_read_only=not seen["root_writable"],
+                      seccomp=seen["seccomp"], nested_userns_refused=seen["unshare_user"] is False)
+        if kind != "rlimit" and seen["own_files_visible"]:
+            return f"ddtune's own files ({_OWN_DIR}) are visible inside it"
+    except (ValueError, KeyError, IndexError, TypeError):
         why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return f"cannot run Python inside it: {why[:200]}"
-    return None
+    return found
+
+
+def probe(kind: str) -> str | None:
+    """None when Python runs inside ``kind`` here, else why not (one line)."""
+    found = facts(kind)
+    return found if isinstance(found, str) else None
 
 
 def _describe(kind: str) -> str:
-    if kind == "bwrap":
-        return "bubblewrap: new user, PID, mount, network, IPC namespaces; read-only interpreter; tmpfs cwd"
-    if kind == "unshare":
-        return "unshare: new user, PID, mount, network, IPC namespaces; read-only interpreter; tmpfs cwd"
+    who = "a fresh unprivileged uid" if as_root() else "your uid in a user namespace"
+    if kind in ("bwrap", "unshare"):
+        tool = "bubblewrap" if kind == "bwrap" else "unshare"
+        return (f"{tool}: new PID, mount, network, IPC namespaces; answers run as {who}, no capabilities, "
+                f"seccomp; read-only interpreter; sized tmpfs cwd")
     return "rlimits, own session and a host temp dir only: the answer can read host files and signal ddtune"
+
+
+@dataclass(frozen=True)
+class Protection:
+    """One layer of the grading sandbox as ``ddtune doctor`` reports it: active, missing (False),
+    or a weaker stand-in (None)."""
+
+    name: str
+    active: bool | None
+    detail: str
+
+
+def protections(kind: str) -> list[Protection]:
+    """Each protection of ``kind`` as the probe saw it from inside."""
+    from workloads import sandbox_cgroup
+
+    seen = facts(kind)
+    if isinstance(seen, str):
+        return [Protection("sandbox", False, seen)]
+    ns = kind != "rlimit"
+    who = (f"host uid {seen.uid}, a fresh one per answer" if as_root() and seen.uid != 0
+           else f"uid {seen.uid}" + (" inside a user namespace" if ns and not as_root() else ""))
+    found = [Protection("namespaces", ns, "PID, mount, network, IPC, UTS" if ns else "none: host files are visible"),
+             Protection("unprivileged id", seen.uid != 0 or (ns and not as_root()), f"answers run as {who}"),
+             Protection("no capabilities", seen.no_capabilities,
+                        "every capability set empty" if seen.no_capabilities else "the answer keeps capabilities"),
+             Protection("seccomp filter", seen.seccomp is None,
+                        "no new namespaces, mounts, ptrace, keyring, bpf, SysV/POSIX shared memory"
+                        if seen.seccomp is None else str(seen.seccomp)),
+             Protection("kernel knobs", seen.proc_sys_read_only,
+                        "/proc/sys read-only" if seen.proc_sys_read_only else "/proc/sys is writable by the answer"),
+             Protection("sized filesystems", ns and seen.root_read_only,
+                        f"/ and /dev read-only, /tmp a {TMPFS_BYTES >> 20} MiB tmpfs" if ns
+                        else "the answer writes to a host temp dir")]
+    why = sandbox_cgroup.unavailable() if ns else "no namespace to count"
+    found.append(Protection("whole-answer limits", True if why is None else None,
+                            "a cgroup caps memory (shared memory included) and processes of the whole answer"
+                            if why is None else f"a watchdog sums the answer's memory and counts processes ({why})"))
+    return found
 
 
 def isolation() -> Isolation:

@@ -83,12 +83,14 @@ def run(args) -> int:
         _line(state.phase != "stale" and state.phase != "failed" or None, "server state",
               f"{state.phase}, " + (f"pid {state.pid}" if state.pid is not None else f"attached to {state.url}")
               + (f" ({state.reason.splitlines()[0]})" if state.reason else ""))
-    from workloads.sandbox import isolation
+    from workloads.sandbox import isolation, protections
 
     try:
         sandbox = isolation()
         _line(sandbox.kind != "rlimit" or None, "grading sandbox", f"{sandbox.kind}: {sandbox.detail}"
               + (" (fix: apt-get install bubblewrap)" if sandbox.kind == "rlimit" else ""))
+        for layer in protections(sandbox.kind):
+            _line(layer.active, f"  {layer.name}", layer.detail)
     except DdtuneError as exc:
         failed = True
         _line(False, "grading sandbox", f"{exc.message} (fix: {exc.hint})")
