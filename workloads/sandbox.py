@@ -6,11 +6,16 @@ Layers, outermost first:
   process decodes it (exact builtin types only) and compares it with VALUE, which the child never
   sees. Nothing the child prints or writes to a file is a verdict; an object that is not plain data
   is a ``fail``; a lying child can only pass by guessing VALUE;
-- an OS boundary (workloads/sandbox_isolation.py): new user, PID, mount, network and IPC namespaces
+- an OS boundary (workloads/sandbox_isolation.py): new PID, mount, network and IPC namespaces
   through bubblewrap, else util-linux ``unshare``: a read-only interpreter and /usr, no network, a
-  fresh /proc, an empty environment, a 64 MiB tmpfs as working directory, and no host directory to
-  clean up. The namespace's pid 1 is SIGKILLed after every run, so nothing it started (a ``setsid``
+  fresh /proc, an empty environment, a sized tmpfs as working directory, and no host directory to
+  clean up. As root the child runs as a fresh unprivileged uid; as a user, in a user namespace. It
+  holds no capability and installs a seccomp filter (workloads/sandbox_seccomp.py) before the answer
+  runs. The namespace's pid 1 is SIGKILLed after every run, so nothing it started (a ``setsid``
   double fork included) outlives the run; ``--die-with-parent``/pdeathsig cover ddtune dying;
+- limits for the whole answer: a cgroup (workloads/sandbox_cgroup.py) caps the memory and the
+  processes of all the answer's processes where one can be had; else the watchdog below sums the
+  namespace's resident memory and counts its processes;
 - resource limits the child sets on itself before the answer runs: CPU seconds, address space, file
   size, open files, no core dumps (RLIMIT_NPROC for non-root in the fallback); a wall-clock timeout;
   a watchdog that stops the run when it holds more than ``max_procs`` live processes;

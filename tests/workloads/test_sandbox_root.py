@@ -1,0 +1,185 @@
+"""Hostile answers that broke the sandbox when ddtune ran as root (issue 19), each run for real in
+both namespace modes. The tests run as root (CI and the README's command do); each attack's answer
+reports what it managed, and the test asks the host as well. ``DDTUNE_SANDBOX_CGROUP=off`` covers
+the watchdog that stands in where no cgroup can be had."""
+
+import os
+import site
+import sys
+from pathlib import Path
+
+import pytest
+
+from backends.paths import PRESETS_DIR
+from tests.workloads.conftest import NS_MODES
+from tests.workloads.sandbox_support import token
+from workloads import sandbox_cgroup
+from workloads.sandbox import SandboxLimits, run_tests
+from workloads.sandbox_isolation import facts, protections
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="these attacks are the root grader's")
+
+LIBC = "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+
+
+@pytest.fixture(params=["cgroup", "watchdog"])
+def whole_answer(request, monkeypatch):
+    monkeypatch.setenv("DDTUNE_SANDBOX_CGROUP", "on" if request.param == "cgroup" else "off")
+    return request.param
+
+
+def grade(code: str, expected: object, **limits) -> tuple[str, str]:
+    result = run_tests(code + "\ndef f():\n    return got", "f", [f"f() == {expected!r}"],
+                       SandboxLimits(wall_s=20, **limits))
+    return result.verdict, result.detail
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_the_child_holds_no_capability_nor_host_uid_0(sandbox_mode):
+    code = ("status = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)\n"
+            "import os\ngot = [os.getuid() != 0] + [int(status[k], 16) for k in ('CapPrm', 'CapEff', 'CapBnd')]")
+    assert grade(code, [True, 0, 0, 0]) == ("pass", "1/1 tests passed")
+    seen = facts(sandbox_mode)
+    assert not isinstance(seen, str) and seen.uid != 0 and seen.no_capabilities and seen.seccomp is None
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_remounting_the_interpreter_and_usr_read_write_fails(sandbox_mode):
+    tok = token()
+    targets = [os.path.join(sys.base_prefix, tok), f"/usr/{tok}"]
+    code = LIBC + f"""
+got = []
+for where in ({sys.base_prefix!r}, "/usr", "/"):
+    got.append(libc.mount(b"none", where.encode(), None, 0x20 | 0x1000, None))  # MS_REMOUNT | MS_BIND
+for path in {targets!r}:
+    try:
+        open(path, "w").write("x")
+        got.append("wrote " + path)
+    except OSError:
+        pass
+"""
+    try:
+        assert grade(code, [-1, -1, -1])[0] == "pass"
+        assert [p for p in targets if os.path.exists(p)] == []
+    finally:
+        for path in targets:
+            if os.path.exists(path):
+                os.remove(path)
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_host_sysctls_and_core_pattern_do_not_open_for_writing(sandbox_mode):
+    before = Path("/proc/sys/kernel/core_pattern").read_text()
+    code = """
+got = []
+for path in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/hostname", "/proc/sys/vm/overcommit_memory",
+             "/proc/sysrq-trigger"):
+    try:
+        with open(path, "w") as fh:
+            fh.write("|/tmp/pwn")
+        got.append(path)
+    except OSError:
+        pass
+"""
+    assert grade(code, []) == ("pass", "1/1 tests passed")
+    assert Path("/proc/sys/kernel/core_pattern").read_text() == before
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_the_cover_over_site_packages_cannot_be_lifted_and_the_answers_stay_hidden(sandbox_mode):
+    answers = [str(PRESETS_DIR / "problems" / "coding.toml")] + [os.path.join(d, "presets", "problems", "coding.toml")
+                                                    for d in site.getsitepackages()]
+    assert os.path.exists(answers[0])
+    code = LIBC + f"""
+import glob, os, sys
+got = []
+for d in glob.glob(sys.base_prefix + "/lib/python3*/site-packages") + glob.glob("/usr/lib/python3*/*-packages"):
+    got.append(libc.umount2(d.encode(), 2))  # MNT_DETACH
+got = [x for x in got if x != -1] + [p for p in {answers!r} if os.path.exists(p)]
+"""
+    assert grade(code, []) == ("pass", "1/1 tests passed")
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_no_new_namespace_of_any_kind(sandbox_mode):
+    # a nested PID namespace hid a fork bomb from the watchdog; a user namespace regains capabilities
+    flags = {"user": 0x10000000, "pid": 0x20000000, "mount": 0x00020000, "net": 0x40000000, "ipc": 0x08000000}
+    code = LIBC + f"""
+import os
+got = [libc.unshare(flag) for flag in {list(flags.values())!r}]
+got.append(libc.syscall(56, 0x20000000 | 17, 0, 0, 0, 0))  # clone(CLONE_NEWPID | SIGCHLD)
+got.append(libc.setns(os.open("/proc/self/ns/net", os.O_RDONLY), 0))
+"""
+    assert grade(code, [-1] * (len(flags) + 2)) == ("pass", "1/1 tests passed")
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_ptrace_keyctl_and_bpf_are_refused(sandbox_mode):
+    code = LIBC + """
+got = [libc.ptrace(16, 1, 0, 0), libc.syscall(250, 0, 0, 0, 0), libc.syscall(321, 0, 0, 0)]
+"""
+    assert grade(code, [-1, -1, -1]) == ("pass", "1/1 tests passed")
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_three_processes_of_700_mib_exceed_the_answers_memory(sandbox_mode, whole_answer):
+    code = """
+import os, time
+kids = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(700 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        time.sleep(4)
+        os._exit(0)
+    kids.append(pid)
+got = all(os.waitpid(kid, 0)[1] == 0 for kid in kids)
+"""
+    verdict, detail = grade(code, True)
+    assert verdict == "error" and "memory" in detail, detail
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_shared_memory_cannot_hold_memory_past_the_limit(sandbox_mode):
+    code = LIBC + """
+import mmap, os
+got = [libc.shmget(0, 1 << 30, 0o1000 | 0o600), libc.syscall(319, b"x", 0)]  # shmget, memfd_create
+for path in ("/dev/shm/x", "/x", "/dev/x"):
+    try:
+        with open(path, "wb") as fh:
+            fh.write(b"x" * (1 << 20))
+        got.append(path)
+    except OSError:
+        pass
+"""
+    assert grade(code, [-1, -1]) == ("pass", "1/1 tests passed")
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_the_working_tmpfs_is_sized(sandbox_mode):
+    code = """
+got = "full?"
+try:
+    with open("big", "wb") as fh:
+        for _ in range(200):
+            fh.write(b"x" * (1 << 20))
+    got = "wrote 200 MiB"
+except OSError as exc:
+    got = exc.errno
+"""
+    verdict, detail = grade(code, 28, file_bytes=1 << 30)  # ENOSPC
+    assert verdict == "pass", detail
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_an_honest_answer_still_passes_with_every_protection_on(sandbox_mode, whole_answer):
+    code = "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a"
+    assert run_tests(code, "fib", ["fib(10) == 55", "fib(1) == 1"]).verdict == "pass"
+    layers = {p.name: p.active for p in protections(sandbox_mode)}
+    assert {k: v for k, v in layers.items() if k != "whole-answer limits"} == dict.fromkeys(
+        ["namespaces", "unprivileged id", "no capabilities", "seccomp filter", "kernel knobs",
+         "sized filesystems"], True)
+    held = whole_answer == "cgroup" and sandbox_cgroup.unavailable() is None
+    assert layers["whole-answer limits"] is (True if held else None)
