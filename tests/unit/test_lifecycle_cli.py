@@ -148,3 +148,20 @@ def test_doctor_names_a_bad_config(tmp_path, state_dir):
     path.write_text('[server]\nport = "x"\n')
     out = run_ddtune("--config", str(path), "doctor")
     assert out.returncode == 1 and "[FAIL] config" in out.stdout and "port = 30000" in out.stdout
+
+
+def test_a_knob_the_server_ignores_makes_up_and_restart_exit_3(tmp_path, state_dir):
+    # the seed's pain: the window reaches the server through a route it ignores, so the draft
+    # runner says draft_window_size=None; a script must not carry on measuring the wrong config
+    cfg = write_config(tmp_path)
+    cfg.write_text(cfg.read_text() + '[knobs.map]\nwindow = { env = "DDTUNE_TEST_IGNORED_WINDOW" }\n')
+    try:
+        up = run_ddtune("--config", str(cfg), "up")
+        assert up.returncode == 3, up.stderr
+        assert "MISMATCH: window: requested 2048" in up.stderr and "--allow-mismatch" in up.stderr
+        restart = run_ddtune("--config", str(cfg), "restart", "--set", "window=1024")
+        assert restart.returncode == 3 and "MISMATCH: window: requested 1024" in restart.stderr
+        allowed = run_ddtune("--config", str(cfg), "up", "--allow-mismatch")
+        assert allowed.returncode == 0 and "MISMATCH" in allowed.stderr
+    finally:
+        assert run_ddtune("--config", str(cfg), "down").returncode == 0

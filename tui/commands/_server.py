@@ -17,6 +17,15 @@ def add_wait_argument(parser) -> None:
                              "(default: wait for it, saying whom you wait for)")
 
 
+EXIT_MISMATCH = 3  # ready, but a requested knob did not take effect
+
+
+def add_mismatch_argument(parser) -> None:
+    parser.add_argument("--allow-mismatch", action="store_true",
+                        help=f"exit 0 even when the server is ready but a knob did not take effect "
+                             f"(default: exit {EXIT_MISMATCH}, so a script does not go on measuring the wrong config)")
+
+
 def add_knob_arguments(parser, preset: bool = True) -> None:
     if preset:
         parser.add_argument(
@@ -131,8 +140,9 @@ def drive(config, args, command: str, **options):
     return asyncio.run(main())
 
 
-def report_final(state) -> int:
-    """Print how a start ended; 0 when ready, 1 when failed."""
+def report_final(state, allow_mismatch: bool = False) -> int:
+    """Print how a start ended; 0 when ready, 1 when failed, EXIT_MISMATCH when ready but a knob
+    did not take effect (unless ``allow_mismatch``)."""
     if state.phase != "ready":
         err(f"ddtune: server failed: {state.reason}")
         return 1
@@ -149,6 +159,10 @@ def report_final(state) -> int:
             err(f"MISMATCH: {check.sentence}")
         elif check.status == "unverified" and check.requested is not None:
             err(f"unverified: {check.sentence}")
+    if any(check.status == "mismatch" for check in state.checks) and not allow_mismatch:
+        err(f"ddtune: the server is up but does not run the requested knobs (exit {EXIT_MISMATCH}; "
+            f"fix the knob's flag or [knobs.map] route, or pass --allow-mismatch to go on anyway)")
+        return EXIT_MISMATCH
     return 0
 
 

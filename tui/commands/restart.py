@@ -12,13 +12,16 @@ examples:
 The old server's in-flight requests are aborted, it gets SIGTERM, then SIGKILL of its whole process
 group after [server] stop_timeout_s; the new one starts only once the port is free (and, where NVML
 works, the old pids hold no GPU memory). Ready means the new pid generated a token.
+Exit 0 when ready with the requested knobs, 1 when the start failed, 3 when ready but a knob did
+not take effect (MISMATCH; --allow-mismatch exits 0 then).
 """
 
 
 def add_arguments(parser) -> None:
-    from tui.commands._server import add_knob_arguments, add_wait_argument
+    from tui.commands._server import add_knob_arguments, add_mismatch_argument, add_wait_argument
 
     add_knob_arguments(parser)
+    add_mismatch_argument(parser)
     add_wait_argument(parser)
 
 
@@ -26,4 +29,4 @@ def run(args) -> int:
     from tui.commands._server import drive, report_final, requested_config
 
     config = requested_config(args, keep_running_knobs=True)
-    return report_final(drive(config, args, "restart"))
+    return report_final(drive(config, args, "restart"), args.allow_mismatch)

@@ -11,8 +11,10 @@ examples:
   ddtune up --apply-config                    restart a tuned server back to the config file's knobs
   ddtune --config box.toml up
 
-Prints each startup phase to stderr; exit 0 once the server we started generates a token,
-exit 1 with the reason (fatal log line, log tail) when the start failed.
+Prints each startup phase to stderr; exit 0 once the server we started generates a token and
+reports the requested knobs, exit 1 with the reason (fatal log line, log tail) when the start
+failed, exit 3 when it is ready but a knob did not take effect (MISMATCH: the server says another
+value; --allow-mismatch exits 0 then).
 A server already running this exact config (file knobs + --preset + --set) is re-attached, not
 restarted. Plain `ddtune up` also keeps a server of this config file that was tuned to other knobs
 (console, sweep, `restart --set`) and says how they differ; `--apply-config` restarts it with the
@@ -21,9 +23,10 @@ file's knobs, and --preset/--set restart it with those.
 
 
 def add_arguments(parser) -> None:
-    from tui.commands._server import add_knob_arguments, add_wait_argument
+    from tui.commands._server import add_knob_arguments, add_mismatch_argument, add_wait_argument
 
     add_knob_arguments(parser)
+    add_mismatch_argument(parser)
     parser.add_argument("--apply-config", action="store_true",
                         help="make the server match the config file even when the running server was tuned "
                              "to other knobs (default without --preset/--set: keep the running server's knobs)")
@@ -35,4 +38,4 @@ def run(args) -> int:
 
     config = requested_config(args)
     keep = not (args.apply_config or args.preset or args.sets)
-    return report_final(drive(config, args, "up", keep_running_knobs=keep))
+    return report_final(drive(config, args, "up", keep_running_knobs=keep), args.allow_mismatch)
