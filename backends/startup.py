@@ -1,9 +1,12 @@
 """Where a server start stands: a pure state machine over log events, plus the history of past
 starts (``startups.jsonl`` in the state dir) that gives an ETA.
 
-Phases, in order: idle -> stopping-old -> waiting-for-port-and-gpu -> loading-weights ->
-capturing-graphs -> warmup -> ready | failed. The lifecycle code calls ``begin_stop`` and
-``begin_wait``; log events move the rest through ``feed``. Time is always passed in (``now``,
+Phases, in order: idle -> stopping-old -> waiting-for-port-and-gpu -> starting-process ->
+loading-weights -> capturing-graphs -> warmup -> ready | failed. The lifecycle code calls
+``begin_stop``, ``begin_wait`` and ``begin_start`` (the new process exists); log events move the
+rest through ``feed``. ``starting-process`` is the new interpreter importing SGLang: on a real
+0.5.17 server the ``server_args=`` dump comes ~25 s before ``Load weight begin``, and those seconds
+are imports, never weight loading; loading begins at the first weight, memory or draft-runner line. Time is always passed in (``now``,
 seconds on any monotonic clock), so the tracker itself never reads a clock.
 """
 
@@ -21,14 +24,14 @@ from backends.logevents import (
     ServerStarted, ShardProgress, StartupTimings, UvicornRunning, WeightLoadBegin, WeightLoadEnd,
 )
 
-IDLE, STOPPING, WAITING = "idle", "stopping-old", "waiting-for-port-and-gpu"
+IDLE, STOPPING, WAITING, STARTING = "idle", "stopping-old", "waiting-for-port-and-gpu", "starting-process"
 LOADING, CAPTURING, WARMUP = "loading-weights", "capturing-graphs", "warmup"
 READY, FAILED = "ready", "failed"
-PHASES = (IDLE, STOPPING, WAITING, LOADING, CAPTURING, WARMUP, READY, FAILED)
-WORK_PHASES = (STOPPING, WAITING, LOADING, CAPTURING, WARMUP)  # the ones that take time
+PHASES = (IDLE, STOPPING, WAITING, STARTING, LOADING, CAPTURING, WARMUP, READY, FAILED)
+WORK_PHASES = (STOPPING, WAITING, STARTING, LOADING, CAPTURING, WARMUP)  # the ones that take time
 _ORDER = {p: i for i, p in enumerate(PHASES)}
 
-_LOADING_EVENTS = (ServerArgs, WeightLoadBegin, ShardProgress, WeightLoadEnd, DraftRunner, KvCache, MemoryPoolEnd)
+_LOADING_EVENTS = (WeightLoadBegin, ShardProgress, WeightLoadEnd, DraftRunner, KvCache, MemoryPoolEnd)
 _CAPTURE_EVENTS = (GraphCaptureBegin, GraphCaptureSizes, GraphCaptureProgress, GraphCaptureEnd,
                    MaxTotalTokens, StartupTimings)
 _WARMUP_EVENTS = (ServerStarted, AppStartupComplete, UvicornRunning)
@@ -81,6 +84,10 @@ class StartupTracker:
     def begin_wait(self, now: float, detail: str = "") -> None:
         self._enter(WAITING, detail, now)
 
+    def begin_start(self, now: float, detail: str = "") -> None:
+        """The new server process exists; until its first weight line it is importing."""
+        self._advance(STARTING, detail or "importing", now)
+
     def fail(self, reason: str, now: float) -> None:
         if self.phase in (READY, FAILED):
             return
@@ -96,6 +103,8 @@ class StartupTracker:
         if isinstance(event, Fatal):
             if not event.generic:
                 self.fail(f"{event.kind}: {event.message}", now)
+        elif isinstance(event, ServerArgs):
+            self._advance(STARTING, "importing (server args read)", now)
         elif isinstance(event, _LOADING_EVENTS):
             self._loading(event, now)
         elif isinstance(event, _CAPTURE_EVENTS):

@@ -13,7 +13,7 @@ from tests.helpers import run_ddtune
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 KEYS = ["server_pid", "ready", "weights", "shard_progress", "kv_cache_tokens", "cuda_graph", "draft",
-        "decode", "fatal", "notes"]
+        "decode", "fatal", "notes", "phases", "last_phase"]
 
 
 @pytest.mark.parametrize("name", ["dflash_0523_tp2", "oom_at_capture", "port_in_use",

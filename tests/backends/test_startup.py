@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from backends.logevents import (
     Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress, ServerReady, ServerStarted,
@@ -12,8 +16,10 @@ from backends.logevents import (
 from backends.logparse import parse_line
 from backends.logsummary import read_log_lines
 from backends.startup import (
-    CAPTURING, FAILED, IDLE, LOADING, READY, STOPPING, WAITING, WARMUP, StartupHistory, StartupTracker,
+    CAPTURING, FAILED, IDLE, LOADING, READY, STARTING, STOPPING, WAITING, WARMUP, StartupHistory, StartupTracker,
 )
+
+from tests.helpers import REPO
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 
@@ -118,7 +124,8 @@ def test_tracker_follows_a_real_format_log():
             clock = event.time_s or clock
             tracker.feed(event, clock)
     assert tracker.phase == READY
-    assert tracker.durations() == {LOADING: 16.0, CAPTURING: 20.0, WARMUP: 2.0}
+    # the server_args line, then 7 s of imports before the first weight line
+    assert tracker.durations() == {STARTING: 7.0, LOADING: 9.0, CAPTURING: 20.0, WARMUP: 2.0}
 
 
 def test_history_medians_per_model(state_dir):
@@ -159,3 +166,31 @@ def test_recorded_history_drives_the_next_eta(tmp_path):
     second = StartupTracker(history.medians("m"))
     second.begin_stop(0.0)
     assert second.eta_s(0.0) == 26.0
+
+
+REAL_LOGS = Path(__file__).resolve().parents[1] / "data" / "real" / "0.5.17" / "logs"
+
+
+@pytest.mark.parametrize("name", ["dflash_restart_w1024.log", "dflash_w512_ddtune_up_load_console.log"])
+def test_a_real_servers_imports_are_starting_process_not_weight_loading(name):
+    # real SGLang 0.5.17 on an H200: server_args is printed ~25 s before "Load weight begin";
+    # the weights then load in 0.13 s
+    result = subprocess.run([sys.executable, "-m", "tui.cli", "inspect", "--json", str(REAL_LOGS / name)],
+                            capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert result.returncode == 0, result.stderr
+    phases = json.loads(result.stdout)["phases"]
+    assert phases["starting-process"] > 20 and phases["loading-weights"] < 5, phases
+
+
+def test_the_new_process_starting_is_its_own_phase():
+    tracker = StartupTracker()
+    tracker.begin_stop(0.0)
+    tracker.begin_wait(1.0, "port 30000")
+    tracker.begin_start(2.0, "pid 7")
+    assert tracker.phase == "starting-process"
+    tracker.feed(parse_line("[2026-11-30 10:00:00] server_args=ServerArgs(model_path='m')"), 27.0)
+    assert tracker.phase == "starting-process"
+    tracker.feed(parse_line("[2026-11-30 10:00:25] Load weight begin. avail mem=139.00 GB"), 27.5)
+    assert tracker.phase == "loading-weights"
+    assert tracker.durations(28.0) == {"stopping-old": 1.0, "waiting-for-port-and-gpu": 1.0,
+                                       "starting-process": 25.5, "loading-weights": 0.5}

@@ -52,7 +52,10 @@ def run(args) -> int:
                          hint="check the path and its permissions") from None
     summary = builder.summary()
     if args.json:
-        print(json.dumps(summary.to_json()))
+        doc = summary.to_json()
+        doc["phases"] = tracker.durations(clock)  # seconds per startup phase, from the log's timestamps
+        doc["last_phase"] = tracker.phase
+        print(json.dumps(doc))
     else:
         print(render(path, summary, tracker, clock))
     return 0
@@ -68,8 +71,8 @@ def render(path, summary, tracker, clock) -> str:
     if durations:
         out.append("phases (from log timestamps):")
         for phase, seconds in durations.items():
-            out.append(f"  {phase:<18} {seconds:8.1f} s")
-        out.append(f"  {'last phase':<18} {tracker.phase}" + (f" ({tracker.detail})" if tracker.detail else ""))
+            out.append(f"  {phase:<24} {seconds:8.1f} s")
+        out.append(f"  {'last phase':<24} {tracker.phase}" + (f" ({tracker.detail})" if tracker.detail else ""))
     if summary.weights:
         out.append("weights:")
         for i, w in enumerate(summary.weights):

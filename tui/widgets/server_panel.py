@@ -13,7 +13,7 @@ from tui.widgets.textbars import bar, duration
 
 PHASE_STYLE = {
     "ready": "bold green", "failed": "bold red", "idle": "grey50", "stopped": "bold yellow",
-    "stopping-old": "yellow", "waiting-for-port-and-gpu": "yellow",
+    "stopping-old": "yellow", "waiting-for-port-and-gpu": "yellow", "starting-process": "yellow",
 }
 
 
