@@ -50,3 +50,24 @@ def test_plain_server_with_metrics_still_shows_none(start_sim, state_dir):
     out = run_ddtune("bench", "--url", sim.url, *BENCH, timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["cells"][0]["acceptance"] is None
+
+
+def test_load_on_0517_windows_and_summary_take_the_counters(start_sim, state_dir):
+    sim = start_sim(*SPEC, *OLD, "--sim-step-ms", "2", "--enable-metrics")
+    out = run_ddtune("load", "--url", sim.url, "--concurrency", "4", "--duration", "3", "--window", "1",
+                     "--max-tokens", "128", "--json", timeout=120)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    acc = summary["acceptance"]
+    assert acc["source"] == "counters" and acc["total"] > 1.5 and acc["verify_calls"] > 0
+    measured = [w for w in summary["windows"] if w["acceptance"] is not None]
+    assert measured and all(w["acceptance_source"] == "counters" and w["acceptance"] > 1.5 for w in measured)
+
+
+def test_load_without_metrics_on_0517_has_no_figure_to_invent(start_sim, state_dir):
+    sim = start_sim(*SPEC, *OLD, "--sim-step-ms", "2")
+    out = run_ddtune("load", "--url", sim.url, "--concurrency", "2", "--duration", "2", "--window", "1",
+                     "--max-tokens", "64", "--json", timeout=120)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["acceptance"] is None and all(w["acceptance"] is None for w in summary["windows"])
