@@ -81,6 +81,6 @@ def alarms_from_log(lines, speculative: bool) -> list[Alarm]:
     watch = AcceptanceWatch()
     for line in lines:
         event = parse_line(line)
-        if isinstance(event, DecodeBatch) and event.is_lead and event.time_s is not None:
+        if isinstance(event, DecodeBatch) and event.is_lead and not event.idle and event.time_s is not None:
             watch.decode(event.time_s, event.accept_len)
     return [watch.alarm] if watch.alarm else []

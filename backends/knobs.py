@@ -261,6 +261,9 @@ def plan_launch(config: ServerConfig, help_text: str, prefix: tuple[str, ...], v
         elif value is not False:
             argv += [route.flag, _value_text(value, route)]
     argv += switches
+    if "--enable-metrics" in flags and not any(a.startswith("--enable-metrics") for a in config.extra_args):
+        # the counters give acceptance where responses carry none (chat before sglang 0.5.19)
+        argv.append("--enable-metrics")
     argv += list(config.extra_args)
     expected = expected_reports(config.knobs, block_size if block_explicit else None, config.knob_table)
     return LaunchPlan(

@@ -229,6 +229,12 @@ class DecodeBatch(LogEvent):
     swa_tokens: int | None = None
     swa_token_usage: float | None = None
 
+    @property
+    def idle(self) -> bool:
+        """The line that closes a burst (``#token: 0`` or no request running; a real 0.5.17 prints one at
+        the end of each): its ``gen throughput`` divides over a near-empty interval and is no rate."""
+        return self.running_req == 0 or self.tokens == 0
+
 
 @dataclass(frozen=True)
 class PrefillBatch(LogEvent):

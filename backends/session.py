@@ -140,6 +140,8 @@ class ServerSession:
                 self._emit(FatalSeen(line.event.kind, line.event.message))
 
     def _on_decode(self, t: float, event: DecodeBatch) -> None:
+        if event.idle:  # a burst's closing line (#token: 0): its throughput is no rate, for plots nor guard
+            return
         self._emit(DecodeStats(t, event.gen_throughput, event.accept_len))
         self._judge(lambda: self.acceptance.decode(t, event.accept_len))
 

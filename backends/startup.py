@@ -6,8 +6,9 @@ loading-weights -> capturing-graphs -> warmup -> ready | failed. The lifecycle c
 ``begin_stop``, ``begin_wait`` and ``begin_start`` (the new process exists); log events move the
 rest through ``feed``. ``starting-process`` is the new interpreter importing SGLang: on a real
 0.5.17 server the ``server_args=`` dump comes ~25 s before ``Load weight begin``, and those seconds
-are imports, never weight loading; loading begins at the first weight, memory or draft-runner line. Time is always passed in (``now``,
-seconds on any monotonic clock), so the tracker itself never reads a clock.
+are imports, never weight loading; loading begins at the first weight, memory or draft-runner line.
+Time is always passed in (``now``, seconds on any monotonic clock), so the tracker itself never
+reads a clock.
 """
 
 from __future__ import annotations

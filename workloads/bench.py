@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from backends.errors import ServerError
+from backends.spec_acceptance import SpecCounters, counter_acceptance
 from workloads.client import RequestResult, StreamingClient
 from workloads.evaluate import Grade, RawResponse, grade_async, summarize
 from workloads.metrics import distribution, percentile
@@ -111,7 +112,8 @@ class BenchEta:
 
 
 def cell_stats(context: int, concurrency: int, results: list[RequestResult], duration_s: float,
-               grades: list[Grade] | None, started_at: float) -> dict:
+               grades: list[Grade] | None, started_at: float,
+               counters: tuple[SpecCounters | None, SpecCounters | None] = (None, None)) -> dict:
     """One cell's JSON record (docs/results-schema.md)."""
     ok = [r for r in results if r.ok]
     tokens = sum(r.output_tokens for r in ok)
@@ -120,7 +122,7 @@ def cell_stats(context: int, concurrency: int, results: list[RequestResult], dur
     prompt = [r.prompt_tokens for r in results if r.prompt_tokens is not None]
     ms = lambda d: {k: (v * 1000 if isinstance(v, float) and k != "count" else v) for k, v in d.to_json().items()}
     errors = [r.error for r in results if not r.ok]
-    acceptance = acceptance_stats(ok)
+    acceptance = acceptance_stats(ok, counters)
     return {
         "context": context,
         "concurrency": concurrency,
@@ -146,16 +148,27 @@ def cell_stats(context: int, concurrency: int, results: list[RequestResult], dur
     }
 
 
-def acceptance_stats(ok: list[RequestResult]) -> dict | None:
+def acceptance_stats(ok: list[RequestResult],
+                     counters: tuple[SpecCounters | None, SpecCounters | None] = (None, None)) -> dict | None:
     """``total`` (the server's definition: all completion tokens / all verify steps of the cell),
-    beside the per-request ``mean`` and ``p50``; None when no request has an acceptance (the
-    server does not run speculative decoding)."""
+    beside the per-request ``mean`` and ``p50``, and ``source``: ``request`` from the requests' own
+    spec fields; ``counters`` where they carry none (chat before sglang 0.5.19) and the server's
+    /metrics counters read at the cell's edges moved (``total`` = Δtokens / Δverify calls, no
+    per-request figures). None on a server known not to speculate, or with neither."""
+    if any(r.speculative is False for r in ok):
+        return None
     values = [r.acceptance for r in ok if r.acceptance is not None]
     if not values:
-        return None
+        before, after = counters
+        total = counter_acceptance(before, after)
+        if total is None or before is None or after is None:
+            return None
+        return {"total": total, "mean": None, "p50": None, "count": 0, "source": "counters",
+                "tokens": after.tokens - before.tokens, "verify_calls": after.verify_calls - before.verify_calls}
     steps = [(r.output_tokens, r.verify_steps) for r in ok if r.verify_steps]
     total = sum(t for t, _ in steps) / sum(v for _, v in steps) if steps else None
-    return {"total": total, "mean": sum(values) / len(values), "p50": percentile(values, 50), "count": len(values)}
+    return {"total": total, "mean": sum(values) / len(values), "p50": percentile(values, 50), "count": len(values),
+            "source": "request"}
 
 
 def cell_alarms(acceptance: dict | None) -> list[str]:
@@ -244,6 +257,8 @@ class BenchRunner:
             report(0, "warmup")
             await self._batch(prompts[:self.plan.warmup], min(conc, self.plan.warmup), None, None)
         report(0, "running")
+        speculative = self.client.speculative is not False
+        before = await self.client.spec_counters() if speculative else None  # the cell's edges on /metrics
         started_at = time.time()
         t0 = time.perf_counter()
         results: list[RequestResult] = []
@@ -263,9 +278,10 @@ class BenchRunner:
         else:
             await self._batch(prompts[:total], conc, finished, ctx)
         duration = time.perf_counter() - t0
+        after = await self.client.spec_counters() if before is not None else None
         graded = list(await asyncio.gather(*grades)) if self.plan.coding else None
         await self._check_alive(results, ctx, conc, cells_done)
-        return cell_stats(ctx, conc, results, duration, graded, started_at)
+        return cell_stats(ctx, conc, results, duration, graded, started_at, (before, after))
 
     async def _grade(self, problem: Problem, result: RequestResult) -> Grade:
         if not result.ok:

@@ -26,6 +26,7 @@ import httpx
 
 from backends.apikey import auth_headers
 from backends.errors import ServerError
+from backends.spec_acceptance import SpecCounters, parse_counters
 from workloads.transport import RELEASE, LeanTransport, WaveRelease
 
 TokenCallback = Callable[[int, bool], None]  # (new tokens, exact): exact False when counted by chunks
@@ -269,6 +270,7 @@ class StreamingClient:
         self._model: str | None = None
         # whether the server runs speculative decoding (from /server_info); None: not known
         self.speculative: bool | None = None
+        self.metrics: bool | None = None  # whether /metrics has the spec counters; None: not asked yet
 
     async def __aenter__(self) -> StreamingClient:
         return self
@@ -296,6 +298,22 @@ class StreamingClient:
             return resp.json()
         except ValueError as exc:
             raise ServerError(f"{self.base_url}{path} did not answer JSON") from exc
+
+    async def spec_counters(self) -> SpecCounters | None:
+        """The server's generation and verify-call counters from ``/metrics`` (``--enable-metrics``);
+        None when it has none (asked once: a 404 or a text without them is not asked again)."""
+        if self.metrics is False:
+            return None
+        try:
+            resp = await self._http.get("/metrics")
+        except httpx.HTTPError:
+            return None
+        counters = parse_counters(resp.text) if resp.status_code == 200 else None
+        if counters is None and resp.status_code in (200, 404):
+            self.metrics = False
+        elif counters is not None:
+            self.metrics = True
+        return counters
 
     async def model_id(self) -> str:
         """The served model's id from /v1/models (SGLang accepts any name; this keeps logs honest)."""

@@ -5,8 +5,11 @@ number on screen and in ``ddtune load --json`` means the same thing:
 
 - **rolling rates** ``rate(now, span)``: tokens streamed in ``(now - span, now]`` divided by
   ``span``, and the acceptance of the requests that finished in it (their tokens / their verify
-  steps; never the server's lifetime average). The console plots the ``roll_s`` rate (5 s by
-  default) with the 1 s rate faint behind it.
+  steps; never the server's lifetime average). Where no finished request carried spec fields (chat
+  before sglang 0.5.19), the acceptance comes from the server's counters read at the window's edges
+  (``add_counters``, to the nearest reading: Δtokens / Δverify calls, backends/spec_acceptance.py)
+  and ``acceptance_source`` says which (``request`` or ``counters``). The console plots the
+  ``roll_s`` rate (5 s by default) with the 1 s rate faint behind it.
 - **closed windows** ``close(now)``: time tiled into ``roll_s`` windows from the start (and again
   from each resume, so no window straddles a server restart); each one is kept once it has ended.
   They are ``ddtune load --json``'s ``windows`` and the samples the A/B strip averages.
@@ -23,6 +26,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from backends.spec_acceptance import SpecCounters, counter_acceptance
+
 MERGE_S = 0.01  # tokens this close together share one entry: at most 100 entries per second
 
 
@@ -36,6 +41,7 @@ class WindowStats:
     finished: int
     approx: bool = False      # some of its tokens were counted by chunks, not from the server's counts
     measured_s: float = 0.0   # the time it covers: less than window_s within window_s of the start or a resume
+    acceptance_source: str | None = None  # "request" or "counters" (backends/spec_acceptance.py); None: none
 
 
 @dataclass(frozen=True)
@@ -50,10 +56,12 @@ class Window:
     finished: int
     approx: bool = False
     first: bool = False       # the first window after the start or a resume (it holds the ramp-up)
+    acceptance_source: str | None = None
 
     def to_json(self) -> dict:
         doc = {"t_s": round(self.t_s, 3), "tok_s": round(self.tok_s, 3),
-               "acceptance": None if self.acceptance is None else round(self.acceptance, 4)}
+               "acceptance": None if self.acceptance is None else round(self.acceptance, 4),
+               "acceptance_source": self.acceptance_source}
         if self.approx:
             doc["approx"] = True
         return doc
@@ -72,6 +80,7 @@ class LiveWindows:
         self.closed: deque[Window] = deque(maxlen=keep)
         self._tokens: deque[list] = deque()     # [t, tokens, approx]
         self._finished: deque[tuple[float, int, int | None]] = deque()
+        self._counters: deque[tuple[float, SpecCounters]] = deque()
         self._tile_from: float | None = start   # None while paused
         self._since = start                      # the start or the latest resume: rates reach back no further
         self._first = True
@@ -96,6 +105,12 @@ class LiveWindows:
         self._finished.append((t, tokens, verify_ct))
         self._advance(t)
 
+    def add_counters(self, t: float, counters: SpecCounters | None) -> None:
+        """The server's counters read at ``t`` (the load reads them once per tick)."""
+        if counters is not None:
+            self._counters.append((t, counters))
+            self._advance(t)
+
     def pause(self) -> None:
         """The load paused (a server restart): the window under way is dropped, none closes."""
         self._tile_from = None
@@ -116,8 +131,8 @@ class LiveWindows:
         if now - lo <= 1e-6:
             return WindowStats(span, 0.0, None, 0, False, 0.0)
         tokens, approx = self._tokens_in(lo, now)
-        done, acceptance = self._finished_in(lo, now)
-        return WindowStats(span, tokens / (now - lo), acceptance, done, approx, now - lo)
+        done, acceptance, source = self._acceptance_in(lo, now)
+        return WindowStats(span, tokens / (now - lo), acceptance, done, approx, now - lo, source)
 
     def close(self, now: float) -> tuple[Window, ...]:
         """Close every window that has ended by ``now``; returns the newly closed ones."""
@@ -127,9 +142,9 @@ class LiveWindows:
             lo = self._tile_from
             hi = lo + self.roll_s
             tokens, approx = self._tokens_in(lo, hi)
-            done, acceptance = self._finished_in(lo, hi)
+            done, acceptance, source = self._acceptance_in(lo, hi)
             window = Window(self._index, hi - self.start, self.roll_s, tokens / self.roll_s, acceptance, done,
-                            approx, self._first)
+                            approx, self._first, source)
             self._index += 1
             self._first = False
             self._tile_from = hi
@@ -152,6 +167,8 @@ class LiveWindows:
             self._tokens.popleft()
         while self._finished and self._finished[0][0] <= edge:
             self._finished.popleft()
+        while len(self._counters) > 1 and self._counters[1][0] <= edge:  # keep the reading at the edge
+            self._counters.popleft()
 
     def _tokens_in(self, lo: float, hi: float) -> tuple[int, bool]:
         total, approx = 0, False
@@ -162,6 +179,19 @@ class LiveWindows:
                 total += n
                 approx = approx or rough
         return total, approx
+
+    def _acceptance_in(self, lo: float, hi: float) -> tuple[int, float | None, str | None]:
+        """Requests finished in ``(lo, hi]``, and the acceptance there with its source: the requests'
+        own, else the counters' delta between the readings nearest the edges."""
+        done, acceptance = self._finished_in(lo, hi)
+        if acceptance is not None:
+            return done, acceptance, "request"
+        before = next((c for t, c in reversed(self._counters) if t <= lo), None)
+        if before is None:
+            before = next((c for t, c in self._counters if lo < t <= hi), None)
+        after = next((c for t, c in reversed(self._counters) if t <= hi), None)
+        acceptance = counter_acceptance(before, after) if after is not before else None
+        return done, acceptance, "counters" if acceptance is not None else None
 
     def _finished_in(self, lo: float, hi: float) -> tuple[int, float | None]:
         done, tokens, verify = 0, 0, 0

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from collections.abc import AsyncIterator, Callable
 
+from backends.spec_acceptance import SpecCounters
 from workloads.client import RequestResult, StreamingClient
 from workloads.evaluate import VERDICTS, Grade, RawResponse, grade_async
 from workloads.live_windows import LiveWindows, Window, WindowStats
@@ -37,6 +38,15 @@ class LoadStats:
     cancelled: int = 0   # requests cut off by pause(): neither finished nor errors
     paused: bool = False
     last_window: Window | None = None  # the latest closed roll_s window
+    # the run's acceptance so far, as tokens over verify calls: the requests' own (source "request"),
+    # else the server's counters since the load's first reading ("counters"); None: neither
+    accept_tokens: float = 0.0
+    accept_verify: float = 0.0
+    accept_source: str | None = None
+
+    @property
+    def acceptance(self) -> float | None:
+        return self.accept_tokens / self.accept_verify if self.accept_verify > 0 else None
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,8 @@ class LoadEngine:
         self._errors = 0
         self._tokens = 0
         self._unreachable = 0
+        self._spec_tokens = self._spec_verify = 0   # of finished requests that carried spec fields
+        self._counters: list[SpecCounters] = []    # the first and the latest /metrics reading
         self._verdicts = {v: 0 for v in VERDICTS}
         self._gate = asyncio.Semaphore(2)
         self._grading: set[asyncio.Task] = set()
@@ -177,9 +189,16 @@ class LoadEngine:
         now = self.clock() if self._ended is None else self._ended
         self.windows.close(now)
         closed = self.windows.closed
+        accept: tuple[float, float, str | None] = (0.0, 0.0, None)
+        if self._spec_verify:
+            accept = (self._spec_tokens, self._spec_verify, "request")
+        elif len(self._counters) == 2 and self._counters[1].verify_calls > self._counters[0].verify_calls:
+            first, last = self._counters
+            accept = (last.tokens - first.tokens, last.verify_calls - first.verify_calls, "counters")
         return LoadStats(now - self._started, self.concurrency, self._in_flight, self._finished, self._errors,
                          self._tokens, self.windows.rate(now, 1.0), self.windows.rate(now, self.roll_s),
-                         dict(self._verdicts), self._cancelled, self.paused, closed[-1] if closed else None)
+                         dict(self._verdicts), self._cancelled, self.paused, closed[-1] if closed else None,
+                         *accept)
 
     async def events(self) -> AsyncIterator[LoadEvent]:
         """Every event from now on, ending after LoadStopped. Use while ``run()`` runs in a task."""
@@ -205,6 +224,7 @@ class LoadEngine:
     async def run(self, duration_s: float | None = None) -> LoadStats:
         self._started = self.clock()
         self.windows = LiveWindows(self._started, self.roll_s)
+        await self._read_counters()  # the first edge
         workers = [asyncio.ensure_future(self._worker()) for _ in range(self.concurrency)]
         ticker = asyncio.ensure_future(self._ticker())
         try:
@@ -235,7 +255,20 @@ class LoadEngine:
     async def _ticker(self) -> None:
         while not self._stop.is_set():
             await asyncio.sleep(self.tick_s)
+            await self._read_counters()
             self._emit(StatsUpdated(self.snapshot()))
+
+    async def _read_counters(self) -> None:
+        """The server's /metrics counters, for the windows' acceptance where the requests carry none
+        (chat before sglang 0.5.19); never for a server known not to speculate, nor once it has none."""
+        c = self.client
+        if getattr(c, "speculative", None) is False or getattr(c, "metrics", None) is False \
+                or not hasattr(c, "spec_counters"):
+            return
+        counters = await c.spec_counters()
+        self.windows.add_counters(self.clock(), counters)
+        if counters is not None:
+            self._counters = [self._counters[0] if self._counters else counters, counters]
 
     def _on_tokens(self, n: int, exact: bool) -> None:
         self._tokens += n
@@ -294,6 +327,9 @@ class LoadEngine:
         self._unreachable = 0
         self._finished += 1
         self.windows.add_finished(now, result.output_tokens, result.spec_verify_ct)
+        if result.verify_steps:
+            self._spec_tokens += result.output_tokens
+            self._spec_verify += result.verify_steps
         if not self.grade:
             self._emit(RequestFinished(problem.id, result, None))
             return

@@ -31,11 +31,17 @@ def load_summary(stats: LoadStats, reason: str, error: str | None, elapsed_s: fl
 
     tokens = count("output_tokens")
     verdicts = {k: v - (since.verdicts.get(k, 0) if since else 0) for k, v in stats.verdicts.items()}
+    acceptance = None
+    if stats.accept_source is not None and (since is None or since.accept_source in (None, stats.accept_source)):
+        spec_tokens, verify = count("accept_tokens"), count("accept_verify")
+        if verify > 0:
+            acceptance = {"total": spec_tokens / verify, "source": stats.accept_source, "tokens": spec_tokens,
+                          "verify_calls": verify}
     return {"reason": reason, "error": error, "elapsed_s": elapsed_s, "finished": count("finished"),
             "errors": count("errors"), "output_tokens": tokens,
             "output_tok_s": tokens / elapsed_s if elapsed_s > 0 else None,
             "verdicts": {k: v for k, v in verdicts.items() if v}, "cancelled": count("cancelled"),
-            "run_dir": run_dir}
+            "acceptance": acceptance, "run_dir": run_dir}
 
 
 class LoadRecorder:

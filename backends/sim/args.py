@@ -13,12 +13,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-VERSIONS = ("0.5.23", "0.5.11")
+VERSIONS = ("0.5.23", "0.5.17", "0.5.11")
 PHASES = ("load", "capture", "warmup")
 HANG_PHASES = ("load", "capture", "warmup", "shutdown")
 ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH")
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_DDTREE_TOPK = 6
+
+
+def release(version: str) -> tuple[int, ...]:
+    """``"0.5.17"`` as ``(0, 5, 17)``, for "from this release on" checks."""
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 
 class SGLangValueError(ValueError):
@@ -65,6 +70,12 @@ class SimArgs:
     @property
     def speculative(self) -> bool:
         return self.algorithm is not None
+
+    @property
+    def chat_spec_details(self) -> bool:
+        """Whether chat answers ``return_spec_tokens_details`` with ``sglext`` (sglang 0.5.19+);
+        0.5.11-0.5.18 ignore the field and put no spec field on chat (recorded on a real 0.5.17)."""
+        return release(self.version) >= (0, 5, 19)
 
     @property
     def window_flag(self) -> str:
@@ -165,7 +176,8 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
 
     g = p.add_argument_group("simulator (ddtune sim only; not SGLang flags)")
     g.add_argument("--sim-version", choices=VERSIONS, default="0.5.23",
-                   help="SGLang release to imitate: flag spelling and log formats (default: 0.5.23).")
+                   help="SGLang release to imitate: flag spelling, log formats, and (below 0.5.19) no "
+                        "per-request spec fields on chat (default: 0.5.23).")
     g.add_argument("--sim-load-seconds", type=_positive_float, default=4.0,
                    help="Total time of the paced startup log before the port opens (default: 4).")
     g.add_argument("--sim-step-ms", type=_positive_float, default=None,

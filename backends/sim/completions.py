@@ -70,10 +70,15 @@ class Completions:
         """The ``spec_*`` fields of a finished request. Only a speculative server sends them: SGLang
         fills them in (``_calculate_spec_decoding_metrics``) only when ``speculative_algorithm`` is set."""
         old = self.args.version == "0.5.11"   # 0.5.11 named the draft counters differently
-        return {"spec_verify_ct": r.verify_ct, "spec_accept_length": round(r.accept_length, 6),
-                "spec_accept_rate": round(r.accept_rate, 6),
-                "spec_accepted_drafts" if old else "spec_num_correct_drafts": r.correct_drafts,
-                "spec_proposed_drafts" if old else "spec_num_proposed_drafts": r.proposed_drafts}
+        fields: dict[str, object] = {
+            "spec_verify_ct": r.verify_ct, "spec_accept_length": round(r.accept_length, 6),
+            "spec_accept_rate": round(r.accept_rate, 6),
+            "spec_accepted_drafts" if old else "spec_num_correct_drafts": r.correct_drafts,
+            "spec_proposed_drafts" if old else "spec_num_proposed_drafts": r.proposed_drafts}
+        if self.args.version == "0.5.17":  # as recorded: the legacy names too, and per-step histograms
+            fields.update(spec_accepted_drafts=r.correct_drafts, spec_proposed_drafts=r.proposed_drafts,
+                          spec_correct_drafts_histogram=list(r.histogram), spec_accept_histogram=list(r.histogram))
+        return fields
 
     def finish_reason(self, r: SimRequest):
         if r.finish_reason == "length":
@@ -115,6 +120,7 @@ class Completions:
         r = self.make_request(prompt, ptok, max_new, bool(sp.get("ignore_eos")), True, body.get("seed"), greedy)
         if isinstance(body.get("rid"), str):
             r.rid = body["rid"]
+        r.streaming = bool(body.get("stream"))
         if body.get("stream"):
             resp.start_stream()
             transport = resp.writer.transport
@@ -156,9 +162,12 @@ class Completions:
         thinking = kwargs.get("enable_thinking", kwargs.get("thinking", True)) is not False
         r = self.make_request(prompt, ptok, max_new, bool(body.get("ignore_eos")), thinking, body.get("seed"))
         separate = bool(self.args.reasoning_parser) and body.get("separate_reasoning", True) is not False
-        want_spec = bool(body.get("return_spec_tokens_details")) and self.args.speculative
+        # before 0.5.19 chat sends no spec field at all, whatever the request asks (recorded on 0.5.17)
+        want_spec = bool(body.get("return_spec_tokens_details")) and self.args.speculative \
+            and self.args.chat_spec_details
         model = body.get("model") or self.args.served_model_name
         created = int(time.time())
+        r.streaming = bool(body.get("stream"))
         if body.get("stream"):
             await self._chat_stream(r, resp, body, separate, want_spec, model, created)
             return

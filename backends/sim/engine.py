@@ -45,6 +45,8 @@ class SimRequest:
     first_token_at: float | None = None
     finish_reason: str | None = None   # "stop", "length" or "abort"
     done: asyncio.Future[SimRequest] | None = None
+    streaming: bool = False            # the counters' is_streaming label
+    histogram: list[int] = field(default_factory=list)  # verify steps by correct drafts (0.5.17's meta_info)
 
     @property
     def completion_tokens(self) -> int:
@@ -87,6 +89,12 @@ class Engine:
         self.total_prompt_tokens = 0
         self.total_requests = 0
         self.last_gen_throughput = 0.0
+        # Prometheus counters (by is_streaming): never reset, not even by /flush_cache
+        self.counted_tokens = {False: 0, True: 0}
+        self.counted_prompt = {False: 0, True: 0}
+        self.counted_requests = {False: 0, True: 0}
+        self.counted_verify = 0
+        self._last_batch = 0   # requests in the latest step's batch (the idle line's #running-req)
         self.avg_accept_length = 1.0 if not args.speculative else 0.0
         self.ttfts: deque[float] = deque(maxlen=100_000)
         self.itls: deque[tuple[float, int]] = deque(maxlen=100_000)   # (mean chunk gap, gaps) per request
@@ -108,6 +116,8 @@ class Engine:
         req.done = done
         self.total_requests += 1
         self.total_prompt_tokens += req.prompt_tokens
+        self.counted_requests[req.streaming] += 1
+        self.counted_prompt[req.streaming] += req.prompt_tokens
         self.waiting.append(req)
         self.wakeup.set()
         return done
@@ -222,6 +232,9 @@ class Engine:
                     produced += 1
             r.verify_ct += 1
             if spec:
+                if not r.histogram:
+                    r.histogram = [0] * self.args.block_size
+                r.histogram[min(max(0, k - 1), len(r.histogram) - 1)] += 1
                 proposed = self.knobs.proposed
                 r.proposed_drafts += proposed
                 r.correct_drafts += max(0, k - 1)
@@ -233,6 +246,8 @@ class Engine:
             self._win_verify += 1
             self.total_tokens += produced
             self.total_verify += 1
+            self.counted_tokens[r.streaming] += produced
+            self.counted_verify += spec
             if r.first_token_at is None and produced:
                 r.first_token_at = now
                 self.ttfts.append(now - r.start)
@@ -246,11 +261,17 @@ class Engine:
                 self._finish(r, "stop")
             else:
                 still.append(r)
+        batch = len(self.running)
         self.running = still
         if self.steps % self.args.decode_log_interval == 0:
             self._decode_log(now)
+        elif not still and batch and self._win_verify:
+            # the burst ended between two ticks: a real server prints one more line then, with the batch
+            # it had, #token: 0 and the rate of that short interval (recorded on 0.5.17)
+            self._last_batch = batch
+            self._decode_log(now, idle=True)
 
-    def _decode_log(self, now: float) -> None:
+    def _decode_log(self, now: float, idle: bool = False) -> None:
         elapsed = max(1e-6, now - self._win_start)
         self.last_gen_throughput = self._win_tokens / elapsed
         spec = ""
@@ -261,7 +282,8 @@ class Engine:
         if self.args.speculative and self.total_verify:
             self.avg_accept_length = self.total_tokens / self.total_verify
         tokens = sum(r.context for r in self.running)
-        self.log.info(f"Decode batch, #running-req: {len(self.running)}, #token: {tokens}, "
+        running = self._last_batch if idle else len(self.running)
+        self.log.info(f"Decode batch, #running-req: {running}, #token: {tokens}, "
                       f"token usage: {tokens / KV_TOKENS:.2f}, {spec}cuda graph: True, "
                       f"gen throughput (token/s): {self.last_gen_throughput:.2f}, #queue-req: {len(self.waiting)}")
         self._win_tokens = self._win_verify = self._win_correct = self._win_proposed = 0

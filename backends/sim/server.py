@@ -13,7 +13,7 @@ from backends.sim.engine import Engine
 from backends.sim.http import Request, Response
 from backends.sim.logwriter import LogWriter
 
-VERSION = {"0.5.23": "0.5.23", "0.5.11": "0.5.11"}
+VERSION = {"0.5.23": "0.5.23", "0.5.17": "0.5.17", "0.5.11": "0.5.11"}
 OPEN_PATHS = ("/health", "/metrics")   # SGLang's API-key middleware lets these through
 
 
@@ -128,38 +128,54 @@ class SimServer:
 
     # ---- metrics --------------------------------------------------------------------------
     async def metrics(self, req: Request, resp: Response) -> None:
+        """Prometheus text with the label shapes a real 0.5.17 server used (shared/real-sglang):
+        gauges per rank, token and request counters split by ``is_streaming``, verify calls not."""
         e = self.engine
-        lab = f'model_name="{self.args.served_model_name}",engine_type="unified",tp_rank="0",pp_rank="0"'
+        model = f'engine_type="unified",model_name="{self.args.served_model_name}"'
+        ranked = f'{model},moe_ep_rank="0",pp_rank="0",tp_rank="0"'
         accept_len = (e.total_tokens / e.total_verify) if e.total_verify else (0.0 if self.args.speculative else 1.0)
         accept_rate = e.total_correct / e.total_proposed if e.total_proposed else 0.0
         lines = []
 
-        def metric(name: str, kind: str, helptext: str, value) -> None:
+        def head(name: str, kind: str, helptext: str) -> None:
             lines.append(f"# HELP sglang:{name} {helptext}")
             lines.append(f"# TYPE sglang:{name} {kind}")
-            lines.append(f"sglang:{name}{{{lab}}} {float(value)}")
 
-        metric("num_running_reqs", "gauge", "The number of running requests.", len(e.running))
-        metric("num_queue_reqs", "gauge", "The number of requests in the waiting queue.", len(e.waiting))
-        metric("gen_throughput", "gauge", "The generation throughput (token/s).", e.last_gen_throughput)
-        metric("token_usage", "gauge", "The token usage.", sum(r.context for r in e.running) / 708_314)
-        metric("spec_accept_length", "gauge", "The average acceptance length of speculative decoding.", accept_len)
-        metric("spec_accept_rate", "gauge", "The average acceptance rate of speculative decoding.", accept_rate)
-        metric("prompt_tokens_total", "counter", "Number of prefill tokens processed.", e.total_prompt_tokens)
-        metric("generation_tokens_total", "counter", "Number of generation tokens processed.", e.total_tokens)
-        metric("spec_verify_calls_total", "counter", "Number of speculative verify calls.", e.total_verify)
-        metric("num_requests_total", "counter", "Number of requests processed.", e.total_requests)
+        def gauge(name: str, helptext: str, value) -> None:
+            head(name, "gauge", helptext)
+            lines.append(f"sglang:{name}{{{ranked}}} {float(value)}")
+
+        def by_stream(name: str, helptext: str, values: dict[bool, int]) -> None:
+            head(name, "counter", helptext)
+            for streaming in (False, True):
+                if values[streaming] or not streaming:  # a series appears once it was first counted
+                    lines.append(f'sglang:{name}{{engine_type="unified",is_streaming="{str(streaming).lower()}",'
+                                 f'model_name="{self.args.served_model_name}"}} {float(values[streaming])}')
+
+        gauge("num_running_reqs", "The number of running requests.", len(e.running))
+        gauge("num_queue_reqs", "The number of requests in the waiting queue.", len(e.waiting))
+        gauge("gen_throughput", "The generation throughput (token/s).", e.last_gen_throughput)
+        gauge("token_usage", "The token usage.", sum(r.context for r in e.running) / 708_314)
+        gauge("spec_accept_length", "Mean acceptance length of speculative decoding (accepted drafts + bonus "
+              "token per forward).", accept_len)
+        gauge("spec_accept_rate", "Speculative acceptance rate (`accepted drafts / proposed drafts` in batch).",
+              accept_rate)
+        by_stream("prompt_tokens_total", "Number of prefill tokens processed.", e.counted_prompt)
+        by_stream("generation_tokens_total", "Number of generation tokens processed.", e.counted_tokens)
+        head("spec_verify_calls_total", "counter", "Number of speculative decoding verification calls.")
+        lines.append(f"sglang:spec_verify_calls_total{{{model}}} {float(e.counted_verify)}")
+        by_stream("num_requests_total", "Number of requests processed.", e.counted_requests)
+
         def histogram(name: str, helptext: str, samples, buckets) -> None:
             """samples: (value, weight) pairs."""
-            lines.append(f"# HELP sglang:{name} {helptext}")
-            lines.append(f"# TYPE sglang:{name} histogram")
+            head(name, "histogram", helptext)
             for b in buckets:
                 n = sum(w for v, w in samples if v <= b)
-                lines.append(f'sglang:{name}_bucket{{{lab},le="{b}"}} {float(n)}')
+                lines.append(f'sglang:{name}_bucket{{{model},le="{b}"}} {float(n)}')
             total = sum(w for _, w in samples)
-            lines.append(f'sglang:{name}_bucket{{{lab},le="+Inf"}} {float(total)}')
-            lines.append(f"sglang:{name}_sum{{{lab}}} {float(sum(v * w for v, w in samples))}")
-            lines.append(f"sglang:{name}_count{{{lab}}} {float(total)}")
+            lines.append(f'sglang:{name}_bucket{{{model},le="+Inf"}} {float(total)}')
+            lines.append(f"sglang:{name}_sum{{{model}}} {float(sum(v * w for v, w in samples))}")
+            lines.append(f"sglang:{name}_count{{{model}}} {float(total)}")
 
         histogram("time_to_first_token_seconds", "Histogram of time to first token in seconds.",
                   [(t, 1) for t in e.ttfts], [0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])

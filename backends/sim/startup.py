@@ -12,7 +12,7 @@ import asyncio
 import os
 import time
 
-from backends.sim.args import SimArgs
+from backends.sim.args import SimArgs, release
 from backends.sim.engine import KV_TOKENS
 from backends.sim.logwriter import LogWriter, stamp
 
@@ -67,7 +67,7 @@ class Startup:
 
     def server_args_line(self) -> str:
         a = self.args.server_args
-        if self.args.version == "0.5.11":
+        if release(self.args.version) < (0, 5, 20):  # a dict from 0.5.20 on (0.5.17 recorded: ServerArgs)
             inner = ", ".join(f"{k}={v!r}" for k, v in a.items())
             return f"server_args=ServerArgs({inner})"
         return f"server_args={a!r}"

@@ -138,3 +138,14 @@ def test_extra_args_come_last_and_user_flag_knob():
     plan = plan_launch(config, HELP_0523 + "  --disable-cuda-graph\n  --mem-fraction-static M\n", PREFIX, "0.5.23")
     assert plan.argv[-2:] == ("--mem-fraction-static", "0.8")
     assert "--disable-cuda-graph" in plan.argv
+
+
+def test_metrics_are_switched_on_where_the_server_has_them_unless_extra_args_say_so():
+    """The /metrics counters give acceptance where chat carries none (sglang before 0.5.19)."""
+    help_text = HELP_0523 + "  --enable-metrics      Enable log prometheus metrics.\n"
+    assert plan_launch(cfg(window=2048), help_text, PREFIX, "0.5.23").argv.count("--enable-metrics") == 1
+    assert "--enable-metrics" not in plan_launch(cfg(window=2048), HELP_0523, PREFIX, "0.5.23").argv
+    own = ServerConfig(backend="sglang", extra_args=("--enable-metrics-for-all-schedulers",))
+    assert "--enable-metrics" not in plan_launch(own, help_text, PREFIX, "0.5.23").argv
+    again = ServerConfig(backend="sglang", extra_args=("--enable-metrics",))
+    assert plan_launch(again, help_text, PREFIX, "0.5.23").argv.count("--enable-metrics") == 1

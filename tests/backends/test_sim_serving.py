@@ -164,7 +164,7 @@ def test_decode_lines_metrics_server_info(dflash):
     assert "accept len: " in line and "accept rate: " in line and line.rstrip().endswith("#queue-req: 0")
     assert "Prefill batch, #new-seq: 1, #new-token: 1," in text
     metrics = httpx.get(dflash.url + "/metrics", timeout=30).text
-    assert 'sglang:generation_tokens_total{model_name="demo"' in metrics
+    assert 'sglang:generation_tokens_total{engine_type="unified",is_streaming="false",model_name="demo"}' in metrics
     assert "sglang:spec_verify_calls_total" in metrics and "sglang:spec_accept_length" in metrics
     info = httpx.get(dflash.url + "/server_info", timeout=30).json()
     assert info["version"] == "0.5.23" and "--speculative-draft-window-size" in info["launch_command"]

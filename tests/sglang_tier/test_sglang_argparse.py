@@ -77,6 +77,7 @@ def test_every_preset_builds_a_command_sglang_accepts(help_text):
                 plan_for(help_text, knobs)  # plain 0.5.23: tree knobs are an error, not a silent drop
             knobs = dict(knobs, budget=None, topk=None)
         plan = plan_for(help_text, knobs)
+        assert "--enable-metrics" in plan.argv  # acceptance from the counters (chat before 0.5.19)
         argvs.append(list(plan.argv[3:]))
         expected.append((name, plan.expected["window_size"]))
     results = sglang_parse(argvs)

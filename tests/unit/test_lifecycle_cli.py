@@ -165,3 +165,40 @@ def test_a_knob_the_server_ignores_makes_up_and_restart_exit_3(tmp_path, state_d
         assert allowed.returncode == 0 and "MISMATCH" in allowed.stderr
     finally:
         assert run_ddtune("--config", str(cfg), "down").returncode == 0
+
+
+def test_status_shows_acceptance_with_its_source_on_a_0517_server(tmp_path, state_dir, groups):
+    """Chat carries no spec field before 0.5.19: status reads the counters ddtune switched on,
+    and without them (extra_args name a metrics flag of their own) the decode lines' accept len."""
+    import httpx
+
+    cfg = write_config(tmp_path, extra=("--sim-version", "0.5.17", "--sim-step-ms", "1", "--sim-load-seconds", "0.1"))
+    out = run_ddtune("--config", str(cfg), "up")
+    groups.track_state()
+    assert out.returncode == 0, out.stderr
+    doc = status_json(cfg)
+    assert "--enable-metrics" in doc["argv"]
+    httpx.post(doc["url"] + "/generate", timeout=30, json={"text": "go", "sampling_params": {"max_new_tokens": 80}})
+    acc = status_json(cfg)["acceptance"]
+    assert acc["source"] == "counters" and acc["value"] > 1.5
+    text = run_ddtune("--config", str(cfg), "status").stdout
+    assert "acceptance: " in text and "(from counters: the server's lifetime)" in text
+    assert run_ddtune("--config", str(cfg), "down").returncode == 0
+
+
+def test_status_acceptance_falls_back_to_the_decode_lines_without_metrics(tmp_path):
+    from types import SimpleNamespace
+
+    from tests.helpers import free_port
+    from tui.commands._server import server_acceptance
+
+    log = tmp_path / "server.log"
+    line = ("[2026-12-01 19:43:{s:02d}] Decode batch, #running-req: {n}, #token: {t}, token usage: 0.01, "
+            "accept len: {a:.2f}, accept rate: 0.50, cuda graph: True, gen throughput (token/s): 900.00, #queue-req: 0")
+    log.write_text("\n".join(line.format(s=s, n=n, t=t, a=a) for s, n, t, a in
+                             ((10, 8, 900, 4.0), (11, 2, 300, 2.0), (12, 8, 0, 4.0))) + "\n")
+    state = SimpleNamespace(argv=("x", "--speculative-algorithm", "DFLASH"), log_path=str(log),
+                            url=f"http://127.0.0.1:{free_port()}")  # nothing listens: no /metrics
+    acc = server_acceptance(state)
+    assert acc["source"] == "log" and acc["value"] == round((4 * 8 + 2 * 2 + 4 * 8) / 18, 4)
+    assert server_acceptance(SimpleNamespace(argv=("x",), log_path=str(log), url=state.url)) is None

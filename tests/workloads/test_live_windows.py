@@ -60,7 +60,8 @@ def test_closed_windows_tile_from_the_start_and_each_keeps_its_own_acceptance():
     assert [c.first for c in closed] == [True, False]
     assert w.close(112.0) == ()                    # nothing new until the next one ends
     assert [c.index for c in w.close(115.0)] == [2]
-    assert [c.to_json() for c in closed][0] == {"t_s": 5.0, "tok_s": 50.0, "acceptance": 4.0}
+    assert [c.to_json() for c in closed][0] == {"t_s": 5.0, "tok_s": 50.0, "acceptance": 4.0,
+                                                "acceptance_source": "request"}
 
 
 def test_a_pause_drops_the_window_under_way_and_a_resume_tiles_afresh():
@@ -102,3 +103,31 @@ def test_memory_stays_bounded_on_a_long_fast_run():
 def test_a_zero_window_is_refused():
     with pytest.raises(ValueError, match="longer than 0"):
         LiveWindows(0.0, roll_s=0)
+
+
+def test_without_request_spec_fields_windows_take_the_counters_at_their_edges():
+    """Chat before sglang 0.5.19 carries no spec field: the counters' delta, labelled as such."""
+    from backends.spec_acceptance import SpecCounters
+
+    w = LiveWindows(0.0, roll_s=5.0)
+    steady(w, 0.0, 10.0)
+    for t in range(11):  # read once a second: 30 tokens and 10 verify calls, then 40 and 10
+        tokens = 30 * t if t <= 5 else 150 + 40 * (t - 5)
+        w.add_counters(float(t), SpecCounters(tokens, 10.0 * t))
+    w.add_finished(4.0, 60, None)  # requests without spec fields leave the counters to speak
+    first, second = w.close(10.0)
+    assert (first.acceptance, first.acceptance_source) == (3.0, "counters")
+    assert (second.acceptance, second.acceptance_source) == (4.0, "counters")
+    assert second.to_json()["acceptance_source"] == "counters"
+    roll = w.rate(10.0, 2.0)
+    assert (roll.acceptance, roll.acceptance_source) == (4.0, "counters")
+    w.add_finished(9.5, 100, 20)  # a request's own figure wins where there is one
+    assert (w.rate(10.0, 2.0).acceptance, w.rate(10.0, 2.0).acceptance_source) == (5.0, "request")
+
+
+def test_no_counter_readings_and_no_request_figures_leave_no_acceptance():
+    w = LiveWindows(0.0, roll_s=5.0)
+    steady(w, 0.0, 5.0)
+    w.add_counters(1.0, None)  # a server without /metrics
+    (window,) = w.close(5.0)
+    assert window.acceptance is None and window.acceptance_source is None

@@ -38,7 +38,8 @@ def metrics(url: str) -> dict[str, float]:
     out = {}
     for line in httpx.get(url + "/metrics", timeout=10).text.splitlines():
         if line.startswith("sglang:") and "{" in line and "_bucket" not in line:
-            out[line.split("{")[0][len("sglang:"):]] = float(line.rsplit(" ", 1)[1])
+            name = line.split("{")[0][len("sglang:"):]  # summed over label sets (is_streaming splits some)
+            out[name] = out.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
     return out
 
 

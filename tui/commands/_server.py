@@ -185,6 +185,7 @@ def status_doc(state, config) -> dict[str, Any]:
             "started_at": None,
             "ready_at": None,
             "alarms": [],
+            "acceptance": None,
         }
     return {
         "backend": state.backend,
@@ -202,7 +203,48 @@ def status_doc(state, config) -> dict[str, Any]:
         "ready_at": state.ready_at,
         "argv": list(redact_argv(state.argv)),
         "alarms": [a.to_json() for a in recent_alarms(state)] if state.phase == "ready" else [],
+        "acceptance": server_acceptance(state) if state.phase == "ready" else None,
     }
+
+
+LOG_ACCEPT_S = 60.0  # the recent decode lines status weighs when the server has no counters
+
+
+def _speculative(state) -> bool:
+    return any(a == "--speculative-algorithm" or a.startswith("--speculative-algorithm=") for a in state.argv)
+
+
+def server_acceptance(state) -> dict | None:
+    """A speculative server's acceptance with its source: its /metrics counters (over its lifetime),
+    else its recent ``Decode batch`` lines' accept len (the last LOG_ACCEPT_S of log time, weighted by
+    #running-req: backends/spec_acceptance.py); None for a plain server or without either."""
+    import httpx
+
+    from backends.logevents import DecodeBatch
+    from backends.logparse import parse_line
+    from backends.spec_acceptance import SpecCounters, counter_acceptance, log_acceptance, parse_counters
+
+    if not _speculative(state):
+        return None
+    try:
+        resp = httpx.get(state.url.rstrip("/") + "/metrics", timeout=3.0)  # /metrics needs no API key
+        counters = parse_counters(resp.text) if resp.status_code == 200 else None
+    except httpx.HTTPError:
+        counters = None
+    value = counter_acceptance(SpecCounters(0.0, 0.0), counters)
+    if value is not None and counters is not None:
+        return {"value": round(value, 4), "source": "counters", "over": "the server's lifetime",
+                "tokens": counters.tokens, "verify_calls": counters.verify_calls}
+    lines = [(e.time_s, e.accept_len, e.running_req) for e in map(parse_line, _recent_lines(state))
+             if isinstance(e, DecodeBatch) and e.is_lead and e.time_s is not None]
+    if not lines:
+        return None
+    last = lines[-1][0]
+    value = log_acceptance(lines, last - LOG_ACCEPT_S, last)
+    if value is None:
+        return None
+    return {"value": round(value, 4), "source": "log", "over": f"the last {LOG_ACCEPT_S:.0f} s of decode lines",
+            "weight": "#running-req (verify calls per line)"}
 
 
 RECENT_LOG_BYTES = 1 << 20  # the tail of the server log that status judges the guards on
@@ -211,11 +253,17 @@ RECENT_LOG_BYTES = 1 << 20  # the tail of the server log that status judges the 
 def recent_alarms(state) -> list:
     """The guards, judged on the recent log (its last MiB): what a speculative server's decode lines say."""
     from backends.alarms import alarms_from_log
+
+    lines = _recent_lines(state)
+    return alarms_from_log(lines, _speculative(state)) if lines else []
+
+
+def _recent_lines(state) -> list[str]:
+    """The server log's last RECENT_LOG_BYTES, as lines."""
     from backends.linesplitter import LineSplitter
 
     if not state.log_path:
         return []
-    speculative = any(a == "--speculative-algorithm" or a.startswith("--speculative-algorithm=") for a in state.argv)
     try:
         with open(state.log_path, "rb") as fh:
             fh.seek(0, 2)
@@ -223,7 +271,7 @@ def recent_alarms(state) -> list:
             data = fh.read()
     except OSError:
         return []
-    return alarms_from_log(LineSplitter().feed(data), speculative)
+    return list(LineSplitter().feed(data))
 
 
 def print_json(doc: dict[str, Any]) -> None:

@@ -126,10 +126,18 @@ def _ms3(d: dict) -> str:
     return "/".join(_f(d.get(q), ".1f") for q in ("p50", "p95", "p99"))
 
 
+def accept_source(acceptance: dict) -> str:
+    """Where a cell's acceptance came from; a cell written before sources were named had requests'."""
+    if not acceptance:
+        return "-"
+    return str(acceptance.get("source") or "request")
+
+
 def format_table(cells: list[dict], run: dict) -> str:
     coding = any(c.get("verdicts") for c in cells)
     head = ["ctx", "prompt", "conc", "req", "err", "tok/s", "stream p50", "TTFT p50/p95/p99 ms",
-            "step gap p50/p95/p99 ms", "ITL/token p50/p95/p99 ms", "accept total/mean"] + (["pass"] if coding else [])
+            "step gap p50/p95/p99 ms", "ITL/token p50/p95/p99 ms", "accept total/mean", "from"] + \
+        (["pass"] if coding else [])
     rows = []
     empty: dict = {}
     for c in cells:
@@ -138,7 +146,7 @@ def format_table(cells: list[dict], run: dict) -> str:
         row = [str(c["context"]), _f(c["prompt_tokens"]["mean"]), str(c["concurrency"]), str(c["requests"]),
                str(c["errors"]), _f(c["output_tok_s"], ".1f"), _f(c["per_stream_tok_s"]["p50"], ".1f"),
                f"{_f(t['p50'])}/{_f(t['p95'])}/{_f(t['p99'])}", _ms3(i), _ms3(k),
-               f"{_f(a.get('total'), '.2f')}/{_f(a.get('mean'), '.2f')}"]
+               f"{_f(a.get('total'), '.2f')}/{_f(a.get('mean'), '.2f')}", accept_source(a)]
         if coding:
             v = c.get("verdicts") or {}
             row.append(f"{v.get('pass', 0)}/{sum(v.values())}")
@@ -156,7 +164,8 @@ def format_table(cells: list[dict], run: dict) -> str:
     release = (run.get("plan") or {}).get("release") or "staggered"
     lines.append("step gap: time between content chunks (one per decode/verify step); ITL/token: each gap / the "
                  "tokens its chunk brought (sglang.bench_serving's ITL); accept total: all tokens / all verify "
-                 f"steps of the cell; requests released: {release}")
+                 f"steps of the cell; from: where it came from (request: the requests' own spec fields; "
+                 f"counters: the server's /metrics over the cell); requests released: {release}")
     lines.append(f"server {server.get('url')}  version {server.get('version') or '?'}  "
                  f"gpu {', '.join((run.get('host') or {}).get('gpus') or []) or 'none'}")
     if coding:

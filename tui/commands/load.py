@@ -22,6 +22,8 @@ examples:
 
 tok/s is exact when the server sends token counts per chunk (SGLang does, asked with
 stream_options.continuous_usage_stats); otherwise it counts chunks and says "approx".
+acceptance says where it came from: (request) the requests' own spec fields, (counters) the server's
+/metrics counters over the window, where chat carries no spec field (sglang before 0.5.19).
 
 every raw response is saved in $DDTUNE_STATE_DIR/runs/<time>-load/responses.jsonl
 """
@@ -55,9 +57,11 @@ def status_line(s) -> str:
     graded = sum(v.values())
     one, roll = s.window_1s, s.window_roll
     approx = "  (approx: counted by chunks)" if one.approx or roll.approx else ""
+    source = roll.acceptance_source or one.acceptance_source
     return (f"t={s.elapsed_s:6.1f}s  in-flight {s.in_flight:3d}  tok/s 1s {one.tokens_per_s:8.1f} "
             f"{_span(roll.window_s)} {roll.tokens_per_s:8.1f}  accept 1s {_f(one.acceptance, '.2f')} "
-            f"{_span(roll.window_s)} {_f(roll.acceptance, '.2f')}  done {s.finished}  err {s.errors}  "
+            f"{_span(roll.window_s)} {_f(roll.acceptance, '.2f')}{f' ({source})' if source else ''}  "
+            f"done {s.finished}  err {s.errors}  "
             f"pass {v.get('pass', 0)}/{graded}{approx}")
 
 
@@ -125,8 +129,11 @@ def run(args) -> int:
         out.write(json.dumps(summary) + "\n")
     else:
         approx = " (approx: counted by chunks)" if summary["token_count"] == "approx" else ""
+        acc = summary.get("acceptance")
+        accept = f", acceptance {acc['total']:.2f} ({acc['source']})" if acc else ""
         out.write(f"{summary['reason']}: {summary['finished']} finished, {summary['errors']} errors, "
-                  f"{_f(summary['output_tok_s'], '.1f')} tok/s overall{approx}; responses in {summary['run_dir']}\n")
+                  f"{_f(summary['output_tok_s'], '.1f')} tok/s overall{approx}{accept}; "
+                  f"responses in {summary['run_dir']}\n")
     if summary["error"]:
         raise ServerError(f"the load stopped: {summary['error']}", hint="is the server still up? 'ddtune status'")
     return 0

@@ -16,8 +16,11 @@ started_at, ready_at. A check's status: verified, mismatch, unverified (the serv
 default (not requested; the server picked). mismatches: one sentence per mismatch check.
 alarms [{kind, message, since, value}]: guards judged on the server's recent log, e.g.
 acceptance_collapse (a speculative server at <= 1.10 tokens per verify step for 20 s: the drafter
-is not helping). lanes [{lane, pid, port, gpus, phase, sweep}]: servers a parallel sweep left
-running (--keep-server, or a killed sweep); `ddtune down` stops them too.
+is not helping). acceptance {value, source, over}: a ready speculative server's tokens per verify
+step from its /metrics counters (source counters, over its lifetime), else its recent Decode batch
+lines (source log, weighted by #running-req); null on a plain server. lanes [{lane, pid, port,
+gpus, phase, sweep}]: servers a parallel sweep left running (--keep-server, or a killed sweep);
+`ddtune down` stops them too.
 """
 
 
@@ -51,6 +54,9 @@ def run(args) -> int:
     for check in state.checks if state is not None else ():
         label = "MISMATCH:" if check.status == "mismatch" else f"{check.status}:"
         print(f"{label:<12}{check.sentence}")
+    acc = doc.get("acceptance")
+    if acc:
+        print(f"acceptance: {acc['value']:.2f} (from {acc['source']}: {acc['over']})")
     for alarm in doc.get("alarms", []):
         print(f"ALARM:      {alarm['kind']}: {alarm['message']}")
     if doc.get("reason"):

@@ -58,6 +58,16 @@ class CachedPlot(PlotextPlot):
 Series = deque[tuple[float, float]]
 
 
+def robust_top(values: list[float]) -> float:
+    """The y-axis top: the 98th percentile of the points, and never the single highest one when
+    there are three or more, so one outlier (a server's line over a near-empty interval) cannot
+    squash every other point to the floor; the points above are clipped at the top."""
+    if len(values) < 3:
+        return max(values)
+    ranked = sorted(values)
+    return min(ranked[int(0.98 * (len(ranked) - 1))], ranked[-2])
+
+
 class LivePlots(Horizontal):
     DEFAULT_CSS = "LivePlots { height: 1fr; min-height: 6; } LivePlots PlotextPlot { width: 1fr; }"
 
@@ -68,6 +78,7 @@ class LivePlots(Horizontal):
         self.tok_s_1s: Series = deque(maxlen=MAX_POINTS)
         self.accept: Series = deque(maxlen=MAX_POINTS)
         self.server_tok_s: Series = deque(maxlen=MAX_POINTS)
+        self.server_accept: Series = deque(maxlen=MAX_POINTS)
         self.markers: deque[tuple[float, str]] = deque(maxlen=20)
         self.no_spec: tuple[float, str] | None = None        # (tok/s, where it comes from)
         self.approx = False
@@ -109,7 +120,10 @@ class LivePlots(Horizontal):
         self._dirty = True
 
     def add_server_point(self, t: float, gen_throughput: float, accept_len: float | None) -> None:
-        self._add(self.server_tok_s, self._rel(t), gen_throughput)
+        x = self._rel(t)
+        self._add(self.server_tok_s, x, gen_throughput)
+        if accept_len is not None:  # the Decode batch line's accept len: the server's own, drawn like its tok/s
+            self._add(self.server_accept, x, accept_len)
         self._dirty = True
 
     def mark(self, t: float, label: str) -> None:
@@ -133,8 +147,11 @@ class LivePlots(Horizontal):
                    [("server", self.server_tok_s, "gray"), ("client 1s", self.tok_s_1s, FAINT),
                     (f"client {self.window_s:g}s", self.tok_s, "cyan")], floor=0.0, reference=self.no_spec,
                    legend=legend)
-        self._draw(self.accept_plot, "accept length",
-                   [(f"client {self.window_s:g}s", self.accept, "magenta")], floor=1.0, legend=legend)
+        named = "accept length: client magenta, server grey"  # without a legend, if it fits (as tok/s)
+        fits = not legend and len(named) <= self.accept_plot.size.width - 2
+        self._draw(self.accept_plot, named if fits else "accept length",
+                   [("server", self.server_accept, "gray"), (f"client {self.window_s:g}s", self.accept, "magenta")],
+                   floor=1.0, legend=legend)
 
     def _draw(self, widget: CachedPlot, title: str, series, floor: float = 0.0,
               reference: tuple[float, str] | None = None, legend: bool = True) -> None:
@@ -144,14 +161,15 @@ class LivePlots(Horizontal):
         last = max((s[-1][0] for _, s, _ in series if s), default=0.0)
         lo = max(0.0, last - self.span_s)
         drawn = False
-        top = floor
+        shown: list[float] = []
         for label, points, color in series:
             pts = [(x, y) for x, y in points if x >= lo]
             if pts:
                 plt.plot([x for x, _ in pts], [y for _, y in pts], label=label if legend else None, color=color,
                          marker="braille")
                 drawn = True
-                top = max(top, max(y for _, y in pts))
+                shown += [y for _, y in pts]
+        top = max(floor, robust_top(shown)) if shown else floor
         # plotext gives text the canvas colour of the moment, before the theme applies: name it
         canvas = Color.parse(self.app.theme_variables.get("surface", "black")).rgb
         if not drawn:

@@ -1,0 +1,73 @@
+"""Acceptance where chat carries no spec field (sglang before 0.5.19, as a real 0.5.17 showed):
+from the server's /metrics counters, labelled by source, against a simulator imitating 0.5.17."""
+
+import json
+
+import httpx
+import pytest
+
+from backends.spec_acceptance import counter_acceptance, parse_counters
+from tests.helpers import run_ddtune
+from tests.workloads.sim_args import FAST, SPEC
+
+OLD = ("--sim-version", "0.5.17")
+BENCH = ("--contexts", "60", "--concurrency", "4", "--max-tokens", "96", "--requests-per-cell", "8",
+         "--warmup", "0", "--json")
+
+
+def counters(url: str):
+    return parse_counters(httpx.get(url + "/metrics", timeout=10).text)
+
+
+def test_bench_on_0517_takes_acceptance_from_the_counters(start_sim, state_dir):
+    sim = start_sim(*SPEC, *FAST, *OLD, "--enable-metrics")
+    before = counters(sim.url)
+    out = run_ddtune("bench", "--url", sim.url, *BENCH, timeout=120)
+    after = counters(sim.url)
+    assert out.returncode == 0, out.stderr
+    (cell,) = json.loads(out.stdout)["cells"]
+    acc = cell["acceptance"]
+    assert acc["source"] == "counters" and acc["mean"] is None and acc["count"] == 0
+    # the same run as the server counted it (prompt sizing's one-token requests included here)
+    assert acc["total"] == pytest.approx(counter_acceptance(before, after), rel=0.03)
+    assert acc["total"] > 1.5 and acc["verify_calls"] > 0
+    table = run_ddtune("bench", "--url", sim.url, *BENCH[:-1], timeout=120)
+    assert table.returncode == 0, table.stderr
+    row = table.stdout.splitlines()[1]
+    assert row.rstrip().endswith("counters") and "/-" in row
+
+
+def test_bench_on_0523_keeps_the_requests_own_figures(start_sim, state_dir):
+    sim = start_sim(*SPEC, *FAST, "--enable-metrics")
+    out = run_ddtune("bench", "--url", sim.url, *BENCH, timeout=120)
+    assert out.returncode == 0, out.stderr
+    acc = json.loads(out.stdout)["cells"][0]["acceptance"]
+    assert acc["source"] == "request" and acc["count"] == 8 and acc["mean"] > 1.5
+
+
+def test_plain_server_with_metrics_still_shows_none(start_sim, state_dir):
+    sim = start_sim(*FAST, *OLD, "--enable-metrics")
+    out = run_ddtune("bench", "--url", sim.url, *BENCH, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["cells"][0]["acceptance"] is None
+
+
+def test_load_on_0517_windows_and_summary_take_the_counters(start_sim, state_dir):
+    sim = start_sim(*SPEC, *OLD, "--sim-step-ms", "2", "--enable-metrics")
+    out = run_ddtune("load", "--url", sim.url, "--concurrency", "4", "--duration", "3", "--window", "1",
+                     "--max-tokens", "128", "--json", timeout=120)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    acc = summary["acceptance"]
+    assert acc["source"] == "counters" and acc["total"] > 1.5 and acc["verify_calls"] > 0
+    measured = [w for w in summary["windows"] if w["acceptance"] is not None]
+    assert measured and all(w["acceptance_source"] == "counters" and w["acceptance"] > 1.5 for w in measured)
+
+
+def test_load_without_metrics_on_0517_has_no_figure_to_invent(start_sim, state_dir):
+    sim = start_sim(*SPEC, *OLD, "--sim-step-ms", "2")
+    out = run_ddtune("load", "--url", sim.url, "--concurrency", "2", "--duration", "2", "--window", "1",
+                     "--max-tokens", "64", "--json", timeout=120)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["acceptance"] is None and all(w["acceptance"] is None for w in summary["windows"])
