@@ -19,6 +19,7 @@ from backends.config import ServerConfig
 from backends.endpoint_backend import ConnectGrace, EndpointBackend, make_backend
 from backends.errors import UsageError
 from backends.knobs import LaunchPlan, knob_text, plan_for_endpoint, plan_launch
+from backends.launchrec import adopt_lost_launch, launch_recorded
 from backends.logevents import ServerReady
 from backends.logfollow import TAIL_LINES, LogFacts, LogFollower
 from backends.apikey import auth_headers, redact_argv
@@ -136,6 +137,7 @@ class ServerManager:
         if isinstance(self.backend, EndpointBackend):
             return await self.attach_endpoint()
         async with self._lock("up"):
+            adopt_lost_launch(self.on_note)
             state = self.current()
             live = state is not None and state.backend == self.config.backend \
                 and state.phase in ("ready", "starting") and state.is_alive()
@@ -171,6 +173,7 @@ class ServerManager:
 
     async def restart(self) -> ServerState:
         async with self._lock("restart"):
+            adopt_lost_launch(self.on_note)
             return await self._restart_locked()
 
     async def _restart_locked(self) -> ServerState:
@@ -229,7 +232,7 @@ class ServerManager:
         """Stop the recorded server, or what its dead leader left running. The returned state's
         ``reason`` says what was stopped. Raises NotOurs (record set aside) when it proves nothing."""
         async with self._lock("down"):
-            state = load_state(self.on_note)
+            state = adopt_lost_launch(self.on_note)
             if (state.backend if state is not None else self.config.backend) == "endpoint":
                 url = state.url if state is not None else self.config.base_url
                 raise UsageError(f"cannot stop an endpoint server: ddtune only attaches to {url}, it did not start it",
@@ -273,9 +276,7 @@ class ServerManager:
         return await self._follow(state, plan)
 
     async def _spawn(self, plan: LaunchPlan) -> ServerState:
-        state = await self.backend.start(plan)
-        save_state(state)
-        return state
+        return await launch_recorded(self.backend, plan)  # recorded before it exists: backends.launchrec
 
     async def _follow(self, state: ServerState, plan: LaunchPlan | None) -> ServerState:
         """Track the start until ready, failed or timed out; record and return the final state."""
