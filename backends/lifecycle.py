@@ -12,7 +12,6 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-import httpx
 
 from backends.backend import Backend
 from backends.config import ServerConfig
@@ -22,10 +21,10 @@ from backends.knobs import LaunchPlan, knob_text, plan_for_endpoint, plan_launch
 from backends.launchrec import adopt_lost_launch, launch_recorded
 from backends.logevents import ServerReady
 from backends.logfollow import TAIL_LINES, LogFacts, LogFollower
-from backends.apikey import auth_headers, redact_argv
+from backends.apikey import redact_argv
 from backends.ownership import NotOurs, describe_stop
 from backends.process import tree_pids
-from backends.readiness import ReadinessProbe
+from backends.readiness import ReadinessProbe, fetch_server_info  # noqa: F401  (re-exported: its old home)
 from backends.release import GPU_RELEASE_S, wait_gpu_released, wait_port_released
 from backends.startup import READY, WAITING, Progress, StartupHistory, StartupTracker
 from backends.state import ServerState, clear_state, load_state, quarantine_state, save_state
@@ -394,12 +393,3 @@ def _process_stopper(config: ServerConfig) -> Backend:
     from backends.process_backend import SimBackend
 
     return SimBackend(config)
-
-
-async def fetch_server_info(url: str, api_key: str | None = None) -> dict | None:
-    try:
-        async with httpx.AsyncClient(trust_env=False, headers=auth_headers(api_key)) as client:
-            resp = await client.get(f"{url}/server_info", timeout=5.0)
-        return resp.json() if resp.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
-        return None
