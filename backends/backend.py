@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -63,8 +63,9 @@ class Backend(ABC):
         raise NotImplementedError
 
     @abstractmethod
-    async def start(self, plan: LaunchPlan) -> ServerState:
-        """Launch the server for ``plan``; returns its state (pid known, not yet ready)."""
+    async def start(self, plan: LaunchPlan, record: Callable[[ServerState], object] | None = None) -> ServerState:
+        """Launch the server for ``plan``; returns its state (pid known, not yet ready). ``record``: called
+        with the launch's state before a process ddtune spawns exists (backends.launchrec)."""
 
     @abstractmethod
     async def stop(self, state: ServerState | None) -> StopReport:

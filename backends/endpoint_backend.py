@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -33,7 +33,7 @@ class EndpointBackend(Backend):
         parsed = urlparse(self.base_url)
         return parsed.port or (443 if parsed.scheme == "https" else 80)
 
-    async def start(self, plan: LaunchPlan) -> ServerState:
+    async def start(self, plan: LaunchPlan, record: Callable[[ServerState], object] | None = None) -> ServerState:
         raise ServerError(f"the endpoint backend attaches to {self.base_url}; it cannot start or restart a server",
                           hint="restart it where it runs, or use backend = \"sglang\" to let ddtune manage it")
 

@@ -30,6 +30,7 @@ from backends.errors import UsageError
 from backends.gpuset import GpuIdentity
 from backends.paths import state_dir, use_server_dir
 from backends.state import ServerState, load_state
+from backends.statefs import trusted_dir
 
 LANES = "lanes"
 LANE_FILE = "lane.json"
@@ -88,7 +89,8 @@ def lane_folder(index: int) -> Path:
 def save_lane(lane: Lane, sweep: str | None, **extra: Any) -> None:
     """Write lane.json (0600, atomically): which GPUs and port the lane's server runs on, and for whom."""
     folder = lane.folder
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    trusted_dir(folder.parent)
+    trusted_dir(folder)  # an existing lane folder is a real dir of ours (backends.statefs)
     doc = {**lane.to_json(), "sweep": sweep, "sweep_pid": os.getpid(), "written_at": time.time(), **extra}
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".lane.", suffix=".json")
     with os.fdopen(fd, "w") as fh:

@@ -12,19 +12,19 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-import httpx
 
 from backends.backend import Backend
 from backends.config import ServerConfig
 from backends.endpoint_backend import ConnectGrace, EndpointBackend, make_backend
 from backends.errors import UsageError
 from backends.knobs import LaunchPlan, knob_text, plan_for_endpoint, plan_launch
+from backends.launchrec import adopt_lost_launch, launch_recorded
 from backends.logevents import ServerReady
 from backends.logfollow import TAIL_LINES, LogFacts, LogFollower
-from backends.apikey import auth_headers, redact_argv
+from backends.apikey import redact_argv
 from backends.ownership import NotOurs, describe_stop
 from backends.process import tree_pids
-from backends.readiness import ReadinessProbe
+from backends.readiness import ReadinessProbe, fetch_server_info  # noqa: F401  (re-exported: its old home)
 from backends.release import GPU_RELEASE_S, wait_gpu_released, wait_port_released
 from backends.startup import READY, WAITING, Progress, StartupHistory, StartupTracker
 from backends.state import ServerState, clear_state, load_state, quarantine_state, save_state
@@ -136,6 +136,7 @@ class ServerManager:
         if isinstance(self.backend, EndpointBackend):
             return await self.attach_endpoint()
         async with self._lock("up"):
+            adopt_lost_launch(self.on_note)
             state = self.current()
             live = state is not None and state.backend == self.config.backend \
                 and state.phase in ("ready", "starting") and state.is_alive()
@@ -171,6 +172,7 @@ class ServerManager:
 
     async def restart(self) -> ServerState:
         async with self._lock("restart"):
+            adopt_lost_launch(self.on_note)
             return await self._restart_locked()
 
     async def _restart_locked(self) -> ServerState:
@@ -229,7 +231,7 @@ class ServerManager:
         """Stop the recorded server, or what its dead leader left running. The returned state's
         ``reason`` says what was stopped. Raises NotOurs (record set aside) when it proves nothing."""
         async with self._lock("down"):
-            state = load_state(self.on_note)
+            state = adopt_lost_launch(self.on_note)
             if (state.backend if state is not None else self.config.backend) == "endpoint":
                 url = state.url if state is not None else self.config.base_url
                 raise UsageError(f"cannot stop an endpoint server: ddtune only attaches to {url}, it did not start it",
@@ -273,9 +275,7 @@ class ServerManager:
         return await self._follow(state, plan)
 
     async def _spawn(self, plan: LaunchPlan) -> ServerState:
-        state = await self.backend.start(plan)
-        save_state(state)
-        return state
+        return await launch_recorded(self.backend, plan)  # recorded before it exists: backends.launchrec
 
     async def _follow(self, state: ServerState, plan: LaunchPlan | None) -> ServerState:
         """Track the start until ready, failed or timed out; record and return the final state."""
@@ -393,12 +393,3 @@ def _process_stopper(config: ServerConfig) -> Backend:
     from backends.process_backend import SimBackend
 
     return SimBackend(config)
-
-
-async def fetch_server_info(url: str, api_key: str | None = None) -> dict | None:
-    try:
-        async with httpx.AsyncClient(trust_env=False, headers=auth_headers(api_key)) as client:
-            resp = await client.get(f"{url}/server_info", timeout=5.0)
-        return resp.json() if resp.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
-        return None

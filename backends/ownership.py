@@ -15,11 +15,19 @@ A state file is only a claim. Before any signal the claim must hold on the live 
 
 Survivors are signalled one by one through a pidfd opened and then re-checked against their create
 time, so a pid that is reused between the listing and the signal is never hit.
+
+None of that is a proof: pids and create times are public (``/proc``), so a forged record can name
+a stranger exactly. The proof is the launch token: a random secret ddtune puts in the environment of
+the server it launches (``DDTUNE_LAUNCH_TOKEN``, inherited by SGLang's schedulers) and in its own
+0600 launch record. A process is ours only if its ``/proc/<pid>/environ`` holds that token, read
+through the pidfd that will carry the signal (a process whose environ cannot be read is not
+proven); the group is signalled only while its leader is proven so, just before ``killpg``.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import time
 from dataclasses import dataclass
@@ -29,6 +37,52 @@ import psutil
 from backends.errors import ServerError
 
 SAME_START_S = 0.05  # psutil's create times are rounded; a reused pid differs by far more
+TOKEN_ENV = "DDTUNE_LAUNCH_TOKEN"
+
+
+def new_token() -> str:
+    return secrets.token_hex(16)
+
+
+def token_verdict(pid: int, token: str | None) -> str | None:
+    """None when ``pid``'s environment holds ``token``; else why not, as a phrase."""
+    if not token:
+        return "the record carries no launch token, so ddtune cannot prove it started that process"
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            environ = fh.read()
+    except OSError as exc:
+        return f"its environment cannot be read ({exc.strerror}), so it is not proven to be the server ddtune started"
+    entries = environ.split(b"\0")
+    if f"{TOKEN_ENV}={token}".encode() in entries:
+        return None
+    if any(e.startswith(f"{TOKEN_ENV}=".encode()) for e in entries):
+        return "it carries another launch's token: it is not the server this record names"
+    return f"it does not carry the launch token ddtune gave the server it started ({TOKEN_ENV})"
+
+
+def carries_token(pid: int, token: str | None) -> bool:
+    return token_verdict(pid, token) is None
+
+
+def token_holders(token: str) -> dict[int, float]:
+    """Every live process whose environment holds ``token`` (pid -> create time): what a launch left,
+    found with no record of its pid (the launching ddtune was killed before it wrote one)."""
+    found: dict[int, float] = {}
+    needle = f"{TOKEN_ENV}={token}".encode()
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{proc.pid}/environ", "rb") as fh:
+                if needle not in fh.read().split(b"\0"):
+                    continue
+        except OSError:
+            continue
+        started = _create_time(proc)
+        if started is not None:
+            found[proc.pid] = started
+    return found
 
 
 class NotOurs(ServerError):
@@ -44,6 +98,8 @@ class Owned:
     leader_alive: bool
     pids: dict[int, float]  # pid -> create time, leader included while it lives
     create_time: float      # the leader's, as recorded
+    token: str | None = None  # the launch token each of them carries (None: the caller is their parent)
+    proven: bool = False      # True: every signal needs the token in the target's environ
 
 
 @dataclass(frozen=True)
@@ -89,10 +145,13 @@ def _create_time(proc: psutil.Process) -> float | None:
         return None
 
 
-def owned(pid: int, pgid: int, create_time: float) -> Owned:
+def owned(pid: int, pgid: int, create_time: float, token: str | None = None, *, proof: bool = True) -> Owned:
     """The live processes the record proves are ours. Raises NotOurs when the live system
-    contradicts the record (the pid or the group now belongs to a process started earlier)."""
+    contradicts the record (the pid or the group now belongs to a process started earlier, or the
+    live leader does not carry the launch ``token``). ``proof=False``: no token check, for a caller
+    that spawned the process itself and holds it (a load worker); a record read from disk never."""
     check_record(pid, pgid, create_time)
+    need = proof
     me = os.getpid()
     leader_alive = False
     try:
@@ -106,6 +165,10 @@ def owned(pid: int, pgid: int, create_time: float) -> Owned:
                 raise NotOurs(f"refusing to signal pid {pid}: it left its process group {pgid}",
                               hint="stop it yourself (kill PID) if it is the server")
             leader_alive = _pgid(pid) == pgid
+            why = token_verdict(pid, token) if need and leader_alive else None
+            if why is not None:
+                raise NotOurs(f"refusing to signal pid {pid}: {why}",
+                              hint="nothing was signalled; stop it yourself (kill PID) if it is yours")
         elif started < create_time:
             # a process with that pid but older than our server: the record is not about it
             raise NotOurs(f"refusing to signal pid {pid}: that pid belongs to a process started before the "
@@ -113,7 +176,8 @@ def owned(pid: int, pgid: int, create_time: float) -> Owned:
         else:
             # our leader died and its pid was reused. Linux reuses no pid that is still a group or
             # session id, so nothing of ours is left in group pgid: it is the newcomer's now.
-            return Owned(pgid=pgid, leader=pid, leader_alive=False, pids={}, create_time=create_time)
+            return Owned(pgid=pgid, leader=pid, leader_alive=False, pids={}, create_time=create_time,
+                         token=token, proven=need)
     found: dict[int, float] = {}
     for proc in psutil.process_iter():
         if proc.pid == me:
@@ -127,13 +191,16 @@ def owned(pid: int, pgid: int, create_time: float) -> Owned:
         started_at = _create_time(proc)
         if started_at is None or started_at < create_time - SAME_START_S:
             continue
+        if need and not carries_token(proc.pid, token):
+            continue  # in the group or session, but not launched by us: never a survivor of ours
         found[proc.pid] = started_at
     if leader_alive:
         for child in _descendants(pid):
             started_at = _create_time(child)
-            if started_at is not None and child.pid != me:
+            if started_at is not None and child.pid != me and (not need or carries_token(child.pid, token)):
                 found[child.pid] = started_at
-    return Owned(pgid=pgid, leader=pid, leader_alive=leader_alive, pids=found, create_time=create_time)
+    return Owned(pgid=pgid, leader=pid, leader_alive=leader_alive, pids=found, create_time=create_time,
+                 token=token, proven=need)
 
 
 def _descendants(pid: int) -> list[psutil.Process]:
@@ -143,8 +210,12 @@ def _descendants(pid: int) -> list[psutil.Process]:
         return []
 
 
-def _signal_pid(pid: int, started: float, sig: int) -> bool:
-    """Signal pid only if it is still the process that started at ``started`` (pidfd: no reuse race)."""
+def _signal_pid(pid: int, started: float, sig: int, token: str | None = None, proven: bool = False,
+                group: int | None = None) -> bool:
+    """Signal pid only if it is still the process that started at ``started`` and (``proven``) still
+    carries ``token``: both read after the pidfd is open, so a pid reused meanwhile is never hit
+    (the pidfd names the old process; a signal to it fails). ``group``: signal that whole process
+    group instead, which pid must still lead (checked the same way, just before)."""
     try:
         fd = os.pidfd_open(pid)
     except (ProcessLookupError, OSError, AttributeError):
@@ -153,6 +224,14 @@ def _signal_pid(pid: int, started: float, sig: int) -> bool:
         live = _create_time(psutil.Process(pid))
         if live is None or abs(live - started) >= SAME_START_S:
             return False
+        if proven and not carries_token(pid, token):
+            return False
+        if group is not None:
+            if _pgid(pid) != group:
+                return False
+            signal.pidfd_send_signal(fd, 0)  # still that process (not reaped, so its group is its own)
+            os.killpg(group, sig)
+            return True
         signal.pidfd_send_signal(fd, sig)
         return True
     except (psutil.NoSuchProcess, ProcessLookupError, PermissionError):
@@ -165,13 +244,10 @@ def signal_owned(found: Owned, sig: int) -> None:
     """The whole group at once while its proven leader lives (new forks included), then each owned
     process outside the group (same session) by pidfd; survivors of a dead leader only by pidfd."""
     if found.leader_alive:
-        try:
-            os.killpg(found.pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _signal_pid(found.leader, found.create_time, sig, found.token, found.proven, group=found.pgid)
     for pid, started in found.pids.items():
         if not found.leader_alive or _pgid(pid) != found.pgid:
-            _signal_pid(pid, started, sig)
+            _signal_pid(pid, started, sig, found.token, found.proven)
 
 
 def _pgid(pid: int) -> int | None:
@@ -186,9 +262,9 @@ def _alive(found: Owned) -> Owned:
     proved again from the record (a leader that died meanwhile leaves survivors, not strangers).
     Zombies count as gone; reaping is the parent's business (a Popen keeps its exit status)."""
     try:
-        return owned(found.leader, found.pgid, found.create_time)
+        return owned(found.leader, found.pgid, found.create_time, found.token, proof=found.proven)
     except NotOurs:
-        return Owned(found.pgid, found.leader, False, {}, found.create_time)
+        return Owned(found.pgid, found.leader, False, {}, found.create_time, found.token, found.proven)
 
 
 def wait_gone(found: Owned, deadline: float, poll: float = 0.1) -> Owned:

@@ -8,13 +8,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+from backends.statefs import trusted_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 PRESETS_DIR = ROOT / "presets"
 PROBLEMS_FILE = PRESETS_DIR / "problems" / "coding.toml"
 
 
 _USER_UMASK: int | None = None  # the umask ddtune started with, for the servers it launches
-_PRIVATE: set[Path] = set()      # state dirs already made private in this process
 
 
 def private_umask() -> None:
@@ -33,19 +34,15 @@ def user_umask() -> int:
 def state_dir() -> Path:
     """``$DDTUNE_STATE_DIR``, else ``$XDG_STATE_HOME/ddtune``, else ``~/.local/state/ddtune``.
 
-    Mode 0700, whoever created it: nothing under it is readable by other users."""
+    Created 0700; an existing one must be a directory of the effective user's that nobody else may
+    write (backends.statefs.trusted_dir, checked on every call: it is one lstat)."""
     explicit = os.environ.get("DDTUNE_STATE_DIR")
     if explicit:
         path = Path(explicit).expanduser()
     else:
         base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
         path = Path(base) / "ddtune"
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path not in _PRIVATE:
-        if path.stat().st_mode & 0o077 and path.stat().st_uid == os.getuid():
-            path.chmod(0o700)
-        _PRIVATE.add(path)
-    return path
+    return trusted_dir(path)
 
 
 # The folder of "the server we manage" here: the state dir itself, or a parallel sweep's lane folder
@@ -63,7 +60,7 @@ def server_dir() -> Path:
 @contextmanager
 def use_server_dir(path: Path) -> Iterator[Path]:
     """Within the block (and the tasks and threads it starts), manage the server recorded in ``path``."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    trusted_dir(path)
     token = _SERVER_DIR.set(path)
     try:
         yield path
@@ -72,9 +69,7 @@ def use_server_dir(path: Path) -> Iterator[Path]:
 
 
 def runs_dir() -> Path:
-    path = state_dir() / "runs"
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
+    return trusted_dir(state_dir() / "runs")
 
 
 def config_candidates() -> list[Path]:

@@ -30,17 +30,25 @@ class PortOwner:
         return f"port {self.port} is in use by pid {self.pid} ({self.name}: {self.cmdline[:120]})"
 
 
+def open_log(log_path: Path) -> int:
+    """Create the server's log file, which must not exist yet (FileExistsError, also for a planted
+    symlink: O_EXCL never follows one): a log read from its start belongs to one launch. 0600:
+    SGLang dumps its server_args into the log, --api-key included."""
+    return os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                   0o600)
+
+
 def spawn(argv: list[str] | tuple[str, ...], env: dict[str, str], log_path: Path,
-          cwd: str | None = None) -> subprocess.Popen:
-    """Start argv in a new session (its own process group), stdout+stderr written to log_path,
-    which must not exist yet (FileExistsError): a log read from its start belongs to one launch.
+          cwd: str | None = None, log_fd: int | None = None) -> subprocess.Popen:
+    """Start argv in a new session (its own process group), stdout+stderr written to log_path
+    (created by open_log unless ``log_fd`` is that file already open; spawn closes it).
 
     The log file, not a pipe, holds the output so the server outlives ddtune (a dead reader would
     SIGPIPE it); ddtune streams the file instead."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    # 0600: SGLang dumps its server_args into the log, --api-key included
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-    with open(fd, "ab", buffering=0) as log:
+    if log_fd is None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_fd = open_log(log_path)
+    with open(log_fd, "ab", buffering=0) as log:
         return subprocess.Popen(list(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL, umask=user_umask(),
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 

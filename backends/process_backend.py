@@ -11,7 +11,7 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,10 +21,12 @@ from backends.apikey import auth_headers
 from backends.backend import Backend, tail_file
 from backends.knobs import LaunchPlan
 from backends.paths import ROOT
-from backends.ownership import owned, stop_owned
-from backends.process import StopReport, create_time, is_running, reap, spawn
+from backends.launchrec import crash_point, server_env_of_launch
+from backends.ownership import carries_token, new_token, owned, stop_owned
+from backends.process import StopReport, create_time, is_running, open_log, reap, spawn
 from backends.serverhelp import ServerHelp, fetch_help, installed_version
 from backends.state import ServerState, logs_dir
+from backends.statefs import StateWriteError
 
 
 class ProcessBackend(Backend):
@@ -42,33 +44,51 @@ class ProcessBackend(Backend):
     def version(self, env: dict[str, str]) -> str | None:
         return installed_version(self.config.python, env)
 
-    async def start(self, plan: LaunchPlan) -> ServerState:
-        env = self.server_env(plan)
+    async def start(self, plan: LaunchPlan, record: Callable[[ServerState], object] | None = None) -> ServerState:
+        """Launch; ``record`` is given the launch's state (token, argv, log; no pid) before the spawn
+        and may refuse it by raising (backends.launchrec: a launch is recorded before it exists)."""
+        token = new_token()
+        env = server_env_of_launch(self.server_env(plan), token)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for n in range(100):
             # one fresh file per launch: two restarts in one second must not share (and append to)
             # a log, or the new start would be judged by the old server's lines
             log_path = logs_dir() / f"server-{stamp}-{os.getpid()}{f'-{n}' if n else ''}.log"
             try:
-                proc = await asyncio.to_thread(spawn, plan.argv, env, log_path)
+                log_fd = open_log(log_path)
                 break
             except FileExistsError:
                 continue
+            except OSError as exc:
+                raise StateWriteError(f"cannot create the server log {log_path}: {exc.strerror}",
+                                      hint="free space there, or point DDTUNE_STATE_DIR at a writable disk "
+                                           "with room") from None
         else:
             raise FileExistsError(f"no free log file name under {logs_dir()}")
+        intent = ServerState(
+            backend=self.NAME, pid=None, pgid=None, host=self.config.host, port=self.config.port,
+            url=self.base_url, config_hash=self.config.config_hash(), knobs=dict(self.config.knobs),
+            log_path=str(log_path), started_at=time.time(), argv=tuple(plan.argv),
+            config_source=self.config.source, token=token,
+        )
+        try:
+            if record is not None:
+                record(intent)
+            crash_point("after-intent")
+        except BaseException:
+            os.close(log_fd)
+            log_path.unlink(missing_ok=True)
+            raise
+        proc = await asyncio.to_thread(spawn, plan.argv, env, log_path, None, log_fd)
         self._children[proc.pid] = proc
+        crash_point("after-spawn")
         latest = logs_dir() / "server.log"
         try:
             latest.unlink(missing_ok=True)
             latest.symlink_to(log_path.name)
         except OSError:
             pass
-        return ServerState(
-            backend=self.NAME, pid=proc.pid, pgid=proc.pid, host=self.config.host, port=self.config.port,
-            url=self.base_url, config_hash=self.config.config_hash(), knobs=dict(self.config.knobs),
-            log_path=str(log_path), started_at=time.time(), create_time=create_time(proc.pid),
-            argv=tuple(plan.argv), config_source=self.config.source,
-        )
+        return intent.with_(pid=proc.pid, pgid=proc.pid, create_time=create_time(proc.pid))
 
     async def abort_in_flight(self, state: ServerState) -> None:
         """POST /abort_request {abort_all}: SIGTERM alone would drain in-flight work with no timeout."""
@@ -83,7 +103,8 @@ class ProcessBackend(Backend):
         that died (OOM killer) still holding the GPU. Raises NotOurs, signalling nothing, otherwise."""
         if state is None or state.pid is None:
             return StopReport(True, (), ())
-        found = await asyncio.to_thread(owned, state.pid, state.pgid, state.create_time)  # type: ignore[arg-type]
+        found = await asyncio.to_thread(owned, state.pid, state.pgid, state.create_time,  # type: ignore[arg-type]
+                                        state.token)
         if found.leader_alive:
             await self.abort_in_flight(state)
         report = await asyncio.to_thread(stop_owned, found, self.config.stop_timeout_s)
@@ -95,7 +116,8 @@ class ProcessBackend(Backend):
         proc = self._children.get(state.pid or -1)
         if proc is not None:
             return proc.poll() is None  # type: ignore[attr-defined]
-        return is_running(state.pid, state.create_time)
+        return is_running(state.pid, state.create_time) and state.pid is not None \
+            and carries_token(state.pid, state.token)
 
     async def exit_code(self, state: ServerState) -> int | None:
         proc = self._children.get(state.pid or -1)

@@ -127,3 +127,12 @@ class ReadinessProbe:
         return ProbeResult(True, f"pid {self.expected_pid} owns port {self.port} and generated {tokens} token(s)"
                            if self.expected_pid else f"{self.base_url} generated {tokens} token(s)",
                            owner_pid=self.expected_pid, generated=tokens)
+
+
+async def fetch_server_info(url: str, api_key: str | None = None) -> dict | None:
+    try:
+        async with httpx.AsyncClient(trust_env=False, headers=auth_headers(api_key)) as client:
+            resp = await client.get(f"{url}/server_info", timeout=5.0)
+        return resp.json() if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from backends.errors import ServerError
 from backends.paths import state_dir
+from backends.statefs import StateWriteError, read_state_file, trusted_dir, write_atomic
 
 _VERSION_CODE = "import importlib.metadata as m\ntry:\n print(m.version('sglang'))\nexcept Exception:\n print('')"
 
@@ -36,17 +37,15 @@ def installed_version(python: str, env: dict[str, str]) -> str | None:
 
 def _cache_file(version: str):
     safe = re.sub(r"[^A-Za-z0-9._+-]", "_", version)
-    path = state_dir() / "help"
-    path.mkdir(parents=True, exist_ok=True)
-    return path / f"sglang-{safe}.txt"
+    return trusted_dir(state_dir() / "help") / f"sglang-{safe}.txt"
 
 
 def fetch_help(prefix: tuple[str, ...], env: dict[str, str], version: str | None, timeout: float = 300) -> ServerHelp:
     """``prefix --help`` as text, from the cache when ``version`` is known and cached."""
     if version:
-        cached = _cache_file(version)
-        if cached.is_file():
-            return ServerHelp(cached.read_text(), version, True)
+        cached = read_state_file(_cache_file(version))  # never through a symlink (backends.statefs)
+        if cached is not None:
+            return ServerHelp(cached.decode("utf-8", errors="replace"), version, True)
     argv = [*prefix, "--help"]
     try:
         out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout,
@@ -66,7 +65,10 @@ def fetch_help(prefix: tuple[str, ...], env: dict[str, str], version: str | None
                           hint="set [server] python to an interpreter where "
                                "'python -m sglang.launch_server --help' works")
     if version:
-        _cache_file(version).write_text(out.stdout)
+        try:
+            write_atomic(_cache_file(version), out.stdout.encode("utf-8"))
+        except StateWriteError:
+            pass  # a full disk costs the cache only: the next start asks --help again
     return ServerHelp(out.stdout, version, False)
 
 

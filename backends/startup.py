@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
+from backends.statefs import StateWriteError, append_line, read_state_file
 from backends.logevents import (
     AppStartupComplete, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
     GraphCaptureSizes, KvCache, LogEvent, MaxTotalTokens, MemoryPoolEnd, ServerArgs, ServerReady,
@@ -209,14 +210,16 @@ class StartupHistory:
         record = {"server": server, "model": model, "at": at, "ok": ok,
                   "phases": {p: round(float(s), 3) for p, s in durations.items() if p in WORK_PHASES}}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, sort_keys=True) + "\n")
+        try:
+            append_line(self.path, json.dumps(record, sort_keys=True) + "\n")  # no symlink followed
+        except StateWriteError:
+            pass  # a full disk costs this start's timings only, never the start
 
     def records(self, server: str | None = None) -> list[dict]:
-        try:
-            text = self.path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
+        raw = read_state_file(self.path)
+        if raw is None:
             return []
+        text = raw.decode("utf-8", errors="replace")
         out = []
         for line in text.splitlines():
             try:

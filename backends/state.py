@@ -2,9 +2,13 @@
 closed console) can re-attach, after checking the pid is still that very server.
 
 Two files, both 0600 in the 0700 state dir: ``server.json`` (redacted: what status, the console and
-run records show) and ``launch.json`` (the real argv, API key included, for the server it names).
-A file that does not decode to a well-typed record is reported as corrupt, moved aside, and treated
-as no record: it never reaches a signal.
+run records show) and ``launch.json`` (the real argv, API key included, and the launch token that
+proves the server is ours: backends.ownership). ``launch.json`` is written before the server is
+spawned (an intent: token, argv, log, no pid yet) and again once its pid is known, so a ddtune
+killed at any instant leaves a record of the launch that a later one finds the server by
+(backends.launchrec). A file that does not decode to a well-typed record is reported as corrupt,
+moved aside, and treated as no record: it never reaches a signal. Every file is read and written
+through backends.statefs (no symlinks followed, atomic replace, one line when the disk is full).
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -20,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from backends.apikey import argv_api_key, redact_argv
-from backends.ownership import SAME_START_S
+from backends.ownership import SAME_START_S, carries_token
 from backends.paths import server_dir
 from backends.process import is_running
+from backends.statefs import read_state_file, trusted_dir, write_atomic
 from backends.verify import KnobCheck, mismatch_sentences
 
 STATE_FILE = "server.json"
@@ -50,6 +54,7 @@ class ServerState:
     ready_at: float | None = None
     config_source: str | None = None
     unit: str | None = None
+    token: str | None = None  # the launch token (launch.json only: never in server.json)
 
     def with_(self, **changes: Any) -> ServerState:
         return replace(self, **changes)
@@ -60,12 +65,17 @@ class ServerState:
         return mismatch_sentences(self.checks)
 
     def is_alive(self) -> bool:
-        """The recorded pid runs and is the same process (same start time), not a reused pid.
-        A record without a create time proves nothing: not alive, as far as ddtune is concerned."""
-        return self.create_time is not None and is_running(self.pid, self.create_time)
+        """The recorded pid runs and is the same process (same start time), not a reused pid, and
+        (a process ddtune launched) carries this record's launch token. A record without a create
+        time proves nothing: not alive, as far as ddtune is concerned. A systemd unit's main pid was
+        started by systemd: no token to carry."""
+        if self.create_time is None or not is_running(self.pid, self.create_time):
+            return False
+        return self.backend == "systemd" or (self.pid is not None and carries_token(self.pid, self.token))
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        del data["token"]
         data["argv"] = list(redact_argv(self.argv))
         data["checks"] = [c.to_json() for c in self.checks]
         data["mismatches"] = list(self.mismatches)  # for readers (and older ddtunes) that only print them
@@ -84,7 +94,7 @@ class ServerState:
             value = data[name]
             if not _is(value, kinds):
                 raise ValueError(f"field '{name}': expected {_names(kinds)}, got {value!r:.40}")
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} - {"token"}  # a token in server.json is no proof: ignored
         kw = {k: v for k, v in data.items() if k in known}
         kw["argv"] = tuple(kw.get("argv", ()))
         if "checks" in data:
@@ -102,8 +112,9 @@ def _check(index: int, doc: Any) -> KnobCheck:
 
 
 _NUM = "number"
+_PID = "pid"
 _SCHEMA: tuple[tuple[str, tuple[Any, ...], bool], ...] = (
-    ("backend", (str,), True), ("pid", (int, None), True), ("pgid", (int, None), True),
+    ("backend", (str,), True), ("pid", (_PID, None), True), ("pgid", (_PID, None), True),
     ("host", (str,), True), ("port", (int,), True), ("url", (str,), True), ("config_hash", (str,), True),
     ("knobs", (dict,), True), ("log_path", (str, None), True), ("started_at", (_NUM,), True),
     ("create_time", (_NUM, None), False), ("argv", ("strings",), False), ("phase", (str,), False),
@@ -119,6 +130,8 @@ def _is(value: Any, kinds: tuple[Any, ...]) -> bool:
             return True
         if kind == _NUM and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             return True
+        if kind == _PID and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return True
         if kind == "strings" and isinstance(value, list) and all(isinstance(x, str) for x in value):
             return True
         if isinstance(kind, type) and isinstance(value, kind) and not isinstance(value, bool):
@@ -128,7 +141,7 @@ def _is(value: Any, kinds: tuple[Any, ...]) -> bool:
 
 def _names(kinds: tuple[Any, ...]) -> str:
     words = {str: "a string", int: "an integer", dict: "an object", list: "a list", None: "null",
-             _NUM: "a number", "strings": "a list of strings"}
+             _NUM: "a number", "strings": "a list of strings", _PID: "a positive integer"}
     return " or ".join(words[k] for k in kinds)
 
 
@@ -137,41 +150,71 @@ def state_path() -> Path:
 
 
 def _write_private(path: Path, doc: dict[str, Any]) -> None:
-    """Atomically (temp file + rename, so a reader never sees half a file), mode 0600."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".json")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(doc, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    os.replace(tmp, path)
+    """Atomically (temp file + rename, so a reader never sees half a file), mode 0600, never through
+    a symlink (backends.statefs)."""
+    write_atomic(path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def save_launch(state: ServerState) -> Path:
+    """Write launch.json for ``state``: before the spawn (pid None: the intent) and after it."""
+    path = server_dir() / LAUNCH_FILE
+    _write_private(path, {"pid": state.pid, "create_time": state.create_time, "argv": list(state.argv),
+                          "token": state.token, "record": state.to_json()})
+    return path
 
 
 def save_state(state: ServerState) -> Path:
     """Write server.json (argv redacted) and, for a launched process, the 0600 launch record."""
     path = state_path()
-    if state.pid and state.argv:
-        _write_private(path.parent / LAUNCH_FILE, {"pid": state.pid, "create_time": state.create_time,
-                                                   "argv": list(state.argv)})
+    if state.token or (state.pid and state.argv):
+        save_launch(state)
     _write_private(path, state.to_json())
     return path
 
 
+def read_launch() -> dict[str, Any] | None:
+    """launch.json as written by save_launch, or None (missing or not such a record)."""
+    try:
+        raw = read_state_file(server_dir() / LAUNCH_FILE)
+        doc = json.loads(raw.decode("utf-8")) if raw is not None else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("argv"), list):
+        return None
+    if not all(isinstance(a, str) for a in doc["argv"]):
+        return None
+    return doc
+
+
+def _same_launch(doc: dict[str, Any], state: ServerState) -> bool:
+    if doc.get("pid") != state.pid:
+        return False
+    recorded, wanted = doc.get("create_time"), state.create_time
+    return wanted is None or (isinstance(recorded, (int, float)) and abs(recorded - wanted) < SAME_START_S)
+
+
 def load_state(note: Callable[[str], None] | None = None) -> ServerState | None:
-    """The recorded server, or None. A corrupt file is moved aside (and ``note`` told): a hand-edited
-    or half-migrated record must never stop ddtune, nor be acted on."""
+    """The recorded server (with its launch token, from launch.json), or None. A corrupt file is
+    moved aside (and ``note`` told): a hand-edited or half-migrated record must never stop ddtune,
+    nor be acted on. A symlink or a file not ours raises UntrustedState."""
     path = state_path()
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
+        raw = read_state_file(path)
     except OSError as exc:
         (note or _stderr)(f"cannot read {path}: {exc.strerror}; ignoring it")
         return None
+    if raw is None:
+        return None
     try:
-        return ServerState.from_json(json.loads(raw.decode("utf-8")))
+        state = ServerState.from_json(json.loads(raw.decode("utf-8")))
     except (ValueError, TypeError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         (note or _stderr)(f"{path} is corrupt ({_short(exc)}); {quarantine_state('corrupt')} and went on "
                           "without it: nothing it names was signalled")
         return None
+    doc = read_launch() if state.pid else None
+    if doc is not None and isinstance(doc.get("token"), str) and _same_launch(doc, state):
+        state = state.with_(token=doc["token"])
+    return state
 
 
 def quarantine_state(why: str) -> str:
@@ -206,16 +249,10 @@ def launched_api_key(state: ServerState | None) -> str | None:
     """The --api-key ddtune launched the server of ``state`` with (from the 0600 launch record)."""
     if state is None or not state.pid:
         return None
-    try:
-        doc = json.loads((server_dir() / LAUNCH_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    doc = read_launch()
+    if doc is None or not _same_launch(doc, state):
         return None
-    if not isinstance(doc, dict) or doc.get("pid") != state.pid or not isinstance(doc.get("argv"), list):
-        return None
-    recorded, wanted = doc.get("create_time"), state.create_time
-    if wanted is not None and (not isinstance(recorded, (int, float)) or abs(recorded - wanted) >= SAME_START_S):
-        return None
-    return argv_api_key([str(a) for a in doc["argv"]])
+    return argv_api_key(doc["argv"])
 
 
 def clear_state() -> None:
@@ -226,7 +263,12 @@ def clear_state() -> None:
             pass
 
 
+def clear_launch() -> None:
+    try:
+        (server_dir() / LAUNCH_FILE).unlink()
+    except FileNotFoundError:
+        pass
+
+
 def logs_dir() -> Path:
-    path = server_dir() / "logs"
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
+    return trusted_dir(server_dir() / "logs")

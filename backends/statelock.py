@@ -2,7 +2,8 @@
 
 Two ``restart``s, or ``up`` and the console's Apply, would otherwise both stop the old server and
 both launch: one dies on a bind error while ``server.json`` names it and the other one serves. The
-holder writes who it is into the lock file, so the one that waits can say whom it waits for. The
+holder writes who it is into the lock file (opened without following a link, and only if it is a
+plain file of this user's: backends.statefs), so the one that waits can say whom it waits for. The
 kernel drops the lock when the holder dies, however it dies.
 """
 
@@ -16,8 +17,9 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-from backends.errors import ServerError
+from backends.errors import DdtuneError, ServerError
 from backends.paths import server_dir
+from backends.statefs import open_state
 
 LOCK_FILE = "lifecycle.lock"
 POLL_S = 0.2
@@ -39,8 +41,9 @@ class LifecycleLock:
         self._fd: int | None = None
 
     async def __aenter__(self) -> LifecycleLock:
-        path = server_dir() / LOCK_FILE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        # never O_TRUNC, never through a symlink: only a plain single-link file of ours (statefs)
+        # is ever truncated, below, once it is locked
+        fd = open_state(server_dir() / LOCK_FILE, os.O_RDWR | os.O_CREAT)
         told = False
         try:
             while True:
@@ -61,15 +64,21 @@ class LifecycleLock:
             os.close(fd)
             raise
         self._fd = fd
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "action": self.action, "server_pid": self.server_pid,
-                                  "since": time.time()}).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"pid": os.getpid(), "action": self.action, "server_pid": self.server_pid,
+                                      "since": time.time()}).encode(), 0)
+        except OSError:
+            pass  # a full disk: the lock holds all the same, a waiter just cannot say whom it waits for
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         if self._fd is not None:
-            os.ftruncate(self._fd, 0)
+            try:
+                os.ftruncate(self._fd, 0)
+            except OSError:
+                pass
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
@@ -97,8 +106,8 @@ def describe_holder_doc(doc: dict) -> str:
 def holder() -> dict:
     """What the current holder of the lifecycle lock wrote ({} when nobody holds it)."""
     try:
-        fd = os.open(server_dir() / LOCK_FILE, os.O_RDONLY)
-    except OSError:
+        fd = open_state(server_dir() / LOCK_FILE, os.O_RDONLY)
+    except (OSError, DdtuneError):
         return {}
     try:
         doc = json.loads(os.pread(fd, 4096, 0) or b"{}")

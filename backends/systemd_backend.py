@@ -91,7 +91,7 @@ class SystemdBackend(Backend):
         text = out.stdout.strip().removeprefix("MainPID=")
         return int(text) if text.isdigit() and int(text) > 0 else None
 
-    async def start(self, plan: LaunchPlan) -> ServerState:
+    async def start(self, plan: LaunchPlan, record: Callable[[ServerState], object] | None = None) -> ServerState:
         path = dropin_path(self.unit, self.user, self.config.knob_file)
         text = dropin_text(plan)
         await asyncio.to_thread(self._write_dropin, path, text)

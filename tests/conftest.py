@@ -5,6 +5,7 @@ import subprocess
 import pytest
 
 from tests.backends.lifecycle_support import groups  # noqa: F401  (fixture: kills and checks the process groups a test started)
+from tests.backends.state_support import no_leftovers  # noqa: F401  (fixture: nothing a test's ddtune launched is left)
 
 
 @pytest.fixture

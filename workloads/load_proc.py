@@ -233,7 +233,9 @@ class LoadProcess:
         if self.pid is None or self.create_time is None:
             return None
         try:
-            found = owned(self.pid, self.pid, self.create_time)
+            # proof=False: this process spawned the worker and holds it (no record read from disk), and
+            # the sandboxed graders it forks run with no environment, so they carry no launch token
+            found = owned(self.pid, self.pid, self.create_time, proof=False)
         except NotOurs:
             return None
         report = stop_owned(found, term_timeout=term_s, kill_timeout=term_s)

@@ -8,7 +8,10 @@ import time
 import psutil
 import pytest
 
-from backends.ownership import NotOurs, check_record, owned, stop_owned
+from backends.ownership import NotOurs, check_record, owned, stop_owned, token_holders
+
+TOKEN = "0123456789abcdef0123456789abcdef"
+WITH_TOKEN = ["env", f"DDTUNE_LAUNCH_TOKEN={TOKEN}", sys.executable]  # env execs python: same pid
 
 PARENT_WITH_CHILD = ("import subprocess, sys, time; "
                      "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
@@ -39,22 +42,55 @@ def test_own_group_is_refused():
 
 @pytest.fixture
 def family(spawn):
-    parent = spawn([sys.executable, "-c", PARENT_WITH_CHILD])
+    parent = spawn([*WITH_TOKEN, "-c", PARENT_WITH_CHILD])
     child = int(parent.stdout.readline())
     return parent, child, psutil.Process(parent.pid).create_time()
 
 
 def test_a_live_leader_owns_its_group(family):
     parent, child, started = family
-    found = owned(parent.pid, parent.pid, started)
+    found = owned(parent.pid, parent.pid, started, TOKEN)
     assert found.leader_alive and set(found.pids) == {parent.pid, child}
+    assert set(token_holders(TOKEN)) == {parent.pid, child}  # what a lost launch is found by
+
+
+@pytest.mark.parametrize("token, words", [
+    (None, "carries no launch token"),
+    ("f" * 32, "carries another launch's token"),
+])
+def test_a_live_leader_with_its_true_create_time_is_not_proof(family, token, words):
+    """pid, pgid and create time are public (/proc): a forged record names a stranger exactly."""
+    parent, child, started = family
+    with pytest.raises(NotOurs, match=f"refusing to signal pid {parent.pid}: .*{words}"):
+        owned(parent.pid, parent.pid, started, token)
+    assert parent.poll() is None
+
+
+def test_a_stranger_without_any_token_is_refused(spawn):
+    stranger = spawn([sys.executable, "-c", "import time; time.sleep(600)"])
+    started = psutil.Process(stranger.pid).create_time()
+    with pytest.raises(NotOurs, match="does not carry the launch token"):
+        owned(stranger.pid, stranger.pid, started, TOKEN)
+
+
+def test_survivors_without_the_token_are_not_ours(spawn):
+    """A dead leader's group: only members carrying the token are survivors of ours."""
+    parent = spawn([sys.executable, "-c", PARENT_WITH_CHILD])  # no token anywhere
+    child = int(parent.stdout.readline())
+    started = psutil.Process(parent.pid).create_time()
+    parent.kill()
+    parent.wait()
+    assert owned(parent.pid, parent.pid, started, TOKEN).pids == {}
+    assert owned(parent.pid, parent.pid, started, None).pids == {}
+    assert psutil.Process(child).is_running()
+    os.kill(child, signal.SIGKILL)
 
 
 def test_a_dead_leader_leaves_survivors_that_are_still_ours(family):
     parent, child, started = family
     parent.kill()
     parent.wait()
-    found = owned(parent.pid, parent.pid, started)
+    found = owned(parent.pid, parent.pid, started, TOKEN)
     assert not found.leader_alive and set(found.pids) == {child}
     report = stop_owned(found, term_timeout=10)
     assert report.terminated and report.stopped == (child,) and not report.leader_alive
@@ -64,7 +100,7 @@ def test_a_dead_leader_leaves_survivors_that_are_still_ours(family):
 def test_a_record_of_a_later_start_does_not_own_an_older_process(family):
     parent, child, started = family
     with pytest.raises(NotOurs, match="started before the recorded server"):
-        owned(parent.pid, parent.pid, started + 60)
+        owned(parent.pid, parent.pid, started + 60, TOKEN)
     assert parent.poll() is None
 
 
@@ -76,7 +112,7 @@ def test_members_older_than_the_record_are_not_ours(spawn):
     parent.kill()
     parent.wait()
     # the child started after the parent: pretend the record's leader started later than both
-    assert owned(parent.pid, parent.pid, started + 60).pids == {}
+    assert owned(parent.pid, parent.pid, started + 60, proof=False).pids == {}
 
 
 def test_stop_sends_nothing_to_a_pid_reused_after_the_listing(spawn):

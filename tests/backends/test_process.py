@@ -57,22 +57,22 @@ def test_spawn_new_session_and_log(tmp_path, spawned):
 
 
 def test_polite_process_stops_on_sigterm(tmp_path, spawned):
-    proc = spawn([sys.executable, "-c", POLITE], dict(os.environ), tmp_path / "p.log")
+    proc = spawn([sys.executable, "-c", POLITE], dict(os.environ, DDTUNE_LAUNCH_TOKEN="t1"), tmp_path / "p.log")
     spawned.append(proc)
     wait_for_text(tmp_path / "p.log", "up")
-    report = stop_owned(owned(proc.pid, proc.pid, create_time(proc.pid)), term_timeout=30)
+    report = stop_owned(owned(proc.pid, proc.pid, create_time(proc.pid), "t1"), term_timeout=30)
     assert report.terminated and report.left == ()
     assert proc.wait(timeout=10) == -signal.SIGTERM
 
 
 def test_stubborn_group_gets_sigkill_children_included(tmp_path, spawned):
     log = tmp_path / "k.log"
-    proc = spawn([sys.executable, "-c", STUBBORN], dict(os.environ), log)
+    proc = spawn([sys.executable, "-c", STUBBORN], dict(os.environ, DDTUNE_LAUNCH_TOKEN="t2"), log)
     spawned.append(proc)
     wait_for_text(log, "child up")
     members = group_members(proc.pid)
     assert len(members) == 2 and proc.pid in members
-    report = stop_owned(owned(proc.pid, proc.pid, create_time(proc.pid)), term_timeout=0.5)
+    report = stop_owned(owned(proc.pid, proc.pid, create_time(proc.pid), "t2"), term_timeout=0.5)
     assert not report.terminated
     assert set(report.killed) == set(members) == set(report.stopped)
     assert report.left == ()

@@ -16,6 +16,7 @@ CORRUPT = {
     "list": b"[]",
     "string": b'"x"',
     "pid-abc": json.dumps({**VALID, "pid": "abc"}).encode(),
+    "pid-negative": json.dumps({**VALID, "pid": -5, "pgid": -5}).encode(),
     "pgid-bool": json.dumps({**VALID, "pgid": True}).encode(),
     "create-time-text": json.dumps({**VALID, "create_time": "yesterday"}).encode(),
     "argv-numbers": json.dumps({**VALID, "argv": [1, 2]}).encode(),
@@ -51,8 +52,11 @@ def test_up_goes_on_past_a_corrupt_record(tmp_path, state_dir, groups):
 
 
 def test_decoder_names_the_field():
-    with pytest.raises(ValueError, match="field 'pid': expected an integer or null"):
+    with pytest.raises(ValueError, match="field 'pid': expected a positive integer or null"):
         ServerState.from_json({**VALID, "pid": "abc"})
+    for bad in (-5, 0):  # psutil.Process(-5) raised ValueError: a traceback out of `ddtune status`
+        with pytest.raises(ValueError, match=f"field 'pid': expected a positive integer or null, got {bad}"):
+            ServerState.from_json({**VALID, "pid": bad})
     with pytest.raises(ValueError, match="field 'started_at': expected a number"):
         ServerState.from_json({**VALID, "started_at": float("nan")})
     assert ServerState.from_json(VALID).pid == 12345

@@ -31,7 +31,7 @@ def workers():
     yield started
     for load in started:
         if load.pid and load.create_time:
-            stop_owned(owned(load.pid, load.pid, load.create_time), term_timeout=1, kill_timeout=5)
+            stop_owned(owned(load.pid, load.pid, load.create_time, proof=False), term_timeout=1, kill_timeout=5)
 
 
 def metrics(url: str) -> dict[str, float]:
@@ -258,7 +258,7 @@ def test_worker_exits_when_its_parent_dies(start_sim):
             parent.wait(timeout=30)
         parent.stdout.close()
         if pid is not None:  # should the worker have outlived the test: only what is proven ours
-            stop_owned(owned(pid, pid, created), term_timeout=1, kill_timeout=5)
+            stop_owned(owned(pid, pid, created, proof=False), term_timeout=1, kill_timeout=5)
 
 
 def test_api_key_reaches_the_server_but_not_argv_or_environ(start_sim, workers, monkeypatch):
