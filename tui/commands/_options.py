@@ -32,8 +32,11 @@ def positive_float(text: str) -> float:
 
 
 def url_type(text: str) -> str:
-    if not text.startswith(("http://", "https://")) or len(text.split("://", 1)[1].strip("/")) == 0:
-        raise argparse.ArgumentTypeError(f"expected http://HOST:PORT, got {text!r}")
+    from backends.fields import url_problem
+
+    problem = url_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{problem}; expected http://HOST:PORT")
     return text.rstrip("/")
 
 
