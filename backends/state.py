@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.apikey import argv_api_key, redact_argv
+from backends.datafile import loads
 from backends.ownership import SAME_START_S
 from backends.paths import server_dir
 from backends.process import is_running
@@ -167,7 +168,7 @@ def load_state(note: Callable[[str], None] | None = None) -> ServerState | None:
         (note or _stderr)(f"cannot read {path}: {exc.strerror}; ignoring it")
         return None
     try:
-        return ServerState.from_json(json.loads(raw.decode("utf-8")))
+        return ServerState.from_json(loads(raw.decode("utf-8")))  # bounded depth: never a RecursionError
     except (ValueError, TypeError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         (note or _stderr)(f"{path} is corrupt ({_short(exc)}); {quarantine_state('corrupt')} and went on "
                           "without it: nothing it names was signalled")
