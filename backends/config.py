@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from backends.apikey import argv_secrets, remember
 from backends.datafile import read_toml
 from backends.errors import ConfigError, UsageError
-from backends.fields import expect, fail, key_name, positive, shown
+from backends.fields import MAX_ARG, MAX_NAME, expect, fail, key_name, positive, shown, url_problem
 from backends.knobdecl import KnobTable, read_declarations
 from backends.knobs import DEFAULT_KNOBS, SHIPPED, KnobRoute, KnobSpec, KnobValue
 from backends.paths import PRESETS_DIR, find_config
@@ -30,6 +32,7 @@ _SERVER_FIELDS = {
     "block_size", "connect_grace_s",
 }
 _MAP_FIELDS = {"flag", "env", "offset", "switch", "algorithm"}
+_MAX_ARGV = 1 << 20  # characters of extra_args in all: Linux takes ~2 MB of argv and environment together
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class ServerConfig:
         if self.url:
             return self.url.rstrip("/")
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        host = f"[{host}]" if ":" in host and not host.startswith("[") else host  # an IPv6 address
         return f"http://{host}:{self.port}"
 
     def with_knobs(self, updates: dict[str, KnobValue]) -> ServerConfig:
@@ -126,7 +130,7 @@ _ROUTE_FIX = '{0} = {{ flag = "--my-flag" }} or {0} = {{ env = "MY_ENV_VAR" }}'
 
 
 def _env_name(source: str, where: str, value: Any, fix: str) -> str:
-    name = expect(source, where, value, str, fix)
+    name = expect(source, where, value, str, fix, max_len=MAX_NAME)
     if not name or "=" in name:
         raise _fail(source, where, f"{shown(name)} is not an environment variable name", fix)
     return name
@@ -188,10 +192,11 @@ def _server_settings(source: str, server: dict[str, Any]) -> dict[str, Any]:
         kw["backend"] = backend
     for key in ("python", "model", "host", "flavour", "unit", "knob_file", "url", "log_file"):
         if key in server:
-            kw[key] = expect(source, at(key), server[key], str, f'{key} = "..." (a quoted string)')
+            kw[key] = expect(source, at(key), server[key], str, f'{key} = "..." (a quoted string)', max_len=MAX_NAME)
     if "draft_model" in server:
         value = expect(
-            source, at("draft_model"), server["draft_model"], str, 'draft_model = "org/draft-model" or "none"'
+            source, at("draft_model"), server["draft_model"], str, 'draft_model = "org/draft-model" or "none"',
+            max_len=MAX_NAME,
         )
         kw["draft_model"] = None if value.lower() == "none" else value
     for key, fix in (
@@ -209,6 +214,11 @@ def _server_settings(source: str, server: dict[str, Any]) -> dict[str, Any]:
     for key, example in (("ready_timeout_s", 600), ("stop_timeout_s", 30), ("connect_grace_s", 30)):
         if key in server:
             kw[key] = float(positive(source, at(key), server[key], f"{key} = {example} (seconds, > 0)"))
+    if kw.get("url") and (problem := url_problem(kw["url"])):
+        raise _fail(source, at("url"), problem, 'url = "http://127.0.0.1:30000" (http(s), a host, a port 1-65535)')
+    if not kw.get("url") and "host" in kw and url_problem(ServerConfig(host=kw["host"]).base_url):
+        raise _fail(source, at("host"), f"{shown(kw['host'])} is not a host name or address",
+                    'host = "127.0.0.1" (or a name, or an IPv6 address such as "::1")')
     if "block_size" in server:
         kw["block_size"] = positive(source, at("block_size"), server["block_size"], "block_size = 16", integer=True)
     if "user" in server:
@@ -238,7 +248,12 @@ def _extra_args(source: str, extra: Any) -> tuple[str, ...]:
                 f"close the quote, or write a list: {fix}",
             ) from None
     expect(source, "[server] extra_args", extra, list, fix)
-    return tuple(expect(source, f"[server] extra_args[{i}]", a, str, fix) for i, a in enumerate(extra))
+    args = tuple(expect(source, f"[server] extra_args[{i}]", a, str, fix, max_len=MAX_ARG) for i, a in enumerate(extra))
+    if sum(len(a) for a in args) > _MAX_ARGV:
+        raise _fail(source, "[server] extra_args", f"{sum(len(a) for a in args):,} characters in all, more than "
+                    f"the {_MAX_ARGV:,} a command line can carry", f"shorten them; {fix}")
+    remember(*argv_secrets(args))  # the key the server will print (in its server_args dump) is masked
+    return args
 
 
 def _env(source: str, env: Any) -> dict[str, str]:
@@ -248,7 +263,8 @@ def _env(source: str, env: Any) -> dict[str, str]:
     for key, value in env.items():
         where = f"[server.env] {key_name(key)}"
         _env_name(source, where, key, fix)
-        out[key] = str(expect(source, where, value, (str, int, float), f'{key_name(key)} = "1" (quote true/false)'))
+        out[key] = str(expect(source, where, value, (str, int, float), f'{key_name(key)} = "1" (quote true/false)',
+                              max_len=MAX_ARG))
     return out
 
 
@@ -303,12 +319,16 @@ def preset_names() -> list[str]:
 
 def load_preset(name: str, table: KnobTable | None = None) -> dict[str, KnobValue]:
     """Knob values of a shipped preset (name) or of a preset file (path), by ``table`` (the config's)."""
+    if len(name) > MAX_NAME or "\x00" in name:
+        raise UsageError(f"--preset {shown(name)}: not a preset name or path ({len(name):,} characters"
+                         + (", a NUL byte" if "\x00" in name else "") + ")",
+                         hint=f"shipped presets: {', '.join(preset_names())} (or give a path to a .toml file)")
     path = Path(name)
-    if not (path.suffix == ".toml" and path.is_file()):
+    if not (path.suffix == ".toml" and os.path.isfile(path)):  # os.path: a name too long is False, not OSError
         path = KNOB_PRESETS_DIR / f"{name}.toml"
-    if not path.is_file():
+    if not os.path.isfile(path):
         raise UsageError(
-            f"--preset {name!r}: no such preset",
+            f"--preset {shown(name)}: no such preset",
             hint=f"shipped presets: {', '.join(preset_names())} (or give a path to a .toml file)",
         )
     data = read_toml(path)

@@ -12,21 +12,49 @@ from __future__ import annotations
 import json
 import os
 import tomllib
-from pathlib import Path
 from typing import Any
 
 from backends.errors import ConfigError, DdtuneError
 
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+MAX_DEPTH = 100            # JSON nesting: what ddtune writes stays under 10 levels
+MAX_BYTES = 512 * 1024**2  # the largest file read whole (a long run's responses.jsonl stays well under)
+MAX_TOML_BYTES = 16 * 1024**2  # config, presets, plans: a few KB
+
+
+class TooDeep(ValueError):
+    """JSON nested deeper than ``MAX_DEPTH`` (a ValueError, like every other JSON that is unusable)."""
+
+
+def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads`` for data from a file: nesting past ``max_depth`` levels is a ``TooDeep``
+    error (a ValueError), never a RecursionError here or in whatever walks the value later."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise TooDeep(f"nested more than {max_depth} levels deep") from None
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > max_depth:
+                raise TooDeep(f"nested more than {max_depth} levels deep")
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return value
 
 
 def read_text(path: str | os.PathLike[str], error: type[DdtuneError] = ConfigError, name: str | None = None,
-              hint: str = "check the path and its permissions") -> str:
+              hint: str = "check the path and its permissions", max_bytes: int = MAX_BYTES) -> str:
     """The file as text. UTF-8 only (a leading UTF-8 BOM is dropped): any other encoding is refused
-    rather than guessed, since a wrong guess would quietly change values."""
+    rather than guessed, since a wrong guess would quietly change values. A file over
+    ``max_bytes`` is refused before it is read."""
     label = name or str(path)
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise error(f"{label}: larger than the {max_bytes // 1024**2} MB ddtune reads from such a file",
+                        hint="is it the right file? split it, or give the file ddtune wrote")
     except FileNotFoundError:
         raise error(f"{label}: no such file", hint=hint) from None
     except IsADirectoryError:
@@ -45,7 +73,7 @@ def read_toml(path: str | os.PathLike[str], error: type[DdtuneError] = ConfigErr
               name: str | None = None) -> dict[str, Any]:
     """The TOML document in the file, as a dict."""
     label = name or str(path)
-    text = read_text(path, error, label)
+    text = read_text(path, error, label, max_bytes=MAX_TOML_BYTES)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -60,11 +88,11 @@ def read_json(path: str | os.PathLike[str], error: type[DdtuneError] = ConfigErr
     label = name or str(path)
     text = read_text(path, error, label, hint)
     try:
-        return json.loads(text)
+        return loads(text)
+    except TooDeep as exc:
+        raise error(f"{label}: JSON {exc}", hint=hint) from None
     except ValueError as exc:
         raise error(f"{label}: not JSON: {exc}", hint=hint) from None
-    except RecursionError:
-        raise error(f"{label}: not JSON: nested too deeply", hint=hint) from None
 
 
 def parse_jsonl(text: str) -> list[tuple[int, Any]]:
@@ -77,7 +105,7 @@ def parse_jsonl(text: str) -> list[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            out.append((lineno, json.loads(line)))
-        except (ValueError, RecursionError):
+            out.append((lineno, loads(line)))
+        except ValueError:
             continue
     return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from backends.apikey import mask
+
 
 class DdtuneError(Exception):
     """An error the user can act on. ``exit_code`` is what the CLI returns for it."""
@@ -9,6 +11,7 @@ class DdtuneError(Exception):
     exit_code = 1
 
     def __init__(self, message: str, hint: str | None = None) -> None:
+        message, hint = mask(message), (mask(hint) if hint else hint)  # no error shows an API key
         super().__init__(message)
         self.message = message
         self.hint = hint

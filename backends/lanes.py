@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.config import ServerConfig
+from backends.datafile import loads
 from backends.errors import UsageError
 from backends.gpuset import GpuIdentity
 from backends.paths import state_dir, use_server_dir
@@ -101,7 +102,7 @@ def save_lane(lane: Lane, sweep: str | None, **extra: Any) -> None:
 
 def _lane_doc(folder: Path) -> dict[str, Any]:
     try:
-        doc = json.loads((folder / LANE_FILE).read_text(encoding="utf-8"))
+        doc = loads((folder / LANE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}

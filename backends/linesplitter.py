@@ -1,11 +1,15 @@
 """Split a server's output stream into log lines: on ``\\n`` and ``\\r`` (tqdm redraws), with
 ANSI escapes removed and every line bounded, so a 10 MB line without a newline costs at most
-``max_len`` characters of memory."""
+``max_len`` characters of memory. Every log reader (the session's tail, the journal, ``inspect``)
+splits here, so this is where API keys leave the lines (``backends.apikey.mask``: SGLang prints
+its whole ``server_args`` with the key at startup)."""
 
 from __future__ import annotations
 
 import codecs
 import re
+
+from backends.apikey import mask
 
 MAX_LINE = 64 * 1024
 TRUNCATED_MARK = " [...]"
@@ -71,7 +75,7 @@ class LineSplitter:
         self._parts.clear()
         self._size = 0
         self._skipping = False
-        line = strip_ansi(line)
+        line = mask(strip_ansi(line))
         if line.strip():
             out.append(line)
 

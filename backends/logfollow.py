@@ -90,6 +90,7 @@ class LogFollower:
         if state.log_path == self.log_path and self._task is not None and not self._task.done():
             return self.facts
         self.stop()
+        self.backend.api_key(state)  # the launch's key, remembered: the lines read mask it (linesplitter)
         self.log_path = state.log_path
         self.facts = LogFacts()
         self._task = asyncio.create_task(self._run(state, self.facts))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
+from backends.datafile import loads
 from backends.statefs import StateWriteError, append_line, read_state_file
 from backends.logevents import (
     AppStartupComplete, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
@@ -223,7 +224,7 @@ class StartupHistory:
         out = []
         for line in text.splitlines():
             try:
-                rec = json.loads(line)
+                rec = loads(line)
             except ValueError:
                 continue  # a torn or hand-edited line costs that line only
             if isinstance(rec, dict) and isinstance(rec.get("phases"), dict) and (

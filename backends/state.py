@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.apikey import argv_api_key, redact_argv
+from backends.datafile import loads
 from backends.ownership import SAME_START_S, carries_token
 from backends.paths import server_dir
 from backends.process import is_running
@@ -176,7 +177,7 @@ def read_launch() -> dict[str, Any] | None:
     """launch.json as written by save_launch, or None (missing or not such a record)."""
     try:
         raw = read_state_file(server_dir() / LAUNCH_FILE)
-        doc = json.loads(raw.decode("utf-8")) if raw is not None else None
+        doc = loads(raw.decode("utf-8")) if raw is not None else None
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("argv"), list):
@@ -206,7 +207,7 @@ def load_state(note: Callable[[str], None] | None = None) -> ServerState | None:
     if raw is None:
         return None
     try:
-        state = ServerState.from_json(json.loads(raw.decode("utf-8")))
+        state = ServerState.from_json(loads(raw.decode("utf-8")))  # bounded depth: never a RecursionError
     except (ValueError, TypeError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         (note or _stderr)(f"{path} is corrupt ({_short(exc)}); {quarantine_state('corrupt')} and went on "
                           "without it: nothing it names was signalled")

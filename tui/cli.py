@@ -147,6 +147,28 @@ def _reader_gone(stream) -> bool:
         return False
 
 
+class MaskedStream:
+    """stdout or stderr of a headless command, with every API key ddtune knows masked in what is
+    written (``backends.apikey.mask``): the last guard, behind the masking where log lines are read
+    and errors are made."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from backends.apikey import mask
+
+        self._stream.write(mask(text))
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def _main(argv: list[str] | None) -> int:
     from backends.paths import private_umask
 
@@ -164,7 +186,14 @@ def _main(argv: list[str] | None) -> int:
             return console.run(args)
         return int(args._module.run(args) or 0)
 
-    return report_errors(action)
+    if args.command in (None, "sim"):  # the console draws through Textual; the simulator is the server
+        return report_errors(action)
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = MaskedStream(sys.stdout), MaskedStream(sys.stderr)
+    try:
+        return report_errors(action)
+    finally:
+        sys.stdout, sys.stderr = streams
 
 
 if __name__ == "__main__":

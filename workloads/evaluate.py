@@ -7,10 +7,11 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from backends.datafile import loads
 from backends.errors import UsageError
 from workloads.extract import extract_code
 from workloads.problems import Problem
-from workloads.results import kept_filter
+from workloads.results import attempt_of, kept_filter
 from workloads.sandbox import SandboxLimits, run_tests
 
 VERDICTS = ("pass", "fail", "error", "timeout", "no_code", "truncated")
@@ -86,12 +87,13 @@ def _lines(path: Path) -> tuple[list[tuple[int, dict]], int | None]:
     torn = None
     for i, (lineno, line) in enumerate(lines):
         try:
-            value = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            value = loads(line.decode("utf-8"))
+        except ValueError as exc:  # not UTF-8, not JSON, or nested too deep
             if i == len(lines) - 1 and line.lstrip().startswith(b"{"):
                 torn = lineno  # writers write whole objects: a cut one is a kill mid-write
                 break
-            why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"not JSON ({exc.msg})"
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else exc
+            why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"not JSON ({msg})"
             raise UsageError(f"--regrade: {path} line {lineno}: {why}", hint=hint) from None
         if not isinstance(value, dict):
             raise UsageError(f"--regrade: {path} line {lineno}: not a JSON object", hint=hint)
@@ -108,7 +110,7 @@ def read_responses(path: Path | str) -> ResponseFile:
     path = Path(path)
     lines, torn = _lines(path)
     kept = kept_filter(path.parent)
-    attempts = {raw.get("attempt") for _, raw in lines}
+    attempts = {attempt_of(raw, f"--regrade: {path} line {lineno}") for lineno, raw in lines}
     if kept is None and len(attempts) > 1:
         raise UsageError(f"--regrade: {path} holds answers of {len(attempts)} attempts of a run and no run.json "
                          "beside it says which were kept", hint="regrade the responses.jsonl inside its run directory")

@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from backends.apikey import auth_headers
+from backends.datafile import loads
 from backends.errors import ConfigError, ServerError, UsageError
 from workloads.problems import Problem
 
@@ -173,7 +174,7 @@ def read_baseline(path: str) -> Baseline:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"baseline file {path}: cannot read it: {exc}", hint=RECORD_HINT) from None
     try:
-        doc = json.loads(raw)
+        doc = loads(raw)
     except ValueError as exc:
         raise ConfigError(f"baseline file {path}: not JSON ({exc}); the file is corrupt or not a baseline",
                           hint=RECORD_HINT) from None

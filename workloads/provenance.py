@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import platform
 import socket
 
 from backends.apikey import api_key, redact
+from backends.datafile import loads
 from backends.errors import ServerError
 from backends.paths import server_dir
 
@@ -52,7 +52,7 @@ def gpu_models() -> list[str] | None:
 def server_state() -> dict | None:
     """``server_dir()/server.json`` written by the lifecycle layer, read defensively."""
     try:
-        data = json.loads((server_dir() / "server.json").read_text(encoding="utf-8"))
+        data = loads((server_dir() / "server.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -18,7 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from backends.datafile import loads
 from backends.errors import UsageError
+from backends.fields import shown
 from backends.paths import runs_dir
 from workloads.run_attempts import abandoned_note, begin_attempt, status_of, written_by_other
 
@@ -44,7 +46,7 @@ def read_jsonl(path: Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = loads(line)
         except ValueError:
             continue  # a torn line from a crash
         if isinstance(value, dict):
@@ -78,7 +80,7 @@ def _heal_tail(path: Path) -> None:
                 break
         fh.seek(start)
         try:
-            complete = isinstance(json.loads(fh.read().decode("utf-8")), dict)
+            complete = isinstance(loads(fh.read().decode("utf-8")), dict)
         except ValueError:
             complete = False
         if complete:
@@ -100,7 +102,7 @@ def mark_interrupted_runs(root: Path) -> list[Path]:
     marked = []
     for path in [*root.glob("*/run.json"), *sweeps, *(p for s in sweeps for p in s.parent.glob("*/*/run.json"))]:
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if isinstance(doc, dict) and doc.get("status") == "running" and status_of(doc) == "interrupted":
@@ -121,24 +123,42 @@ def kept_filter(run_dir: Path) -> Callable[[dict], bool] | None:
     if not run_file.is_file():
         return None
     try:
-        run = json.loads(run_file.read_text(encoding="utf-8"))
+        run = loads(run_file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UsageError(f"{run_file}: cannot read it ({exc})",
                          hint="without run.json the answers of a killed attempt cannot be told from the kept ones"
                          ) from None
-    cells = {(c.get("attempt"), c.get("context"), c.get("concurrency")) for c in read_jsonl(run_dir / "cells.jsonl")}
-    results = {(r.get("attempt"), r.get("problem")) for r in read_jsonl(run_dir / "results.jsonl")}
+    cell_file, result_file = run_dir / "cells.jsonl", run_dir / "results.jsonl"
+    cells = {(attempt_of(c, cell_file), _key(c, "context"), _key(c, "concurrency")) for c in read_jsonl(cell_file)}
+    results = {(attempt_of(r, result_file), _key(r, "problem")) for r in read_jsonl(result_file)}
     per_problem = isinstance(run, dict) and "attempts" in run  # older eval runs kept no results.jsonl
+    responses = run_dir / "responses.jsonl"
 
     def kept(record: dict) -> bool:
         kind = record.get("kind")
         if kind == "bench":
-            return (record.get("attempt"), record.get("context"), record.get("concurrency")) in cells
+            return (attempt_of(record, responses), _key(record, "context"), _key(record, "concurrency")) in cells
         if kind == "eval" and per_problem:
-            return (record.get("attempt"), record.get("problem")) in results
+            return (attempt_of(record, responses), _key(record, "problem")) in results
         return True
 
     return kept
+
+
+def attempt_of(record: dict, where: Path | str) -> int | None:
+    """A record's ``attempt``: the id of the attempt that wrote it (an integer), or None in a record
+    of an older ddtune. Anything else is a UsageError naming the file and the field."""
+    attempt = record.get("attempt")
+    if attempt is None or (isinstance(attempt, int) and not isinstance(attempt, bool)):
+        return attempt
+    raise UsageError(f"{where}: \"attempt\": expected an attempt id (an integer), got {shown(attempt, in_json=True)}",
+                     hint="the file was edited or is not one ddtune wrote: fix or remove that line's \"attempt\"")
+
+
+def _key(record: dict, name: str) -> Any:
+    """A field used in a set key: JSON arrays and objects are unhashable, and no such value matches."""
+    value = record.get(name)
+    return value if not isinstance(value, (list, dict)) else repr(value)
 
 
 def new_run_folder(out: str | Path, manifest: str, what: str) -> Path:
@@ -263,7 +283,7 @@ class RunStore:
         return run
 
     def read_run(self) -> dict:
-        return json.loads(self.run_file.read_text(encoding="utf-8"))
+        return loads(self.run_file.read_text(encoding="utf-8"))
 
     def write_run(self, run: dict) -> None:
         _atomic_write(self.run_file, json.dumps(run, indent=2, sort_keys=False) + "\n")

@@ -91,6 +91,17 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _port(text: str) -> int:
+    """A TCP port. SGLang takes any int and dies binding it; the simulator says so at parse time."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is out of range: use a port from 1 to 65535")
+    return value
+
+
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0.0 <= value <= 1.0:
@@ -108,7 +119,7 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
     a("--served-model-name", type=str, default=None,
       help="Override the model name returned by the v1/models endpoint in OpenAI API server.")
     a("--host", type=str, default="127.0.0.1", help="The host of the HTTP server.")
-    a("--port", type=int, default=30000, help="The port of the HTTP server.")
+    a("--port", type=_port, default=30000, help="The port of the HTTP server.")
     a("--api-key", type=str, default=None,
       help="Set API key of the server. It is also used in the OpenAI API compatible server.")
     a("--trust-remote-code", action="store_true",

@@ -62,9 +62,11 @@ def toml_doc(doc: dict) -> str:
 
 
 GOOD_STRINGS = ["sim", "sglang", "systemd", "endpoint", "none", "--flag", "--x", "X_VAR", "demo", "8", "true",
-                "http://127.0.0.1:9", "--a 'b", "b8-t4-w2048", "fib"]
+                "http://127.0.0.1:9", "--a 'b", "b8-t4-w2048", "fib",
+                "http://[::1", "http://127.0.0.1:99999", "http://h:0", "::1", "[::1", "--api-key"]
+LONG_STRINGS = st.integers(4000, 140_000).map(lambda n: "m" * n)  # past the bounds on names and argv strings
 SCALARS = st.one_of(st.booleans(), st.integers(-2**63, 2**63 - 1), st.integers(0, 70000), st.floats(),
-                    st.text(max_size=12), st.sampled_from(GOOD_STRINGS), st.datetimes(), st.dates())
+                    st.text(max_size=12), st.sampled_from(GOOD_STRINGS), st.datetimes(), st.dates(), LONG_STRINGS)
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
                                                                                              max_size=3), max_leaves=6)
 
@@ -203,13 +205,14 @@ DIST = table(["p50", "p95", "mean"], NUMBERS, 3) | JSON_VALUES
 CELL = st.fixed_dictionaries({"context": st.sampled_from([1024, 4096]) | JSON_VALUES,
                               "concurrency": st.sampled_from([1, 8]) | JSON_VALUES}, optional={
     "output_tok_s": NUMBERS, "requests": NUMBERS, "errors": NUMBERS, "acceptance": DIST, "ttft_ms": DIST,
-    "itl_ms": DIST, "verdicts": table(["pass", "fail"], NUMBERS, 2) | JSON_VALUES}) | JSON_VALUES
-RESPONSE = table(["context", "concurrency", "ok", "output_tokens", "e2e_s", "spec_verify_ct"], NUMBERS, 6)
+    "itl_ms": DIST, "verdicts": table(["pass", "fail"], NUMBERS, 2) | JSON_VALUES, "attempt": NUMBERS}) | JSON_VALUES
+RESPONSE = table(["context", "concurrency", "ok", "output_tokens", "e2e_s", "spec_verify_ct", "attempt", "kind"],
+                 NUMBERS | st.sampled_from(["bench", "eval"]), 6)
 RUN = table(["kind", "sweep", "server", "summary"], JSON_VALUES) | st.fixed_dictionaries({}, optional={
     "kind": st.sampled_from(["bench", "eval"]) | JSON_VALUES,
     "sweep": st.fixed_dictionaries({}, optional={"config": table(["name", "baseline"], JSON_VALUES, 2)}) | JSON_VALUES,
     "server": st.fixed_dictionaries({}, optional={"knobs": table(["budget", "topk", "window"], JSON_VALUES, 3)}),
-    "summary": table(["pass", "fail"], NUMBERS, 2) | JSON_VALUES})
+    "summary": table(["pass", "fail"], NUMBERS, 2) | JSON_VALUES, "attempts": st.lists(table(["id"], NUMBERS, 1))})
 SLOT = st.fixed_dictionaries({"slot": st.fixed_dictionaries({}, optional={
     "config": st.sampled_from(["a", "b"]) | JSON_VALUES, "repeat": NUMBERS, "key": st.just("s") | JSON_VALUES})
     | JSON_VALUES}, optional={"status": st.sampled_from(["done", "failed"]) | JSON_VALUES,
@@ -221,13 +224,19 @@ SWEEP = st.fixed_dictionaries({}, optional={"plan": st.fixed_dictionaries({}, op
     | JSON_VALUES}) | JSON_VALUES, "started_at": NUMBERS, "finished_at": NUMBERS}) | JSON_VALUES
 
 
+# nested past any sane depth: json.loads' own limit (RecursionError), and depths it parses that a
+# recursive walk of the value (repr, json.dumps, redact) would not survive
+DEEP = st.builds(lambda n, obj: ('{"a": ' * n + "1" + "}" * n if obj else "[" * n + "]" * n).encode(),
+                 st.integers(90, 120) | st.integers(900, 1000) | st.just(100_000), st.booleans())
+
+
 def json_file(docs) -> st.SearchStrategy[bytes]:
     return st.one_of(docs.map(lambda d: json.dumps(d).encode()), docs.map(lambda d: json.dumps(d).encode()),
-                     st.binary(max_size=120))
+                     st.binary(max_size=120), DEEP)
 
 
 def jsonl_file(records) -> st.SearchStrategy[bytes]:
-    line = records.map(lambda r: json.dumps(r, ensure_ascii=False).encode()) | st.binary(max_size=40)
+    line = records.map(lambda r: json.dumps(r, ensure_ascii=False).encode()) | st.binary(max_size=40) | DEEP
     return st.one_of(st.lists(line, max_size=4).map(lambda lines: b"\n".join(lines) + b"\n"), st.binary(max_size=120))
 
 
@@ -318,7 +327,7 @@ def test_report_of_valid_records_with_extreme_numbers_renders(runs, fmt):
         assert (code, err) == (0, "") and out
 
 
-RESPONSE_RECORD = table(["problem", "content", "reasoning_content", "finish_reason"],
+RESPONSE_RECORD = table(["problem", "content", "reasoning_content", "finish_reason", "attempt"],
                         st.sampled_from(["fib", "gcd", "stop", "length"]) | JSON_VALUES, 4) | JSON_VALUES
 
 
@@ -330,6 +339,16 @@ def test_regrade_responses_file_of_json_lines(records):
         path = written(d, "responses.jsonl", b"".join(json.dumps(r).encode() + b"\n" for r in records))
         code, out, err = ddtune("eval", "--regrade", str(path), "--json")
         assert_clean(code, err, path, ("unknown problem id",))
+
+
+@given(st.text(max_size=40) | st.integers(200, 6000).map(lambda n: "p" * n) | st.sampled_from(["b8-t4-w2048", ""]))
+@FUZZ
+def test_any_preset_name(name):
+    """A preset named on the command line: found, or one error line saying so (never ENAMETOOLONG)."""
+    code, err = guarded(lambda: load_preset(name))
+    assert "Traceback" not in err and code in (0, 2), (code, err)
+    assert code == 0 or (err.startswith("ddtune: error: --preset ") and len(err.splitlines()) == 2), err
+    assert len(err.splitlines()[0] if err else "") < 300
 
 
 # --- the real process: a handful of cases --------------------------------------------------------------

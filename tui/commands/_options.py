@@ -32,8 +32,11 @@ def positive_float(text: str) -> float:
 
 
 def url_type(text: str) -> str:
-    if not text.startswith(("http://", "https://")) or len(text.split("://", 1)[1].strip("/")) == 0:
-        raise argparse.ArgumentTypeError(f"expected http://HOST:PORT, got {text!r}")
+    from backends.fields import url_problem
+
+    problem = url_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{problem}; expected http://HOST:PORT")
     return text.rstrip("/")
 
 
@@ -49,8 +52,12 @@ def server_url(args) -> tuple[str, str | None]:
     """The URL and API key. URL: --url, else the config's [server] host/port, else the managed
     server's url in server.json, else the default. Key: --api-key, else the --api-key ddtune
     launched that server with (when the URL is the managed server's), else $DDTUNE_API_KEY."""
+    from backends.apikey import remember
+
     url = args.url or _configured_url(getattr(args, "config", None)) or _managed_url() or DEFAULT_URL
-    return url, args.api_key or _managed_key(url) or os.environ.get("DDTUNE_API_KEY") or None
+    key = args.api_key or _managed_key(url) or os.environ.get("DDTUNE_API_KEY") or None
+    remember(key)  # masked in whatever the command prints
+    return url, key
 
 
 def _managed_key(url: str) -> str | None:

@@ -64,7 +64,9 @@ def run(args) -> int:
             plan = plan_launch(config, helptext.text, manager.backend.command_prefix(), helptext.version or "unknown")
             routes = ", ".join(f"{k} -> {r.flag or 'env ' + str(r.env)} ({r.source})" for k, r in plan.routes.items())
             _line(True, "knobs", routes or "no knobs set")
-            _line(True, "launch command", " ".join(plan.argv))
+            from backends.apikey import redact_argv
+
+            _line(True, "launch command", " ".join(redact_argv(plan.argv)))
         except DdtuneError as exc:
             failed = True
             _line(False, "server/knobs", f"{exc.message} (fix: {exc.hint})")

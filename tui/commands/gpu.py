@@ -39,10 +39,11 @@ def server_ref(pid: int | None) -> tuple[int, int | None] | None:
     """(pid, pgid) of the server to attribute memory to: --pid, else server.json read defensively."""
     if pid is not None:
         return pid, None
+    from backends.datafile import loads
     from backends.paths import state_dir
 
     try:
-        data = json.loads((state_dir() / "server.json").read_text())
+        data = loads((state_dir() / "server.json").read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):
