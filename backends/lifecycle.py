@@ -23,6 +23,7 @@ from backends.logevents import ServerReady
 from backends.logfollow import TAIL_LINES, LogFacts, LogFollower
 from backends.apikey import auth_headers, redact_argv
 from backends.ownership import NotOurs, describe_stop
+from backends.plaintext import plain_data
 from backends.process import tree_pids
 from backends.readiness import ReadinessProbe
 from backends.release import GPU_RELEASE_S, wait_gpu_released, wait_port_released
@@ -399,6 +400,6 @@ async def fetch_server_info(url: str, api_key: str | None = None) -> dict | None
     try:
         async with httpx.AsyncClient(trust_env=False, headers=auth_headers(api_key)) as client:
             resp = await client.get(f"{url}/server_info", timeout=5.0)
-        return resp.json() if resp.status_code == 200 else None
+        return plain_data(resp.json()) if resp.status_code == 200 else None  # untrusted: made plain here
     except (httpx.HTTPError, ValueError):
         return None

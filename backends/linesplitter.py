@@ -1,21 +1,23 @@
-"""Split a server's output stream into log lines: on ``\\n`` and ``\\r`` (tqdm redraws), with
-ANSI escapes removed and every line bounded, so a 10 MB line without a newline costs at most
-``max_len`` characters of memory."""
+"""Split a server's output stream into log lines: on ``\\n`` and ``\\r`` (tqdm redraws), each made
+plain (``backends.plaintext``: no ANSI colours, no other terminal control) and bounded, so a 10 MB
+line without a newline costs at most ``max_len`` characters of memory."""
 
 from __future__ import annotations
 
 import codecs
 import re
 
+from backends.plaintext import plain
+
 MAX_LINE = 64 * 1024
 TRUNCATED_MARK = " [...]"
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _BREAKS = re.compile(r"[\r\n]")
 
 
 def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text) if "\x1b" in text else text
+    """``text`` as a log line shows it: escapes and every other terminal control removed."""
+    return plain(text)
 
 
 class LineSplitter:
@@ -35,8 +37,6 @@ class LineSplitter:
 
     def feed(self, chunk: str | bytes) -> list[str]:
         text = self._decoder.decode(chunk) if isinstance(chunk, (bytes, bytearray)) else chunk
-        if "\x00" in text:
-            text = text.replace("\x00", "")
         out: list[str] = []
         pos = 0
         for m in _BREAKS.finditer(text):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import httpx
 
 from backends.apikey import auth_headers
+from backends.plaintext import plain
 from backends.process import port_owner, tree_pids
 
 PROBE_PROMPT = "Hello"
@@ -118,7 +119,8 @@ class ReadinessProbe:
             return ProbeResult(False, f"no answer from {self.base_url} (connecting timed out)",
                                owner_pid=self.expected_pid, unreachable=True)
         except (httpx.HTTPError, ValueError) as exc:
-            return ProbeResult(False, f"1-token /generate failed: {exc}", owner_pid=self.expected_pid)
+            return ProbeResult(False, f"1-token /generate failed: {plain(str(exc), one_line=True)}",
+                               owner_pid=self.expected_pid)
         finally:
             if client is not self._client:
                 await client.aclose()

@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from backends.plaintext import plain
 from workloads.checks import Check, Malformed, decode, parse_test
 from workloads.sandbox_isolation import (CHILD_SOURCE, Isolation, interpreter, isolation, make_workdir,
                                          sweep_once, warn_if_weak, wrapper, wrapper_env)
@@ -265,7 +266,7 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
         sel.close()
         proc.stdout.close()
         os.close(results_r)
-    output = bytes(out[-OUTPUT_TAIL:]).decode("utf-8", "replace")
+    output = plain(bytes(out[-OUTPUT_TAIL:]).decode("utf-8", "replace"))  # what model code printed: untrusted
     verdict, detail = judge(checks, bytes(results[:MAX_RESULT_BYTES]), stopped,
                             _signal_of(proc.returncode, kind), proc.returncode, output)
     return SandboxResult(verdict, detail, output, time.monotonic() - start)
