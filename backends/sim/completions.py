@@ -47,7 +47,7 @@ class Completions:
         self.args = args
         self.seen: Counter[str] = Counter()
         self.filler = answers.filler_tokens()
-        self.hostile = args.hostile or ""  # --sim-hostile: every answer starts with this text
+        self.hostile: str = args.hostile or ""  # --sim-hostile: every answer starts with this text
 
     def make_request(self, prompt: str, prompt_tokens: int, max_new: int, ignore_eos: bool, thinking: bool,
                      seed, greedy: bool = False) -> SimRequest:
