@@ -20,8 +20,9 @@ ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH")
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_DDTREE_TOPK = 6
 # --sim-hostile with no text: a terminal escape for the window title (OSC 2) and the clipboard
-# (OSC 52), a colour (CSI), Textual actions and Rich markup: what a hostile server could send
-HOSTILE = ("\x1b]2;pwned\x07\x1b]52;c;cHduZWQ=\x07\x1b[31mRED\x1b[0m [@click=app.quit]quit[/] "
+# (OSC 52), a colour (CSI, also in its 8-bit C1 form), a bell, a bidi override, Textual actions and
+# Rich markup: what a hostile server could send
+HOSTILE = ("\x1b]2;pwned\x07\x1b]52;c;cHduZWQ=\x07\x1b[31mRED\x1b[0m\x9b1m\x07\u202e [@click=app.quit]quit[/] "
            "[@click=app.screenshot('/tmp/ddtune-hostile')]shot[/] [bold red]markup[/bold red]")
 
 
