@@ -1,8 +1,8 @@
-"""Split a server's output stream into log lines: on ``\\n`` and ``\\r`` (tqdm redraws), with
-ANSI escapes removed and every line bounded, so a 10 MB line without a newline costs at most
-``max_len`` characters of memory. Every log reader (the session's tail, the journal, ``inspect``)
-splits here, so this is where API keys leave the lines (``backends.apikey.mask``: SGLang prints
-its whole ``server_args`` with the key at startup)."""
+"""Split a server's output stream into log lines: on ``\\n`` and ``\\r`` (tqdm redraws), each made
+plain (``backends.plaintext``: no ANSI colours, no other terminal control) and bounded, so a 10 MB
+line without a newline costs at most ``max_len`` characters of memory. Every log reader (the
+session's tail, the journal, ``inspect``) splits here, so this is also where API keys leave the
+lines (``backends.apikey.mask``: SGLang prints its whole ``server_args`` with the key at startup)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,17 @@ import codecs
 import re
 
 from backends.apikey import mask
+from backends.plaintext import plain
 
 MAX_LINE = 64 * 1024
 TRUNCATED_MARK = " [...]"
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _BREAKS = re.compile(r"[\r\n]")
 
 
 def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text) if "\x1b" in text else text
+    """``text`` as a log line shows it: escapes and every other terminal control removed."""
+    return plain(text)
 
 
 class LineSplitter:
@@ -39,8 +40,6 @@ class LineSplitter:
 
     def feed(self, chunk: str | bytes) -> list[str]:
         text = self._decoder.decode(chunk) if isinstance(chunk, (bytes, bytearray)) else chunk
-        if "\x00" in text:
-            text = text.replace("\x00", "")
         out: list[str] = []
         pos = 0
         for m in _BREAKS.finditer(text):

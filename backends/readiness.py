@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import httpx
 
 from backends.apikey import auth_headers
+from backends.plaintext import plain, plain_data
 from backends.process import port_owner, tree_pids
 
 PROBE_PROMPT = "Hello"
@@ -118,7 +119,8 @@ class ReadinessProbe:
             return ProbeResult(False, f"no answer from {self.base_url} (connecting timed out)",
                                owner_pid=self.expected_pid, unreachable=True)
         except (httpx.HTTPError, ValueError) as exc:
-            return ProbeResult(False, f"1-token /generate failed: {exc}", owner_pid=self.expected_pid)
+            return ProbeResult(False, f"1-token /generate failed: {plain(str(exc), one_line=True)}",
+                               owner_pid=self.expected_pid)
         finally:
             if client is not self._client:
                 await client.aclose()
@@ -133,6 +135,6 @@ async def fetch_server_info(url: str, api_key: str | None = None) -> dict | None
     try:
         async with httpx.AsyncClient(trust_env=False, headers=auth_headers(api_key)) as client:
             resp = await client.get(f"{url}/server_info", timeout=5.0)
-        return resp.json() if resp.status_code == 200 else None
+        return plain_data(resp.json()) if resp.status_code == 200 else None  # untrusted: made plain here
     except (httpx.HTTPError, ValueError):
         return None

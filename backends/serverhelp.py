@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from backends.errors import ServerError
 from backends.paths import state_dir
 from backends.statefs import StateWriteError, read_state_file, trusted_dir, write_atomic
+from backends.plaintext import plain
 
 _VERSION_CODE = "import importlib.metadata as m\ntry:\n print(m.version('sglang'))\nexcept Exception:\n print('')"
 
@@ -31,7 +32,7 @@ def installed_version(python: str, env: dict[str, str]) -> str | None:
         out = subprocess.run([python, "-c", _VERSION_CODE], env=env, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    version = out.stdout.strip()
+    version = plain(out.stdout, one_line=True).strip()  # the installed package's text: shown, so plain
     return version if out.returncode == 0 and version else None
 
 

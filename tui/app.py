@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from tui.screens.main import MainScreen
@@ -62,6 +63,12 @@ class DdtuneApp(App):
         self.main = MainScreen()
 
     TICK_S = 1.0  # the one periodic tick: every periodic redraw hangs off it
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Every notification is plain text, whatever a caller asks (``Widget.notify`` passes
+        Textual's default, markup on): they carry server text, which is never markup (tui.literal)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def on_mount(self) -> None:
         self._ticks = 0

@@ -383,7 +383,8 @@ class ConsoleController:
 
 
 def sweep_verdict(path: str) -> str:
-    """The sweep's winner in one line (reads the sweep's files: call it from a thread)."""
+    """The sweep's winner in one line, as markup whose data is escaped (reads the sweep's files: call
+    it from a thread)."""
     from pathlib import Path
 
     from rich.markup import escape
@@ -397,6 +398,6 @@ def sweep_verdict(path: str) -> str:
     loud = f"\n[b red]{escape(failed)}[/]" if failed else ""  # the "still correct" half, as loud as the report
     best = report.overall
     if best is None:
-        return f"sweep finished ({path}); no configuration measured every cell{loud}"
-    margin = f", ahead of {best.runner_up} by {margin_text(best.margin)}" if best.runner_up else ""
-    return f"[b]best overall: {best.config}[/b]{margin}\nfull report: ddtune report {path}{loud}"
+        return f"sweep finished ({escape(path)}); no configuration measured every cell{loud}"
+    margin = f", ahead of {escape(best.runner_up)} by {escape(margin_text(best.margin))}" if best.runner_up else ""
+    return f"[b]best overall: {escape(best.config)}[/b]{margin}\nfull report: ddtune report {escape(path)}{loud}"

@@ -13,6 +13,9 @@ JSON; nothing is tokenised here.
 Acceptance is reported only for a server that runs speculative decoding: ``StreamingClient.speculative``
 (from ``/server_info``'s ``speculative_algorithm``, set by whoever read it) False means every
 request's acceptance is None, whatever spec fields arrive; None (unknown) takes the fields as they come.
+
+What the server sends is untrusted text: every string of a ``RequestResult`` (answer, reasoning,
+finish reason, error) and of ``get_json`` is made plain (``backends.plaintext``) here, where it enters.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import httpx
 from backends.apikey import auth_headers
 from backends.errors import ServerError
 from backends.spec_acceptance import SpecCounters, parse_counters
+from backends.plaintext import plain, plain_data
 from workloads.transport import RELEASE, LeanTransport, WaveRelease
 
 TokenCallback = Callable[[int, bool], None]  # (new tokens, exact): exact False when counted by chunks
@@ -241,11 +245,13 @@ class _Stream:
         self.count(tokens, 0, exact=self.completion_tokens is not None)
         content = "".join(self.content) if self.endpoint == "chat" else self.text_so_far
         return RequestResult(
-            ok=error is None, error=error, endpoint=self.endpoint, started_at=self.wall,
+            ok=error is None, error=None if error is None else plain(error), endpoint=self.endpoint,
+            started_at=self.wall,
             ttft_s=None if self.first is None else self.first - self.t0, itl_s=tuple(self.itl),
             e2e_s=end - self.t0, output_tokens=tokens, prompt_tokens=self.prompt_tokens,
-            finish_reason=self.finish_reason, spec_verify_ct=self.verify_ct, spec_accept_length=self.accept_len,
-            content=content, reasoning_content="".join(self.reasoning) if self.separated else None,
+            finish_reason=None if self.finish_reason is None else plain(str(self.finish_reason), one_line=True),
+            spec_verify_ct=self.verify_ct, spec_accept_length=self.accept_len,
+            content=plain(content), reasoning_content=plain("".join(self.reasoning)) if self.separated else None,
             chunks=self.chunks, unreachable=unreachable, itl_tokens=tuple(self.itl_tokens),
             speculative=self.speculative)
 
@@ -295,7 +301,7 @@ class StreamingClient:
             hint = KEY_HINT if resp.status_code in (401, 403) else None
             raise ServerError(f"{self.base_url}{path} answered HTTP {resp.status_code}: {_short(resp.text)}", hint=hint)
         try:
-            return resp.json()
+            return plain_data(resp.json())
         except ValueError as exc:
             raise ServerError(f"{self.base_url}{path} did not answer JSON") from exc
 
@@ -396,7 +402,8 @@ class StreamingClient:
 
 
 def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
+    """An error body on one line, plain (it is the server's text)."""
+    text = " ".join(plain(text).split())
     return text if len(text) <= limit else text[:limit] + "..."
 
 

@@ -24,6 +24,7 @@ import httpx
 from backends.apikey import auth_headers
 from backends.datafile import loads
 from backends.errors import ConfigError, ServerError, UsageError
+from backends.plaintext import plain, plain_data
 from workloads.problems import Problem
 
 KIND = "ddtune-lossless-baseline"
@@ -94,7 +95,7 @@ async def _get(http: httpx.AsyncClient, path: str, required: bool) -> dict | Non
         raise ServerError(f"{http.base_url}{path} answered HTTP {resp.status_code}",
                           hint="check --api-key" if resp.status_code in (401, 403) else None)
     try:
-        return resp.json()
+        return plain_data(resp.json())  # the server's text, untrusted: made plain where it enters
     except ValueError:
         return None
 
@@ -108,10 +109,11 @@ async def generate(http: httpx.AsyncClient, pid: str, text: str, max_tokens: int
         raise ServerError(f"prompt {pid}: cannot reach {http.base_url}/generate: {exc.__class__.__name__}",
                           hint="is the server up? 'ddtune status'") from exc
     if resp.status_code != 200:
-        raise ServerError(f"prompt {pid}: /generate answered HTTP {resp.status_code}: {resp.text[:200]}",
+        raise ServerError(f"prompt {pid}: /generate answered HTTP {resp.status_code}: "
+                          f"{plain(resp.text[:200], one_line=True)}",
                           hint="check --api-key" if resp.status_code in (401, 403) else None)
     try:
-        doc = resp.json()
+        doc = plain_data(resp.json())
     except ValueError:
         raise ServerError(f"prompt {pid}: /generate did not answer JSON") from None
     if isinstance(doc, list):  # a server that answers a single prompt as a batch of one

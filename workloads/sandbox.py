@@ -39,6 +39,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from backends.plaintext import plain
 from workloads.checks import Check, Malformed, decode, parse_test
 from workloads import sandbox_cgroup
 from workloads.sandbox_isolation import (Isolation, Protection, as_root, isolation, make_workdir, protections, run_argv,
@@ -315,7 +316,7 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
         sel.close()
         proc.stdout.close()
         os.close(results_r)
-    output = bytes(out[-OUTPUT_TAIL:]).decode("utf-8", "replace")
+    output = plain(bytes(out[-OUTPUT_TAIL:]).decode("utf-8", "replace"))  # what model code printed: untrusted
     verdict, detail = judge(checks, bytes(results[:MAX_RESULT_BYTES]), stopped,
                             _signal_of(proc.returncode, kind), proc.returncode, output)
     if stopped is not None and verdict == "error":  # the watchdog's reason beats what a dying answer said

@@ -19,6 +19,11 @@ HANG_PHASES = ("load", "capture", "warmup", "shutdown")
 ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH")
 DEFAULT_BLOCK_SIZE = 16
 DEFAULT_DDTREE_TOPK = 6
+# --sim-hostile with no text: a terminal escape for the window title (OSC 2) and the clipboard
+# (OSC 52), a colour (CSI, also in its 8-bit C1 form), a bell, a bidi override, Textual actions and
+# Rich markup: what a hostile server could send
+HOSTILE = ("\x1b]2;pwned\x07\x1b]52;c;cHduZWQ=\x07\x1b[31mRED\x1b[0m\x9b1m\x07\u202e [@click=app.quit]quit[/] "
+           "[@click=app.screenshot('/tmp/ddtune-hostile')]shot[/] [bold red]markup[/bold red]")
 
 
 def release(version: str) -> tuple[int, ...]:
@@ -66,6 +71,7 @@ class SimArgs:
     acceptance: float | None = None  # --sim-acceptance: the mean tokens per verify step, forced
     diverge_rate: float = 0.0        # with speculation: share of prompts whose output leaves the greedy one
     gpu_alloc_gib: float = 0.0       # GPU memory to hold on the first visible GPU (backends.sim.gpualloc)
+    hostile: str | None = None       # --sim-hostile: text a hostile server puts in what it sends
 
     @property
     def speculative(self) -> bool:
@@ -216,6 +222,10 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
     g.add_argument("--sim-gpu-alloc-gib", type=_positive_float, default=0.0, metavar="GIB",
                    help="Hold this much real GPU memory (CUDA driver, first GPU of CUDA_VISIBLE_DEVICES) "
                         "while serving, as a loaded server does (default: 0, no GPU needed).")
+    g.add_argument("--sim-hostile", nargs="?", const=HOSTILE, default=None, metavar="TEXT",
+                   help="Act as a hostile server: put TEXT (default: terminal escapes for the window title "
+                        "and the clipboard, Textual actions and markup) in the served model name, "
+                        "/server_info's version, a log line, fatal lines, error bodies and every answer.")
     return p
 
 
@@ -308,14 +318,15 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
     if ns.decode_log_interval <= 0:
         raise SGLangValueError(f"--decode-log-interval must be positive, got {ns.decode_log_interval}.")
     dump = {k: v for k, v in vars(ns).items() if not k.startswith("sim_")}
-    dump.update(served_model_name=ns.served_model_name or ns.model_path,
+    served = ns.served_model_name or (ns.model_path + ns.sim_hostile if ns.sim_hostile else ns.model_path)
+    dump.update(served_model_name=served,
                 tokenizer_path=ns.tokenizer_path or ns.model_path)
     if algo is not None:
         dump.update(speculative_algorithm=algo if flavour != "fork" else "DFLASH", speculative_num_steps=1,
                     speculative_eagle_topk=1, speculative_num_draft_tokens=block, max_running_requests=max_running)
     dump["disable_overlap_schedule"] = overlap_off
     return SimArgs(
-        version=version, model_path=ns.model_path, served_model_name=ns.served_model_name or ns.model_path,
+        version=version, model_path=ns.model_path, served_model_name=served,
         host=ns.host, port=ns.port, api_key=ns.api_key, reasoning_parser=ns.reasoning_parser,
         decode_log_interval=ns.decode_log_interval, enable_metrics=ns.enable_metrics,
         max_running_requests=max_running, context_length=ns.context_length or 40960,
@@ -325,5 +336,5 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
         wrong_rate=ns.sim_wrong_rate, fail_at=ns.sim_fail_at, hang_at=ns.sim_hang_at,
         drain_seconds=ns.sim_drain_seconds, children=ns.sim_children, orphan_seconds=ns.sim_orphan_seconds,
         server_args=dump, acceptance=ns.sim_acceptance, diverge_rate=ns.sim_diverge_rate,
-        gpu_alloc_gib=ns.sim_gpu_alloc_gib,
+        gpu_alloc_gib=ns.sim_gpu_alloc_gib, hostile=ns.sim_hostile,
     )

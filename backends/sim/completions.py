@@ -47,6 +47,7 @@ class Completions:
         self.args = args
         self.seen: Counter[str] = Counter()
         self.filler = answers.filler_tokens()
+        self.hostile: str = args.hostile or ""  # --sim-hostile: every answer starts with this text
 
     def make_request(self, prompt: str, prompt_tokens: int, max_new: int, ignore_eos: bool, thinking: bool,
                      seed, greedy: bool = False) -> SimRequest:
@@ -130,7 +131,8 @@ class Completions:
                     resp.closed = True
                     self.engine.abort(sr.rid)
                     return
-                payload = {"text": "".join(sr.out), "output_ids": [], "meta_info": self.meta_info(sr), "index": 0}
+                payload = {"text": self.hostile + "".join(sr.out), "output_ids": [], "meta_info": self.meta_info(sr),
+                           "index": 0}
                 resp.chunk("data: " + _dumps(payload, separators=(",", ":")) + "\n\n")
 
             r.on_step = on_step
@@ -139,7 +141,7 @@ class Completions:
             resp.end_stream()
             return r
         await self.engine.submit(r)
-        out = {"text": "".join(r.out), "output_ids": [zlib.crc32(t.encode()) % 151000 for t in r.out],
+        out = {"text": self.hostile + "".join(r.out), "output_ids": [zlib.crc32(t.encode()) % 151000 for t in r.out],
                "meta_info": self.meta_info(r)}
         resp.send_json(200, out)
         return r
@@ -173,8 +175,8 @@ class Completions:
             return
         await self.engine.submit(r)
         reasoning, content = self.split(r, 0, len(r.out), separate)
-        msg = {"role": "assistant", "content": content, "reasoning_content": reasoning if separate else None,
-               "tool_calls": None}
+        msg = {"role": "assistant", "content": self.hostile + content,
+               "reasoning_content": reasoning if separate else None, "tool_calls": None}
         out = {"id": r.rid, "object": "chat.completion", "created": created, "model": model,
                "choices": [{"index": 0, "message": msg, "logprobs": None, "finish_reason": self.oai_finish(r),
                             "matched_stop": EOS_ID if r.finish_reason == "stop" else None}],
@@ -211,7 +213,7 @@ class Completions:
         options = body.get("stream_options") or {}
         continuous = bool(options.get("include_usage") and options.get("continuous_usage_stats"))
         ptok = r.prompt_tokens
-        resp.chunk(head + '{"role":"assistant","content":""}' + tail)
+        resp.chunk(head + '{"role":"assistant","content":' + _dumps(self.hostile) + "}" + tail)
 
         def end(b: int) -> str:
             """The chunk's tail: with continuous_usage_stats, the usage so far (as SGLang sends it)."""

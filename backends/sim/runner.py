@@ -183,6 +183,8 @@ class Runner:
         await engine.submit(r)
         self.log.access("127.0.0.1:40002", "POST", "/generate", 200)
         self.log.info("The server is fired up and ready to roll!")
+        if a.hostile:  # last in the startup log, so a console's log tail shows it
+            self.log.info(f"Model card says: {a.hostile}")
         server.state = "ready"
 
     def shutdown(self, http: HttpServer) -> int:

@@ -37,19 +37,20 @@ class SimServer:
 
     async def handle(self, req: Request, resp: Response) -> None:
         route = self.routes.get(req.path)
+        hostile = self.args.hostile or ""
         if self.args.api_key and req.method != "OPTIONS" and not req.path.startswith(OPEN_PATHS):
             if req.headers.get("authorization", "") != f"Bearer {self.args.api_key}":
-                resp.send_json(401, {"error": "Unauthorized"})
+                resp.send_json(401, {"error": "Unauthorized" + hostile})
                 self.log.access(req.peer, req.method, req.path, 401)
                 return
         if route is None or (req.path == "/ready" and self.args.version == "0.5.11") or \
                 (req.path == "/metrics" and not self.args.enable_metrics):
-            resp.send_json(404, {"detail": "Not Found"})
+            resp.send_json(404, {"detail": "Not Found" + hostile})
         else:
             try:
                 await route(req, resp)
             except BadRequest as exc:
-                resp.send_json(400, {"object": "error", "message": str(exc), "type": "BadRequestError",
+                resp.send_json(400, {"object": "error", "message": str(exc) + hostile, "type": "BadRequestError",
                                      "param": None, "code": 400})
             except json.JSONDecodeError as exc:
                 resp.send_json(400, {"object": "error", "message": f"invalid JSON body: {exc}",
@@ -89,7 +90,7 @@ class SimServer:
         info = dict(self.args.server_args)
         info.update({
             "launch_command": shlex.join(getattr(sys, "orig_argv", sys.argv)),
-            "version": VERSION[self.args.version],
+            "version": VERSION[self.args.version] + (self.args.hostile or ""),
             # the simulator's own (SGLang has no such key): which GPUs its launcher gave it
             "sim_cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
             "internal_states": [{"avg_spec_accept_length": round(e.avg_accept_length, 6) if self.args.speculative

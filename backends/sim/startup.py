@@ -99,7 +99,7 @@ class Startup:
                       "line 3021, in run_scheduler_process\n"
                       "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, "
                       "dp_rank)\n"
-                      f"{text}\n")
+                      f"{text}{self.args.hostile or ''}\n")
         self.log.info("Received sigquit from a child process. It usually means the child failed.")
         raise StartupFailed(text)
 

@@ -39,7 +39,7 @@ async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups
         assert "best overall: b" in text and "ddtune report" in text
         table = screen.query_one("#slots", DataTable)
         assert table.row_count == 2
-        assert [table.get_row_at(i)[2] for i in range(2)] == ["done", "done"]
+        assert [str(table.get_row_at(i)[2]) for i in range(2)] == ["done", "done"]  # cells are Text: no markup
         # The sweep drove the console's own session: the panel followed each restart as it happened
         # (new pids, loading phases) without a resync: two configurations, then, like `ddtune sweep`,
         # the server back on the config it ran before the sweep (a third new pid).
@@ -117,12 +117,12 @@ async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_
         await wait_until(pilot, finished, timeout=120, what="the lane sweep to finish")
         assert lanes.display and lanes.row_count == 2
         rows = [lanes.get_row_at(i) for i in range(2)]
-        assert [r[1] for r in rows] == ["2", "3"]
+        assert [str(r[1]) for r in rows] == ["2", "3"]
         assert len({r[2] for r in rows} | {str(state["port"])}) == 3  # own ports, none the console server's
         assert all(str(r[3]).startswith("stopped pid") and str(r[5]) == "cells 1/1" for r in rows), rows
         assert {"loading-weights", "measuring", "done"} <= phases, phases
         table = screen.query_one("#slots", DataTable)
-        assert [table.get_row_at(i)[2] for i in range(2)] == ["done", "done"]
+        assert [str(table.get_row_at(i)[2]) for i in range(2)] == ["done", "done"]  # cells are Text: no markup
         assert list((state_dir / "lanes").glob("*/server.json")) == []
         # the console's own server was left alone
         assert panel(app).phase == "ready" and panel(app).pid == state["pid"]

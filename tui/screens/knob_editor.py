@@ -10,6 +10,7 @@ from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
+from tui.literal import literal
 from tui.widgets.ordered_input import OrderedInput
 
 Validator = Callable[[dict[str, str]], dict[str, str]]  # field -> error message (empty: all good)
@@ -82,10 +83,10 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
         for name in self.current:
             note = self.query_one(f"#note-{name}", Static)
             if name in errors:
-                note.update(errors[name])
+                note.update(literal(errors[name]))  # the message quotes what was typed: text, not markup
                 note.set_classes("error")
             elif values[name] != self.current[name]:
-                note.update(f"was {self.current[name]}")
+                note.update(literal(f"was {self.current[name]}"))
                 note.set_classes("diff")
             else:
                 note.update("")
@@ -94,7 +95,7 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
         if errors:
             summary.update(f"[red]fix {len(errors)} field(s) before applying[/red]")
         else:
-            summary.update(f"{len(changed)} change(s): {', '.join(changed)}" if changed else "no changes")
+            summary.update(literal(f"{len(changed)} change(s): {', '.join(changed)}" if changed else "no changes"))
         self.query_one("#apply", Button).disabled = bool(errors) or not changed
         return not errors and bool(changed)
 

@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
+from tui.literal import cell
 from tui.runs import RunRow, compare, list_runs
 
 
@@ -42,7 +43,7 @@ class ResultsScreen(Screen):
         table = self.query_one("#runs", DataTable)
         table.clear()
         for row in rows:
-            table.add_row(row.id, row.kind, row.status, row.knobs[:40], row.summary)
+            table.add_row(*map(cell, (row.id, row.kind, row.status, row.knobs[:40], row.summary)))
         if not rows:
             self.query_one("#results-help", Static).update(
                 "No runs yet. The console records its coding load (l) and its sweeps (s) here, as do "
@@ -59,7 +60,7 @@ class ResultsScreen(Screen):
             comp = self.query_one("#compare", DataTable)
             comp.clear()
             for line in compare(a, b):
-                comp.add_row(*line)
+                comp.add_row(*map(cell, line))
             comp.border_title = f"A={a.id}  B={b.id}"
             if not comp.row_count:
                 self.notify("these two runs share no bench cell", severity="warning")

@@ -25,6 +25,7 @@ from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static
 from textual.widgets.data_table import RowKey
 
+from tui.literal import cell
 from tui.widgets.ordered_input import OrderedInput
 from tui.console_search import ConsoleSearch, SearchRequest, interrupted_line
 
@@ -252,7 +253,7 @@ class SearchScreen(Screen):
     def _cell(self, label: str, column: int, value: str | Text) -> None:
         table = self.query_one("#measured", DataTable)
         if label in self.rows:
-            table.update_cell(self.rows[label], table.ordered_columns[column].key, value, update_width=True)
+            table.update_cell(self.rows[label], table.ordered_columns[column].key, cell(value), update_width=True)
 
     def _restarts(self, extra: str = "") -> None:
         self.query_one("#restarts", Static).update(f"restarts: {self.restarts} of a full grid's {self.grid}{extra}")

@@ -24,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Checkbox, DataTable, Footer, Header, Input, SelectionList, Static
 from textual.widgets.data_table import RowKey
 
+from tui.literal import cell, literal
 from tui.widgets.ordered_input import OrderedInput
 from tui.widgets.textbars import duration
 
@@ -127,18 +128,18 @@ class SweepScreen(Screen):
         console = cast("DdtuneApp", self.app).controller
         status = self.query_one("#status", Static)
         if console is None:  # the app without a managed server (no config): nothing to sweep
-            status.update("[red]sweep refused: no managed server[/red]")
+            status.update(Text("sweep refused: no managed server", "red"))
             self.running = False
             return
         try:
             contexts, concurrency, max_tokens = self.matrix
             _path, verdict, done = await console.run_sweep(presets, baseline, contexts, concurrency, max_tokens,
                                                            self._post_event, gpus)
-            status.update(verdict)
+            status.update(verdict)  # markup of the console's own: sweep_verdict escapes what it embeds
             if done:
                 self.notify(f"sweep: {done}", timeout=8)
         except DdtuneError as exc:
-            status.update(f"[red]sweep refused: {exc}[/red]")
+            status.update(Text(f"sweep refused: {exc}", "red"))
         finally:
             self.running = False
 
@@ -156,12 +157,12 @@ class SweepScreen(Screen):
                 return
         if isinstance(event, s.SweepStarted):
             for slot in event.slots:
-                self.rows[slot.index] = table.add_row(str(slot.index + 1), slot.config,
+                self.rows[slot.index] = table.add_row(str(slot.index + 1), cell(slot.config),
                                                       "done" if slot.index in event.done else "waiting", "-", "-", "")
-            status.update(f"sweep {event.path}: {len(event.slots)} runs, ETA {duration(event.eta_s)}")
+            status.update(literal(f"sweep {event.path}: {len(event.slots)} runs, ETA {duration(event.eta_s)}"))
         elif isinstance(event, s.SlotStarted):
             self._cell(event.slot.index, 2, "restarting" if event.restart else "running")
-            status.update(f"run {event.slot.index + 1}: {event.slot.config}, ETA {duration(event.eta_s)}")
+            status.update(literal(f"run {event.slot.index + 1}: {event.slot.config}, ETA {duration(event.eta_s)}"))
         elif isinstance(event, s.ServerPhaseChanged):
             self._cell(event.slot.index, 6, f"{event.phase} {event.detail}"[:40])
         elif isinstance(event, s.CellFinished):
@@ -191,8 +192,8 @@ class SweepScreen(Screen):
         if isinstance(event, s.LanesStarted):
             lanes.display = True
             for lane in event.lanes:
-                self.lane_rows[lane.index] = lanes.add_row(str(lane.index), lane.visible_devices, str(lane.port),
-                                                           "waiting", "-", "-")
+                self.lane_rows[lane.index] = lanes.add_row(str(lane.index), cell(lane.visible_devices),
+                                                           str(lane.port), "waiting", "-", "-")
             for note in event.notes:
                 self.notify(note, timeout=8)
             return None
@@ -222,12 +223,13 @@ class SweepScreen(Screen):
     def _lane_cell(self, lane: int, column: int, value: str) -> None:
         table = self.query_one("#lanes", DataTable)
         if lane in self.lane_rows:
-            table.update_cell(self.lane_rows[lane], table.ordered_columns[column].key, value, update_width=True)
+            table.update_cell(self.lane_rows[lane], table.ordered_columns[column].key, cell(value),
+                              update_width=True)
 
     def _cell(self, index: int, column: int, value: str | Text) -> None:
         table = self.query_one("#slots", DataTable)
         if index in self.rows:
-            table.update_cell(self.rows[index], table.ordered_columns[column].key, value, update_width=True)
+            table.update_cell(self.rows[index], table.ordered_columns[column].key, cell(value), update_width=True)
 
 
 def lossless_cell(result: dict) -> Text:

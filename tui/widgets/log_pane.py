@@ -35,6 +35,7 @@ from textual.strip import Strip
 from backends.logevents import DraftRunner, ServerReady
 from backends.logkind import KINDS, LogLine
 from backends.logkind import note as note_line
+from tui.literal import literal
 
 FILTERS = ("all", "errors", "draft", "decode")
 FILTER_KINDS: dict[str, frozenset[str] | None] = {
@@ -291,7 +292,7 @@ class LogPane(ScrollView, can_focus=True):
             parts.append(f"{self._unseen} new below (End follows)")
         if self.scroll_x >= 1:
             parts.append(f"→ col {round(self.scroll_x) + 1}")
-        self.border_subtitle = "  ".join(parts)
+        self.border_subtitle = literal("  ".join(parts))  # the query as typed: text, not markup
 
     # --- scrolling ------------------------------------------------------------------------
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:

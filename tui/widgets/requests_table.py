@@ -14,6 +14,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widget import Widget
 
+from tui.literal import literal
+
 VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "red",
                  "no_code": "yellow", "truncated": "yellow", "cancelled (restart)": "grey50"}
 COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
@@ -54,7 +56,8 @@ class RequestsTable(Widget):
             accept = row.get("accept_len")
             ttft = row.get("ttft_s")
             table.add_row(
-                str(row.get("problem", "?"))[:18], str(row.get("tokens", "-")), f"{row.get('tok_s') or 0.0:.0f}",
+                literal(str(row.get("problem", "?"))[:18]), literal(row.get("tokens", "-")),
+                f"{row.get('tok_s') or 0.0:.0f}",
                 "-" if accept is None else f"{accept:.2f}", "-" if ttft is None else f"{ttft * 1000:.0f}ms",
                 Text(verdict, VERDICT_STYLE.get(verdict, "")),
             )

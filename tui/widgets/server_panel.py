@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from tui.literal import literal
 from tui.views import ServerView
 from tui.widgets.textbars import bar, duration
 
@@ -87,10 +88,11 @@ class ServerPanel(Widget):
             table.add_column("")
             for row in v.knobs:
                 if row.requested == "none" and row.effective is None:
-                    table.add_row(row.name, "none", "-", Text("not set", "grey50"))
+                    table.add_row(literal(row.name), "none", "-", Text("not set", "grey50"))
                     continue
                 mark = {True: Text("✓ verified", "green"), False: Text("✗ MISMATCH", "bold red"),
                         None: Text("… unverified", "grey50")}[row.verified]
-                table.add_row(row.name, row.requested, row.effective if row.effective is not None else "?", mark)
+                table.add_row(literal(row.name), literal(row.requested),  # Text: what the server says is no markup
+                              literal(row.effective if row.effective is not None else "?"), mark)
             parts.append(table)
         return Group(*parts)
