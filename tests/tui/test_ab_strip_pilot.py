@@ -95,3 +95,24 @@ async def test_apply_draws_labelled_markers_and_the_strip_compares_both_configur
         assert figures().pinned and figures().reference is None
         assert "baseline" in strip_text(app)
         await app.controller.detach(stop_server=True)
+
+
+async def test_on_0517_the_strip_shows_the_counters_acceptance_labelled(tmp_path, groups, state_dir):
+    """sglang 0.5.17 puts no spec field on chat: the strip's acceptance comes from the server's counters
+    (ddtune starts it with --enable-metrics) over each window, and says so; before, it showed "-"."""
+    from tests.backends.lifecycle_support import FAST
+
+    config = load_config(write_config(tmp_path, extra=(*FAST, "--sim-version", "0.5.17")))
+    app = DdtuneApp(ConsoleController(config, simulated=True, load_concurrency=4, load_max_tokens=256,
+                                      autostart_load=True, load_window_s=1.0))
+    async with app.run_test(size=(200, 50)) as pilot:
+        strip = app.main.query_one(ABStrip)
+        await wait_until(pilot, lambda: strip.comparison is not None and strip.comparison.current.windows >= 2
+                         and strip.comparison.current.acceptance is not None, timeout=60,
+                         what="an acceptance on the strip")
+        groups.track_state()
+        now = strip.comparison.current
+        assert now.acceptance_source == "counters" and now.acceptance.mean > 1.5
+        assert "(counters)" in strip_text(app)
+        assert "(counters)" in strip_text(app, width=78, height=1)
+        await app.controller.detach(stop_server=True)
