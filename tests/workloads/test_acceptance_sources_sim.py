@@ -120,3 +120,21 @@ def test_load_on_0517_without_metrics_windows_and_summary_take_the_log(start_sim
     assert acc["source"] == "log" and acc["total"] > 1.5 and acc["weight"] > 0 and "verify_calls" not in acc
     measured = [w for w in summary["windows"] if w["acceptance"] is not None]
     assert measured and all(w["acceptance_source"] == "log" and w["acceptance"] > 1.5 for w in measured)
+
+
+def test_report_labels_the_counters_acceptance_and_claims_no_per_request_interval(start_sim, state_dir, tmp_path):
+    sim = start_sim(*SPEC, *FAST, *OLD, "--enable-metrics")
+    out = tmp_path / "bench.json"
+    bench = run_ddtune("bench", "--url", sim.url, *BENCH[:-1], "--out", str(out), timeout=120)
+    assert bench.returncode == 0, bench.stderr
+    md = run_ddtune("report", str(out))
+    assert md.returncode == 0, md.stderr
+    row = next(line for line in md.stdout.splitlines() if line.startswith("| ") and " ref |" in line)
+    assert "(counters)" in row and "±" not in row.split("(counters)")[0].split("|")[-1], row
+    assert "not per-request means" in md.stdout
+    doc = json.loads(run_ddtune("report", str(out), "--format", "json").stdout)
+    (cell,) = doc["cells"]
+    assert cell["acceptance_source"] == "counters" and cell["acceptance"]["mean"] > 1.5
+    assert cell["acceptance"]["method"] != "requests"
+    csv_text = run_ddtune("report", str(out), "--format", "csv").stdout
+    assert csv_text.splitlines()[0].endswith(",acceptance_source") and csv_text.splitlines()[1].endswith(",counters")
