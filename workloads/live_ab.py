@@ -76,8 +76,9 @@ class _Config:
     approx: bool = False
 
     def figures(self) -> ConfigFigures:
+        source: str | None = "request"
         if self.acceptance:
-            acceptance, source = list(self.acceptance), "request"
+            acceptance = list(self.acceptance)
         else:
             acceptance, source = list(self.server_acceptance), self.server_source
         return ConfigFigures(self.number, dict(self.knobs), self.marker, from_repeats(list(self.tok_s)),
