@@ -18,12 +18,24 @@ from tui.controller import ConsoleController
 from tui.screens.knob_editor import KnobEditor
 from tui.widgets.ab_strip import ABStrip
 from tui.widgets.live_plots import CachedPlot, LivePlots
+from tui.widgets.requests_table import NO_ACCEPT, NO_ACCEPT_WHY, RequestsTable
 
 
 def strip_text(app, width=None, height=None) -> str:
     """The strip's lines at its size on screen, or at the one given."""
     strip = app.main.query_one(ABStrip)
     return "\n".join(str(line) for line in strip.lines(width or strip.size.width, height or strip.size.height))
+
+
+def rendered(app, widget) -> str:
+    """What a widget's render() draws, as plain text at its width."""
+    from rich.console import Console
+
+    import io
+
+    console = Console(width=max(widget.size.width, 40), record=True, file=io.StringIO())
+    console.print(widget.render())
+    return console.export_text()
 
 
 def plot_text(app, plot_id: str) -> str:
@@ -115,4 +127,14 @@ async def test_on_0517_the_strip_shows_the_counters_acceptance_labelled(tmp_path
         assert now.acceptance_source == "counters" and now.acceptance.mean > 1.5
         assert "(counters)" in strip_text(app)
         assert "(counters)" in strip_text(app, width=78, height=1)
+        # the acceptance plot names the client line's source; the requests table says why it has none
+        plots = app.main.query_one(LivePlots)
+        assert plots.accept_source == "counters"
+        plots.add_server_point(0.0, 1.0, None)  # a point: the next redraw draws
+        assert "client 1s: counters" in plot_text(app, "plot-accept") and "server log" in plot_text(app, "plot-accept")
+        table = app.main.query_one(RequestsTable)
+        await wait_until(pilot, lambda: len(table.rows) > 0, timeout=30, what="a finished request")
+        table.flush()
+        await pilot.pause()
+        assert NO_ACCEPT in rendered(app, table).splitlines()[1] and table.border_subtitle == NO_ACCEPT_WHY
         await app.controller.detach(stop_server=True)
