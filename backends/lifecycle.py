@@ -270,6 +270,8 @@ class ServerManager:
 
     async def _launch(self, plan: LaunchPlan) -> ServerState:
         state = await _uncancelled(self._spawn(plan))
+        if not isinstance(self.backend, EndpointBackend):  # port and GPU were free; now the imports
+            self.tracker.begin_start(time.monotonic(), f"pid {state.pid} importing")
         self.on_launched(state)
         self.on_note(f"launched pid {state.pid}: {' '.join(redact_argv(plan.argv))}")
         return await self._follow(state, plan)

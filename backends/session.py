@@ -142,7 +142,7 @@ class ServerSession:
     def _on_decode(self, t: float, event: DecodeBatch) -> None:
         if event.idle:  # a burst's closing line (#token: 0): its throughput is no rate, for plots nor guard
             return
-        self._emit(DecodeStats(t, event.gen_throughput, event.accept_len))
+        self._emit(DecodeStats(t, event.gen_throughput, event.accept_len, event.running_req))
         self._judge(lambda: self.acceptance.decode(t, event.accept_len))
 
     def observe_request(self, accept_len: float | None) -> None:

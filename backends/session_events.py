@@ -41,6 +41,7 @@ class DecodeStats:
     t: float               # monotonic time the line was read
     gen_throughput: float | None
     accept_len: float | None
+    running_req: int = 0   # the requests the line's verify calls ran for (its acceptance's weight)
 
 
 @dataclass(frozen=True)

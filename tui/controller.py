@@ -125,6 +125,8 @@ class ConsoleController:
             self.post(m.LogLinesRead(lines))
             return
         if isinstance(event, DecodeStats):
+            if self.load is not None:  # the load's windows take acceptance from it where nothing else has it
+                self.load.decode(event.t, event.accept_len, event.running_req)
             if event.gen_throughput is not None:
                 self.post(m.DecodeStatsRead(event.t, event.gen_throughput, event.accept_len))
             return

@@ -37,7 +37,8 @@ class LoadFigures:
             # token, not the server's pace: the plots start once a second of it is in.
             if not s.paused and one.measured_s >= MIN_MEASURED_S:
                 self._post(m.LoadWindowUpdated(time.monotonic(), roll.tokens_per_s, roll.acceptance, s.in_flight,
-                                               one.tokens_per_s, roll.approx or one.approx, roll.window_s))
+                                               one.tokens_per_s, roll.approx or one.approx, roll.window_s,
+                                               roll.acceptance_source))
             self.ab.add_window(s.last_window)
         elif isinstance(event, RequestDone):
             self.ab.add_request(event.ok, event.verdict, event.accept_len)

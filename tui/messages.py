@@ -64,6 +64,7 @@ class LoadWindowUpdated(Message):
     tok_s_1s: float | None = None
     approx: bool = False  # tokens counted by chunks: the server sent no token counts
     window_s: float = 5.0  # the rolling window of tok_s and accept_len
+    accept_source: str | None = None  # where accept_len came from: "request", "counters" or "log"
 
 
 @dataclass

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from backends.errors import ServerError
+from backends.logevents import DecodeBatch
+from backends.logslice import decode_since, log_end, weighted_accept
 from backends.spec_acceptance import SpecCounters, counter_acceptance
 from workloads.client import RequestResult, StreamingClient
 from workloads.evaluate import Grade, RawResponse, grade_async, summarize
@@ -113,8 +115,10 @@ class BenchEta:
 
 def cell_stats(context: int, concurrency: int, results: list[RequestResult], duration_s: float,
                grades: list[Grade] | None, started_at: float,
-               counters: tuple[SpecCounters | None, SpecCounters | None] = (None, None)) -> dict:
-    """One cell's JSON record (docs/results-schema.md)."""
+               counters: tuple[SpecCounters | None, SpecCounters | None] = (None, None),
+               decode: list[DecodeBatch] | None = None) -> dict:
+    """One cell's JSON record (docs/results-schema.md); ``decode``: the server log's decode lines
+    the cell covers (``backends.logslice``), for acceptance where neither requests nor counters have it."""
     ok = [r for r in results if r.ok]
     tokens = sum(r.output_tokens for r in ok)
     itl = [x for r in ok for x in r.itl_s]
@@ -122,7 +126,7 @@ def cell_stats(context: int, concurrency: int, results: list[RequestResult], dur
     prompt = [r.prompt_tokens for r in results if r.prompt_tokens is not None]
     ms = lambda d: {k: (v * 1000 if isinstance(v, float) and k != "count" else v) for k, v in d.to_json().items()}
     errors = [r.error for r in results if not r.ok]
-    acceptance = acceptance_stats(ok, counters)
+    acceptance = acceptance_stats(ok, counters, decode)
     return {
         "context": context,
         "concurrency": concurrency,
@@ -149,22 +153,35 @@ def cell_stats(context: int, concurrency: int, results: list[RequestResult], dur
 
 
 def acceptance_stats(ok: list[RequestResult],
-                     counters: tuple[SpecCounters | None, SpecCounters | None] = (None, None)) -> dict | None:
+                     counters: tuple[SpecCounters | None, SpecCounters | None] = (None, None),
+                     decode: list[DecodeBatch] | None = None) -> dict | None:
     """``total`` (the server's definition: all completion tokens / all verify steps of the cell),
-    beside the per-request ``mean`` and ``p50``, and ``source``: ``request`` from the requests' own
-    spec fields; ``counters`` where they carry none (chat before sglang 0.5.19) and the server's
-    /metrics counters read at the cell's edges moved (``total`` = Δtokens / Δverify calls, no
-    per-request figures). None on a server known not to speculate, or with neither."""
+    beside the per-request ``mean`` and ``p50``, and ``source``:
+
+    - ``request``: the requests' own spec fields;
+    - ``counters``: where they carry none (chat before sglang 0.5.19) and the server's /metrics
+      counters read at the cell's edges moved (``total`` = Δtokens / Δverify calls);
+    - ``log``: without counters either (a server started without ``--enable-metrics``), the
+      ``Decode batch`` lines the cell's stretch of the server log holds: their ``accept len``
+      weighted by ``#running-req``, the verify calls each line stands for (``lines``, ``weight``).
+
+    Only ``request`` has per-request figures (``mean``, ``p50``, ``count``); the others are the
+    server's, over every request it ran in the cell. None on a server known not to speculate, or
+    with none of them."""
     if any(r.speculative is False for r in ok):
         return None
     values = [r.acceptance for r in ok if r.acceptance is not None]
     if not values:
         before, after = counters
         total = counter_acceptance(before, after)
-        if total is None or before is None or after is None:
+        if total is not None and before is not None and after is not None:
+            return {"total": total, "mean": None, "p50": None, "count": 0, "source": "counters",
+                    "tokens": after.tokens - before.tokens, "verify_calls": after.verify_calls - before.verify_calls}
+        total, lines, weight = weighted_accept(decode or ())
+        if total is None:
             return None
-        return {"total": total, "mean": None, "p50": None, "count": 0, "source": "counters",
-                "tokens": after.tokens - before.tokens, "verify_calls": after.verify_calls - before.verify_calls}
+        return {"total": total, "mean": None, "p50": None, "count": 0, "source": "log", "lines": lines,
+                "weight": weight}
     steps = [(r.output_tokens, r.verify_steps) for r in ok if r.verify_steps]
     total = sum(t for t, _ in steps) / sum(v for _, v in steps) if steps else None
     return {"total": total, "mean": sum(values) / len(values), "p50": percentile(values, 50), "count": len(values),
@@ -190,7 +207,7 @@ def _count(items) -> dict[str, int]:
 class BenchRunner:
     def __init__(self, client: StreamingClient, plan: BenchPlan, store: RunStore,
                  problems: tuple[Problem, ...] = (), progress: ProgressCallback | None = None,
-                 grade_parallel: int = 2) -> None:
+                 grade_parallel: int = 2, log_path: str | None = None) -> None:
         if plan.coding and not problems:
             raise ValueError("a coding bench needs problems")
         self.client = client
@@ -202,6 +219,7 @@ class BenchRunner:
         self._gate = asyncio.Semaphore(grade_parallel)
         self._nonce = int(time.time() * 1000) % 10**6
         self.eta = BenchEta(plan)
+        self.log_path = log_path  # the server's log, read by offset over each cell (acceptance's last source)
         self._left: list[tuple[int, int]] = []  # the cells still to run after the one under way
 
     async def _measure(self, text: str) -> int:
@@ -259,6 +277,7 @@ class BenchRunner:
         report(0, "running")
         speculative = self.client.speculative is not False
         before = await self.client.spec_counters() if speculative else None  # the cell's edges on /metrics
+        offset = log_end(self.log_path) if speculative else None  # ... and in the server log
         started_at = time.time()
         t0 = time.perf_counter()
         results: list[RequestResult] = []
@@ -279,9 +298,10 @@ class BenchRunner:
             await self._batch(prompts[:total], conc, finished, ctx)
         duration = time.perf_counter() - t0
         after = await self.client.spec_counters() if before is not None else None
+        decode = decode_since(self.log_path, offset)[0] if offset is not None and after is None else None
         graded = list(await asyncio.gather(*grades)) if self.plan.coding else None
         await self._check_alive(results, ctx, conc, cells_done)
-        return cell_stats(ctx, conc, results, duration, graded, started_at, (before, after))
+        return cell_stats(ctx, conc, results, duration, graded, started_at, (before, after), decode)
 
     async def _grade(self, problem: Problem, result: RequestResult) -> Grade:
         if not result.ok:

@@ -13,7 +13,7 @@ from workloads.results import RunStore
 
 
 async def run_bench(url: str, plan: BenchPlan, *, api_key: str | None = None, resume: str | None = None,
-                    progress: ProgressCallback | None = None) -> dict:
+                    progress: ProgressCallback | None = None, log_path: str | None = None) -> dict:
     """Runs (or continues) a bench and returns ``{"run": run.json, "cells": [...]}``."""
     store = RunStore.open_resume(resume, "bench") if resume else None
     if store is not None:
@@ -29,7 +29,7 @@ async def run_bench(url: str, plan: BenchPlan, *, api_key: str | None = None, re
         else:
             store.resume(server_on_resume=server)
         problems = load_problems() if plan.coding else ()
-        runner = BenchRunner(client, plan, store, problems, progress)
+        runner = BenchRunner(client, plan, store, problems, progress, log_path=log_path)
         cells, run = await run_recorded(runner, store)
     run["dir"] = str(store.path)
     return {"run": run, "cells": cells}

@@ -6,6 +6,9 @@ brought it, whose marker the plots draw) to the next pause. Per configuration:
 - **tok/s**: the mean of its closed windows (workloads/live_windows.py; the first window after each
   start or resume holds the ramp-up and is left out), with a 95% t-interval over those windows;
 - **acceptance**: the mean of its requests' own acceptance (tokens / verify steps), with a 95% interval;
+  where its requests carry none (chat before sglang 0.5.19), the mean of its closed windows' acceptance
+  from the server's counters, else its log's decode lines (``acceptance_source`` ``counters``/``log``:
+  the server's figure over each window, not a per-request mean);
 - **requests** that finished, and how many of the graded answers passed.
 
 ``comparison()`` sets the current configuration against a reference: the baseline pinned with
@@ -39,6 +42,7 @@ class ConfigFigures:
     passed: int
     graded: int
     approx: bool                      # some of its tokens were counted by chunks
+    acceptance_source: str | None = None  # "request", "counters" or "log" (module docstring); None: none
 
     @property
     def name(self) -> str:
@@ -64,15 +68,22 @@ class _Config:
     marker: str | None
     tok_s: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
     acceptance: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))
+    server_acceptance: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_SAMPLES))  # windows'
+    server_source: str | None = None   # where the windows' acceptance came from: counters or log
     requests: int = 0
     passed: int = 0
     graded: int = 0
     approx: bool = False
 
     def figures(self) -> ConfigFigures:
+        source: str | None = "request"
+        if self.acceptance:
+            acceptance = list(self.acceptance)
+        else:
+            acceptance, source = list(self.server_acceptance), self.server_source
         return ConfigFigures(self.number, dict(self.knobs), self.marker, from_repeats(list(self.tok_s)),
-                             from_repeats(list(self.acceptance)), len(self.tok_s), self.requests, self.passed,
-                             self.graded, self.approx)
+                             from_repeats(acceptance), len(self.tok_s), self.requests, self.passed,
+                             self.graded, self.approx, source if acceptance else None)
 
 
 def names(a: Mapping[str, KnobValue], b: Mapping[str, KnobValue]) -> tuple[str, str]:
@@ -137,6 +148,9 @@ class LiveAB:
         if window.first:
             return
         self.current.tok_s.append(window.tok_s)
+        if window.acceptance is not None and window.acceptance_source in ("counters", "log"):
+            self.current.server_acceptance.append(window.acceptance)
+            self.current.server_source = window.acceptance_source
         self.current.approx = self.current.approx or window.approx
         self.version += 1
 

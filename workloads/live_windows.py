@@ -8,7 +8,10 @@ number on screen and in ``ddtune load --json`` means the same thing:
   steps; never the server's lifetime average). Where no finished request carried spec fields (chat
   before sglang 0.5.19), the acceptance comes from the server's counters read at the window's edges
   (``add_counters``, to the nearest reading: Δtokens / Δverify calls, backends/spec_acceptance.py)
-  and ``acceptance_source`` says which (``request`` or ``counters``). The console plots the
+  and, without counters either (a server started without ``--enable-metrics``), from the server
+  log's ``Decode batch`` lines read in the window (``add_decode``: their ``accept len`` weighted by
+  ``#running-req``, the verify calls each line stands for); ``acceptance_source`` says which
+  (``request``, ``counters`` or ``log``). The console plots the
   ``roll_s`` rate (5 s by default) with the 1 s rate faint behind it.
 - **closed windows** ``close(now)``: time tiled into ``roll_s`` windows from the start (and again
   from each resume, so no window straddles a server restart); each one is kept once it has ended.
@@ -26,7 +29,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from backends.spec_acceptance import SpecCounters, counter_acceptance
+from backends.spec_acceptance import SpecCounters, counter_acceptance, log_acceptance
 
 MERGE_S = 0.01  # tokens this close together share one entry: at most 100 entries per second
 
@@ -41,7 +44,7 @@ class WindowStats:
     finished: int
     approx: bool = False      # some of its tokens were counted by chunks, not from the server's counts
     measured_s: float = 0.0   # the time it covers: less than window_s within window_s of the start or a resume
-    acceptance_source: str | None = None  # "request" or "counters" (backends/spec_acceptance.py); None: none
+    acceptance_source: str | None = None  # "request", "counters" or "log" (backends/spec_acceptance.py); None: none
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ class LiveWindows:
         self._tokens: deque[list] = deque()     # [t, tokens, approx]
         self._finished: deque[tuple[float, int, int | None]] = deque()
         self._counters: deque[tuple[float, SpecCounters]] = deque()
+        self._decode: deque[tuple[float, float | None, int]] = deque()  # (t, accept len, #running-req)
         self._tile_from: float | None = start   # None while paused
         self._since = start                      # the start or the latest resume: rates reach back no further
         self._first = True
@@ -109,6 +113,12 @@ class LiveWindows:
         """The server's counters read at ``t`` (the load reads them once per tick)."""
         if counters is not None:
             self._counters.append((t, counters))
+            self._advance(t)
+
+    def add_decode(self, t: float, accept_len: float | None, running_req: int) -> None:
+        """One lead-rank, non-idle ``Decode batch`` line of the server, read at ``t``."""
+        if accept_len is not None and running_req > 0:
+            self._decode.append((t, accept_len, running_req))
             self._advance(t)
 
     def pause(self) -> None:
@@ -169,6 +179,8 @@ class LiveWindows:
             self._finished.popleft()
         while len(self._counters) > 1 and self._counters[1][0] <= edge:  # keep the reading at the edge
             self._counters.popleft()
+        while self._decode and self._decode[0][0] <= edge:
+            self._decode.popleft()
 
     def _tokens_in(self, lo: float, hi: float) -> tuple[int, bool]:
         total, approx = 0, False
@@ -182,7 +194,7 @@ class LiveWindows:
 
     def _acceptance_in(self, lo: float, hi: float) -> tuple[int, float | None, str | None]:
         """Requests finished in ``(lo, hi]``, and the acceptance there with its source: the requests'
-        own, else the counters' delta between the readings nearest the edges."""
+        own, else the counters' delta between the readings nearest the edges, else the decode lines'."""
         done, acceptance = self._finished_in(lo, hi)
         if acceptance is not None:
             return done, acceptance, "request"
@@ -191,7 +203,10 @@ class LiveWindows:
             before = next((c for t, c in self._counters if lo < t <= hi), None)
         after = next((c for t, c in reversed(self._counters) if t <= hi), None)
         acceptance = counter_acceptance(before, after) if after is not before else None
-        return done, acceptance, "counters" if acceptance is not None else None
+        if acceptance is not None:
+            return done, acceptance, "counters"
+        acceptance = log_acceptance(self._decode, lo, hi)
+        return done, acceptance, "log" if acceptance is not None else None
 
     def _finished_in(self, lo: float, hi: float) -> tuple[int, float | None]:
         done, tokens, verify = 0, 0, 0

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from collections.abc import AsyncIterator, Callable
 
+from backends.logslice import decode_since, log_end
 from backends.spec_acceptance import SpecCounters
 from workloads.client import RequestResult, StreamingClient
 from workloads.evaluate import VERDICTS, Grade, RawResponse, grade_async
@@ -39,7 +40,8 @@ class LoadStats:
     paused: bool = False
     last_window: Window | None = None  # the latest closed roll_s window
     # the run's acceptance so far, as tokens over verify calls: the requests' own (source "request"),
-    # else the server's counters since the load's first reading ("counters"); None: neither
+    # else the server's counters since the load's first reading ("counters"), else its Decode batch lines'
+    # accept len x #running-req over #running-req ("log"); None: none of them
     accept_tokens: float = 0.0
     accept_verify: float = 0.0
     accept_source: str | None = None
@@ -97,7 +99,7 @@ class LoadEngine:
                  max_tokens: int = 2048, on_event: Callable[[LoadEvent], None] | None = None,
                  store: RunStore | None = None, tick_s: float = 1.0, grade: bool = True,
                  unreachable_limit: int = 3, clock: Callable[[], float] = time.monotonic,
-                 roll_s: float = 5.0) -> None:
+                 roll_s: float = 5.0, log_path: str | None = None) -> None:
         if not problems:
             raise ValueError("the load needs at least one problem")
         self.client = client
@@ -124,6 +126,9 @@ class LoadEngine:
         self._unreachable = 0
         self._spec_tokens = self._spec_verify = 0   # of finished requests that carried spec fields
         self._counters: list[SpecCounters] = []    # the first and the latest /metrics reading
+        self.log_path = log_path  # headless: the server log, read by offset each tick (backends/logslice.py)
+        self._log_offset: int | None = None
+        self._log_sum = self._log_weight = 0.0     # accept len x #running-req, #running-req of the decode lines
         self._verdicts = {v: 0 for v in VERDICTS}
         self._gate = asyncio.Semaphore(2)
         self._grading: set[asyncio.Task] = set()
@@ -195,6 +200,8 @@ class LoadEngine:
         elif len(self._counters) == 2 and self._counters[1].verify_calls > self._counters[0].verify_calls:
             first, last = self._counters
             accept = (last.tokens - first.tokens, last.verify_calls - first.verify_calls, "counters")
+        elif self._log_weight:
+            accept = (self._log_sum, self._log_weight, "log")
         return LoadStats(now - self._started, self.concurrency, self._in_flight, self._finished, self._errors,
                          self._tokens, self.windows.rate(now, 1.0), self.windows.rate(now, self.roll_s),
                          dict(self._verdicts), self._cancelled, self.paused, closed[-1] if closed else None,
@@ -224,6 +231,7 @@ class LoadEngine:
     async def run(self, duration_s: float | None = None) -> LoadStats:
         self._started = self.clock()
         self.windows = LiveWindows(self._started, self.roll_s)
+        self._log_offset = log_end(self.log_path)
         await self._read_counters()  # the first edge
         workers = [asyncio.ensure_future(self._worker()) for _ in range(self.concurrency)]
         ticker = asyncio.ensure_future(self._ticker())
@@ -262,13 +270,29 @@ class LoadEngine:
         """The server's /metrics counters, for the windows' acceptance where the requests carry none
         (chat before sglang 0.5.19); never for a server known not to speculate, nor once it has none."""
         c = self.client
-        if getattr(c, "speculative", None) is False or getattr(c, "metrics", None) is False \
-                or not hasattr(c, "spec_counters"):
+        if getattr(c, "speculative", None) is False or not hasattr(c, "spec_counters"):
             return
-        counters = await c.spec_counters()
+        counters = await c.spec_counters() if getattr(c, "metrics", None) is not False else None
         self.windows.add_counters(self.clock(), counters)
         if counters is not None:
             self._counters = [self._counters[0] if self._counters else counters, counters]
+        elif self.log_path is not None:
+            events, self._log_offset = decode_since(self.log_path, self._log_offset)
+            now = self.clock()
+            for e in events:
+                self.add_decode(now, e.accept_len, e.running_req)
+
+    def add_decode(self, t: float, accept_len: float | None, running_req: int) -> None:
+        """One of the server's lead-rank, non-idle ``Decode batch`` lines, read at ``t``: acceptance's
+        last source, where neither the requests nor the counters carry it (the console's worker gets
+        them from its session's one log tail; headless, the engine reads its ``log_path``)."""
+        if getattr(self.client, "speculative", None) is False or accept_len is None or running_req <= 0:
+            return
+        if self._counters or self._spec_verify:
+            return  # a better source is there
+        self.windows.add_decode(t, accept_len, running_req)
+        self._log_sum += accept_len * running_req
+        self._log_weight += running_req
 
     def _on_tokens(self, n: int, exact: bool) -> None:
         self._tokens += n

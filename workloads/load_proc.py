@@ -198,6 +198,12 @@ class LoadProcess:
     def resume(self) -> None:
         self._send({"cmd": "resume"})
 
+    def decode(self, t: float, accept_len: float | None, running_req: int) -> None:
+        """One of the server's decode lines, from the session's one log tail: the windows' acceptance
+        where neither the requests nor the counters carry it (``t``: monotonic, one clock for both)."""
+        if accept_len is not None and running_req > 0:
+            self._send({"cmd": "decode", "t": t, "accept_len": accept_len, "running_req": running_req})
+
     async def stop(self, reason: str = "stopped", grace_s: float = 5.0, term_s: float = 3.0) -> StopReport | None:
         """Ask the worker to stop (it grades the answers already in), close its stdin, wait
         ``grace_s``; then SIGTERM (it drops the grading left), and SIGKILL after ``term_s``, only

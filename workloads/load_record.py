@@ -34,7 +34,9 @@ def load_summary(stats: LoadStats, reason: str, error: str | None, elapsed_s: fl
     acceptance = None
     if stats.accept_source is not None and (since is None or since.accept_source in (None, stats.accept_source)):
         spec_tokens, verify = count("accept_tokens"), count("accept_verify")
-        if verify > 0:
+        if verify > 0 and stats.accept_source == "log":  # decode lines: accept len weighted by #running-req
+            acceptance = {"total": spec_tokens / verify, "source": "log", "weight": verify}
+        elif verify > 0:
             acceptance = {"total": spec_tokens / verify, "source": stats.accept_source, "tokens": spec_tokens,
                           "verify_calls": verify}
     return {"reason": reason, "error": error, "elapsed_s": elapsed_s, "finished": count("finished"),

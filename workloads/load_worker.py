@@ -8,7 +8,9 @@ stdin, first line: the settings ``{"url", "api_key", "concurrency", "max_tokens"
 "window_s", "record"}`` (``api_key``, ``problems``, ``tick_s``, ``window_s`` and ``record`` may be null or
 left out; ``window_s``: the rolling window, 5 s). The key travels only here, never
 in argv or the environment. Later lines are commands: ``{"cmd": "pause"}``, ``{"cmd": "resume"}``,
-``{"cmd": "stop", "reason": "..."}``. End of stdin means the parent is gone: the worker stops at once,
+``{"cmd": "stop", "reason": "..."}``,
+``{"cmd": "decode", "t", "accept_len", "running_req"}`` (a ``Decode batch`` line the console's log
+tail read, ``t`` monotonic: acceptance's last source). End of stdin means the parent is gone: the worker stops at once,
 drops the grading it has not started, and exits, so it never outlives the console.
 
 stdout: events, each with an ``"event"`` key: ``started``, ``stats`` (the engine's LoadStats, as
@@ -138,6 +140,8 @@ async def _follow_commands(reader: asyncio.StreamReader, engine: LoadEngine, rec
             engine.stop(reason if isinstance(reason, str) and reason else "stopped")
         elif name == "pause" and (pausing is None or pausing.done()):
             pausing = asyncio.ensure_future(_pause(engine, recorder))
+        elif name == "decode":
+            _decode(engine, command)
         elif name == "resume":
             if pausing is not None and not pausing.done():
                 await pausing  # report the cancelled requests and "paused" before "resumed"
@@ -146,6 +150,14 @@ async def _follow_commands(reader: asyncio.StreamReader, engine: LoadEngine, rec
             engine.resume()
         else:
             print(f"ddtune load worker: ignored an unknown command: {line[:200]!r}", file=sys.stderr)
+
+
+def _decode(engine: LoadEngine, command: dict) -> None:
+    """``{"cmd": "decode", "t", "accept_len", "running_req"}``: a decode line the parent's log tail read."""
+    t, accept, running = command.get("t"), command.get("accept_len"), command.get("running_req")
+    if isinstance(t, (int, float)) and isinstance(accept, (int, float)) and isinstance(running, int) \
+            and not isinstance(running, bool):
+        engine.add_decode(float(t), float(accept), running)
 
 
 async def _pause(engine: LoadEngine, recorder) -> None:

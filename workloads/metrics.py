@@ -42,6 +42,16 @@ def distribution(values: list[float] | tuple[float, ...]) -> Distribution:
                         percentile(values, 99), max(values))
 
 
+def cell_acceptance_source(cell: dict) -> str | None:
+    """Where a cell's acceptance came from (``request``, ``counters``, ``log``: workloads/bench.py);
+    a cell written before sources were named had the requests' own. None without an acceptance."""
+    acc = cell.get("acceptance")
+    if not isinstance(acc, dict) or (acc.get("total") is None and acc.get("mean") is None):
+        return None
+    source = acc.get("source")
+    return source if isinstance(source, str) and source else "request"
+
+
 def cell_acceptance(cell: dict) -> float | None:
     """The acceptance that comparisons use: the cell's ``total`` (older cells: the per-request mean)."""
     acc = cell.get("acceptance")

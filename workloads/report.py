@@ -16,7 +16,7 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
-from workloads.metrics import cell_acceptance
+from workloads.metrics import cell_acceptance, cell_acceptance_source
 from workloads.estimate import Estimate, Ratio, exp, from_repeats, from_samples, geomean, ratio, t95
 from workloads.report_input import Failure, Inputs, Lossless, Placement, RunData
 
@@ -40,6 +40,10 @@ class ConfigCell:
     itl_token_p50: Estimate | None  # per token (sglang.bench_serving's ITL)
     itl_token_p95: Estimate | None
     vs_reference: Ratio | None
+    # where ``acceptance`` came from: "request" (the requests' own), "counters" / "log" (the server's
+    # figure over each cell, never a per-request mean: its interval is from repeats only), "mixed"
+    # (its runs differ); None: no acceptance
+    acceptance_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -173,12 +177,15 @@ def _config_cell(config: str, cell: Cell, runs: list[tuple[RunData, dict]]) -> C
     single = len(runs) == 1
     reqs = _cell_requests(runs[0][0], cell) if single else []
     tok = _estimate([c.get("output_tok_s") for _, c in runs], _per_request_tok_s(reqs) if single else None)
-    acc = _estimate([cell_acceptance(c) for _, c in runs], _per_request_acceptance(reqs) if single else None)
+    sources = {s for _, c in runs if (s := cell_acceptance_source(c)) is not None}
+    source = None if not sources else sources.pop() if len(sources) == 1 else "mixed"
+    per_request = single and source == "request"  # the server's counters or log lines are no per-request sample
+    acc = _estimate([cell_acceptance(c) for _, c in runs], _per_request_acceptance(reqs) if per_request else None)
     pick = lambda key, q: from_repeats([v for _, c in runs if (v := (c.get(key) or {}).get(q)) is not None])
     return ConfigCell(config, cell, len(runs), sum(int(c.get("requests") or 0) for _, c in runs),
                       sum(int(c.get("errors") or 0) for _, c in runs), tok, acc, pick("ttft_ms", "p50"),
                       pick("ttft_ms", "p95"), pick("itl_ms", "p50"), pick("itl_ms", "p95"),
-                      pick("itl_token_ms", "p50"), pick("itl_token_ms", "p95"), None)
+                      pick("itl_token_ms", "p50"), pick("itl_token_ms", "p95"), None, source)
 
 
 def _margin(a: Estimate | None, b: Estimate | None) -> Ratio | None:

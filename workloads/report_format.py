@@ -17,6 +17,13 @@ def _est(e: Estimate | None, fmt: str = ".1f") -> str:
     return f"{format(e.mean, fmt)} ±{format(e.half_width, fmt)}"
 
 
+def accept_text(r) -> str:
+    """A row's acceptance and, unless it is the requests' own, where it came from: ``5.60 (counters)``."""
+    text = _est(r.acceptance, ".2f")
+    return f"{text} ({r.acceptance_source})" if r.acceptance is not None and r.acceptance_source not in (
+        None, "request") else text
+
+
 def _ratio(r: Ratio | None) -> str:
     if r is None:
         return "-"
@@ -65,7 +72,10 @@ def to_markdown(report: Report) -> str:
         out.append(f"**{failed}** (see \"lossless check\" below).")
         out.append("")
     out.append("Intervals are 95%: from repeats where a configuration ran more than once, else from per-request "
-               "variation. ±: half-width. accept: all tokens / all verify steps of the cell. step gap: time "
+               "variation. ±: half-width. accept: all tokens / all verify steps of the cell, from the requests' own "
+               "spec fields; (counters): the server's /metrics counters over the cell, (log): its Decode batch "
+               "lines over the cell weighted by #running-req (sglang before 0.5.19 puts none on chat): the "
+               "server's figures over all it ran, not per-request means. step gap: time "
                "between content chunks (one per decode or verify step); ITL/token: each gap divided by the tokens "
                "its chunk brought (sglang.bench_serving's ITL).")
     out.append("")
@@ -78,7 +88,7 @@ def to_markdown(report: Report) -> str:
             if r is None:
                 continue
             rows.append([config, str(r.repeats), _est(r.tok_s), _ratio(r.vs_reference) if config != ref else "ref",
-                         _est(r.acceptance, ".2f"), _est(r.ttft_p50, ".0f"), _est(r.ttft_p95, ".0f"),
+                         accept_text(r), _est(r.ttft_p50, ".0f"), _est(r.ttft_p95, ".0f"),
                          _est(r.itl_p50, ".1f"), _est(r.itl_p95, ".1f"), _est(r.itl_token_p50, ".1f"),
                          _est(r.itl_token_p95, ".1f"), str(r.errors)])
         out += _table(["config", "runs", "tok/s", vs, "accept", "TTFT p50 ms", "TTFT p95 ms", "step gap p50 ms",
@@ -161,7 +171,8 @@ def to_json(report: Report) -> dict:
         "reference_is_baseline": report.reference_is_baseline,
         "cells": [{"context": r.cell[0], "concurrency": r.cell[1], "config": r.config, "runs": r.repeats,
                    "requests": r.requests, "errors": r.errors, **{m: e(getattr(r, m)) for m in METRICS},
-                   "vs_reference": e(r.vs_reference)} for r in report.rows],
+                   "vs_reference": e(r.vs_reference), "acceptance_source": r.acceptance_source}
+                  for r in report.rows],
         "best_per_cell": [best(b) for b in report.best_per_cell],
         "best_overall": best(report.overall),
         "overall_scores": dict(report.overall_scores),
@@ -187,7 +198,8 @@ def to_csv(report: Report) -> str:
     head = ["config", "context", "concurrency", "runs", "requests", "errors"]
     for m in METRICS:
         head += [m, f"{m}_lo", f"{m}_hi"]
-    head += ["vs_reference", "vs_reference_lo", "vs_reference_hi", "best_in_cell", "pass", "total"]
+    head += ["vs_reference", "vs_reference_lo", "vs_reference_hi", "best_in_cell", "pass", "total",
+             "acceptance_source"]
     w.writerow(head)
     best = {b.cell: b.config for b in report.best_per_cell}
     rates = {p.config: p for p in report.pass_rates}
@@ -200,6 +212,7 @@ def to_csv(report: Report) -> str:
         v = r.vs_reference
         row += [num(v.value), num(v.lo), num(v.hi)] if v else ["", "", ""]
         p = rates.get(r.config)
-        row += [int(best.get(r.cell) == r.config), p.passed if p else "", p.total if p else ""]
+        row += [int(best.get(r.cell) == r.config), p.passed if p else "", p.total if p else "",
+                r.acceptance_source or ""]
         w.writerow(row)
     return buf.getvalue()

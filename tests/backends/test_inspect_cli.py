@@ -13,7 +13,7 @@ from tests.helpers import run_ddtune
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 KEYS = ["server_pid", "ready", "weights", "shard_progress", "kv_cache_tokens", "cuda_graph", "draft",
-        "decode", "fatal", "notes", "phases", "last_phase"]
+        "decode", "fatal", "notes", "phases", "last_phase", "alarms", "deprecated"]
 
 
 @pytest.mark.parametrize("name", ["dflash_0523_tp2", "oom_at_capture", "port_in_use",
@@ -96,3 +96,47 @@ def test_help_has_examples():
     out = run_ddtune("inspect", "--help")
     assert out.returncode == 0
     assert "examples:" in out.stdout and "--json" in out.stdout
+
+
+REAL = Path(__file__).resolve().parent.parent / "data" / "real" / "0.5.17" / "logs"
+YELLOW = "\x1b[33m"
+
+
+def test_deprecations_the_server_warned_about_are_named(tmp_path):
+    """The real 0.5.17 log's entrypoint warning, and its flag warnings (yellow ANSI, as it prints them)."""
+    doc = json.loads(run_ddtune("inspect", str(REAL / "dflash_w512_ddtune_up_load_console.log"), "--json").stdout)
+    assert doc["deprecated"] == ["entrypoint 'python -m sglang.launch_server' still works, 'sglang serve' is "
+                                 "recommended"]
+    assert doc["alarms"] == []  # accept len 16.00 all along
+    log = tmp_path / "server.log"
+    log.write_text(
+        f"{YELLOW}'--speculative-dflash-draft-window-size' is deprecated and will be removed in a future release. "
+        "Use '--speculative-draft-window-size' instead.\x1b[0m\n"
+        f"{YELLOW}'--disable-cuda-graph' is deprecated and will be removed. "
+        "Use '--cuda-graph-backend-{decode,prefill}=disabled' instead.\x1b[0m\n")
+    out = run_ddtune("inspect", str(log))
+    assert out.returncode == 0, out.stderr
+    assert "deprecated: --speculative-dflash-draft-window-size is deprecated: use --speculative-draft-window-size" \
+        in out.stdout
+    assert "deprecated: --disable-cuda-graph is deprecated: use --cuda-graph-backend-{decode,prefill}=disabled" \
+        in out.stdout
+
+
+def decode_line(second: int, accept: float, tokens: int = 4000) -> str:
+    return (f"[2026-12-01 19:43:{second:02d}] Decode batch, #running-req: 8, #token: {tokens}, token usage: 0.01, "
+            f"accept len: {accept:.2f}, accept rate: 0.01, cuda graph: True, gen throughput (token/s): 300.00, "
+            f"#queue-req: 0\n")
+
+
+def test_an_acceptance_collapse_is_flagged_from_the_log_alone(tmp_path):
+    log = tmp_path / "collapsed.log"
+    log.write_text("".join(decode_line(s, 1.0) for s in range(0, 30, 2)))
+    doc = json.loads(run_ddtune("inspect", str(log), "--json").stdout)
+    (alarm,) = doc["alarms"]
+    assert alarm["kind"] == "acceptance_collapse" and alarm["value"] == 1.0
+    out = run_ddtune("inspect", str(log))
+    assert "ALARM acceptance_collapse: acceptance 1.00 <= 1.10 for 20 s of decode lines" in out.stdout
+    short = tmp_path / "brief.log"  # 10 s low, then good: no collapse; idle lines are no samples
+    short.write_text("".join(decode_line(s, 1.0) for s in range(0, 10, 2)) + decode_line(12, 5.0)
+                     + "".join(decode_line(s, 1.0, tokens=0) for s in range(14, 50, 2)))
+    assert json.loads(run_ddtune("inspect", str(short), "--json").stdout)["alarms"] == []

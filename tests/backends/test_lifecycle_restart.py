@@ -41,6 +41,10 @@ async def test_old_process_race_ready_only_for_the_new_pid(tmp_path, state_dir, 
     assert seen[0] == "stopping-old" and "waiting-for-port-and-gpu" in seen and "loading-weights" in seen
     assert seen.index("stopping-old") < seen.index("waiting-for-port-and-gpu") < seen.index("loading-weights")
     assert all(p.pid == new.pid for p in phases if p.phase == "loading-weights")
+    # the spawn ends the wait (port and GPU free) and begins the imports, before the new log says anything
+    starting = [p for p in phases if p.phase == "starting-process"]
+    assert starting and starting[0].detail == f"pid {new.pid} importing"
+    assert seen.index("waiting-for-port-and-gpu") < seen.index("starting-process") < seen.index("loading-weights")
     assert new.effective["window_size"] == 1024 and new.mismatches == ()
     assert load_state().knobs["window"] == 1024
 

@@ -285,6 +285,8 @@ def test_there_are_enough_golden_logs():
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
 def test_golden_summary(path):
     expected = json.loads(path.with_suffix(".inspect.json").read_text())
+    for key in ("phases", "last_phase", "alarms", "deprecated"):  # what ddtune inspect adds to the summary
+        expected.pop(key, None)
     assert summarize_file(path).to_json() == expected
 
 

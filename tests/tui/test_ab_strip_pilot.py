@@ -18,12 +18,24 @@ from tui.controller import ConsoleController
 from tui.screens.knob_editor import KnobEditor
 from tui.widgets.ab_strip import ABStrip
 from tui.widgets.live_plots import CachedPlot, LivePlots
+from tui.widgets.requests_table import NO_ACCEPT, NO_ACCEPT_WHY, RequestsTable
 
 
 def strip_text(app, width=None, height=None) -> str:
     """The strip's lines at its size on screen, or at the one given."""
     strip = app.main.query_one(ABStrip)
     return "\n".join(str(line) for line in strip.lines(width or strip.size.width, height or strip.size.height))
+
+
+def rendered(app, widget) -> str:
+    """What a widget's render() draws, as plain text at its width."""
+    from rich.console import Console
+
+    import io
+
+    console = Console(width=max(widget.size.width, 40), record=True, file=io.StringIO())
+    console.print(widget.render())
+    return console.export_text()
 
 
 def plot_text(app, plot_id: str) -> str:
@@ -94,4 +106,35 @@ async def test_apply_draws_labelled_markers_and_the_strip_compares_both_configur
         await pilot.pause()
         assert figures().pinned and figures().reference is None
         assert "baseline" in strip_text(app)
+        await app.controller.detach(stop_server=True)
+
+
+async def test_on_0517_the_strip_shows_the_counters_acceptance_labelled(tmp_path, groups, state_dir):
+    """sglang 0.5.17 puts no spec field on chat: the strip's acceptance comes from the server's counters
+    (ddtune starts it with --enable-metrics) over each window, and says so; before, it showed "-"."""
+    from tests.backends.lifecycle_support import FAST
+
+    config = load_config(write_config(tmp_path, extra=(*FAST, "--sim-version", "0.5.17")))
+    app = DdtuneApp(ConsoleController(config, simulated=True, load_concurrency=4, load_max_tokens=256,
+                                      autostart_load=True, load_window_s=1.0))
+    async with app.run_test(size=(200, 50)) as pilot:
+        strip = app.main.query_one(ABStrip)
+        await wait_until(pilot, lambda: strip.comparison is not None and strip.comparison.current.windows >= 2
+                         and strip.comparison.current.acceptance is not None, timeout=60,
+                         what="an acceptance on the strip")
+        groups.track_state()
+        now = strip.comparison.current
+        assert now.acceptance_source == "counters" and now.acceptance.mean > 1.5
+        assert "(counters)" in strip_text(app)
+        assert "(counters)" in strip_text(app, width=78, height=1)
+        # the acceptance plot names the client line's source; the requests table says why it has none
+        plots = app.main.query_one(LivePlots)
+        assert plots.accept_source == "counters"
+        plots.add_server_point(0.0, 1.0, None)  # a point: the next redraw draws
+        assert "client 1s: counters" in plot_text(app, "plot-accept") and "server log" in plot_text(app, "plot-accept")
+        table = app.main.query_one(RequestsTable)
+        await wait_until(pilot, lambda: len(table.rows) > 0, timeout=30, what="a finished request")
+        table.flush()
+        await pilot.pause()
+        assert NO_ACCEPT in rendered(app, table).splitlines()[1] and table.border_subtitle == NO_ACCEPT_WHY
         await app.controller.detach(stop_server=True)

@@ -71,3 +71,70 @@ def test_load_without_metrics_on_0517_has_no_figure_to_invent(start_sim, state_d
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert summary["acceptance"] is None and all(w["acceptance"] is None for w in summary["windows"])
+
+
+# --- without --enable-metrics: the server log's Decode batch lines (source "log") ------------------
+LOGGED = ("--decode-log-interval", "4")  # several decode lines per cell, not only each burst's idle one
+
+
+def test_bench_on_0517_without_metrics_takes_acceptance_from_the_log(start_sim, state_dir):
+    from backends.logslice import decode_lines, weighted_accept
+
+    sim = start_sim(*SPEC, *FAST, *OLD, *LOGGED)
+    out = run_ddtune("bench", "--url", sim.url, "--log", str(sim.log), *BENCH, timeout=120)
+    assert out.returncode == 0, out.stderr
+    (cell,) = json.loads(out.stdout)["cells"]
+    acc = cell["acceptance"]
+    assert acc["source"] == "log" and acc["mean"] is None and acc["p50"] is None and acc["count"] == 0
+    assert acc["lines"] > 0 and acc["weight"] >= acc["lines"]
+    # the server's own decode lines agree: the whole log's weighted accept len (sizing requests are 1 token)
+    whole, _, _ = weighted_accept(decode_lines(sim.text().splitlines()))
+    assert acc["total"] == pytest.approx(whole, rel=0.15) and acc["total"] > 1.5
+    table = run_ddtune("bench", "--url", sim.url, "--log", str(sim.log), *BENCH[:-1], timeout=120)
+    assert table.returncode == 0, table.stderr
+    row = table.stdout.splitlines()[1]
+    assert row.rstrip().endswith("log") and "/-" in row
+
+
+def test_bench_without_metrics_nor_log_shows_none(start_sim, state_dir):
+    sim = start_sim(*SPEC, *FAST, *OLD, *LOGGED)
+    out = run_ddtune("bench", "--url", sim.url, *BENCH, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["cells"][0]["acceptance"] is None
+
+
+def test_plain_server_log_gives_no_acceptance(start_sim, state_dir):
+    sim = start_sim(*FAST, *OLD, *LOGGED)
+    out = run_ddtune("bench", "--url", sim.url, "--log", str(sim.log), *BENCH, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["cells"][0]["acceptance"] is None
+
+
+def test_load_on_0517_without_metrics_windows_and_summary_take_the_log(start_sim, state_dir):
+    sim = start_sim(*SPEC, *OLD, *LOGGED, "--sim-step-ms", "2")
+    out = run_ddtune("load", "--url", sim.url, "--log", str(sim.log), "--concurrency", "4", "--duration", "3",
+                     "--window", "1", "--max-tokens", "128", "--json", timeout=120)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    acc = summary["acceptance"]
+    assert acc["source"] == "log" and acc["total"] > 1.5 and acc["weight"] > 0 and "verify_calls" not in acc
+    measured = [w for w in summary["windows"] if w["acceptance"] is not None]
+    assert measured and all(w["acceptance_source"] == "log" and w["acceptance"] > 1.5 for w in measured)
+
+
+def test_report_labels_the_counters_acceptance_and_claims_no_per_request_interval(start_sim, state_dir, tmp_path):
+    sim = start_sim(*SPEC, *FAST, *OLD, "--enable-metrics")
+    out = tmp_path / "bench.json"
+    bench = run_ddtune("bench", "--url", sim.url, *BENCH[:-1], "--out", str(out), timeout=120)
+    assert bench.returncode == 0, bench.stderr
+    md = run_ddtune("report", str(out))
+    assert md.returncode == 0, md.stderr
+    row = next(line for line in md.stdout.splitlines() if line.startswith("| ") and " ref |" in line)
+    assert "(counters)" in row and "±" not in row.split("(counters)")[0].split("|")[-1], row
+    assert "not per-request means" in md.stdout
+    doc = json.loads(run_ddtune("report", str(out), "--format", "json").stdout)
+    (cell,) = doc["cells"]
+    assert cell["acceptance_source"] == "counters" and cell["acceptance"]["mean"] > 1.5
+    assert cell["acceptance"]["method"] != "requests"
+    csv_text = run_ddtune("report", str(out), "--format", "csv").stdout
+    assert csv_text.splitlines()[0].endswith(",acceptance_source") and csv_text.splitlines()[1].endswith(",counters")

@@ -85,3 +85,17 @@ def test_change_without_an_interval_is_the_bare_percentage():
     assert change_pct(Ratio(1.124, None, None)) == "+12.4%"
     assert change_pct(Ratio(0.9, 0.85, 0.95)) == "-10.0% [-15.0, -5.0]"
     assert change_pct(None) is None
+
+
+def test_windows_give_the_acceptance_where_requests_carry_none_and_say_from_where():
+
+    ab = LiveAB({"window": 2048})
+    ab.resume()
+    for i, value in enumerate((9.0, 4.0, 4.2, 4.4)):  # the first window is the ramp-up: left out
+        ab.add_window(Window(i, i + 1.0, 1.0, 100.0, value, 2, False, i == 0, "log"))
+        ab.add_request(True, "pass", None)
+    figures = ab.current.figures()
+    assert figures.acceptance_source == "log" and figures.acceptance.mean == pytest.approx(4.2)
+    ab.add_request(True, "pass", 6.0)  # a request's own figure wins over the server's
+    figures = ab.current.figures()
+    assert figures.acceptance_source == "request" and figures.acceptance.mean == 6.0

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -319,3 +320,33 @@ def test_live_acceptance_only_from_a_speculative_server(start_sim, workers, spec
         assert accepts == [None] * len(accepts)
         windows = [e.stats.window_roll.acceptance for e in seen if isinstance(e, StatsUpdated)]
         assert windows and all(w is None for w in windows), windows
+
+
+def test_decode_lines_the_parent_reads_give_the_windows_acceptance_without_metrics(start_sim, workers):
+    """0.5.17 without --enable-metrics: chat has no spec field and /metrics no counters; the console's
+    session hands the worker its decode lines (played here by reading the log by offset), labelled log."""
+    from backends.logslice import decode_since, log_end
+
+    sim = start_sim(*SPEC, "--sim-version", "0.5.17", "--sim-step-ms", "2", "--decode-log-interval", "4")
+
+    async def main():
+        load = LoadProcess(tick_s=0.2, window_s=1.0)
+        workers.append(load)
+        offset = log_end(sim.log)
+        await load.start(sim.url, None, concurrency=4, max_tokens=256, problems=FIVE)
+        events = load.events()
+
+        def fed(seen):
+            nonlocal offset
+            lines, offset = decode_since(sim.log, offset)
+            for e in lines:
+                load.decode(time.monotonic(), e.accept_len, e.running_req)
+            last = seen[-1]
+            return isinstance(last, StatsUpdated) and last.stats.window_roll.acceptance_source == "log"
+
+        seen = await until(events, fed, 30)
+        await load.stop("stopped")
+        return seen[-1].stats
+
+    stats = asyncio.run(main())
+    assert stats.window_roll.acceptance > 1.5 and stats.accept_source == "log"

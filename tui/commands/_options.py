@@ -60,6 +60,26 @@ def server_url(args) -> tuple[str, str | None]:
     return url, key
 
 
+def add_log_option(parser) -> None:
+    parser.add_argument("--log", metavar="FILE", default=None,
+                        help="the server's log, read over each measured stretch for acceptance from its Decode batch "
+                             "lines when neither the requests nor /metrics carry it (a server started without "
+                             "--enable-metrics); default: the managed server's log, when the URL is its")
+
+
+def server_log(args, url: str) -> str | None:
+    """The server log a workload reads acceptance from as a last resort: --log, else the managed
+    server's (server.json's log_path) when ``url`` is that server's."""
+    if getattr(args, "log", None):
+        return str(args.log)
+    from backends.state import load_state
+
+    state = load_state()
+    if state is None or state.url.rstrip("/") != url.rstrip("/"):
+        return None
+    return state.log_path or None
+
+
 def _managed_key(url: str) -> str | None:
     from backends.state import launched_api_key, load_state
 

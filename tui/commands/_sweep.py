@@ -43,7 +43,7 @@ class EventPrinter:
 
     def __call__(self, event) -> None:
         from workloads import sweep as ev
-        from workloads.metrics import cell_acceptance
+        from workloads.metrics import cell_acceptance, cell_acceptance_source
 
         w = lambda text: (self.stream.write(text + "\n"), self.stream.flush())
         if isinstance(event, ev.SweepStarted):
@@ -66,9 +66,9 @@ class EventPrinter:
         elif isinstance(event, ev.CellFinished):
             c = event.cell
             tok = c.get("output_tok_s")
-            acc = cell_acceptance(c)
+            acc, source = cell_acceptance(c), cell_acceptance_source(c)
             w(f"    cell {event.cells_done}/{event.cells_total}: ctx {c['context']} c {c['concurrency']}: "
-              f"{tok or 0:.1f} tok/s" + (f", accept {acc:.2f}" if acc else "") + self._eta(event.eta_s))
+              f"{tok or 0:.1f} tok/s" + (f", accept {acc:.2f} ({source})" if acc else "") + self._eta(event.eta_s))
         elif isinstance(event, ev.EvalFinished):
             verdicts = event.summary
             w(f"    coding eval: pass {verdicts.get('pass', 0)}/{sum(verdicts.values())}")

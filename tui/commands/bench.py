@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tui.commands._options import add_server_options, non_negative_int, positive_int
+from tui.commands._options import add_log_option, add_server_options, non_negative_int, positive_int
 
 HELP = "run the benchmark matrix (contexts x concurrency) against a server"
 EXAMPLES = """\
@@ -44,12 +44,13 @@ def add_arguments(parser) -> None:
                         help="continue an interrupted run (default: the latest bench run)")
     parser.add_argument("--json", action="store_true", help="print the run as one JSON document on stdout")
     add_server_options(parser)
+    add_log_option(parser)
 
 
 def run(args) -> int:
     import asyncio
 
-    from tui.commands._options import server_url
+    from tui.commands._options import server_log, server_url
     from workloads.bench import BenchPlan
     from workloads.bench_session import run_bench
 
@@ -57,7 +58,8 @@ def run(args) -> int:
     plan = BenchPlan(tuple(dict.fromkeys(args.contexts)), tuple(dict.fromkeys(args.concurrency)), args.max_tokens,
                      args.coding, args.requests_per_cell, args.warmup, args.release)
     bar = ProgressBar(sys.stderr)
-    doc = asyncio.run(run_bench(url, plan, api_key=api_key, resume=args.resume, progress=bar.update))
+    doc = asyncio.run(run_bench(url, plan, api_key=api_key, resume=args.resume, progress=bar.update,
+                               log_path=server_log(args, url)))
     bar.close()
     if args.out:
         import json
@@ -165,7 +167,10 @@ def format_table(cells: list[dict], run: dict) -> str:
     lines.append("step gap: time between content chunks (one per decode/verify step); ITL/token: each gap / the "
                  "tokens its chunk brought (sglang.bench_serving's ITL); accept total: all tokens / all verify "
                  f"steps of the cell; from: where it came from (request: the requests' own spec fields; "
-                 f"counters: the server's /metrics over the cell); requests released: {release}")
+                 f"counters: the server's /metrics over the cell; log: its Decode batch lines over the cell, "
+                 f"weighted by #running-req; counters and log are the server's figures, not per-request "
+                 f"means); "
+                 f"requests released: {release}")
     lines.append(f"server {server.get('url')}  version {server.get('version') or '?'}  "
                  f"gpu {', '.join((run.get('host') or {}).get('gpus') or []) or 'none'}")
     if coding:

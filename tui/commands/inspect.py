@@ -13,7 +13,10 @@ examples:
 the log is SGLang's stderr+stdout (any version 0.5.10+, TP/DP prefixes, tqdm bars, ANSI codes), as
 saved or as collected: docker logs -t, docker compose logs [-t], kubectl logs [--timestamps] [--prefix],
 journalctl (short, short-iso, short-precise). A fact whose rank-0 line is missing from the excerpt
-comes from the lowest rank present, and a note says so. Exit 0 when read, 2 when the file cannot be read.
+comes from the lowest rank present, and a note says so. It also names what the server said is deprecated
+in how it was started (old flags, the launch_server entrypoint), and flags acceptance_collapse when a
+speculative server's decode lines stayed at <= 1.10 accept len for 20 s of log time (the console's rule;
+--json: "alarms", "deprecated"). Exit 0 when read, 2 when the file cannot be read.
 """
 
 
@@ -26,7 +29,10 @@ def run(args) -> int:
     import json
     import os
 
+    from backends.alarms import AcceptanceWatch
     from backends.errors import UsageError
+    from backends.logdeprecations import deprecation
+    from backends.logevents import DecodeBatch
     from backends.logsummary import SummaryBuilder, read_log_lines
     from backends.startup import StartupTracker
 
@@ -38,9 +44,16 @@ def run(args) -> int:
     builder = SummaryBuilder()
     tracker = StartupTracker()
     clock: float | None = None
+    watch = AcceptanceWatch()  # the console's collapse rule, on the lead rank's decode lines (log time)
+    deprecated: list[str] = []
     try:
         for line in read_log_lines(path):
             event = builder.add_line(line)
+            note = deprecation(line) if event is None and ("deprecated" in line or "entrypoint" in line) else None
+            if note is not None and note not in deprecated:
+                deprecated.append(note)
+            if isinstance(event, DecodeBatch) and event.is_lead and not event.idle and event.time_s is not None:
+                watch.decode(event.time_s, event.accept_len)  # a plain server's lines have no accept len
             if event is None:
                 continue
             t = event.time_s
@@ -55,9 +68,15 @@ def run(args) -> int:
         doc = summary.to_json()
         doc["phases"] = tracker.durations(clock)  # seconds per startup phase, from the log's timestamps
         doc["last_phase"] = tracker.phase
+        doc["alarms"] = [watch.alarm.to_json()] if watch.alarm else []
+        doc["deprecated"] = deprecated
         print(json.dumps(doc))
     else:
         print(render(path, summary, tracker, clock))
+        for note in deprecated:
+            print(f"deprecated: {note}")
+        if watch.alarm is not None:
+            print(f"ALARM {watch.alarm.kind}: {watch.alarm.message}")
     return 0
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from tui.commands._options import add_server_options, positive_float, positive_int
+from tui.commands._options import add_log_option, add_server_options, positive_float, positive_int
 
 HELP = "keep coding prompts in flight and print windowed tok/s and acceptance"
 EXAMPLES = """\
@@ -23,7 +23,8 @@ examples:
 tok/s is exact when the server sends token counts per chunk (SGLang does, asked with
 stream_options.continuous_usage_stats); otherwise it counts chunks and says "approx".
 acceptance says where it came from: (request) the requests' own spec fields, (counters) the server's
-/metrics counters over the window, where chat carries no spec field (sglang before 0.5.19).
+/metrics counters over the window, where chat carries no spec field (sglang before 0.5.19), (log) the
+server log's Decode batch lines in the window, weighted by #running-req, without --enable-metrics.
 
 every raw response is saved in $DDTUNE_STATE_DIR/runs/<time>-load/responses.jsonl
 """
@@ -42,6 +43,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--show-requests", action="store_true", help="also print every finished request")
     parser.add_argument("--json", action="store_true", help="print only a JSON summary on stdout at the end")
     add_server_options(parser)
+    add_log_option(parser)
 
 
 def _f(value, fmt) -> str:
@@ -71,7 +73,7 @@ def run(args) -> int:
     import time
 
     from backends.errors import ServerError
-    from tui.commands._options import server_url
+    from tui.commands._options import server_log, server_url
     from workloads.client import StreamingClient
     from workloads.load import LoadEngine, LoadStopped, RequestFinished, StatsUpdated
     from workloads.load_record import load_summary
@@ -105,7 +107,7 @@ def run(args) -> int:
                                                       "problems": [p.id for p in problems]},
                                              "server": server, "host": host_provenance(), "started_at": time.time()})
             engine = LoadEngine(client, problems, concurrency=args.concurrency, max_tokens=args.max_tokens,
-                                on_event=on_event, store=store, roll_s=args.window)
+                                on_event=on_event, store=store, roll_s=args.window, log_path=server_log(args, url))
             import signal
 
             loop = asyncio.get_running_loop()

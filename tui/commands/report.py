@@ -13,7 +13,9 @@ examples:
 
 RUN is a sweep folder (sweep.json), a bench run folder (run.json + cells.jsonl), an eval run
 folder (adds the pass rate) or a 'ddtune bench --out' file. Runs with the same configuration are
-treated as repeats. Shows, per cell: tok/s, acceptance, TTFT/ITL p50/p95 with 95% intervals (from
+treated as repeats. Shows, per cell: tok/s, acceptance (with its source where it is not the requests'
+own: "(counters)" the server's /metrics over the cell, "(log)" its Decode batch lines; the server's
+figures, with intervals from repeats only), TTFT/ITL p50/p95 with 95% intervals (from
 repeats, else per-request variation), the ratio to the baseline (or the first config), the best
 configuration per cell and overall with its margin, failed configurations, and restart costs.
 """

@@ -88,7 +88,7 @@ class MainScreen(Screen):
 
     def on_load_window_updated(self, message: m.LoadWindowUpdated) -> None:
         self.plots.add_load_point(message.t, message.tok_s, message.accept_len, message.tok_s_1s,
-                                                 message.approx, message.window_s)
+                                                 message.approx, message.window_s, message.accept_source)
 
     def on_comparison_changed(self, message: m.ComparisonChanged) -> None:
         self.strip.show(message.comparison)

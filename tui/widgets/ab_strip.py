@@ -4,7 +4,8 @@ Three lines when there is room: a header, the reference (the baseline pinned wit
 configuration before) and the current configuration with its change against it, in columns; the
 least important columns go first when they do not fit. At 80x24 one line, whose parts go in order
 of priority (name, tok/s, the change in tok/s, acceptance, pass rate) as far as they fit. The
-figures come computed (workloads/live_ab.py); this only lays them out.
+figures come computed (workloads/live_ab.py); this only lays them out. An acceptance that is not
+the requests' own says where it came from: ``5.60 (counters)``, ``5.60 (log)``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ def _est(e: Estimate | None, fmt: str) -> str:
     return f"{format(e.mean, fmt)} ±{format(e.half_width, fmt)}"
 
 
+def _accept(f: ConfigFigures) -> str:
+    """Its acceptance, and where it came from when that was not its requests' own (sglang before
+    0.5.19 puts none on chat): the server's ``counters`` or ``log`` lines, over its windows."""
+    text = _est(f.acceptance, ".2f")
+    return f"{text} ({f.acceptance_source})" if f.acceptance_source in ("counters", "log") else text
+
+
 def _change_style(r: Ratio | None) -> str:
     if r is None or not r.significant:
         return ""  # within noise: no colour claims a winner
@@ -38,7 +46,7 @@ def _parts(f: ConfigFigures, name: str) -> list[tuple[int, Text]]:
     passed = f"{f.passed}/{f.graded} pass" if f.graded else "- pass"
     return [(0, Text(name or f"#{f.number} {f.name}", style="bold")),
             (1, Text(f"{_est(f.tok_s, '.0f')} tok/s{approx}")),
-            (3, Text(f"accept {_est(f.acceptance, '.2f')}")),
+            (3, Text(f"accept {_accept(f)}")),
             (5, Text(f"{f.requests} req")),
             (4, Text(passed))]
 
@@ -60,7 +68,7 @@ GAP = 2
 def _row(tag: str, f: ConfigFigures, name: str, tok: Text, acc: Text) -> list[Text]:
     approx = " approx" if f.approx else ""
     return [Text(tag, style="dim"), Text(name or f"#{f.number} {f.name}", style="bold"),
-            Text(f"{_est(f.tok_s, '.0f')}{approx}"), tok, Text(_est(f.acceptance, ".2f")), acc,
+            Text(f"{_est(f.tok_s, '.0f')}{approx}"), tok, Text(_accept(f)), acc,
             Text(f"{f.passed}/{f.graded}" if f.graded else "-"), Text(str(f.requests))]
 
 

@@ -3,7 +3,11 @@
 tok/s: the client's rolling (5 s) rate, its 1 s rate faint behind it, the server's own `Decode
 batch` throughput, and the no-speculation baseline as a reference line when one is known. Both
 plots keep the last 10 minutes across restarts; each restart to other knobs draws a marker
-labelled with the change (``window 2048 -> 1024``)."""
+labelled with the change (``window 2048 -> 1024``).
+
+acceptance: the client's rolling figure, named for where it came from (``requests``: their own spec
+fields; ``counters``: the server's /metrics over the window, as on chat before sglang 0.5.19;
+``log``: the server's decode lines in the window), and the server log's own ``accept len``."""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ MAX_POINTS = 3000     # per series, whatever the rate of points (a fast server l
 FAINT = (0, 95, 105)  # the 1 s rate: a dim cyan behind the 5 s line
 MARKER = (230, 190, 40)    # restart markers and their labels (yellow)
 REFERENCE = (90, 190, 90)  # the no-speculation baseline (green)
+SOURCE_LABEL = {"request": "requests", "counters": "counters", "log": "log"}  # the client line's source
 LEGEND_ROWS = 12      # a shorter plot (80x24) names its lines in the title: a legend would cover the data
 
 
@@ -83,6 +88,7 @@ class LivePlots(Horizontal):
         self.no_spec: tuple[float, str] | None = None        # (tok/s, where it comes from)
         self.approx = False
         self.window_s = 5.0   # the client's rolling window
+        self.accept_source: str | None = None  # where the client's acceptance came from (the latest point's)
         self._dirty = True
         self.t0: float | None = None
         self.toks_plot = CachedPlot(id="plot-toks")      # held, not queried (see MainScreen)
@@ -109,8 +115,10 @@ class LivePlots(Horizontal):
             series.popleft()
 
     def add_load_point(self, t: float, tok_s: float, accept_len: float | None, tok_s_1s: float | None = None,
-                       approx: bool = False, window_s: float = 5.0) -> None:
+                       approx: bool = False, window_s: float = 5.0, accept_source: str | None = None) -> None:
         x = self._rel(t)
+        if accept_len is not None and accept_source is not None:
+            self.accept_source = accept_source
         self._add(self.tok_s, x, tok_s)
         if tok_s_1s is not None:
             self._add(self.tok_s_1s, x, tok_s_1s)
@@ -147,10 +155,12 @@ class LivePlots(Horizontal):
                    [("server", self.server_tok_s, "gray"), ("client 1s", self.tok_s_1s, FAINT),
                     (f"client {self.window_s:g}s", self.tok_s, "cyan")], floor=0.0, reference=self.no_spec,
                    legend=legend)
-        named = "accept length: client magenta, server grey"  # without a legend, if it fits (as tok/s)
-        fits = not legend and len(named) <= self.accept_plot.size.width - 2
+        source = SOURCE_LABEL.get(self.accept_source or "", "")
+        client = f"client {self.window_s:g}s" + (f": {source}" if source else "")
+        named = f"accept length: client{f' ({source})' if source else ''} magenta, server log grey"
+        fits = not legend and len(named) <= self.accept_plot.size.width - 2  # without a legend, if it fits
         self._draw(self.accept_plot, named if fits else "accept length",
-                   [("server", self.server_accept, "gray"), (f"client {self.window_s:g}s", self.accept, "magenta")],
+                   [("server log", self.server_accept, "gray"), (client, self.accept, "magenta")],
                    floor=1.0, legend=legend)
 
     def _draw(self, widget: CachedPlot, title: str, series, floor: float = 0.0,

@@ -2,6 +2,9 @@
 
 A plain widget that renders a Rich table of the rows that fit: unlike a DataTable it never changes
 its virtual size, so a busy load costs one repaint of this box a second and no screen re-layout.
+When no request shown carries its own acceptance (sglang before 0.5.19 puts none on chat), the
+accept column says so in one short note (``n/a``, and why under the box) instead of a column of
+dashes; the plots and the A/B strip still have the server's figure.
 """
 
 from __future__ import annotations
@@ -21,6 +24,16 @@ VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "red
 COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
     ("problem", "left"), ("tokens", "right"), ("tok/s", "right"), ("accept", "right"), ("ttft", "right"),
     ("verdict", "left"))
+
+
+NO_ACCEPT = "n/a"  # the accept column's note, and why under the box: chat has no per-request acceptance before 0.5.19
+NO_ACCEPT_WHY = "accept: none per request before sglang 0.5.19"
+
+
+def no_accept(rows: list[dict[str, Any]]) -> bool:
+    """No finished request among ``rows`` carries its own acceptance (cancelled ones say nothing)."""
+    done = [r for r in rows if not str(r.get("verdict")).startswith("cancel")]
+    return bool(done) and all(r.get("accept_len") is None for r in done)
 
 
 class RequestsTable(Widget):
@@ -45,20 +58,24 @@ class RequestsTable(Widget):
             return
         self._dirty = False
         self.border_title = f"requests: {self.passed}/{self.total} pass"  # this repaints the box
+        self.border_subtitle = NO_ACCEPT_WHY if no_accept(list(self.rows)) else ""
 
     def render(self) -> Table:
         table = Table(box=None, expand=True, padding=(0, 1), header_style="bold")
         for name, justify in COLUMNS:
             table.add_column(name, justify=justify, no_wrap=True)
         fit = max(self.size.height - 1, 0)
-        for row in list(self.rows)[-fit:][::-1] if fit else []:
+        shown = list(self.rows)[-fit:][::-1] if fit else []
+        none = no_accept(shown)
+        for n, row in enumerate(shown):
             verdict = row.get("verdict") or "-"
             accept = row.get("accept_len")
             ttft = row.get("ttft_s")
             table.add_row(
                 literal(str(row.get("problem", "?"))[:18]), literal(row.get("tokens", "-")),
                 f"{row.get('tok_s') or 0.0:.0f}",
-                "-" if accept is None else f"{accept:.2f}", "-" if ttft is None else f"{ttft * 1000:.0f}ms",
+                (Text(NO_ACCEPT, "dim") if n == 0 else "") if none else "-" if accept is None else f"{accept:.2f}",
+                "-" if ttft is None else f"{ttft * 1000:.0f}ms",
                 Text(verdict, VERDICT_STYLE.get(verdict, "")),
             )
         return table
