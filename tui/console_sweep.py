@@ -41,15 +41,17 @@ async def run_console_sweep(console: ConsoleController, presets: list[str], base
         await LaneSweep(plan, store, lanes, config, on_event=on_event, notes=tuple(notes)).run()
         verdict = await asyncio.to_thread(sweep_verdict, str(store.path))
         return str(store.path), verdict, f"stopped the {len(lanes)} lane server(s)"
-    if console.load is not None:
-        console.toggle_load()  # the sweep needs the server to itself
-    store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
-                                     "model": config.model, "host": host_provenance()}, None, "sweep")
-    sweep = ManagedController(config, session=console.session)
-    engine = SweepEngine(plan, store, sweep, on_event=on_event, expected_restart_s=sweep.expected_restart_s())
-    await engine.run()
-    verdict = await asyncio.to_thread(sweep_verdict, str(store.path))
-    done = await sweep.shutdown()  # as `ddtune sweep` does: back to the config it ran before
+    await console.hold_load("sweep")  # the sweep needs the server to itself; the load resumes after it
+    try:
+        store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
+                                         "model": config.model, "host": host_provenance()}, None, "sweep")
+        sweep = ManagedController(config, session=console.session)
+        engine = SweepEngine(plan, store, sweep, on_event=on_event, expected_restart_s=sweep.expected_restart_s())
+        await engine.run()
+        verdict = await asyncio.to_thread(sweep_verdict, str(store.path))
+        done = await sweep.shutdown()  # as `ddtune sweep` does: back to the config it ran before
+    finally:
+        console.release_load()
     return str(store.path), verdict, done
 
 

@@ -63,6 +63,7 @@ class ConsoleController:
         self.load: LoadProcess | None = None
         self.figures = LoadFigures(config.knobs, lambda message: self._post(message))
         self._load_paused = False
+        self._load_held: str | None = None  # a sweep or search on this server pauses the load until it ends
         self._load_drained = asyncio.Event()
         self.session.before_stop(self._pause_load_and_wait)
         self.note: str | None = None
@@ -152,11 +153,12 @@ class ConsoleController:
             self.post(m.LogLinesRead((note_line(event.summary),)))
         elif isinstance(event, Settled):
             if event.state.phase == "ready":
-                self._resume_load()
+                if self._load_held is None:
+                    self._resume_load()
                 if self.autostart_load and self.load is None:
                     self.autostart_load = False
                     self.toggle_load()
-            elif self.load is not None:
+            elif self.load is not None and self._load_held is None:
                 self.toggle_load()  # the new server failed: nothing to resume against
         elif isinstance(event, PhaseChanged) and event.progress.phase == "stopping-old":
             self._pause_load()
@@ -269,12 +271,40 @@ class ConsoleController:
             self._run_worker(self._run_load(), group="load", exclusive=True, exit_on_error=False)
         return True
 
-    def _pause_load(self) -> None:
+    def _pause_load(self, why: str = "server restarting") -> None:
         if self.load is not None and not self._load_paused:
             self._load_paused = True
             self._load_drained = asyncio.Event()
             self.load.pause()
-            self.post(m.LoadStateChanged(True, "paused: server restarting"))
+            self.post(m.LoadStateChanged(True, f"paused: {why}"))
+
+    async def hold_load(self, what: str) -> None:
+        """A sweep or search (``what``) needs this server to itself: pause the load, as Apply does,
+        and keep it paused across the run's restarts until ``release_load``; returns once the
+        requests in flight are cancelled (or after 15 s, whatever the load process says)."""
+        if self.load is None:
+            return
+        self._load_held = what
+        self._pause_load(f"{what} running")
+        try:
+            await asyncio.wait_for(self._load_drained.wait(), 15.0)
+        except TimeoutError:
+            pass
+        except asyncio.CancelledError:  # left before it began: nothing holds the load any more
+            self.release_load()
+            raise
+
+    def release_load(self) -> None:
+        """The sweep or search ended (done, failed or left): the load resumes on a ready server, as after
+        Apply; during a start the next verified server resumes it; on a failed server it stops."""
+        if self._load_held is None:
+            return
+        self._load_held = None
+        state = self.session.state
+        if state is not None and state.phase == "ready":
+            self._resume_load()
+        elif state is not None and state.phase == "failed" and self.load is not None:
+            self.toggle_load()
 
     async def _pause_load_and_wait(self) -> None:
         """Before our own restart stops the server: pause the load and wait until its requests in
