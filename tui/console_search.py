@@ -118,8 +118,8 @@ class ConsoleSearch:
             for note in notes:
                 on_note(note)
             pool = LanePool(lanes, config)
-        elif console.load_running:
-            console.toggle_load()  # the search needs the server to itself, as a sweep does
+        else:
+            await console.hold_load("search")  # the search needs the server to itself, as a sweep does
 
         def create() -> tuple[SearchStore, float | None]:  # reads server.json, writes the folder: a thread
             meta = _plan(request, config, controller, pool is not None)
@@ -143,9 +143,12 @@ class ConsoleSearch:
                 await pool.close(lambda closed: on_note(f"lane {closed.lane}: {closed.what}"
                                                         if isinstance(closed, LaneClosed) else str(closed)))
             elif self.restore:
-                done = await asyncio.shield(controller.shutdown())
-                if done:
-                    on_note(done)
+                try:
+                    done = await asyncio.shield(controller.shutdown())
+                    if done:
+                        on_note(done)
+                finally:
+                    console.release_load()  # the load resumes once the server is back, as after Apply
 
 
 def interrupted_line(path: str | None) -> str:

@@ -63,6 +63,7 @@ class ConsoleController:
         self.load: LoadProcess | None = None
         self.figures = LoadFigures(config.knobs, lambda message: self._post(message))
         self._load_paused = False
+        self._load_held: str | None = None  # a sweep or search on this server pauses the load until it ends
         self._load_drained = asyncio.Event()
         self.session.before_stop(self._pause_load_and_wait)
         self.note: str | None = None
@@ -154,11 +155,12 @@ class ConsoleController:
             self.post(m.LogLinesRead((note_line(event.summary),)))
         elif isinstance(event, Settled):
             if event.state.phase == "ready":
-                self._resume_load()
+                if self._load_held is None:
+                    self._resume_load()
                 if self.autostart_load and self.load is None:
                     self.autostart_load = False
                     self.toggle_load()
-            elif self.load is not None:
+            elif self.load is not None and self._load_held is None:
                 self.toggle_load()  # the new server failed: nothing to resume against
         elif isinstance(event, PhaseChanged) and event.progress.phase == "stopping-old":
             self._pause_load()
@@ -236,46 +238,6 @@ class ConsoleController:
         self._command("applying the config file", self.session.restart(config=self.file_config))
         return True
 
-    # --- sweep -----------------------------------------------------------------------------
-    async def run_sweep(self, presets: list[str], baseline: bool, contexts: list[int], concurrency: list[int],
-                        max_tokens: int, on_event: Callable[[object], None],
-                        gpus: tuple[str, ...] | None = None) -> tuple[str, str, str | None]:
-        """A quick sweep on this console's session (the panel follows its restarts live), or with
-        ``gpus`` one lane per GPU beside it (workloads.sweep_lanes; the console's server is left
-        alone). Returns (sweep folder, one-line verdict, what was done with the server at the end)."""
-        import asyncio as aio
-
-        from workloads.provenance import host_provenance
-        from workloads.server_control import ManagedController
-        from workloads.sweep import SweepEngine
-        from workloads.sweep_plan import SweepStore
-        from workloads.sweep_spec import build_plan
-
-        plan = build_plan(presets, baseline=baseline, contexts=contexts, concurrency=concurrency,
-                          max_tokens=max_tokens, run_eval=False, knob_table=self.config.knob_table)
-        config = self.config
-        if gpus:
-            from workloads.sweep_lanes import LaneSweep, plan_lanes
-
-            lanes, notes = await plan_lanes(config, len(gpus), gpus)
-            store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
-                                             "model": config.model, "host": host_provenance(), "server_before": None,
-                                             "parallel": {"parallel": len(gpus), "gpus": list(gpus),
-                                                          "gpus_per_server": 1}}, None, "sweep")
-            await LaneSweep(plan, store, lanes, config, on_event=on_event, notes=tuple(notes)).run()
-            verdict = await aio.to_thread(sweep_verdict, str(store.path))
-            return str(store.path), verdict, f"stopped the {len(lanes)} lane server(s)"
-        if self.load is not None:
-            self.toggle_load()  # the sweep needs the server to itself
-        store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
-                                         "model": config.model, "host": host_provenance()}, None, "sweep")
-        sweep = ManagedController(config, session=self.session)
-        engine = SweepEngine(plan, store, sweep, on_event=on_event, expected_restart_s=sweep.expected_restart_s())
-        await engine.run()
-        verdict = await aio.to_thread(sweep_verdict, str(store.path))
-        done = await sweep.shutdown()  # as `ddtune sweep` does: back to the config it ran before
-        return str(store.path), verdict, done
-
     # --- telemetry --------------------------------------------------------------------------
     async def _telemetry(self) -> None:
         from backends.lane_gpu import lane_trees
@@ -311,12 +273,40 @@ class ConsoleController:
             self._run_worker(self._run_load(), group="load", exclusive=True, exit_on_error=False)
         return True
 
-    def _pause_load(self) -> None:
+    def _pause_load(self, why: str = "server restarting") -> None:
         if self.load is not None and not self._load_paused:
             self._load_paused = True
             self._load_drained = asyncio.Event()
             self.load.pause()
-            self.post(m.LoadStateChanged(True, "paused: server restarting"))
+            self.post(m.LoadStateChanged(True, f"paused: {why}"))
+
+    async def hold_load(self, what: str) -> None:
+        """A sweep or search (``what``) needs this server to itself: pause the load, as Apply does,
+        and keep it paused across the run's restarts until ``release_load``; returns once the
+        requests in flight are cancelled (or after 15 s, whatever the load process says)."""
+        if self.load is None:
+            return
+        self._load_held = what
+        self._pause_load(f"{what} running")
+        try:
+            await asyncio.wait_for(self._load_drained.wait(), 15.0)
+        except TimeoutError:
+            pass
+        except asyncio.CancelledError:  # left before it began: nothing holds the load any more
+            self.release_load()
+            raise
+
+    def release_load(self) -> None:
+        """The sweep or search ended (done, failed or left): the load resumes on a ready server, as after
+        Apply; during a start the next verified server resumes it; on a failed server it stops."""
+        if self._load_held is None:
+            return
+        self._load_held = None
+        state = self.session.state
+        if state is not None and state.phase == "ready":
+            self._resume_load()
+        elif state is not None and state.phase == "failed" and self.load is not None:
+            self.toggle_load()
 
     async def _pause_load_and_wait(self) -> None:
         """Before our own restart stops the server: pause the load and wait until its requests in
@@ -383,23 +373,3 @@ class ConsoleController:
         finally:
             await self.session.close()
 
-
-def sweep_verdict(path: str) -> str:
-    """The sweep's winner in one line, as markup whose data is escaped (reads the sweep's files: call
-    it from a thread)."""
-    from pathlib import Path
-
-    from rich.markup import escape
-
-    from workloads.report import build_report
-    from workloads.report_format import lossless_failed, margin_text
-    from workloads.report_input import read_sweep
-
-    report = build_report(read_sweep(Path(path)))
-    failed = lossless_failed(report)
-    loud = f"\n[b red]{escape(failed)}[/]" if failed else ""  # the "still correct" half, as loud as the report
-    best = report.overall
-    if best is None:
-        return f"sweep finished ({escape(path)}); no configuration measured every cell{loud}"
-    margin = f", ahead of {escape(best.runner_up)} by {escape(margin_text(best.margin))}" if best.runner_up else ""
-    return f"[b]best overall: {escape(best.config)}[/b]{margin}\nfull report: ddtune report {escape(path)}{loud}"

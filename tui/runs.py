@@ -8,6 +8,7 @@ from pathlib import Path
 
 from backends.errors import DdtuneError
 from backends.paths import runs_dir
+from workloads.load_report import LoadRun, compare_loads, read_load_run
 from workloads.metrics import cell_acceptance
 from workloads.report_input import read_cells, read_run_file
 from workloads.run_attempts import status_of
@@ -22,6 +23,7 @@ class RunRow:
     knobs: str
     cells: tuple[dict, ...]
     summary: str
+    load: LoadRun | None = None  # a load run's summary and windows (what two load runs compare on)
 
 
 def _knobs(run: dict) -> str:
@@ -64,7 +66,7 @@ def _sweep_row(path: Path) -> RunRow:
     names = [str(c.get("name")) for c in configs if isinstance(c, dict)]
     done, failed = doc.get("slots_done"), doc.get("slots_failed")
     counts = f"{done} done, {failed} failed" if isinstance(done, int) and isinstance(failed, int) else "in progress"
-    summary = f"{len(names)} configs: {', '.join(names)[:60]}; {counts}; `ddtune report {path}`"
+    summary = f"{len(names)} configs: {', '.join(names)[:60]}; {counts}; Enter: its report"
     return RunRow(path, str(doc.get("id", path.name)), str(doc.get("kind", "sweep")), str(doc.get("status", "?")),
                   "-", (), summary)
 
@@ -81,7 +83,7 @@ def _search_row(path: Path) -> RunRow:
         mean = tok.get("mean") if isinstance(tok, dict) else None
         mean = mean if isinstance(mean, (int, float)) else 0
         text = (f"best {best.get('label')}: {mean:.0f} tok/s; {restarts.get('used')} restarts of a "
-                f"full grid's {restarts.get('grid')}; `ddtune report {path}/round-NN`")
+                f"full grid's {restarts.get('grid')}; Enter: its summary")
     elif status in ("interrupted", "failed"):
         text = f"{status}: continue it with `ddtune search --resume --out {path}`"
     else:
@@ -93,8 +95,9 @@ def _run_row(path: Path) -> RunRow:
     run = read_run_file(path / "run.json")
     cells = list(read_cells(path / "cells.jsonl"))
     status = status_of(run)  # a run still marked running whose process is gone shows as interrupted
+    load = read_load_run(path) if run.get("kind") == "load" else None
     return RunRow(path, str(run.get("id", path.name)), str(run.get("kind", "?")), status,
-                  _knobs(run), tuple(cells), _summary(run, cells, status))
+                  _knobs(run), tuple(cells), _summary(run, cells, status), load)
 
 
 # what a folder under runs/ holds, by the file that marks it (a sweep or a search is one row)
@@ -128,3 +131,61 @@ def compare(a: RunRow, b: RunRow) -> list[tuple[str, str, str, str, str, str]]:
         out.append((f"ctx {key[0]} c{key[1]}", f"{x:.0f}", f"{y:.0f}", f"{y / x:.2f}x" if x else "-",
                     "-" if acc_a is None else f"{acc_a:.2f}", "-" if acc_b is None else f"{acc_b:.2f}"))
     return out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two runs side by side: what they share, said in one line, and the table's head and rows."""
+
+    shared: str
+    head: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+
+
+CELL_HEAD = ("cell", "tok/s A", "tok/s B", "B/A", "accept A", "accept B")
+
+
+def compare_runs(a: RunRow, b: RunRow) -> Comparison:
+    """Two runs of any kind, on what they share: load runs on their summaries (and median windows
+    where both have windows), bench or eval runs on their shared cells; else say why nothing is shared."""
+    if a.load is not None and b.load is not None:
+        windows = " and median windows" if a.load.windows and b.load.windows else ""
+        return Comparison(f"two load runs: compared on their summaries{windows}", ("measure", "A", "B", "B/A"),
+                          list(compare_loads(a.load, b.load)))
+    if a.cells and b.cells:
+        rows = compare(a, b)
+        if rows:
+            return Comparison(f"{len(rows)} bench cell(s) in both runs", CELL_HEAD, list(rows))
+        cells = lambda r: ", ".join(sorted({f"ctx {c['context']} c{c['concurrency']}" for c in r.cells}))  # noqa: E731
+        return Comparison(f"no bench cell in both runs (A: {cells(a)}; B: {cells(b)})", CELL_HEAD, [])
+    what = lambda r: ("a load run" if r.load is not None else f"a {r.kind} run with {len(r.cells)} cells" if r.cells  # noqa: E731
+                      else f"a {r.kind}" if r.kind in ("sweep", "search") else f"a {r.kind} run with no cell")
+    return Comparison(f"nothing in common: A is {what(a)}, B is {what(b)}; load runs compare with load runs, "
+                      "bench runs on their cells, and a sweep or search compares its own configurations "
+                      "(Enter opens its report)", CELL_HEAD, [])
+
+
+def open_text(row: RunRow) -> str:
+    """What Enter on a run shows (plain text; call it from a thread): ``ddtune report``'s markdown for
+    a sweep, bench, eval or load run; a search's summary and the report command of each round."""
+    from workloads.report_text import render
+
+    path = row.path
+    if row.kind == "search":
+        from workloads.search_report import summary_lines
+
+        rounds = sorted(p.name for p in path.glob("round-*") if (p / "sweep.json").is_file())
+        lines = [f"# knob search {row.id}: {row.status}", "", f"folder: {path}", ""]
+        try:
+            lines += summary_lines(read_run_file(path / "summary.json"))
+        except (DdtuneError, KeyError, TypeError, AttributeError):  # no summary yet, or not one ddtune wrote
+            lines.append(row.summary)
+        if rounds:
+            lines += ["", "rounds (each a sweep): " + ", ".join(rounds),
+                      f"a round's full report: ddtune report {path}/{rounds[-1]}"]
+        return "\n".join(lines)
+    try:
+        text = render([str(path)], "md")
+    except DdtuneError as exc:
+        text = f"{exc.message}" + (f"\n({exc.hint})" if exc.hint else "")
+    return f"{text}\n\nthe same from a shell: ddtune report {path}"

@@ -10,14 +10,17 @@ examples:
   ddtune report ~/.local/state/ddtune/runs/20261130T101500Z-sweep      a sweep's output folder
   ddtune report runs/*-bench --format csv > cells.csv                    bench runs, one per config
   ddtune report bench-a.json bench-b.json --format json                  files from 'ddtune bench --out'
+  ddtune report runs/20261130T090000Z-load runs/20261130T091500Z-load    two load runs, B/A
 
 RUN is a sweep folder (sweep.json), a bench run folder (run.json + cells.jsonl), an eval run
-folder (adds the pass rate) or a 'ddtune bench --out' file. Runs with the same configuration are
-treated as repeats. Shows, per cell: tok/s, acceptance (with its source where it is not the requests'
-own: "(counters)" the server's /metrics over the cell, "(log)" its Decode batch lines; the server's
-figures, with intervals from repeats only), TTFT/ITL p50/p95 with 95% intervals (from
-repeats, else per-request variation), the ratio to the baseline (or the first config), the best
-configuration per cell and overall with its margin, failed configurations, and restart costs.
+folder (adds the pass rate), a 'ddtune bench --out' file, or a load run folder ('ddtune load' or
+the console's coding load: its summary and windows; two load runs side by side with B/A).
+Runs with the same configuration are treated as repeats. Shows, per cell: tok/s, acceptance (with
+its source where it is not the requests' own: "(counters)" the server's /metrics over the cell,
+"(log)" its Decode batch lines; the server's figures, with intervals from repeats only), TTFT/ITL
+p50/p95 with 95% intervals (from repeats, else per-request variation), the ratio to the baseline
+(or the first config), the best configuration per cell and overall with its margin, failed
+configurations, and restart costs.
 """
 
 
@@ -29,20 +32,9 @@ def add_arguments(parser) -> None:
 
 
 def render(runs: list[str], fmt: str) -> str:
-    import json
+    from workloads.report_text import render as render_runs
 
-    from backends.errors import UsageError
-    from workloads.report import build_report
-    from workloads.report_format import to_csv, to_json, to_markdown
-    from workloads.report_input import load_inputs
-
-    report = build_report(load_inputs(runs))
-    if not report.rows and not report.failures:
-        raise UsageError("nothing to report: the runs hold no finished cells",
-                         hint="check the folders, or finish the sweep with 'ddtune sweep --resume --out DIR'")
-    if fmt == "json":
-        return json.dumps(to_json(report), indent=2) + "\n"
-    return to_csv(report) if fmt == "csv" else to_markdown(report)
+    return render_runs(runs, fmt)
 
 
 def run(args) -> int:

@@ -97,7 +97,9 @@ class MainScreen(Screen):
         self.plots.set_no_spec_baseline(message.tok_s, message.source)
 
     def on_config_marked(self, message: m.ConfigMarked) -> None:
-        self.plots.mark(message.t, message.label)
+        from backends.logkind import note  # the plot may cut or drop the label: its full text is here
+
+        self.log_pane.append((note(f"--- ddtune: plot marker {self.plots.mark(message.t, message.label)}"),))
 
     def on_load_state_changed(self, message: m.LoadStateChanged) -> None:
         table = self.requests

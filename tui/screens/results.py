@@ -1,4 +1,5 @@
-"""Past bench/eval/load runs, and a side-by-side comparison of two of them."""
+"""Past runs (bench, eval, load, sweeps, searches): Enter opens one (its report), Space picks two to
+compare on what they share (tui.runs.compare_runs)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from tui.literal import cell
-from tui.runs import RunRow, compare, list_runs
+from tui.literal import cell, literal
+from tui.runs import CELL_HEAD, RunRow, compare_runs, list_runs
 
 
 class ResultsScreen(Screen):
@@ -23,14 +24,14 @@ class ResultsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static("Runs (newest first). Space picks two runs to compare per cell.", id="results-help")
+        yield Static("Runs (newest first). Enter opens a run; Space picks two runs to compare.", id="results-help")
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield DataTable(id="compare", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#runs", DataTable).add_columns("run", "kind", "status", "knobs", "summary")
-        self.query_one("#compare", DataTable).add_columns("cell", "tok/s A", "tok/s B", "B/A", "accept A", "accept B")
+        self.query_one("#compare", DataTable).add_columns(*CELL_HEAD)
         self.load_runs()
 
     @work(thread=True, exclusive=True)
@@ -49,6 +50,13 @@ class ResultsScreen(Screen):
                 "No runs yet. The console records its coding load (l) and its sweeps (s) here, as do "
                 "`ddtune bench`, `load`, `eval` and `sweep`.")
 
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id != "runs" or not self.rows:
+            return
+        from tui.screens.run_detail import RunDetailScreen
+
+        self.app.push_screen(RunDetailScreen(self.rows[event.cursor_row]))
+
     def action_pick(self) -> None:
         table = self.query_one("#runs", DataTable)
         if not self.rows:
@@ -58,11 +66,13 @@ class ResultsScreen(Screen):
         if len(self.picked) == 2:
             a, b = self.picked
             comp = self.query_one("#compare", DataTable)
-            comp.clear()
-            for line in compare(a, b):
+            found = compare_runs(a, b)
+            comp.clear(columns=True)
+            comp.add_columns(*found.head)
+            for line in found.rows:
                 comp.add_row(*map(cell, line))
-            comp.border_title = f"A={a.id}  B={b.id}"
-            if not comp.row_count:
-                self.notify("these two runs share no bench cell", severity="warning")
+            comp.border_title = literal(f"A={a.id}  B={b.id}")
+            comp.border_subtitle = literal(found.shared)
+            self.notify(found.shared, severity="information" if found.rows else "warning", markup=False)
         else:
             self.notify(f"picked {row.id}; pick one more")

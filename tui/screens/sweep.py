@@ -124,6 +124,7 @@ class SweepScreen(Screen):
     async def run_sweep(self, presets: list[str], baseline: bool, gpus: tuple[str, ...] | None = None) -> None:
         """The controller runs the sweep on the console's session; this screen shows its events."""
         from backends.errors import DdtuneError
+        from tui.console_sweep import run_console_sweep
 
         console = cast("DdtuneApp", self.app).controller
         status = self.query_one("#status", Static)
@@ -133,8 +134,8 @@ class SweepScreen(Screen):
             return
         try:
             contexts, concurrency, max_tokens = self.matrix
-            _path, verdict, done = await console.run_sweep(presets, baseline, contexts, concurrency, max_tokens,
-                                                           self._post_event, gpus)
+            _path, verdict, done = await run_console_sweep(console, presets, baseline, contexts, concurrency,
+                                                           max_tokens, self._post_event, gpus)
             status.update(verdict)  # markup of the console's own: sweep_verdict escapes what it embeds
             if done:
                 self.notify(f"sweep: {done}", timeout=8)

@@ -17,6 +17,8 @@ from textual.color import Color
 from textual.containers import Horizontal
 from textual_plotext import PlotextPlot
 
+from tui.marker_labels import Placed, place
+
 SPAN_S = 600.0        # the last 10 minutes
 MAX_POINTS = 3000     # per series, whatever the rate of points (a fast server logs several Decode lines a second)
 FAINT = (0, 95, 105)  # the 1 s rate: a dim cyan behind the 5 s line
@@ -85,6 +87,8 @@ class LivePlots(Horizontal):
         self.server_tok_s: Series = deque(maxlen=MAX_POINTS)
         self.server_accept: Series = deque(maxlen=MAX_POINTS)
         self.markers: deque[tuple[float, str]] = deque(maxlen=20)
+        self.marked = 0  # markers so far: their numbers
+        self.labels: list[Placed] = []  # where the last draw put the marker labels (tui.marker_labels)
         self.no_spec: tuple[float, str] | None = None        # (tok/s, where it comes from)
         self.approx = False
         self.window_s = 5.0   # the client's rolling window
@@ -134,9 +138,13 @@ class LivePlots(Horizontal):
             self._add(self.server_accept, x, accept_len)
         self._dirty = True
 
-    def mark(self, t: float, label: str) -> None:
-        self.markers.append((self._rel(t), label))
+    def mark(self, t: float, label: str) -> str:
+        """A restart marker at ``t``; its numbered label (``#3 window 2048 -> 1024``), as the plot names it."""
+        self.marked += 1
+        numbered = f"#{self.marked} {label}"
+        self.markers.append((self._rel(t), numbered))
         self._dirty = True
+        return numbered
 
     def set_no_spec_baseline(self, tok_s: float, source: str) -> None:
         self.no_spec = (tok_s, source)
@@ -200,15 +208,16 @@ class LivePlots(Horizontal):
             plt.text(f"no-spec {reference[0]:.0f}", last, reference[0], color=REFERENCE, background=canvas,
                      alignment="right")
         bottom = floor + (ceiling - floor) * 0.02  # labels on the bottom row: the legend has the top
-        for x, label in self.markers:
-            if x >= lo:
-                plt.vline(x, MARKER)
-                # the label on the side with more room, cut to fit it
-                right, left = int((last - x) / per_col), int((x - lo) / per_col)
-                room = max(right, left)
-                text = label if len(label) <= room else label[:max(room - 1, 0)] + "…"
-                if text:
-                    plt.text(text, x, bottom, color=MARKER, background=canvas,
-                             alignment="left" if right >= left else "right")
+        shown_markers = [(x, label) for x, label in self.markers if x >= lo]
+        for x, _ in shown_markers:
+            plt.vline(x, MARKER)
+        rows = max(1, min(3, (widget.size.height - 6) // 3))  # staggered rows at the bottom: the legend has the top
+        row_h = (ceiling - floor) / max(widget.size.height - 5, 1)
+        placed = place([(int((x - lo) / per_col), label) for x, label in shown_markers], columns, rows)
+        for spot in placed:  # never overlapping (cut or numbered only where crowded); full text in the log
+            plt.text(spot.text, lo + spot.col * per_col, bottom + spot.row * row_h, color=MARKER, background=canvas,
+                     alignment="left")
+        if widget is self.toks_plot:
+            self.labels = placed
         plt.xlabel("s")
         widget.changed()
