@@ -229,8 +229,41 @@ def _value_text(value: KnobValue, route: KnobRoute) -> str:
     return str(value + route.offset) if isinstance(value, int) else str(value)
 
 
+_SPEC_ON_FLAGS = ("--speculative-algorithm", "--speculative-draft-model-path")
+
+
+def speculation_on(config: ServerConfig) -> bool:
+    """A draft model, or extra_args that turn speculative decoding on themselves."""
+    return bool(config.draft_model) or any(a.split("=", 1)[0] in _SPEC_ON_FLAGS for a in config.extra_args)
+
+
+def _drafts(route: KnobRoute) -> bool:
+    """The route sets something only speculative decoding reads (a --speculative-* flag, DDTree's or
+    spec v2's env var, or it needs a speculative algorithm)."""
+    return bool(route.algorithm) or (route.flag or "").startswith("--speculative-") \
+        or (route.switch or "").startswith("--speculative-") \
+        or (route.env or "").startswith(("SGLANG_DDTREE", "SGLANG_ENABLE_SPEC"))
+
+
+def without_draft_knobs(config: ServerConfig) -> ServerConfig:
+    """A speculation-off server (no draft model; what ``sweep --baseline`` and docs/lossless.md run)
+    with its draft knobs cleared: the window's default 2048 must not become
+    --speculative-draft-window-size on a server that drafts nothing. Other knobs pass as usual."""
+    if speculation_on(config):
+        return config
+    cleared: dict[str, KnobValue] = {}
+    for knob in config.knobs:
+        mapped = config.knob_map.get(knob)
+        routes = [mapped] if mapped else [r.route for r in config.knob_table.spec(knob).routes]
+        if any(_drafts(r) for r in routes):
+            cleared[knob] = None
+    return config.with_knobs(cleared) if cleared else config
+
+
 def plan_launch(config: ServerConfig, help_text: str, prefix: tuple[str, ...], version: str = "?") -> LaunchPlan:
-    """The full launch: ``prefix`` (e.g. python -m sglang.launch_server) plus model, port, knobs, extras."""
+    """The full launch: ``prefix`` (e.g. python -m sglang.launch_server) plus model, port, knobs, extras.
+    Without speculation (no draft model) no draft knob is passed (``without_draft_knobs``)."""
+    config = without_draft_knobs(config)
     flags = help_flags(help_text)
     routes = resolve_routes(config, flags, version)
     block_size, block_explicit = _block_size(config, routes)

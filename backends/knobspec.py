@@ -176,34 +176,48 @@ class KnobSpec:
             return "a string"
         return "an integer, string or true/false"
 
-    def value_hint(self, block_size: int | None = None) -> str:
-        """The fix for a bad value, suggesting one the server takes (a window at least the block size)."""
+    def value_hint(self, block_size: int | None = None, source: str = "editor") -> str:
+        """The fix for a bad value, suggesting one the server takes (a window at least the block size),
+        written the way ``source`` takes it: a CLI flag (``--set window=2048``), the config file
+        (``window = 2048`` under ``[knobs]``) or the console's editor (``set window = 2048``)."""
         name = key_name(self.name)
-        clear = f', or {name} = "none"' + ("" if self.at_least else " to clear it") if self.nullable else ""
+        flag = source.split()[0] if source.startswith("--") and not source.startswith("--plan") else None
+        under = " under [knobs]" if flag is None and source != "editor" and ": " not in source \
+            and not source.startswith("--plan") else ""
+
+        def said(value: str, quoted: bool = False) -> str:
+            if flag:
+                return f"{flag} {self.name}={value}"
+            return f'{name} = "{value}"' if quoted else f"{name} = {value}"
+
+        lead = "" if flag else "set "
+        clear = (f', or {said("none", True)}' + ("" if self.at_least else " to clear it")) if self.nullable else ""
         if self.type == "any":
-            return f'{name} = 8, = "text", = true, or = "none" to clear it'
+            return f'{said("8")}, {said("text", True)}, {said("true")}, or {said("none", True)} to clear it'
         if self.at_least == BLOCK_SIZE and self.type == "int":
             block = block_size or DEFAULT_BLOCK_SIZE
             value = max(int(self.hint_value or 0), block)
-            return f"set {name} = {value} (an integer >= the block size, {block}){clear}"
+            return f"{lead}{said(str(value))}{under} (an integer >= the block size, {block}){clear}"
         if self.type == "int" and self.minimum == 1 and self.maximum is None:
-            return f"set {name} = {self.hint_value} (any integer > 0){clear}"
+            return f"{lead}{said(str(self.hint_value))}{under} (any integer > 0){clear}"
         if self.type in ("int", "float"):
             bounds = self.bounds_text()
             what = "an integer" if self.type == "int" else "a number"
-            return f"set {name} = {self.hint_value}" + (f" ({what} {bounds})" if bounds else "") + clear
+            return f"{lead}{said(str(self.hint_value))}{under}" + (f" ({what} {bounds})" if bounds else "") + clear
         if self.type == "bool":
-            return f"set {name} = true or {name} = false{clear}"
+            return f"{lead}{said('true')} or {said('false')}{under}{clear}"
         if self.type == "choice":
-            return f"set {name} = {', '.join(repr(c) for c in self.choices)} (one of them){clear}"
-        return f'set {name} = "{self.hint_value}"{clear}'
+            if flag:
+                return f"{said(self.choices[0])} (one of {', '.join(self.choices)}){clear}"
+            return f"{lead}{name} = {', '.join(repr(c) for c in self.choices)}{under} (one of them){clear}"
+        return f'{lead}{said(str(self.hint_value), True)}{under}{clear}'
 
     def parse(self, raw: Any, source: str = "--set", block_size: int | None = None) -> KnobValue:
         """Text (``--set``, the editor) or a TOML value -> the typed value; "none" clears the knob.
         ConfigError names ``source``, the knob and the fix (with ``block_size`` when known: the
         editor's). true/false is never a number here."""
         where = f"knob '{key_name(self.name)}'"
-        hint = self.value_hint(block_size)
+        hint = self.value_hint(block_size, source)
         if isinstance(raw, str) and raw.strip().lower() == "none":
             if not self.nullable:
                 raise fail(source, where, f"cannot be none: it needs {self.wanted()}", hint)
@@ -250,7 +264,7 @@ class KnobSpec:
         if isinstance(raw, float):
             raise fail(source, where, f"expected an integer, string or true/false, got {shown(raw)}",
                        f"write {key_name(self.name)} = {int(raw) if math.isfinite(raw) else 1} or quote it")
-        return expect(source, where, raw, (int, str, bool), self.value_hint())
+        return expect(source, where, raw, (int, str, bool), self.value_hint(source=source))
 
     def describe(self) -> str:
         """One line for --help and the editor: what it is, its unit, what "none" means."""

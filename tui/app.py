@@ -40,7 +40,7 @@ class DdtuneApp(App):
     # every action, for the command palette (Ctrl+P): (title, help, action)
     ACTIONS = (
         ("Edit knobs", "change budget/topk/window; Apply restarts the server and verifies them", "edit_knobs"),
-        ("Apply the config file", "restart with the config file's knobs (after tuning)", "apply_config_file"),
+        ("Apply the config file", "restart with the config file's knobs (asks first)", "apply_config_file"),
         ("Start / retry the server", "start it, re-attach to it, or retry a failed start", "start_server"),
         ("Stop the server", "stop the managed server (asks first)", "stop_server"),
         ("Coding load on/off", "stream coding prompts and plot tok/s and acceptance", "toggle_load"),
@@ -118,12 +118,24 @@ class DdtuneApp(App):
         self.push_screen(editor, applied)
 
     def action_apply_config_file(self) -> None:
+        """Restart with the config file's knobs, after asking (as stopping does): it reloads the model."""
         if self.controller is None:
             return
-        if self.controller.apply_config_file():
-            self.notify("restarting with the config file's knobs", timeout=4)
-        else:
+        from tui.screens.quit_dialog import ConfirmApply
+
+        controller = self.controller
+        now, wanted = controller.config, controller.file_config
+        if wanted.config_hash() == now.config_hash():
             self.notify("the server already runs the config file's knobs", timeout=3)
+            return
+        changes = ", ".join(f"{k} {now.knobs.get(k)} -> {v}" for k, v in wanted.knobs.items()
+                            if now.knobs.get(k) != v)
+
+        def chosen(restart: bool | None) -> None:
+            if restart and controller.apply_config_file():
+                self.notify("restarting with the config file's knobs", timeout=4)
+
+        self.push_screen(ConfirmApply(changes), chosen)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         for title, help_text, action in self.ACTIONS:

@@ -119,11 +119,17 @@ def main(argv: list[str] | None = None) -> int:
     """Run one ddtune command; a reader that went away (``ddtune status | head -1``) ends it quietly.
 
     Python's own advice (signal module docs, "Note on SIGPIPE"): on EPIPE point stdout at
-    /dev/null, so the flush at interpreter exit has nowhere to fail, and exit 1. Flushing here makes
-    the broken pipe surface inside this ``try`` rather than as "Exception ignored" at exit."""
+    /dev/null, so the flush at interpreter exit has nowhere to fail. Flushing here makes the broken
+    pipe surface inside this ``try`` rather than as "Exception ignored" at exit. A reader of stdout
+    that stopped reading (``| head``) is not a failure: exit 0, as the command's output was taken
+    as far as it was wanted. Only an error line that could not reach stderr exits 1: that run failed."""
+    global _STDERR_BROKE
+    _STDERR_BROKE = False
+    code = 0
     try:
         try:
-            return _main(argv)
+            code = _main(argv)
+            return code
         finally:
             sys.stdout.flush()
     except BrokenPipeError:
@@ -132,7 +138,10 @@ def main(argv: list[str] | None = None) -> int:
             if _reader_gone(stream):
                 os.dup2(devnull, stream.fileno())
         os.close(devnull)
-        return 1
+        return 1 if _STDERR_BROKE else code  # code: the command's own, when only the last flush broke
+
+
+_STDERR_BROKE = False  # set when a write to stderr met the closed pipe: an error line was lost
 
 
 def _reader_gone(stream) -> bool:
@@ -152,13 +161,20 @@ class MaskedStream:
     written (``backends.apikey.mask``): the last guard, behind the masking where log lines are read
     and errors are made."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream, is_stderr: bool = False) -> None:
         self._stream = stream
+        self._is_stderr = is_stderr
 
     def write(self, text: str) -> int:
         from backends.apikey import mask
 
-        self._stream.write(mask(text))
+        try:
+            self._stream.write(mask(text))
+        except BrokenPipeError:
+            if self._is_stderr:
+                global _STDERR_BROKE
+                _STDERR_BROKE = True
+            raise
         return len(text)
 
     def writelines(self, lines) -> None:
@@ -189,7 +205,7 @@ def _main(argv: list[str] | None) -> int:
     if args.command in (None, "sim"):  # the console draws through Textual; the simulator is the server
         return report_errors(action)
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = MaskedStream(sys.stdout), MaskedStream(sys.stderr)
+    sys.stdout, sys.stderr = MaskedStream(sys.stdout), MaskedStream(sys.stderr, is_stderr=True)
     try:
         return report_errors(action)
     finally:

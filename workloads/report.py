@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from workloads.metrics import cell_acceptance, cell_acceptance_source
 from workloads.estimate import Estimate, Ratio, exp, from_repeats, from_samples, geomean, ratio, t95
@@ -122,6 +122,7 @@ class Report:
     lossless: tuple[LosslessRow, ...] = ()
     placements: tuple[Placement, ...] = ()   # a parallel sweep: each run's lane and GPUs
     gpu_warnings: tuple[str, ...] = ()       # the lanes' GPUs differ in model or clocks
+    knobs: dict = field(default_factory=dict)  # config -> the knob values it ran with (where recorded)
 
     @property
     def lanes(self) -> int:
@@ -290,7 +291,13 @@ def build_report(inputs: Inputs) -> Report:
                        {p: sum(v) / len(v) for p, v in phases.items()}, inputs.sweep_seconds)
     return Report(configs, reference, baseline is not None, tuple(cells), tuple(rows), tuple(best_cells), overall,
                   scores, tuple(pass_rates), inputs.failures, cost, _lossless_rows(configs, inputs.lossless),
-                  inputs.placements, _gpu_warnings(inputs.placements))
+                  inputs.placements, _gpu_warnings(inputs.placements), _knobs(by_config))
+
+
+def _knobs(by_config: dict[str, list[RunData]]) -> dict[str, dict]:
+    """Each configuration's knob values: those of its first run that recorded them."""
+    return {config: next(r.knobs for r in runs if r.knobs is not None)
+            for config, runs in by_config.items() if any(r.knobs is not None for r in runs)}
 
 
 def _gpu_warnings(placements: tuple[Placement, ...]) -> tuple[str, ...]:

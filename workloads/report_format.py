@@ -49,6 +49,17 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def knob_text(report: Report, config: str) -> str:
+    """``budget=8 topk=4 window=2048``; the baseline's ``speculation off``; ``-`` when not recorded."""
+    if config == report.reference and report.reference_is_baseline:
+        return "speculation off"
+    knobs = report.knobs.get(config)
+    if knobs is None:
+        return "-"
+    shown = lambda v: "none" if v is None else (str(v).lower() if isinstance(v, bool) else str(v))
+    return " ".join(f"{k}={shown(v)}" for k, v in knobs.items()) or "defaults"
+
+
 def lossless_failed(report: Report) -> str | None:
     """The report's loudest line when a configuration changed the baseline's greedy outputs."""
     diverged = [r for r in report.lossless if r.diverged]
@@ -78,6 +89,10 @@ def to_markdown(report: Report) -> str:
                "server's figures over all it ran, not per-request means. step gap: time "
                "between content chunks (one per decode or verify step); ITL/token: each gap divided by the tokens "
                "its chunk brought (sglang.bench_serving's ITL).")
+    out.append("")
+    out.append("## configurations")
+    out.append("")
+    out += _table(["config", "knobs"], [[config, knob_text(report, config)] for config in report.configs])
     out.append("")
     for cell in report.cells:
         out.append(f"## context {cell[0]}, concurrency {cell[1]}")
@@ -167,6 +182,7 @@ def to_json(report: Report) -> dict:
     return {
         "schema": "ddtune.report/1",
         "configs": list(report.configs),
+        "knobs": {config: report.knobs.get(config) for config in report.configs},
         "reference": report.reference,
         "reference_is_baseline": report.reference_is_baseline,
         "cells": [{"context": r.cell[0], "concurrency": r.cell[1], "config": r.config, "runs": r.repeats,
@@ -199,7 +215,7 @@ def to_csv(report: Report) -> str:
     for m in METRICS:
         head += [m, f"{m}_lo", f"{m}_hi"]
     head += ["vs_reference", "vs_reference_lo", "vs_reference_hi", "best_in_cell", "pass", "total",
-             "acceptance_source"]
+             "acceptance_source", "knobs"]
     w.writerow(head)
     best = {b.cell: b.config for b in report.best_per_cell}
     rates = {p.config: p for p in report.pass_rates}
@@ -213,6 +229,6 @@ def to_csv(report: Report) -> str:
         row += [num(v.value), num(v.lo), num(v.hi)] if v else ["", "", ""]
         p = rates.get(r.config)
         row += [int(best.get(r.cell) == r.config), p.passed if p else "", p.total if p else "",
-                r.acceptance_source or ""]
+                r.acceptance_source or "", knob_text(report, r.config)]
         w.writerow(row)
     return buf.getvalue()

@@ -3,7 +3,7 @@ and eval run folders, into plain ``RunData`` records labelled by configuration."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ class RunData:
     eval_summary: dict | None = None
     baseline: bool = False
     order: int = 0
+    knobs: dict | None = None  # the knob values it ran with (None: not recorded); a baseline: speculation off
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,17 @@ def _run_label(run: dict, fallback: str, where: str = "run.json") -> tuple[str, 
     return knob_label(_field(f"{where} server", server, "knobs", dict)) or fallback, False
 
 
+def _run_knobs(run: dict, where: str = "run.json") -> dict | None:
+    """The knob values a run measured: its sweep configuration's, else the server's it recorded."""
+    sweep = _field(where, run, "sweep", dict) or {}
+    config = _field(f"{where} sweep", sweep, "config", dict) or {}
+    knobs = _field(f"{where} sweep config", config, "knobs", dict)
+    if knobs is None:
+        server = _field(where, run, "server", dict) or {}
+        knobs = _field(f"{where} server", server, "knobs", dict)
+    return dict(knobs) if knobs is not None else None
+
+
 def read_bench_dir(path: Path, label: str | None = None, repeat: int = 1, baseline: bool = False,
                    order: int = 0) -> RunData:
     run = _json(path / "run.json")
@@ -185,7 +197,8 @@ def read_bench_dir(path: Path, label: str | None = None, repeat: int = 1, baseli
     cells = read_cells(path / "cells.jsonl")
     kept = kept_filter(path)  # not the answers of an attempt killed mid-cell: its cell was redone
     responses = tuple(_response(where, r) for where, r in _jsonl(path / "responses.jsonl") if kept is None or kept(r))
-    return RunData(label or found_label, repeat, str(path), cells, responses, None, baseline or found_baseline, order)
+    return RunData(label or found_label, repeat, str(path), cells, responses, None, baseline or found_baseline, order,
+                   _run_knobs(run, str(path / "run.json")))
 
 
 def _eval_summary(path: Path) -> dict | None:
@@ -239,8 +252,10 @@ def read_sweep(path: Path, order0: int = 0) -> Inputs:
         bench = read_bench_dir(Path(bench_dir) if bench_dir else path / str(key) / "bench",
                                name, repeat, baseline, order0 + order.get(name, len(order)))
         eval_dir = _field(where, rec, "eval_dir", str)
+        knobs = (configs.get(name) or {}).get("knobs")
         runs.append(RunData(bench.label, repeat, bench.source, bench.cells, bench.responses,
-                            _eval_summary(Path(eval_dir)) if eval_dir else None, baseline, bench.order))
+                            _eval_summary(Path(eval_dir)) if eval_dir else None, baseline, bench.order,
+                            dict(knobs) if isinstance(knobs, dict) else bench.knobs))
     started = _field(str(path / "sweep.json"), doc, "started_at", float)
     finished = _field(str(path / "sweep.json"), doc, "finished_at", float)
     span = [r["finished_at"] for _, r in records if r.get("finished_at")]
@@ -310,18 +325,18 @@ def load_inputs(paths: list[str]) -> Inputs:
                                  hint="use the file 'ddtune bench --out FILE' wrote, or the run folder")
             label, baseline = _run_label(doc["run"], path.stem, f"{path} run")
             cells = tuple(_cell(f"{path} cells[{n}]", c) for n, c in enumerate(doc["cells"]))
-            runs.append(_repeat_of(RunData(label, 1, str(path), cells, (), None, baseline, len(runs) * 100), runs))
+            runs.append(_repeat_of(RunData(label, 1, str(path), cells, (), None, baseline, len(runs) * 100,
+                                           _run_knobs(doc["run"], f"{path} run")), runs))
         else:
             raise UsageError(f"{path}: no such run",
                              hint="give a sweep folder (sweep.json), a run folder (run.json) or a bench JSON file; "
                                   "runs live under $DDTUNE_STATE_DIR/runs")
     if evals:
-        runs = [RunData(r.label, r.repeat, r.source, r.cells, r.responses, r.eval_summary or evals.get(r.label),
-                        r.baseline, r.order) for r in runs]
+        runs = [replace(r, eval_summary=r.eval_summary or evals.get(r.label)) for r in runs]
     return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds if any_sweep else None, tuple(checks))
 
 
 def _repeat_of(run: RunData, earlier: list[RunData]) -> RunData:
     """Runs given separately with the same label are repeats of one configuration."""
     n = 1 + sum(1 for r in earlier if r.label == run.label)
-    return RunData(run.label, n, run.source, run.cells, run.responses, run.eval_summary, run.baseline, run.order)
+    return replace(run, repeat=n)

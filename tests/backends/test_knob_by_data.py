@@ -43,7 +43,7 @@ def test_a_declared_knob_is_validated_passed_verified_and_shown(tmp_path, state_
     cfg = declared_config(tmp_path)
     out = run_ddtune("--config", str(cfg), "up", "--set", "log_every=5000")
     assert out.returncode == 2 and "--set: knob 'log_every': expected an integer from 1 to 1000" in out.stderr
-    assert "hint: set log_every = 8 (an integer from 1 to 1000)" in out.stderr
+    assert "hint: --set log_every=8 (an integer from 1 to 1000)" in out.stderr
     assert not (state_dir / "server.json").exists()  # nothing was started
 
     out = run_ddtune("--config", str(cfg), "up", "--set", "overlap=false", "--set", "draft_kv_ratio=0.5")

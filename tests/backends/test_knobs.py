@@ -149,3 +149,21 @@ def test_metrics_are_switched_on_where_the_server_has_them_unless_extra_args_say
     assert "--enable-metrics" not in plan_launch(own, help_text, PREFIX, "0.5.23").argv
     again = ServerConfig(backend="sglang", extra_args=("--enable-metrics",))
     assert plan_launch(again, help_text, PREFIX, "0.5.23").argv.count("--enable-metrics") == 1
+
+
+@pytest.mark.parametrize("help_text, version", [(HELP_0523, "0.5.23"), (HELP_PR, "0.5.23"), (HELP_0511, "0.5.11")])
+def test_a_speculation_off_launch_carries_no_speculative_flag(help_text, version):
+    """Issue 22 item 7: a server without a draft model (docs/lossless.md's baseline) got the window's
+    default 2048 as --speculative-draft-window-size. Draft knobs reach only a speculative server."""
+    from backends.config import config_from_dict
+
+    off = config_from_dict({"server": {"backend": "sglang", "model": "m", "draft_model": "none",
+                                       "extra_args": ["--mem-fraction-static", "0.8"]}}, "nospec.toml")
+    for config in (off, off.with_knobs({"window": 1024, "block_size": 16, "spec_v2": True})):
+        plan = plan_launch(config, help_text, PREFIX, version)
+        assert not [a for a in plan.argv if a.startswith("--speculative-")], plan.argv
+        assert "SGLANG_ENABLE_SPEC_V2" not in plan.env and plan.algorithm is None
+        assert plan.argv[-2:] == ("--mem-fraction-static", "0.8")
+        assert plan.expected["window_size"] is None  # what verification expects: nothing set
+    on = plan_launch(cfg(), HELP_0523, PREFIX, "0.5.23")  # a draft model: the default window goes on
+    assert flag_value(on.argv, "--speculative-draft-window-size") == "2048"

@@ -40,7 +40,7 @@ def suggested(hint: str, name: str) -> int:
     """The value a hint suggests (``set window = 2048 (...)``)."""
     import re
 
-    return int(re.search(rf"set {name} = (\d+)", hint).group(1))
+    return int(re.search(rf"set {name} ?= ?(\d+)", hint).group(1))
 
 
 @pytest.mark.parametrize("name", COUNTS)
@@ -177,5 +177,19 @@ def test_set_window_abc_on_the_command_line_suggests_a_valid_window(state_dir):
 
     out = run_ddtune("up", "--set", "window=abc")
     assert out.returncode == 2
-    assert "hint: set window = 2048 (an integer >= the block size, 16)" in out.stderr
-    assert "window = 8" not in out.stderr
+    assert "hint: --set window=2048 (an integer >= the block size, 16), or --set window=none" in out.stderr
+    assert "window = " not in out.stderr  # a flag's hint speaks flag syntax, never TOML (issue 22 item 8)
+
+
+def test_hints_speak_the_syntax_of_where_the_value_came_from(tmp_path):
+    """--set gets ``--set window=2048``; the config file gets ``window = 2048`` under [knobs]."""
+    with pytest.raises(UsageError) as flag:
+        parse_set("budget=zero")
+    assert flag.value.hint.startswith("--set budget=8 ") and " = " not in flag.value.hint
+    path = tmp_path / "ddtune.toml"
+    path.write_text('[knobs]\nbudget = "zero"\n')
+    from backends.config import load_config
+
+    with pytest.raises(ConfigError) as toml:
+        load_config(str(path))
+    assert "budget = 8 under [knobs]" in toml.value.hint and "--set" not in toml.value.hint

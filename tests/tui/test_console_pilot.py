@@ -165,8 +165,12 @@ async def test_a_headless_restart_beside_the_console_shows_in_the_panel(tmp_path
 
 async def test_reattach_keeps_a_tuned_server_and_a_applies_the_file(tmp_path, groups):
     """Tuned with `restart --set`, then the console opens: it keeps that server (no reload), says the
-    knobs differ from the file, and `a` restarts it with the file's knobs."""
+    knobs differ from the file, and `a` asks first (as `x` does, issue 22 item 6), then restarts it
+    with the file's knobs."""
+    import psutil
+
     from tests.helpers import run_ddtune
+    from tui.screens.quit_dialog import ConfirmApply
 
     config_file = write_config(tmp_path)
     for args in (("up",), ("restart", "--set", "window=1024")):
@@ -182,6 +186,13 @@ async def test_reattach_keeps_a_tuned_server_and_a_applies_the_file(tmp_path, gr
         assert (window.requested, window.effective, window.verified) == ("1024", "1024", True)
         assert "window=1024 (the file says 2048)" in log_text(app)
         await pilot.press("a")
+        assert isinstance(app.screen, ConfirmApply)
+        assert "window 1024 -> 2048" in str(app.screen.query_one("#changes").render())
+        await pilot.press("escape")  # keep it
+        await pilot.pause(0.3)
+        assert not isinstance(app.screen, ConfirmApply)
+        assert panel(app).phase == "ready" and panel(app).pid == tuned["pid"] and psutil.pid_exists(tuned["pid"])
+        await pilot.press("a", "y")
         await wait_until(pilot, lambda: panel(app).phase == "ready" and panel(app).pid != tuned["pid"],
                          what="the restart with the file's knobs")
         groups.track_state()

@@ -39,3 +39,16 @@ def test_missing_config_file_is_named_before_and_after_the_command(tmp_path):
         out = run_ddtune(*argv)
         assert out.returncode == 2, argv
         assert f"--config: no such file: {missing}" in out.stderr
+
+
+def test_sweep_help_says_one_thing_about_the_server_at_the_end():
+    """Issue 22 item 8: the flag's help and the epilog used to disagree (stopped vs returned to the
+    config it ran before). The code (ManagedController.shutdown) returns it; both now say so."""
+    import re
+
+    out = run_ddtune("sweep", "--help")
+    text = re.sub(r"\s+", " ", out.stdout)
+    assert out.returncode == 0
+    assert "The server is stopped at the end" not in text
+    assert "the config it ran before the sweep, or stop it when none was running" in text
+    assert "left as the sweep found it: back on the knobs it ran before" in text

@@ -202,3 +202,41 @@ def test_status_acceptance_falls_back_to_the_decode_lines_without_metrics(tmp_pa
     acc = server_acceptance(state)
     assert acc["source"] == "log" and acc["value"] == round((4 * 8 + 2 * 2 + 4 * 8) / 18, 4)
     assert server_acceptance(SimpleNamespace(argv=("x",), log_path=str(log), url=state.url)) is None
+
+
+def test_ctrl_c_mid_restart_leaves_the_new_server_running_and_says_so(tmp_path, state_dir, groups):
+    """Issue 22 item 5: SIGINT to a real `ddtune restart` mid-start. The new server keeps starting;
+    the CLI says which pid and how to get back, status says nobody follows it, `up` re-attaches."""
+    import signal
+    import subprocess
+
+    import psutil
+
+    from tests.helpers import REPO, ddtune_cmd, ddtune_env
+
+    cfg = write_config(tmp_path, extra=("--sim-load-seconds", "4"))
+    assert run_ddtune("--config", str(cfg), "up", timeout=120).returncode == 0
+    old = groups.track_state()["pid"]
+    proc = subprocess.Popen(ddtune_cmd("--config", str(cfg), "restart", "--set", "window=1024"), env=ddtune_env(),
+                            cwd=REPO, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in proc.stderr:  # until the new server loads its weights
+        seen.append(line)
+        groups.track_state()
+        if "loading-weights" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=60) == 130, "".join(seen) + rest
+    state = groups.track_state()
+    new = state["pid"]
+    gone = lambda pid: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert new != old and not gone(new) and gone(old)
+    assert f"the new server pid {new} keeps starting" in rest and "`ddtune down` stops it" in rest, rest
+    doc = status_json(cfg)
+    assert doc["pid"] == new and doc["phase"] == "starting" and "not followed" in doc["reason"]
+    back = run_ddtune("--config", str(cfg), "up", timeout=120)
+    assert back.returncode == 0 and f"re-attached to pid {new}" in back.stderr, back.stderr
+    doc = status_json(cfg)
+    assert doc["phase"] == "ready" and doc["reason"] is None and doc["knobs"]["window"] == 1024
+    assert run_ddtune("--config", str(cfg), "down").returncode == 0

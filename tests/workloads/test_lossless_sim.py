@@ -119,3 +119,25 @@ def test_server_and_flags_must_fit(start_sim, state_dir, tmp_path):
     assert out.returncode == 2 and "give one of them" in out.stderr
     out = run_ddtune("check-lossless", "--url", plain.url, "--prompts", "999", "--save-baseline", str(tmp_path / "b"))
     assert out.returncode == 2 and "only" in out.stderr and "coding problems" in out.stderr
+
+
+def test_the_readme_baseline_command_runs_a_server_without_draft_flags(state_dir, tmp_path, groups):
+    """Issue 22 item 7: the README's one command records greedy.json on a speculation-off server (no
+    --speculative-* flag at all, the window's default included) and brings the drafter back."""
+    from tests.backends.lifecycle_support import write_config
+
+    config = str(write_config(tmp_path))
+    off = run_ddtune("--config", config, "up", "--no-speculation", timeout=120)
+    state = groups.track_state()
+    assert off.returncode == 0, off.stderr
+    assert not [a for a in state["argv"] if a.startswith("--speculative-")], state["argv"]
+    saved = run_ddtune("--config", config, "check-lossless", "--save-baseline", str(tmp_path / "greedy.json"),
+                       "--prompts", "2", "--max-tokens", "16", timeout=120)
+    assert saved.returncode == 0, saved.stderr
+    back = run_ddtune("--config", config, "up", "--apply-config", timeout=120)
+    state = groups.track_state()
+    assert back.returncode == 0, back.stderr
+    assert "--speculative-draft-window-size" in state["argv"]
+    check = run_ddtune("--config", config, "check-lossless", "--baseline", str(tmp_path / "greedy.json"), timeout=120)
+    assert check.returncode == 0, check.stderr
+    assert run_ddtune("--config", config, "down", timeout=60).returncode == 0

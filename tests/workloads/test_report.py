@@ -141,6 +141,21 @@ def test_bench_out_json_file_is_accepted(tmp_path):
     assert report.configs == ("b8-t4-nowindow",) and report.row("b8-t4-nowindow", (60, 1)).tok_s.mean == 42.0
 
 
+def test_reports_name_each_configurations_knob_values(tmp_path):
+    """Issue 22 item 8: a report says what each configuration ran with, in every format."""
+    path = make_sweep(tmp_path, SPEEDS)
+    report = build_report(load_inputs([str(path)]))
+    md = to_markdown(report)
+    assert "| b8 | budget=8 |" in md and "| baseline | speculation off |" in md
+    assert to_json(report)["knobs"] == {"baseline": {}, "b8": {"budget": 8}, "b16": {"budget": 8}}
+    rows = list(csv.DictReader(io.StringIO(to_csv(report))))
+    assert {r["config"]: r["knobs"] for r in rows}["b8"] == "budget=8"
+    f = tmp_path / "a.json"
+    f.write_text(json.dumps({"run": {"server": {"knobs": {"budget": 8, "topk": 4, "window": None}}},
+                             "cells": [cell(60, 1, 42.0)]}))
+    assert "| b8-t4-nowindow | budget=8 topk=4 window=none |" in to_markdown(build_report(load_inputs([str(f)])))
+
+
 def test_wilson_interval():
     lo, hi = wilson(8, 10)
     assert 0.490 < lo < 0.491 and 0.943 < hi < 0.944  # textbook: 0.490-0.943
@@ -153,6 +168,10 @@ def test_cli_formats_and_errors(tmp_path):
     assert md.returncode == 0 and "Best overall: b8" in md.stdout
     js = run_ddtune("report", str(path), "--format", "json")
     assert js.returncode == 0 and json.loads(js.stdout)["best_overall"]["config"] == "b8"
+    flag = run_ddtune("report", str(path), "--json")  # the contract's flag (issue 22 item 8)
+    assert flag.returncode == 0 and json.loads(flag.stdout) == json.loads(js.stdout)
+    both = run_ddtune("report", str(path), "--json", "--format", "csv")
+    assert both.returncode == 2 and "not allowed with" in both.stderr
     cs = run_ddtune("report", str(path), "--format", "csv")
     assert cs.returncode == 0 and cs.stdout.startswith("config,context,concurrency")
     missing = run_ddtune("report", str(tmp_path / "nope"))

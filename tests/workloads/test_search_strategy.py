@@ -38,7 +38,7 @@ def test_space_parses_in_order_with_none_and_labels():
     ("bugdet=4,8", "--space: unknown knob 'bugdet'", "known knobs: budget, topk, window"),
     ("budget=4,,8", "--space: knob 'budget': empty value", "budget=4,8,16"),
     ("budget=4 budget=8", "--space: knob 'budget' is given twice", "budget=a,b,c"),
-    ("budget=4,x", "--space: knob 'budget': expected a positive integer", "budget = 8"),
+    ("budget=4,x", "--space: knob 'budget': expected a positive integer", "--space budget=8"),
     ("budget=8,8", "--space: knob 'budget': value 8 is given twice", "list each value once"),
     ("window=8,2048", "--space: knob 'window' = 8 is smaller than the block size 16", "windows >= 16"),
 ])

@@ -137,7 +137,34 @@ def drive(config, args, command: str, **options):
         finally:
             await sess.close()
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        if command in ("up", "restart"):
+            err(f"ddtune: interrupted; {left_after_interrupt(config, command)}")
+            raise SystemExit(130) from None
+        raise
+
+
+def left_after_interrupt(config, command: str) -> str:
+    """What a Ctrl-C during ``up``/``restart`` left behind, said truthfully, and how to get back. A
+    server cut off mid-start keeps starting (its model load is not thrown away): its record says that
+    nobody follows it, so ``status`` does not claim a start that is being watched."""
+    from backends.lifecycle import ServerManager
+    from backends.state import save_state
+
+    state = ServerManager(config, on_note=note).current()
+    if state is None or state.phase == "stopped":
+        return "no server runs now (the old one was stopped, the new one not started); `ddtune up` starts it"
+    if state.phase == "stale":
+        return f"the server it started (pid {state.pid}) is gone; `ddtune up` starts a new one"
+    if state.phase == "starting":
+        why = (f"not followed: the `ddtune {command}` that launched it was interrupted; `ddtune up` "
+               f"re-attaches and waits until it is ready, `ddtune down` stops it")
+        save_state(state.with_(reason=why))
+        return (f"the new server pid {state.pid} keeps starting (left running); `ddtune up` re-attaches "
+                f"and waits until it is ready, `ddtune down` stops it")
+    return f"the server pid {state.pid} is {state.phase}; `ddtune status` shows it, `ddtune down` stops it"
 
 
 def report_final(state, allow_mismatch: bool = False) -> int:

@@ -9,6 +9,8 @@ examples:
   ddtune status --json | jq .effective
 
 phase: ready | starting | failed | stale (the recorded pid is gone or not the same process) | stopped.
+A starting server whose `up`/`restart` was interrupted is alive but followed by nobody: its reason
+says so (`ddtune up` re-attaches and waits for it); one that died since reads stale.
 --json keys: backend, pid, phase, url, knobs, effective {window_size, compact_cache, block_size,
 budget, and each requested knob the server reports (spec_v2, a knob declared in the config, ...)},
 checks [{name, requested, effective, source, status}], mismatches, reason, log_path, port,

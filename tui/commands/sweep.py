@@ -19,8 +19,11 @@ For each configuration: restart the configured server only when its knobs differ
 wait for readiness, verify the knobs took effect, warm up, run the bench matrix and the coding eval.
 --repeats N runs in rounds, every other round reversed (A B C C B A ...), so drift cancels out and
 round edges save a restart. A configuration that fails to start or verify is recorded as failed and
-the sweep goes on. The server is stopped at the end (--keep-server leaves the last one running) and
-on Ctrl-C/SIGTERM; after a hard kill it keeps running and --resume re-attaches to it.
+the sweep goes on. At the end, and on Ctrl-C/SIGTERM, the server is left as the sweep found it:
+back on the knobs it ran before (restarted if the sweep changed them), or stopped when none was
+running; with --parallel every lane server the sweep started is stopped. --keep-server leaves the
+last configuration's server running instead. After a hard kill (SIGKILL) the server keeps running
+and --resume re-attaches to it.
 --parallel N runs up to N servers at once, each on its own GPUs (CUDA_VISIBLE_DEVICES) and port
 (base + i); with --repeats each configuration's runs rotate across the GPUs, and the report names
 each run's GPU (docs/scale.md). `ddtune down` stops every lane server a sweep left running.

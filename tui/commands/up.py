@@ -9,6 +9,8 @@ examples:
   ddtune up --preset b8-t4-w2048              start with a shipped knob preset
   ddtune up --set window=1024 --set topk=4    change knobs (restarts the server if they differ)
   ddtune up --apply-config                    restart a tuned server back to the config file's knobs
+  ddtune up --no-speculation && ddtune check-lossless --save-baseline greedy.json && ddtune up --apply-config
+                                              record the lossless baseline (docs/lossless.md), then return
   ddtune --config box.toml up
 
 Prints each startup phase to stderr; exit 0 once the server we started generates a token and
@@ -30,6 +32,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--apply-config", action="store_true",
                         help="make the server match the config file even when the running server was tuned "
                              "to other knobs (default without --preset/--set: keep the running server's knobs)")
+    parser.add_argument("--no-speculation", action="store_true",
+                        help="run the configured server without speculative decoding: no draft model, no draft "
+                             "knobs or --speculative-* extra_args (the lossless baseline; what sweep --baseline runs)")
     add_wait_argument(parser)
 
 
@@ -37,5 +42,9 @@ def run(args) -> int:
     from tui.commands._server import drive, report_final, requested_config
 
     config = requested_config(args)
-    keep = not (args.apply_config or args.preset or args.sets)
+    if args.no_speculation:
+        from workloads.server_control import baseline_config
+
+        config = baseline_config(config)
+    keep = not (args.apply_config or args.preset or args.sets or args.no_speculation)
     return report_final(drive(config, args, "up", keep_running_knobs=keep), args.allow_mismatch)

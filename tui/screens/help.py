@@ -32,7 +32,7 @@ excludes no change.
 | key | action |
 |---|---|
 | `k` | edit knobs; Apply restarts the server and verifies the knobs took effect |
-| `a` | apply the config file's knobs (after tuning, or when re-attaching kept a tuned server) |
+| `a` | apply the config file's knobs, after asking (after tuning, or when re-attaching kept a tuned server) |
 | `u` | start, re-attach, or retry after a failed start |
 | `x` | stop the server (asks first) |
 | `l` | start / stop the live coding load; it pauses across a restart and resumes once verified |

@@ -1,4 +1,5 @@
-"""Quitting asks whether to leave the server running (the default) or stop it; stopping asks first."""
+"""Quitting asks whether to leave the server running (the default) or stop it; stopping, and
+applying the config file (a restart), ask first."""
 
 from __future__ import annotations
 
@@ -79,3 +80,34 @@ class ConfirmStop(ModalScreen[bool]):
 
     def action_answer(self, stop: bool) -> None:
         self.dismiss(stop)
+
+
+class ConfirmApply(ModalScreen[bool]):
+    """Applying the config file restarts the server, so it asks first, as stopping does. Dismisses
+    with True to restart."""
+
+    BINDINGS = [Binding("escape,n", "answer(False)", "Keep it", id="apply.keep"),
+                Binding("y,a", "answer(True)", "Restart", id="apply.restart")]
+    DEFAULT_CSS = QuitDialog.DEFAULT_CSS.replace("QuitDialog", "ConfirmApply")
+
+    def __init__(self, changes: str) -> None:
+        super().__init__()
+        self.changes = changes
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Restart with the config file's knobs? The server reloads the model.", markup=False)
+            if self.changes:
+                yield Label(self.changes, markup=False, id="changes")
+            with Horizontal():
+                yield Button("Restart [y]", variant="warning", id="yes", compact=True)
+                yield Button("Keep it running [esc]", variant="primary", id="no", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, restart: bool) -> None:
+        self.dismiss(restart)
