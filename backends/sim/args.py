@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-VERSIONS = ("0.5.23", "0.5.17", "0.5.11")
+VERSIONS = ("0.5.23", "0.5.19", "0.5.17", "0.5.15", "0.5.11")
 PHASES = ("load", "capture", "warmup")
 HANG_PHASES = ("load", "capture", "warmup", "shutdown")
 ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH")
@@ -72,6 +72,7 @@ class SimArgs:
     diverge_rate: float = 0.0        # with speculation: share of prompts whose output leaves the greedy one
     gpu_alloc_gib: float = 0.0       # GPU memory to hold on the first visible GPU (backends.sim.gpualloc)
     hostile: str | None = None       # --sim-hostile: text a hostile server puts in what it sends
+    deprecations: tuple[str, ...] = ()  # the yellow warnings SGLang's deprecated aliases print at parse time
 
     @property
     def speculative(self) -> bool:
@@ -85,7 +86,7 @@ class SimArgs:
 
     @property
     def window_flag(self) -> str:
-        if self.version == "0.5.11":
+        if release(self.version) < (0, 5, 12):
             return "--speculative-dflash-draft-window-size"
         return "--speculative-draft-window-size"
 
@@ -142,7 +143,9 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
     a("--tp-size", "--tp", type=int, default=1, help="The tensor parallelism size.")
     a("--attention-backend", type=str, default=None, help="Choose the kernels for attention layers.")
     a("--cuda-graph-max-bs", type=int, default=None, help="Set the maximum batch size for cuda graph.")
-    a("--disable-cuda-graph", action="store_true", help="Disable cuda graph.")
+    a("--disable-cuda-graph", action="store_true",
+      help="Deprecated. Use --cuda-graph-backend-{decode,prefill}=disabled instead."
+      if (0, 5, 15) <= release(version) < (0, 5, 20) else "Disable cuda graph.")
     a("--log-level", type=str, default="info", help="The logging level of all loggers.")
     a("--decode-log-interval", type=int, default=40, help="The log interval of decode batch.")
     a("--enable-metrics", action="store_true", help="Enable log prometheus metrics.")
@@ -169,12 +172,17 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
            "For DFLASH: the verify block size.")
     a("--speculative-dflash-block-size", type=int, default=None,
       help="Alias of --speculative-num-draft-tokens for DFLASH.")
-    if version == "0.5.11":
+    rel = release(version)
+    if rel < (0, 5, 12):
         a("--speculative-dflash-draft-window-size", dest="speculative_draft_window_size", type=int, default=None,
           help="DFLASH draft KV sliding-window size. Must be >= block_size when set.")
     else:
         a("--speculative-draft-window-size", type=int, default=None,
           help="Draft KV sliding-window size for DFLASH. Must be >= block_size when set.")
+    if (0, 5, 12) <= rel < (0, 5, 20):  # DeprecatedAliasStoreAction, help=SUPPRESS (0.5.15, 0.5.19 wheels)
+        a("--speculative-dflash-draft-window-size", dest="speculative_draft_window_size", type=int,
+          default=None, help=argparse.SUPPRESS)
+    if rel >= (0, 5, 20):  # flags of open PRs, imitated on the newest release only (no release has them)
         a("--speculative-ddtree-budget", type=int, default=None,
           help="DDTREE: number of draft tree nodes verified per step (default: block size - 1). "
                "Max top-k per node is the environment variable SGLANG_DDTREE_MAX_TOPK (default 6).")
@@ -188,8 +196,9 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
         a("--speculative-draft-swa-pool", action="store_true",
           help="DFLASH with an all-SWA draft: keep the draft's KV in its own SWA pool.")
     a("--speculative-draft-attention-backend", type=str, default=None, help="Attention backend for the draft model.")
-    a("--speculative-draft-kv-cache-dtype", type=str, default=None, help="KV cache dtype of the draft model.")
-    a("--speculative-use-block-verification", action="store_true", help="DFLASH: use block verification.")
+    if rel >= (0, 5, 20):  # not in the 0.5.17 --help recording
+        a("--speculative-draft-kv-cache-dtype", type=str, default=None, help="KV cache dtype of the draft model.")
+        a("--speculative-use-block-verification", action="store_true", help="DFLASH: use block verification.")
 
     g = p.add_argument_group("simulator (ddtune sim only; not SGLang flags)")
     g.add_argument("--sim-version", choices=VERSIONS, default="0.5.23",
@@ -258,10 +267,12 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
     if version not in VERSIONS:
         version = "0.5.23"  # argparse reports the bad choice below
     ns = build_parser(version).parse_args(argv)
-    window_flag = "--speculative-dflash-draft-window-size" if version == "0.5.11" else "--speculative-draft-window-size"
+    rel = release(version)
+    window_flag = "--speculative-dflash-draft-window-size" if rel < (0, 5, 12) else "--speculative-draft-window-size"
+    deprecations = tuple(_deprecations(argv, rel))
 
     algo = ns.speculative_algorithm.upper() if ns.speculative_algorithm else None
-    if algo is not None and algo not in ALGORITHMS and not (version != "0.5.11" and algo == "DDTREE"):
+    if algo is not None and algo not in ALGORITHMS and not (rel >= (0, 5, 20) and algo == "DDTREE"):
         raise SGLangValueError(f"Unknown speculative algorithm name: {ns.speculative_algorithm}")
     flavour = None
     if algo == "DDTREE":
@@ -309,7 +320,7 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
     # spec v2 (the overlap scheduler) for DFlash: none in 0.5.11; on by default in the 0.5.23 imitated
     overlap_off = ns.disable_overlap_schedule
     if algo is not None:
-        overlap_off = overlap_off or version == "0.5.11" or not _env_bool(env, "SGLANG_ENABLE_SPEC_V2", True)
+        overlap_off = overlap_off or rel < (0, 5, 12) or not _env_bool(env, "SGLANG_ENABLE_SPEC_V2", True)
     if ns.sim_children < 0:
         raise SGLangValueError(f"--sim-children must be >= 0, got {ns.sim_children}.")
     if ns.sim_acceptance is not None and not 1.0 <= ns.sim_acceptance <= block:
@@ -325,6 +336,8 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
         dump.update(speculative_algorithm=algo if flavour != "fork" else "DFLASH", speculative_num_steps=1,
                     speculative_eagle_topk=1, speculative_num_draft_tokens=block, max_running_requests=max_running)
     dump["disable_overlap_schedule"] = overlap_off
+    if (0, 5, 17) <= rel < (0, 5, 20):  # the 0.5.17 recording's ServerArgs: per-phase CUDA graph sizes
+        dump["cuda_graph_max_bs_decode"] = dump.pop("cuda_graph_max_bs")
     return SimArgs(
         version=version, model_path=ns.model_path, served_model_name=served,
         host=ns.host, port=ns.port, api_key=ns.api_key, reasoning_parser=ns.reasoning_parser,
@@ -336,5 +349,18 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
         wrong_rate=ns.sim_wrong_rate, fail_at=ns.sim_fail_at, hang_at=ns.sim_hang_at,
         drain_seconds=ns.sim_drain_seconds, children=ns.sim_children, orphan_seconds=ns.sim_orphan_seconds,
         server_args=dump, acceptance=ns.sim_acceptance, diverge_rate=ns.sim_diverge_rate,
-        gpu_alloc_gib=ns.sim_gpu_alloc_gib, hostile=ns.sim_hostile,
+        gpu_alloc_gib=ns.sim_gpu_alloc_gib, hostile=ns.sim_hostile, deprecations=deprecations,
     )
+
+
+def _deprecations(argv: list[str], rel: tuple[int, ...]):
+    """print_deprecated_warning's text (sglang/srt/arg_groups/argparse_actions.py, 0.5.19 wheel)."""
+    given = {a.split("=", 1)[0] for a in argv}
+    aliases = []
+    if (0, 5, 12) <= rel < (0, 5, 20):
+        aliases.append(("--speculative-dflash-draft-window-size", "--speculative-draft-window-size"))
+    if (0, 5, 15) <= rel < (0, 5, 20):
+        aliases.append(("--disable-cuda-graph", "--cuda-graph-backend-{decode,prefill}=disabled"))
+    for old, new in aliases:
+        if old in given:
+            yield f"'{old}' is deprecated and will be removed in a future release. Use '{new}' instead."

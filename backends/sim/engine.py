@@ -97,6 +97,7 @@ class Engine:
         self._last_batch = 0   # requests in the latest step's batch (the idle line's #running-req)
         self.avg_accept_length = 1.0 if not args.speculative else 0.0
         self.ttfts: deque[float] = deque(maxlen=100_000)
+        self.ttft_streaming: deque[bool] = deque(maxlen=100_000)  # is_streaming of each ttfts sample
         self.itls: deque[tuple[float, int]] = deque(maxlen=100_000)   # (mean chunk gap, gaps) per request
         # decode-log interval window
         self._win_tokens = 0
@@ -251,6 +252,7 @@ class Engine:
             if r.first_token_at is None and produced:
                 r.first_token_at = now
                 self.ttfts.append(now - r.start)
+                self.ttft_streaming.append(r.streaming)
             if r.on_step is not None and produced:
                 r.on_step(r, start, start + produced)
                 if r.finish_reason is not None:

@@ -189,5 +189,9 @@ class Runner:
 
     def shutdown(self, http: HttpServer) -> int:
         http.close()
+        self.log.info("SIGTERM received. signum=None frame=None. Draining requests and shutting down...")
+        if self.args.version == "0.5.17":  # recorded: the server kills its own group; the leader exits -9
+            self.log.info(f"kill_process_tree called: parent_pid={os.getpid()}, include_parent=True, pid={os.getpid()}")
+            self.die()
         self.stop_children()
         return 0

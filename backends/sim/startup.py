@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import time
 
 from backends.sim.args import SimArgs, release
 from backends.sim.engine import KV_TOKENS
 from backends.sim.logwriter import LogWriter, stamp
 
+# the line of sglang/launch_server.py that warns about the entrypoint, by release (read from the wheels)
+LAUNCH_WARNING_LINE = {"0.5.11": 56, "0.5.15": 57, "0.5.17": 56, "0.5.19": 65, "0.5.23": 73}
 CAPTURE_BS = [1, 2, 4, 8, 12, 16, 24, 32, 40, 48]
 
 # Memory, in GB as SGLang prints it, on an H200 running Qwen3-8B with a DFlash drafter. Every line
@@ -103,15 +106,39 @@ class Startup:
         self.log.info("Received sigquit from a child process. It usually means the child failed.")
         raise StartupFailed(text)
 
+    def preamble(self) -> None:
+        """What a real server prints before ``server_args=`` (0.5.17 logs): the entrypoint UserWarning
+        (sglang/launch_server.py, every release here), the deprecated aliases' yellow warnings, the
+        max-running-requests reset of a speculative server."""
+        a = self.args
+        line = LAUNCH_WARNING_LINE.get(a.version, 56)
+        self.log.raw(f"/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py:{line}: UserWarning: "
+                     "'python -m sglang.launch_server' is still supported, but 'sglang serve' is the recommended "
+                     "entrypoint.\n  Example: sglang serve --model-path <model> [options]\n  warnings.warn(\n")
+        for text in a.deprecations:
+            self.log.info(f"\x1b[1;33m{text}\x1b[0m")
+        if a.speculative and "--max-running-requests" not in getattr(sys, "argv", []):
+            self.log.info(f"Max running requests is reset to {a.max_running_requests} for speculative decoding. "
+                          "You can override this by explicitly setting --max-running-requests.")
+
+    def init_dist(self) -> None:
+        self.log.info("Init torch distributed begin.")
+        self.log.info("Init torch distributed ends. elapsed=0.07 s, mem usage=0.09 GB")
+
     async def load(self) -> None:
         a, L = self.args, self.args.load_seconds
+        self.preamble()
         self.log.info(self.server_args_line())
-        await self.pause(0.03)
+        self.log.info("Using default HuggingFace chat template with detected content format: string")
+        # ~25 s of Python imports on a real 0.5.17 before torch distributed and the first weight
+        await self.pause(0.10)
         t0 = time.monotonic()
+        self.init_dist()
         await self._weights("Qwen3ForCausalLM", 4, L * 0.35, TARGET_GB)
         if a.fail_at == "load":
             self.fatal("Exception: Failed to load weights: " + OOM)
         if a.speculative:
+            self.init_dist()
             await self._weights("DFlashDraftModel", 1, L * 0.08, DRAFT_GB)
             self.log.info(f"Initialized DFLASH draft runner. attention_backend=flashinfer, model=DFlashDraftModel, "
                           f"block_size={a.block_size}, draft_window_size={a.window}, "
@@ -130,14 +157,30 @@ class Startup:
             self.log.info(f"KV Cache is allocated. {dtype}#tokens: {tokens}, K size: {size:.2f} GB, "
                           f"V size: {size:.2f} GB")
             self.use(2 * size)
-        self.log.info(f"Memory pool end. avail mem={self.avail:.2f} GB")
+            if (0, 5, 15) <= release(a.version) < (0, 5, 20):  # recorded on 0.5.17: one per pool
+                self.log.info(f"Memory pool end. avail mem={self.avail:.2f} GB")
+        if not (0, 5, 15) <= release(a.version) < (0, 5, 20):
+            self.log.info(f"Memory pool end. avail mem={self.avail:.2f} GB")
         self.timings["kv_cache_allocation"] = time.monotonic() - t1
         await self.capture()
         ctx = a.context_length
         self.log.info(f"max_total_num_tokens={tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
                       f"max_running_requests={a.max_running_requests}, context_len={ctx}, "
                       f"available_gpu_mem={self.avail:.2f} GB")
-        if a.version != "0.5.11":
+        mid = (0, 5, 15) <= release(a.version) < (0, 5, 20)
+        if mid:
+            self.log.info("Tree cache initialized: source=default impl=RadixCache hybrid_swa=False hybrid_ssm=False "
+                          "hierarchical=False streaming_wrapped=False")
+        if mid:  # recorded on 0.5.17: key=value, every graph kind
+            g = {k.replace(" ", "_"): v for k, v in self.graph_s.items()}
+            g = {"target_verify": g.get("target_verify", 0.0), "draft_decode": g.get("draft_verify", 0.0),
+                 "decode": g.get("target_decode", 0.0)}
+            graphs = ", ".join(f"{k}={g.get(k, 0.0):.2f}" for k in
+                               ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend"))
+            self.log.info(f"Engine startup timings (s): load_weight={self.timings['load_weight']:.2f}, "
+                          f"kv_cache_allocation={self.timings['kv_cache_allocation']:.2f}, "
+                          f"scheduler_e2e={time.monotonic() - t0:.2f}, cuda_graph={{{graphs}}}, tokenizer_e2e=40.04")
+        elif a.version != "0.5.11":
             graphs = ", ".join(f"'{k}': {v:.2f}" for k, v in self.graph_s.items())
             self.log.info(f"Engine startup timings (s): load_weight={self.timings['load_weight']:.2f}, "
                           f"kv_cache_allocation={self.timings['kv_cache_allocation']:.2f}, "
@@ -149,12 +192,16 @@ class Startup:
         names = ["target verify", "draft verify"] if a.speculative else ["target decode"]
         bs_list = [b for b in CAPTURE_BS if b <= a.max_running_requests] or [1]
         self.graph_s = {}
+        mid = (0, 5, 15) <= release(a.version) < (0, 5, 20)
         for name in names:
             t = time.monotonic()
             ntok = a.block_size if a.speculative else 1
             if a.version == "0.5.11":
                 self.log.info(f"Capture cuda graph begin. This can take up to several minutes. "
                               f"avail mem={self.avail:.2f} GB")
+            elif mid:  # recorded on 0.5.17: bs= on the begin line, not on the end line
+                self.log.info(f"Capture {name} CUDA graph begin. backend=full, num_tokens_per_req={ntok}, "
+                              f"bs={bs_list}, avail mem={self.avail:.2f} GB")
             else:
                 self.log.info(f"Capture {name} CUDA graph begin. backend=full, num_tokens_per_req={ntok}, "
                               f"avail mem={self.avail:.2f} GB")
@@ -179,6 +226,9 @@ class Startup:
             if a.version == "0.5.11":
                 self.log.info(f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. mem usage={GRAPH_GB:.2f} GB. "
                               f"avail mem={self.use(GRAPH_GB):.2f} GB.")
+            elif mid:
+                self.log.info(f"Capture {name} CUDA graph end. elapsed={elapsed:.2f} s, "
+                              f"mem usage={GRAPH_GB:.2f} GB, avail mem={self.use(GRAPH_GB):.2f} GB.")
             else:
                 self.log.info(f"Capture {name} CUDA graph end. bs={bs_list}, elapsed={elapsed:.2f} s, "
                               f"mem usage={GRAPH_GB:.2f} GB, avail mem={self.use(GRAPH_GB):.2f} GB.")

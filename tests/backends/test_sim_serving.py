@@ -153,7 +153,8 @@ def test_continuous_usage_counts_the_tokens_of_every_chunk(dflash):
     plain = {**body, "stream_options": {"include_usage": True}}
     with httpx.Client() as client:
         events = [e for e in sse(client, dflash.url + "/v1/chat/completions", plain) if isinstance(e, dict)]
-    assert all(e["usage"] is None for e in events if e["choices"])
+    # no "usage" key at all on a chunk without continuous_usage_stats (real 0.5.17: http/chat_stream_specdetails.sse)
+    assert all("usage" not in e for e in events if e["choices"])
 
 
 def test_decode_lines_metrics_server_info(dflash):
@@ -171,7 +172,8 @@ def test_decode_lines_metrics_server_info(dflash):
     assert info["internal_states"][0]["avg_spec_accept_length"] > 1
     assert httpx.post(dflash.url + "/flush_cache", timeout=30).status_code == 200
     info = httpx.get(dflash.url + "/server_info", timeout=30).json()
-    assert info["internal_states"][0]["avg_spec_accept_length"] == 0
+    # reset by the flush: SGLang then leaves the key out (get_internal_state: no verify step counted yet)
+    assert not info["internal_states"][0].get("avg_spec_accept_length")
 
 
 def test_metrics_off_by_default_and_api_key(start_sim):
@@ -208,15 +210,16 @@ def test_client_disconnect_aborts_request(start_sim):
     with httpx.Client() as c:
         with c.stream("POST", sim.url + "/v1/chat/completions", timeout=60, json={
                 "messages": [{"role": "user", "content": "hi"}], "stream": True, "ignore_eos": True,
-                "max_tokens": 1000000}) as r:
+                "max_tokens": 30000}) as r:  # under the context: past it SGLang answers 400 (err_chat_toolong)
             next(ln for ln in r.iter_lines() if '"content"' in ln)
     # the server notices on its next writes and aborts; nothing keeps running
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if httpx.get(sim.url + "/server_info", timeout=30).json()["internal_states"][0]["load"] == 0:
+        if httpx.get(sim.url + "/v1/loads", timeout=30).json()["loads"][0]["num_running_reqs"] == 0:
             break
         time.sleep(0.05)
-    assert httpx.get(sim.url + "/server_info", timeout=30).json()["internal_states"][0]["load"] == 0
+    # /v1/loads, as a real 0.5.17 answers it (internal_states has no "load" key there)
+    assert httpx.get(sim.url + "/v1/loads", timeout=30).json()["loads"][0]["num_running_reqs"] == 0
     metrics = httpx.get(sim.url + "/metrics", timeout=30).text
     assert "sglang:inter_token_latency_seconds_count" in metrics
     assert "sglang:num_running_reqs{" in metrics
