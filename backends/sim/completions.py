@@ -94,7 +94,7 @@ class Completions:
         meta = {"id": r.rid, "finish_reason": self.finish_reason(r), "prompt_tokens": r.prompt_tokens,
                 "weight_version": "default", "completion_tokens": r.completion_tokens, "cached_tokens": 0,
                 "e2e_latency": round(time.monotonic() - r.start, 6)}
-        if r.finish_reason is not None and self.args.speculative:
+        if r.finish_reason is not None and self.args.speculative and not self.args.no_spec_fields:
             meta.update(self.spec_fields(r))
         return meta
 
@@ -166,6 +166,7 @@ class Completions:
         separate = bool(self.args.reasoning_parser) and body.get("separate_reasoning", True) is not False
         # before 0.5.19 chat sends no spec field at all, whatever the request asks (recorded on 0.5.17)
         want_spec = bool(body.get("return_spec_tokens_details")) and self.args.speculative \
+            and not self.args.no_spec_fields \
             and self.args.chat_spec_details
         model = body.get("model") or self.args.served_model_name
         created = int(time.time())
