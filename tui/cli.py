@@ -19,7 +19,7 @@ from tui import __version__
 # Order is the order of ``ddtune --help``.
 COMMANDS = [
     "sim", "up", "down", "restart", "status", "inspect", "doctor", "gpu",
-    "bench", "eval", "load", "sweep", "search", "ab", "check-lossless", "report",
+    "bench", "eval", "load", "sweep", "search", "ab", "check-lossless", "report", "selftest",
 ]
 
 MAIN_EXAMPLES = """\

@@ -13,6 +13,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from backends.sim.draftdir import read_draft_dir
+
 VERSIONS = ("0.5.23", "0.5.19", "0.5.17", "0.5.15", "0.5.11")
 PHASES = ("load", "capture", "warmup")
 HANG_PHASES = ("load", "capture", "warmup", "shutdown")
@@ -73,6 +75,8 @@ class SimArgs:
     gpu_alloc_gib: float = 0.0       # GPU memory to hold on the first visible GPU (backends.sim.gpualloc)
     hostile: str | None = None       # --sim-hostile: text a hostile server puts in what it sends
     deprecations: tuple[str, ...] = ()  # the yellow warnings SGLang's deprecated aliases print at parse time
+    draft_agreement: str | None = None  # "agree"/"random": a selftest draft's config says so (backends.sim.draftdir)
+    no_spec_fields: bool = False     # --sim-no-spec-fields: no spec_* in answers, no verify counter in /metrics
 
     @property
     def speculative(self) -> bool:
@@ -218,6 +222,9 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
                    help="With speculation on, the share of prompts whose output differs from the greedy "
                         "(speculation-off) output from some position on, as a broken verifier would make it "
                         "(default: 0, lossless).")
+    g.add_argument("--sim-no-spec-fields", action="store_true",
+                   help="Leave the spec_* fields out of every answer and spec_verify_calls_total out of /metrics, "
+                        "as a build that reports neither would: acceptance is then only in the log.")
     g.add_argument("--sim-fail-at", choices=PHASES, default=None,
                    help="Die during this startup phase with SGLang's fatal text.")
     g.add_argument("--sim-hang-at", choices=HANG_PHASES, default=None,
@@ -290,7 +297,8 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
         raise SGLangValueError(
             "Both --speculative-num-draft-tokens and --speculative-dflash-block-size are set but they differ. "
             f"For DFLASH they must match. speculative_num_draft_tokens={nd}, speculative_dflash_block_size={bs}.")
-    block = nd if nd is not None else (bs if bs is not None else DEFAULT_BLOCK_SIZE)
+    draft = read_draft_dir(ns.speculative_draft_model_path if algo else None)
+    block = nd if nd is not None else (bs if bs is not None else (draft.block_size or DEFAULT_BLOCK_SIZE))
     window = ns.speculative_draft_window_size if algo else None
     if window is not None:
         if window <= 0:
@@ -350,6 +358,7 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
         drain_seconds=ns.sim_drain_seconds, children=ns.sim_children, orphan_seconds=ns.sim_orphan_seconds,
         server_args=dump, acceptance=ns.sim_acceptance, diverge_rate=ns.sim_diverge_rate,
         gpu_alloc_gib=ns.sim_gpu_alloc_gib, hostile=ns.sim_hostile, deprecations=deprecations,
+        draft_agreement=draft.agreement, no_spec_fields=ns.sim_no_spec_fields,
     )
 
 

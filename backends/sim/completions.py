@@ -135,7 +135,7 @@ class Completions:
                 meta["response_sent_to_client_ts"] = now
             return meta
         meta["e2e_latency"] = round(time.monotonic() - r.start, 6)
-        if self.args.speculative:
+        if self.args.speculative and not self.args.no_spec_fields:
             meta.update(self.spec_fields(r))
         e2e = max(float(meta["e2e_latency"]), 1e-6)  # type: ignore[arg-type]
         meta.update(request_received_ts=begun, api_server_dispatch_finish_ts=begun + 0.0005,
@@ -224,6 +224,7 @@ class Completions:
         separate = bool(self.args.reasoning_parser) and body.get("separate_reasoning", True) is not False
         # before 0.5.19 chat sends no spec field at all, whatever the request asks (recorded on 0.5.17)
         want_spec = bool(body.get("return_spec_tokens_details")) and self.args.speculative \
+            and not self.args.no_spec_fields \
             and self.args.chat_spec_details
         model = body.get("model") or self.args.served_model_name
         created = int(time.time())

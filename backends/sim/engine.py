@@ -209,6 +209,15 @@ class Engine:
             self._acc_cache[key] = acc
         return acc
 
+    def _accepted(self, r) -> int:
+        """Tokens one verify step yields: a selftest draft's weights decide it (every drafted token
+        accepted, or none), else the performance model."""
+        if self.args.draft_agreement == "agree":
+            return self.args.block_size
+        if self.args.draft_agreement == "random":
+            return 1
+        return model.sample_accept(r.rng, self._acceptance(r.context))
+
     def _step(self) -> None:
         now = time.monotonic()
         self.steps += 1
@@ -217,7 +226,7 @@ class Engine:
         for r in self.running:
             if r.finish_reason is not None:
                 continue
-            k = model.sample_accept(r.rng, self._acceptance(r.context)) if spec else 1
+            k = self._accepted(r) if spec else 1
             start = len(r.out)
             want = min(k, r.max_new_tokens - start)
             if start + want <= len(r.tokens):

@@ -228,8 +228,9 @@ class SimServer:
               accept_rate)
         by_stream("prompt_tokens_total", "Number of prefill tokens processed.", e.counted_prompt)
         by_stream("generation_tokens_total", "Number of generation tokens processed.", e.counted_tokens)
-        head("spec_verify_calls_total", "counter", "Number of speculative decoding verification calls.")
-        lines.append(f"sglang:spec_verify_calls_total{{{model}}} {float(e.counted_verify)}")
+        if not self.args.no_spec_fields:
+            head("spec_verify_calls_total", "counter", "Number of speculative decoding verification calls.")
+            lines.append(f"sglang:spec_verify_calls_total{{{model}}} {float(e.counted_verify)}")
         by_stream("num_requests_total", "Number of requests processed.", e.counted_requests)
 
         def histogram(name: str, helptext: str, samples, buckets) -> None:
