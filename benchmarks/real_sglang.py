@@ -124,6 +124,8 @@ from tui.controller import ConsoleController
 async def main():
     app = DdtuneApp(ConsoleController(load_config(sys.argv[1]), simulated=False))
     async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.pause(3.0)
+        await pilot.press("l")  # the coding load, so the plots have something to draw
         for _ in range(int(float(sys.argv[3]) / 0.5)):
             await pilot.pause(0.5)
         app.save_screenshot(sys.argv[2])
@@ -197,6 +199,34 @@ def down_check(config: Path) -> None:
     time.sleep(2)
     check(down.returncode == 0 and not server_pids() and not gpu_used_mib(),
           f"down left nothing: pids {server_pids()}, GPU apps {gpu_used_mib()}")
+
+
+def selftest(args, work: Path, out: Path) -> None:
+    """``ddtune selftest`` on this SGLang with the tier's flags: every check must pass; with the window
+    routed to an env var the server ignores, the draft_runner check must fail."""
+    config = write_config(work / "selftest.toml", args, "agree", 512)
+    for name, extra in (("selftest", ""), ("selftest_ignored_window",
+                                           '[knobs.map]\nwindow = { env = "DDTUNE_IGNORED_WINDOW" }\n')):
+        if extra:
+            config.write_text(config.read_text() + extra)
+        t0 = time.monotonic()
+        done = ddtune(config, "selftest", "--json", timeout=590)
+        took = time.monotonic() - t0
+        (out / f"{name}.json").write_text(done.stdout)
+        try:
+            doc = json.loads(done.stdout)
+        except ValueError:
+            check(False, f"{name}: one JSON document ({done.stderr[-500:]})")
+            continue
+        for c in doc.get("checks", []):
+            print(f"  {c.get('status', '?').upper():4} {c.get('name')}: {c.get('detail', '')}"[:300], flush=True)
+        status = {c.get("name"): c.get("status") for c in doc.get("checks", [])}
+        if extra:
+            check(done.returncode == 1 and status.get("draft_runner") == "fail",
+                  f"{name}: the ignored window fails draft_runner (exit {done.returncode}, {took:.0f} s)")
+        else:
+            check(done.returncode == 0 and all(v in ("pass", "skip") for v in status.values()),
+                  f"{name}: every check passed in {took:.0f} s (exit {done.returncode}): {status}")
 
 
 def shutil_copy(logs: Path, out: Path) -> None:
@@ -281,6 +311,7 @@ def main() -> int:
     parser.add_argument("--out", default=os.environ.get("OUT", "/tmp/real_sglang"))
     parser.add_argument("--skip-loop", action="store_true")
     parser.add_argument("--compare", action="store_true", help="bench_serving beside ddtune bench")
+    parser.add_argument("--selftest", action="store_true", help="ddtune selftest on this SGLang, twice")
     parser.add_argument("--compare-concurrency", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--cell-seconds", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=3)
@@ -298,6 +329,8 @@ def main() -> int:
             loop(args, work, out)
         if args.compare:
             compare(args, work, out)
+        if args.selftest:
+            selftest(args, work, out)
     finally:
         if server_pids():
             ddtune(work / "agree.toml", "down")
