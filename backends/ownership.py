@@ -263,8 +263,20 @@ def _alive(found: Owned) -> Owned:
     Zombies count as gone; reaping is the parent's business (a Popen keeps its exit status)."""
     try:
         return owned(found.leader, found.pgid, found.create_time, found.token, proof=found.proven)
-    except NotOurs:
-        return Owned(found.pgid, found.leader, False, {}, found.create_time, found.token, found.proven)
+    except NotOurs:  # e.g. the proof cannot be read again: an exiting process's environ is gone
+        exiting = {pid: started for pid, started in found.pids.items() if _same_live(pid, started)}
+        return Owned(found.pgid, found.leader, False, exiting, found.create_time, found.token, found.proven)
+
+
+def _same_live(pid: int, started: float) -> bool:
+    """Still the process proven a moment ago (same pid, same start), and not yet a zombie: one that
+    is mid-exit has not stopped yet, though nothing of it can be read any more."""
+    try:
+        proc = psutil.Process(pid)
+        live = _create_time(proc)
+        return live is not None and abs(live - started) < SAME_START_S and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def wait_gone(found: Owned, deadline: float, poll: float = 0.1) -> Owned:

@@ -15,7 +15,7 @@ from tests.backends.lifecycle_support import write_config
 def test_hostile_server_text_reaches_the_terminal_as_text(open_console, tmp_path):
     shot = tmp_path / "shot"
     hostile = ("\x1b]2;pwned\x07\x1b]52;c;cHduZWQ=\x07\x1b[31mRED\x1b[0m "
-               f"[@click=app.quit]quit[/] [@click=app.screenshot('{shot}')]shot[/] [bold red]markup[/bold red]")
+               f"[bold red]markup[/bold red] [@click=app.quit]quit[/] [@click=app.screenshot('{shot}')]shot[/]")
     config = write_config(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-hostile", hostile))
     tmux = open_console("--config", str(config), width=200, height=40)
     tmux._tmux("set-option", "-g", "set-clipboard", "on")   # OSC 52 would make a tmux buffer
@@ -35,7 +35,7 @@ def test_hostile_server_text_reaches_the_terminal_as_text(open_console, tmp_path
     assert not shot.exists() and not list(tmp_path.glob("shot*"))
 
     line = next(row for row in screen.splitlines() if "Model card says:" in row)
-    assert "RED [@click=app.quit]quit[/] [@click=app.screenshot(" in line   # literal: not markup, no escapes
-    assert "[bold red]markup[/bold red]" in line
+    # literal: not markup, no escapes (the line may be cut at the pane's edge after the screenshot path)
+    assert "RED [bold red]markup[/bold red] [@click=app.quit]quit[/] [@click=app.screenshot(" in line
     assert "pwned" not in screen and "cHduZWQ" not in screen                 # whole sequences removed
-    assert re.search(r"sglang 0\.5\.23RED \[@click=app\.quit\]quit\[/\]", screen), screen  # /server_info version
+    assert re.search(r"sglang 0\.5\.23RED \[bold red\]markup", screen), screen  # /server_info version

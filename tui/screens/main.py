@@ -9,7 +9,6 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header
 
 from tui import messages as m
-from tui.literal import literal
 from tui.widgets.ab_strip import ABStrip
 from tui.widgets.gpu_panel import GpuPanel
 from tui.widgets.live_plots import LivePlots
@@ -103,7 +102,7 @@ class MainScreen(Screen):
 
     def on_load_state_changed(self, message: m.LoadStateChanged) -> None:
         table = self.requests
-        table.border_subtitle = literal(f"load: {'on' if message.running else 'off'} ({message.detail})")
+        table.set_load_state(f"load: {'on' if message.running else 'off'} ({message.detail})")
         if not message.running and message.detail not in ("stopped", "duration"):
             self.notify(f"coding load stopped: {message.detail}", severity="warning")
 

@@ -43,6 +43,16 @@ class RequestsTable(Widget):
         self.passed = 0
         self.total = 0
         self._dirty = False
+        self.load_state = ""  # the load's state ("load: on (8 streams)"), one part of the subtitle
+
+    def set_load_state(self, text: str) -> None:
+        self.load_state = text
+        self._subtitle()
+
+    def _subtitle(self) -> None:
+        """One owner of the subtitle: the load's state, then why no request shows acceptance."""
+        parts = [self.load_state, NO_ACCEPT_WHY if no_accept(list(self.rows)) else ""]
+        self.border_subtitle = literal(" · ".join(p for p in parts if p))
 
     def add_request(self, row: dict[str, Any]) -> None:
         """Count it now; show it at the next flush. A request a restart cancelled is shown, never scored."""
@@ -58,7 +68,7 @@ class RequestsTable(Widget):
             return
         self._dirty = False
         self.border_title = f"requests: {self.passed}/{self.total} pass"  # this repaints the box
-        self.border_subtitle = NO_ACCEPT_WHY if no_accept(list(self.rows)) else ""
+        self._subtitle()
 
     def render(self) -> Table:
         table = Table(box=None, expand=True, padding=(0, 1), header_style="bold")
