@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from workloads.checks import Malformed, decode, parse_test
-from workloads.sandbox import judge
+from workloads.sandbox_judge import judge
 from workloads.sandbox_isolation import sweep_stale
 
 
