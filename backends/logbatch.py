@@ -50,34 +50,55 @@ def to_bool(value: str | None) -> bool | None:
     return None if m is None else m.group(1) == "True"
 
 
-def decode_batch(line: str, ts, ranks) -> LogEvent | None:
-    if not line.startswith(("Decode batch,", "Decode batch.")):
+_HEAD = re.compile(r"(?:Decode|Prefill) batch(?: \[(-?\d+)\])?[,.]")
+# the KV pool a decode line counts in, by the first key present: hybrid SWA / mamba pools write
+# ``#full token``, the plain pool ``#token``, a HiSparse-only pool ``#gpu token`` (its device tokens)
+_POOLS = (("#full token", "full token usage"), ("#token", "token usage"), ("#gpu token", "gpu token usage"))
+
+
+def _head(line: str) -> tuple[int | None, dict[str, str]] | None:
+    """``Decode batch [12], k: v, ...`` -> (12, fields); the ``[N]`` is there when the server runs with
+    SGLANG_LOG_FORWARD_ITERS (0.5.15+); ``Decode batch.`` is the old spelling."""
+    m = _HEAD.match(line)
+    if m is None:
         return None
-    f = fields(line[13:])
+    return (int(m.group(1)) if m.group(1) else None), fields(line[m.end():])
+
+
+def _graph(f: dict[str, str]) -> bool | None:
+    """``cuda graph: True``, or ``cpu/npu/musa graph:`` on those devices."""
+    return to_bool(next((v for k, v in f.items() if k.endswith(" graph")), None))
+
+
+def decode_batch(line: str, ts, ranks) -> LogEvent | None:
+    head = _head(line)
+    if head is None:
+        return None
+    forward_iter, f = head
     running = to_int(f.get("#running-req"))
     if running is None:
         return None
-    graph = next((v for k, v in f.items() if k.endswith(" graph")), None)
-    hybrid = "#full token" in f
+    count, usage = next((pool for pool in _POOLS if pool[0] in f), _POOLS[1])
     return DecodeBatch(
-        running, to_int(f.get("#full token" if hybrid else "#token")),
-        to_float(f.get("full token usage" if hybrid else "token usage")),
-        to_float(f.get("accept len")), to_float(f.get("accept rate")), to_bool(graph),
+        running, to_int(f.get(count)), to_float(f.get(usage)),
+        to_float(f.get("accept len")), to_float(f.get("accept rate")), _graph(f),
         to_float(f.get("gen throughput (token/s)")), to_int(f.get("#queue-req")),
-        to_int(f.get("#swa token")), to_float(f.get("swa token usage")), ts=ts, ranks=ranks,
+        to_int(f.get("#swa token")), to_float(f.get("swa token usage")), forward_iter,
+        to_float(f.get("cap len")), to_float(f.get("block accept len")), ts=ts, ranks=ranks,
     )
 
 
 def prefill_batch(line: str, ts, ranks) -> LogEvent | None:
-    if not line.startswith(("Prefill batch,", "Prefill batch.")):
+    head = _head(line)
+    if head is None:
         return None
-    f = fields(line[14:])
+    forward_iter, f = head
     new_seq = to_int(f.get("#new-seq"))
     if new_seq is None:
         return None
-    graph = next((v for k, v in f.items() if k.endswith(" graph")), None)
+    usage = f.get("token usage", f.get("full token usage"))  # hybrid SWA / mamba pools: the full pool's
     return PrefillBatch(
-        new_seq, to_int(f.get("#new-token")), to_int(f.get("#cached-token")), to_float(f.get("token usage")),
-        to_int(f.get("#running-req")), to_int(f.get("#queue-req")), to_bool(graph),
-        to_float(f.get("input throughput (token/s)")), ts=ts, ranks=ranks,
+        new_seq, to_int(f.get("#new-token")), to_int(f.get("#cached-token")), to_float(usage),
+        to_int(f.get("#running-req")), to_int(f.get("#queue-req")), _graph(f),
+        to_float(f.get("input throughput (token/s)")), forward_iter, ts=ts, ranks=ranks,
     )
