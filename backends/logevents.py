@@ -228,6 +228,9 @@ class DecodeBatch(LogEvent):
     queue_req: int | None
     swa_tokens: int | None = None
     swa_token_usage: float | None = None
+    forward_iter: int | None = None  # ``Decode batch [N],`` (SGLANG_LOG_FORWARD_ITERS)
+    cap_len: float | None = None
+    block_accept_len: float | None = None
 
     @property
     def idle(self) -> bool:
@@ -246,6 +249,7 @@ class PrefillBatch(LogEvent):
     queue_req: int | None
     cuda_graph: bool | None
     input_throughput: float | None
+    forward_iter: int | None = None  # ``Prefill batch [N],`` (SGLANG_LOG_FORWARD_ITERS)
 
 
 # --- endings -------------------------------------------------------------------------------

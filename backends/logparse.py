@@ -13,12 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from backends.logbatch import decode_batch, fields as _fields, prefill_batch
+from backends.logbatch import to_bool as _bool, to_float as _fnum, to_int as _int
 from backends.linesplitter import MAX_LINE, LineSplitter, split_lines, strip_ansi
 from backends.logprefix import MONTH_INITIALS, MONTHS, strip_collector, strip_compose
 from backends.logevents import (
-    AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DecodeBatch, DraftCudaGraphDisabled,
+    AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DraftCudaGraphDisabled,
     DraftRunner, DraftRunnerReady, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
-    GraphCaptureSizes, HttpRequest, KvCache, LogEvent, MaxTotalTokens, MemoryPoolEnd, PrefillBatch,
+    GraphCaptureSizes, HttpRequest, KvCache, LogEvent, MaxTotalTokens, MemoryPoolEnd,
     Ranks, ServerArgs, ServerReady, ServerStarted, ShardProgress, StartupTimings, UvicornRunning,
     WeightLoadBegin, WeightLoadEnd,
 )
@@ -144,16 +146,6 @@ def _f(rx: re.Pattern[str], text: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _int(value: str | None) -> int | None:
-    if value is None:
-        return None
-    value = value.strip().strip("'\"")
-    try:
-        return int(value)
-    except ValueError:
-        return None
-
-
 def _gb(value: str | None) -> float | None:
     if value is None:
         return None
@@ -167,68 +159,7 @@ def _pairs(text: str) -> dict[str, str]:
     return {k: v.strip() for k, v in _KV.findall(text)}
 
 
-def _fields(text: str) -> dict[str, str]:
-    """``#running-req: 3, token usage: 0.10, ...`` -> {"#running-req": "3", ...}."""
-    out: dict[str, str] = {}
-    for part in text.split(", "):
-        key, sep, value = part.partition(": ")
-        if sep:
-            out[key.strip()] = value.strip().rstrip(",")
-    return out
-
-
-_BOOL_TOKEN = re.compile(r"(True|False)(?!\w)")
-
-
-def _bool(value: str | None) -> bool | None:
-    """The ``True``/``False`` token at the start of ``value``, ignoring whatever follows it: a log
-    cut mid-character leaves U+FFFD right after the token, and that must not turn True into False.
-    None when there is no such token."""
-    m = _BOOL_TOKEN.match(value.strip()) if value is not None else None
-    return None if m is None else m.group(1) == "True"
-
-
-def _fnum(value: str | None) -> float | None:
-    try:
-        return None if value is None else float(value)
-    except ValueError:
-        return None
-
-
 # --- handlers, keyed by the message's first word -------------------------------------------
-
-def _decode(line: str, ts, ranks) -> LogEvent | None:
-    if not line.startswith(("Decode batch,", "Decode batch.")):
-        return None
-    f = _fields(line[13:])
-    running = _int(f.get("#running-req"))
-    if running is None:
-        return None
-    graph = next((v for k, v in f.items() if k.endswith(" graph")), None)
-    hybrid = "#full token" in f
-    return DecodeBatch(
-        running, _int(f.get("#full token" if hybrid else "#token")),
-        _fnum(f.get("full token usage" if hybrid else "token usage")),
-        _fnum(f.get("accept len")), _fnum(f.get("accept rate")), _bool(graph),
-        _fnum(f.get("gen throughput (token/s)")), _int(f.get("#queue-req")),
-        _int(f.get("#swa token")), _fnum(f.get("swa token usage")), ts=ts, ranks=ranks,
-    )
-
-
-def _prefill(line: str, ts, ranks) -> LogEvent | None:
-    if not line.startswith(("Prefill batch,", "Prefill batch.")):
-        return None
-    f = _fields(line[14:])
-    new_seq = _int(f.get("#new-seq"))
-    if new_seq is None:
-        return None
-    graph = next((v for k, v in f.items() if k.endswith(" graph")), None)
-    return PrefillBatch(
-        new_seq, _int(f.get("#new-token")), _int(f.get("#cached-token")), _fnum(f.get("token usage")),
-        _int(f.get("#running-req")), _int(f.get("#queue-req")), _bool(graph),
-        _fnum(f.get("input throughput (token/s)")), ts=ts, ranks=ranks,
-    )
-
 
 def _load(line: str, ts, ranks) -> LogEvent | None:
     if line.startswith("Load weight begin."):
@@ -413,7 +344,7 @@ def _fatal(kind: str, line: str, ts, ranks) -> Fatal:
 
 
 _HANDLERS: dict[str, Callable[[str, object, object], LogEvent | None]] = {
-    "Decode": _decode, "Prefill": _prefill, "Load": _load, "Loading": _load,
+    "Decode": decode_batch, "Prefill": prefill_batch, "Load": _load, "Loading": _load,
     "Multi-thread": _shards, "Initialized": _initialized, "DFLASH": _dflash, "Disable": _disable,
     "KV": _kv, "Full": _kv, "SWA": _kv, "Memory": _memory, "Capture": _capture,
     "Capturing": _capturing, "Engine": _engine, "The": _the, "INFO:": _uvicorn,

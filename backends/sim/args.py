@@ -77,6 +77,7 @@ class SimArgs:
     deprecations: tuple[str, ...] = ()  # the yellow warnings SGLang's deprecated aliases print at parse time
     draft_agreement: str | None = None  # "agree"/"random": a selftest draft's config says so (backends.sim.draftdir)
     no_spec_fields: bool = False     # --sim-no-spec-fields: no spec_* in answers, no verify counter in /metrics
+    log_forward_iters: bool = False  # env SGLANG_LOG_FORWARD_ITERS (0.5.15+): "Decode batch [N], ..."
 
     @property
     def speculative(self) -> bool:
@@ -359,6 +360,8 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
         server_args=dump, acceptance=ns.sim_acceptance, diverge_rate=ns.sim_diverge_rate,
         gpu_alloc_gib=ns.sim_gpu_alloc_gib, hostile=ns.sim_hostile, deprecations=deprecations,
         draft_agreement=draft.agreement, no_spec_fields=ns.sim_no_spec_fields,
+        # metrics_reporter.py of the 0.5.15/0.5.19/0.5.23 wheels: the batch lines carry the forward count
+        log_forward_iters=rel >= (0, 5, 15) and _env_bool(env, "SGLANG_LOG_FORWARD_ITERS", False),
     )
 
 

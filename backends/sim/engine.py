@@ -81,6 +81,7 @@ class Engine:
         self.running: list[SimRequest] = []
         self.wakeup = asyncio.Event()
         self.steps = 0
+        self.forward_ct = 0  # prefill and decode forwards: the [N] of SGLANG_LOG_FORWARD_ITERS
         # lifetime stats (for /server_info and /metrics)
         self.total_tokens = 0
         self.total_verify = 0
@@ -164,7 +165,8 @@ class Engine:
         n_tok = sum(r.prompt_tokens for r in new)
         ms = model.prefill_ms(n_tok)
         usage = sum(r.context for r in self.running) / KV_TOKENS
-        self.log.info(f"Prefill batch, #new-seq: {len(new)}, #new-token: {n_tok}, #cached-token: 0, "
+        self.forward_ct += 1
+        self.log.info(f"Prefill batch{self._iter()}, #new-seq: {len(new)}, #new-token: {n_tok}, #cached-token: 0, "
                       f"token usage: {usage:.2f}, #running-req: {len(self.running) - len(new)}, "
                       f"#queue-req: {len(self.waiting)}, #pending-token: 0, cuda graph: False, "
                       f"input throughput (token/s): {n_tok / (ms / 1000):.2f}")
@@ -221,6 +223,7 @@ class Engine:
     def _step(self) -> None:
         now = time.monotonic()
         self.steps += 1
+        self.forward_ct += 1
         still = []
         spec = self.args.speculative
         for r in self.running:
@@ -282,6 +285,10 @@ class Engine:
             self._last_batch = batch
             self._decode_log(now, idle=True)
 
+    def _iter(self) -> str:
+        """`` [N]`` after ``Decode batch``/``Prefill batch`` when the server logs forward iterations."""
+        return f" [{self.forward_ct}]" if self.args.log_forward_iters else ""
+
     def _decode_log(self, now: float, idle: bool = False) -> None:
         elapsed = max(1e-6, now - self._win_start)
         self.last_gen_throughput = self._win_tokens / elapsed
@@ -294,7 +301,7 @@ class Engine:
             self.avg_accept_length = self.total_tokens / self.total_verify
         tokens = sum(r.context for r in self.running)
         running = self._last_batch if idle else len(self.running)
-        self.log.info(f"Decode batch, #running-req: {running}, #token: {tokens}, "
+        self.log.info(f"Decode batch{self._iter()}, #running-req: {running}, #token: {tokens}, "
                       f"token usage: {tokens / KV_TOKENS:.2f}, {spec}cuda graph: True, "
                       f"gen throughput (token/s): {self.last_gen_throughput:.2f}, #queue-req: {len(self.waiting)}")
         self._win_tokens = self._win_verify = self._win_correct = self._win_proposed = 0

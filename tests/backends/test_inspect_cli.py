@@ -140,3 +140,26 @@ def test_an_acceptance_collapse_is_flagged_from_the_log_alone(tmp_path):
     short.write_text("".join(decode_line(s, 1.0) for s in range(0, 10, 2)) + decode_line(12, 5.0)
                      + "".join(decode_line(s, 1.0, tokens=0) for s in range(14, 50, 2)))
     assert json.loads(run_ddtune("inspect", str(short), "--json").stdout)["alarms"] == []
+
+
+def test_inspect_reads_the_decode_lines_of_sglang_0523(tmp_path):
+    """0.5.23 lines in the shapes of its source (tests/data/real/0.5.23/batch_log_format.toml): with the
+    ``[N]`` of SGLANG_LOG_FORWARD_ITERS, cap len, the MFU and occupancy suffixes, a HiSparse pool and a
+    decode server fed by a prefill server; the report counts all of them."""
+    from tests.batchlines import VALUES, render
+
+    shapes = [frozenset({"iter", "spec"}), frozenset({"iter", "spec", "cap", "mfu", "device_timer"}),
+              frozenset({"spec", "hisparse", "disagg_decode", "host_receive"}), frozenset({"iter", "spec", "ssm"})]
+    rows = [(2, 3.0, 100.5), (8, 4.0, 900.25), (5, 3.5, 450.0), (3, 5.5, 300.75)]
+    log = tmp_path / "sglang-0.5.23.log"
+    lines = [f"[2026-11-30 09:01:{10 + i:02d} TP0] " + render("0.5.23", "decode", on, dict(
+                 VALUES, batch_iter=1000 + 40 * i, num_running_reqs=running, spec_accept_length=accept,
+                 last_gen_throughput=rate, graph_label="cuda graph", can_run_cuda_graph=True))
+             for i, (on, (running, accept, rate)) in enumerate(zip(shapes, rows, strict=True))]
+    assert sum("Decode batch [" in line for line in lines) == 3
+    log.write_text("\n".join(lines) + "\n")
+    doc = json.loads(run_ddtune("inspect", str(log), "--json").stdout)
+    assert doc["decode"] == {"lines": 4, "accept_len_mean": 4.0, "accept_len_last": 5.5,
+                             "gen_throughput_last": 300.75, "running_req_max": 8}
+    text = run_ddtune("inspect", str(log)).stdout
+    assert "accept len mean 4.00" in text and "max running 8" in text, text
