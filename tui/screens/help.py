@@ -45,7 +45,7 @@ excludes no change.
 | `r` | results: past runs, compare two per cell |
 | `s` | sweep: pick presets, run a quick sweep, see the winner; a baseline checks outputs (identical/DIFFERS) |
 | `S` | knob search (`ddtune search`): type a space, find its fastest config with few restarts; Esc stops it |
-| `?` | this help |
+| `?` `F1` | this help |
 | `ctrl+p` | command palette |
 | `q` `ctrl+q` `ctrl+c` | quit (asks whether to leave the server running) |
 

@@ -51,7 +51,7 @@ class MainScreen(Screen):
             yield self.requests
         yield self.log_pane
         yield LogSearch(self.log_pane, id="log-search")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.server.border_title = "server"

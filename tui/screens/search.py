@@ -130,7 +130,7 @@ class SearchScreen(Screen):
         yield Static("", id="restarts")
         yield DataTable(id="measured", zebra_stripes=True, cursor_type="none")
         yield Static("", id="best")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#measured", DataTable).add_columns(*COLUMNS)
