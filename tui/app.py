@@ -85,6 +85,10 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
             self.sub_title = self.note
             self.notify(self.note, timeout=6)
         if self.controller is not None:
+            if self.controller.simulated:
+                from backends.sim.args import wrong_rate
+
+                self.main.say_sim_wrong(wrong_rate(self.controller.config.extra_args))
             self.controller.attach(self.main.post_message, self.run_worker)
 
     def _tick(self) -> None:
@@ -173,6 +177,8 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
             self.notify("the requests are beside the plots at this width", timeout=2)
             return
         self.main.toggle_class("-requests")
+        if self.main.has_class("-requests"):
+            self.main.requests.focus()  # up/down pick a request, Enter says why it failed
 
     def action_toggle_load(self) -> None:
         if self.controller is None:
