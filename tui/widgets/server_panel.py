@@ -63,7 +63,7 @@ class ServerPanel(Widget):
         if v.detail:
             phase.append(f"  {v.detail}")
         if v.simulated and self.sim_wrong is not None and v.phase == "ready":
-            phase.append(f"  sim: {self.sim_wrong:.0%} of answers wrong on purpose (--sim-wrong-rate)", "yellow")
+            phase.append(f"  sim: {self.sim_wrong:.0%} of answers wrong on purpose", "yellow")
         if v.progress is not None and v.phase not in ("ready", "failed"):
             phase.append("  ")
             phase.append_text(bar(v.progress, 16, "cyan"))
