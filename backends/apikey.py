@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -137,3 +138,11 @@ def redact(value: Any, secrets: Iterable[str | None] = ()) -> Any:
         return item
 
     return walk(value)
+
+
+def shown_argv(argv: Sequence[str]) -> tuple[str, ...]:
+    """argv as the console's notes show it: keys redacted, and ddtune's own interpreter (the simulator's)
+    as ``python``, not a path of this machine (screenshots and shared logs carry no home or venv path).
+    A configured interpreter stays whole: which Python runs SGLang is worth seeing."""
+    out = redact_argv(argv)
+    return ("python", *out[1:]) if out and out[0] == sys.executable else out

@@ -21,7 +21,7 @@ from backends.knobs import LaunchPlan, knob_text, plan_for_endpoint, plan_launch
 from backends.launchrec import adopt_lost_launch, launch_recorded
 from backends.logevents import ServerReady
 from backends.logfollow import TAIL_LINES, LogFacts, LogFollower
-from backends.apikey import redact_argv
+from backends.apikey import shown_argv
 from backends.ownership import NotOurs, describe_stop
 from backends.process import tree_pids
 from backends.readiness import ReadinessProbe, fetch_server_info  # noqa: F401  (re-exported: its old home)
@@ -273,7 +273,7 @@ class ServerManager:
         if not isinstance(self.backend, EndpointBackend):  # port and GPU were free; now the imports
             self.tracker.begin_start(time.monotonic(), f"pid {state.pid} importing")
         self.on_launched(state)
-        self.on_note(f"launched pid {state.pid}: {' '.join(redact_argv(plan.argv))}")
+        self.on_note(f"launched pid {state.pid}: {' '.join(shown_argv(plan.argv))}")
         return await self._follow(state, plan)
 
     async def _spawn(self, plan: LaunchPlan) -> ServerState:

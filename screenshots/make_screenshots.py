@@ -65,7 +65,10 @@ def _console_app(extra: tuple[str, ...] = ("--sim-load-seconds", "2"), knob_map:
         from tui.controller import ConsoleController
 
         root = tempfile.mkdtemp(prefix="ddtune-shots-")
-        os.environ["DDTUNE_STATE_DIR"] = os.path.join(root, "state")
+        # a home of its own, the state where a user's would be: the shots show ~/.local/state/ddtune/...,
+        # what an operator sees, and no path of the machine that made them
+        os.environ["HOME"] = root
+        os.environ["DDTUNE_STATE_DIR"] = os.path.join(root, ".local", "state", "ddtune")
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]

@@ -16,26 +16,33 @@ if TYPE_CHECKING:
     from tui.controller import ConsoleController
 
 
-class DdtuneApp(App):
+class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctrl+c) are ours
     TITLE = "ddtune"
     CSS_PATH = "ddtune.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    # The footer shows the show=True bindings in this order and cuts the rest at the right edge: at
+    # 80 columns Help and Quit come first, labels are one word, and the rarer keys are in help (?)
+    # and the palette (ctrl+p) only. Not inherited: App's ctrl+q and ctrl+c would come first. Where
+    # an input has focus and takes ? and q as text, the footer shows F1 and ctrl+q for the same
+    # actions instead. The ids are what users remap.
     BINDINGS = [
+        Binding("question_mark,f1", "help", "Help", id="app.help"),
+        Binding("q", "quit_console", "Quit", id="app.quit"),
         Binding("k", "edit_knobs", "Knobs", id="app.knobs"),
-        Binding("a", "apply_config_file", "Apply file", id="app.apply_file"),
-        Binding("u", "start_server", "Start/retry", id="app.start"),
-        Binding("x", "stop_server", "Stop server", show=False, id="app.stop"),
         Binding("l", "toggle_load", "Load", id="app.load"),
-        Binding("t", "toggle_requests", "Requests", show=False, id="app.requests"),
-        Binding("b", "pin_baseline", "Pin A/B baseline", show=False, id="app.pin_baseline"),
-        Binding("f", "cycle_log_filter", "Log filter", id="app.log_filter"),
+        Binding("u", "start_server", "Start", id="app.start"),
+        Binding("f", "cycle_log_filter", "Filter", id="app.log_filter"),
         Binding("r", "results", "Results", id="app.results"),
         Binding("s", "sweep", "Sweep", id="app.sweep"),
+        Binding("a", "apply_config_file", "Apply file", show=False, id="app.apply_file"),
+        Binding("x", "stop_server", "Stop server", show=False, id="app.stop"),
+        Binding("t", "toggle_requests", "Requests", show=False, id="app.requests"),
+        Binding("b", "pin_baseline", "Pin A/B baseline", show=False, id="app.pin_baseline"),
         Binding("S", "search", "Knob search", show=False, id="app.search"),
-        Binding("question_mark", "help", "Help", id="app.help"),
-        Binding("q", "quit_console", "Quit", id="app.quit"),
         # Ctrl+Q and Ctrl+C ask the same question as q: leaving must never stop the server by surprise
-        Binding("ctrl+q,ctrl+c", "quit_console", "Quit", show=False, priority=True, id="app.quit_ctrl"),
+        # (ctrl+c hidden: the screen's own ctrl+c comes first in the footer's order, before ? and q)
+        Binding("ctrl+q", "quit_console", "Quit", priority=True, id="app.quit_ctrl"),
+        Binding("ctrl+c", "quit_console", "Quit", show=False, priority=True, id="app.quit_ctrl_c"),
     ]
     # every action, for the command palette (Ctrl+P): (title, help, action)
     ACTIONS = (
@@ -78,6 +85,10 @@ class DdtuneApp(App):
             self.sub_title = self.note
             self.notify(self.note, timeout=6)
         if self.controller is not None:
+            if self.controller.simulated:
+                from backends.sim.args import wrong_rate
+
+                self.main.say_sim_wrong(wrong_rate(self.controller.config.extra_args))
             self.controller.attach(self.main.post_message, self.run_worker)
 
     def _tick(self) -> None:
@@ -166,6 +177,8 @@ class DdtuneApp(App):
             self.notify("the requests are beside the plots at this width", timeout=2)
             return
         self.main.toggle_class("-requests")
+        if self.main.has_class("-requests"):
+            self.main.requests.focus()  # up/down pick a request, Enter says why it failed
 
     def action_toggle_load(self) -> None:
         if self.controller is None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from backends.config import ServerConfig
 from backends.errors import UsageError
+from workloads.results import home_short
 
 if TYPE_CHECKING:
     from tui.controller import ConsoleController
@@ -153,4 +154,4 @@ class ConsoleSearch:
 
 def interrupted_line(path: str | None) -> str:
     return ("search stopped before it was created" if path is None else
-            f"search interrupted; continue it with: ddtune search --resume --out {path}")
+            f"search interrupted; continue it with: ddtune search --resume --out {home_short(path)}")

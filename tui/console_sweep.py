@@ -65,12 +65,13 @@ def sweep_verdict(path: str) -> str:
     from workloads.report import build_report
     from workloads.report_format import lossless_failed, margin_text
     from workloads.report_input import read_sweep
+    from workloads.results import home_short
 
     report = build_report(read_sweep(Path(path)))
     failed = lossless_failed(report)
     loud = f"\n[b red]{escape(failed)}[/]" if failed else ""  # the "still correct" half, as loud as the report
-    best = report.overall
+    best, shown = report.overall, escape(home_short(path))  # ~/...: no user's home on screen
     if best is None:
-        return f"sweep finished ({escape(path)}); no configuration measured every cell{loud}"
+        return f"sweep finished ({shown}); no configuration measured every cell{loud}"
     margin = f", ahead of {escape(best.runner_up)} by {escape(margin_text(best.margin))}" if best.runner_up else ""
-    return f"[b]best overall: {escape(best.config)}[/b]{margin}\nfull report: ddtune report {escape(path)}{loud}"
+    return f"[b]best overall: {escape(best.config)}[/b]{margin}\nfull report: ddtune report {shown}{loud}"

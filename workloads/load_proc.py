@@ -69,7 +69,8 @@ class RequestDone:
     def row(self) -> dict:
         """The console's request-table row."""
         return {"problem": self.problem, "tokens": self.tokens, "tok_s": self.tok_s,
-                "accept_len": self.accept_len, "ttft_s": self.ttft_s, "verdict": self.verdict}
+                "accept_len": self.accept_len, "ttft_s": self.ttft_s, "verdict": self.verdict,
+                "detail": self.detail}  # why it failed (the grader's line or the error): Enter shows it
 
 
 LoadProcEvent = LoadStarted | StatsUpdated | RequestDone | LoadPaused | LoadResumed | LoadStopped

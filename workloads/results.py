@@ -339,3 +339,10 @@ class RunStore:
             self.sync()
             self._responses.close()
             self._responses = None
+
+
+def home_short(path: str | Path) -> str:
+    """``path`` for a human to read and paste: under the home folder as ``~/...`` (a shell expands it),
+    so a screen, a screenshot or a shared log shows no user's home; elsewhere unchanged."""
+    text, home = str(path), str(Path.home())
+    return "~" + text[len(home):] if home not in ("", "/") and (text == home or text.startswith(home + "/")) else text

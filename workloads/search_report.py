@@ -13,6 +13,7 @@ import statistics
 
 from workloads.estimate import Estimate, Ratio
 from workloads.search_space import Point, SearchSpace
+from workloads.results import home_short
 from workloads.search_strategy import Decision, RoundPlan, Search
 
 SCHEMA = "ddtune.search-summary/1"
@@ -164,7 +165,7 @@ def summary_lines(summary: dict) -> list[str]:
     took = f" in {summary['wall_s']:.1f} s" if summary.get("wall_s") is not None else ""
     across = f" on {lanes} lanes (restarts summed over them)" if lanes > 1 else ""
     lines.append(f"measured {len(summary['measured'])} of {restarts['grid']} configurations in "
-                 f"{summary['rounds']} round(s){took}{across}; folder {summary['path']}")
+                 f"{summary['rounds']} round(s){took}{across}; folder {home_short(summary['path'])}")
     if summary["stop_reason"]:
         lines.append(f"stopped early: {summary['stop_reason']}")
     if best is not None:

@@ -376,3 +376,18 @@ def _deprecations(argv: list[str], rel: tuple[int, ...]):
     for old, new in aliases:
         if old in given:
             yield f"'{old}' is deprecated and will be removed in a future release. Use '{new}' instead."
+
+
+def wrong_rate(argv: list[str] | tuple[str, ...]) -> float:
+    """The share of coding answers the simulator gets wrong on purpose, as ``argv`` (a config's extra
+    args) sets it with ``--sim-wrong-rate`` (default 0.1): the console says so beside the verdicts."""
+    value = build_parser().get_default("sim_wrong_rate")
+    for i, arg in enumerate(argv):
+        text = arg.partition("=")[2] if arg.startswith("--sim-wrong-rate=") else \
+            argv[i + 1] if arg == "--sim-wrong-rate" and i + 1 < len(argv) else None
+        if text is not None:
+            try:
+                value = float(text)
+            except ValueError:
+                pass  # the simulator itself refuses it, loudly
+    return float(value)

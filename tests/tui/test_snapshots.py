@@ -86,3 +86,80 @@ def test_search_screen(snap_compare, size, rounds):
         await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(DdtuneApp(), terminal_size=size, run_before=run_before)
+
+
+def test_results_list_at_80x24(snap_compare, state_dir):
+    """The results list at 80x24: the runs table and the footer's keys (Back, Help, Quit) on screen."""
+    from tests.tui.test_results_screen import bench_run
+    from tests.workloads.test_report_load import load_run
+    from tui.screens.results import ResultsScreen
+
+    runs = state_dir / "runs"
+    load_run(runs, "20261130T090000Z-load", 1500.0, 5.5)
+    bench_run(runs, "20261130T080000Z-bench", 900.0)
+
+    async def run_before(pilot):
+        screen = ResultsScreen()
+        await pilot.app.push_screen(screen)
+        table = screen.query_one("#runs")
+        for _ in range(100):
+            if table.row_count:
+                break
+            await pilot.pause(0.05)
+        table.focus()
+        await pilot.pause()
+
+    assert snap_compare(DdtuneApp(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_sweep_form_with_a_bad_gpu_list_at_80x24(snap_compare):
+    """The sweep form at 80x24 refusing a bad GPU list: the whole reason on screen, and the keys."""
+    from tui.screens.sweep import SweepScreen
+
+    async def run_before(pilot):
+        screen = SweepScreen(["b4-t4-w2048", "b8-t4-w2048", "b16-t8-w2048"])
+        await pilot.app.push_screen(screen)
+        screen.query_one("#gpus").value = "0,x"
+        screen.query_one("#start").press()
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+    assert snap_compare(DdtuneApp(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_knob_editor_with_hints_at_80x24(snap_compare):
+    """The knob editor at 80x24 with two bad values: each hint whole (wrapped, not cut), and the keys."""
+    from backends.config import config_from_dict
+    from tui.knob_rules import editor_values, knob_help, validate_knobs
+    from tui.screens.knob_editor import KnobEditor
+
+    config = config_from_dict({}, "defaults")
+    current = editor_values(config)
+
+    async def run_before(pilot):
+        editor = KnobEditor(current, {}, lambda values: validate_knobs(values, config),
+                            {name: knob_help(name, config) for name in current})
+        await pilot.app.push_screen(editor)
+        editor.query_one("#knob-budget").value = "abc"
+        editor.query_one("#knob-window").value = "-5"
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+    assert snap_compare(DdtuneApp(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_search_form_with_a_bad_space_at_80x24(snap_compare):
+    """The search form at 80x24 refusing a bad space: the reason on screen whole, and the keys."""
+    from backends.config import config_from_dict
+    from tui.controller import ConsoleController
+    from tui.screens.search import SearchScreen
+
+    async def run_before(pilot):
+        pilot.app.controller = ConsoleController(config_from_dict({}, "defaults"), simulated=True)  # not attached
+        screen = SearchScreen("budget=4,8,x topk=2,4")
+        await pilot.app.push_screen(screen)
+        screen.start()
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+    assert snap_compare(DdtuneApp(), terminal_size=(80, 24), run_before=run_before)

@@ -37,6 +37,7 @@ excludes no change.
 | `x` | stop the server (asks first) |
 | `l` | start / stop the live coding load; it pauses across a restart and resumes once verified |
 | `t` | narrow terminal: the recent requests in the plots' place (and back) |
+| `↑` `↓` `Enter` | in the requests table: pick a request, open it: its verdict and why (the failed test, the error) |
 | `b` | pin the current configuration as the A/B strip's baseline |
 | `f` | cycle the log filter: all, errors (fatal, error, warning), draft, decode; ddtune's notes show in all |
 | `/` | search the log (a capital letter makes it case-sensitive); Enter goes to the next match, Esc closes |
@@ -45,7 +46,7 @@ excludes no change.
 | `r` | results: past runs, compare two per cell |
 | `s` | sweep: pick presets, run a quick sweep, see the winner; a baseline checks outputs (identical/DIFFERS) |
 | `S` | knob search (`ddtune search`): type a space, find its fastest config with few restarts; Esc stops it |
-| `?` | this help |
+| `?` `f1` | this help (f1 where a text field takes ?; ctrl+q quits there) |
 | `ctrl+p` | command palette |
 | `q` `ctrl+q` `ctrl+c` | quit (asks whether to leave the server running) |
 

@@ -29,7 +29,8 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
         background: $surface;
     }
     KnobEditor VerticalScroll { height: auto; max-height: 60vh; margin: 1 0; }
-    KnobEditor Grid { grid-size: 3; grid-columns: 10 16 1fr; grid-rows: 1; grid-gutter: 0 1; height: auto; }
+    KnobEditor Grid { grid-size: 3; grid-columns: 10 16 1fr; grid-rows: auto; grid-gutter: 0 1; height: auto; }
+    KnobEditor Grid > Static { height: auto; }  /* a hint wraps under itself: whole at 80x24, never cut */
     KnobEditor .error { color: $error; }
     KnobEditor .diff { color: $warning; }
     KnobEditor Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
@@ -55,8 +56,8 @@ class KnobEditor(ModalScreen[dict[str, str] | None]):
                     yield Static("", id=f"note-{name}")
             yield Static("", id="summary")
             with Horizontal():
-                yield Button("Cancel [esc]", id="cancel", compact=True)
-                yield Button("Apply & restart [ctrl+s]", variant="primary", id="apply", compact=True)
+                yield Button("Cancel \\[esc]", id="cancel", compact=True)
+                yield Button("Apply & restart \\[ctrl+s]", variant="primary", id="apply", compact=True)
 
     def on_mount(self) -> None:
         width = max((len(name) for name in self.current), default=8) + 1

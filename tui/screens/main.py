@@ -21,6 +21,8 @@ from tui.widgets.server_panel import ServerPanel
 class MainScreen(Screen):
     """Holds no I/O: workers post messages here and the handlers set widget attributes."""
 
+    AUTO_FOCUS = "#log"  # the log's sideways keys first; Tab (or t at 80 columns) reaches the requests
+
     BINDINGS = [  # the log's search keys work wherever focus is on this screen
         Binding("slash", "search_log", "Search log", show=False, id="main.search_log"),
         Binding("n", "log_match(1)", "Next match", show=False, id="main.next_match"),
@@ -50,12 +52,24 @@ class MainScreen(Screen):
             yield self.requests
         yield self.log_pane
         yield LogSearch(self.log_pane, id="log-search")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.server.border_title = "server"
         self.gpu.border_title = "gpu"
-        self.requests.border_title = "requests"
+        self.requests.border_title = "requests" + self.requests.sim_note()
+
+    def say_sim_wrong(self, rate: float) -> None:
+        """On the simulator: it answers ``rate`` of the coding problems wrong on purpose; say so by the verdicts."""
+        self.requests.sim_wrong = self.server.sim_wrong = rate
+        self.requests.border_title = str(self.requests.border_title or "requests").split(" · ")[0] \
+            + self.requests.sim_note()
+        self.server.refresh()
+
+    def on_requests_table_opened(self, message: RequestsTable.Opened) -> None:
+        from tui.screens.request_detail import RequestDetail
+
+        self.app.push_screen(RequestDetail(message.row, self.requests.sim_wrong))
 
     def tick(self, n: int) -> None:
         """The app's one periodic tick (1 s): batched widgets show what arrived since the last one."""

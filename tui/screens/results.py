@@ -14,8 +14,13 @@ from tui.runs import CELL_HEAD, RunRow, compare_runs, list_runs
 
 
 class ResultsScreen(Screen):
+    DEFAULT_CSS = """
+    ResultsScreen #runs { height: 1fr; }
+    ResultsScreen #run-line { height: auto; max-height: 4; padding: 0 1; color: $text-muted; }
+    ResultsScreen #compare { height: auto; max-height: 50%; }
+    """
     BINDINGS = [Binding("escape,r", "app.pop_screen", "Back", id="results.back"),
-                Binding("space", "pick", "Pick for compare", id="results.pick")]
+                Binding("space", "pick", "Pick", id="results.pick")]
 
     def __init__(self) -> None:
         super().__init__()
@@ -26,11 +31,12 @@ class ResultsScreen(Screen):
         yield Header()
         yield Static("Runs (newest first). Enter opens a run; Space picks two runs to compare.", id="results-help")
         yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="run-line")  # the highlighted run whole, wrapped: at 80x24 the table cuts it
         yield DataTable(id="compare", zebra_stripes=True)
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#runs", DataTable).add_columns("run", "kind", "status", "knobs", "summary")
+        self.query_one("#runs", DataTable).add_columns("run", "kind", "status", "summary", "knobs")
         self.query_one("#compare", DataTable).add_columns(*CELL_HEAD)
         self.load_runs()
 
@@ -44,11 +50,16 @@ class ResultsScreen(Screen):
         table = self.query_one("#runs", DataTable)
         table.clear()
         for row in rows:
-            table.add_row(*map(cell, (row.id, row.kind, row.status, row.knobs[:40], row.summary)))
+            table.add_row(*map(cell, (row.id, row.kind, row.status, row.summary, row.knobs[:40])))
         if not rows:
             self.query_one("#results-help", Static).update(
                 "No runs yet. The console records its coding load (l) and its sweeps (s) here, as do "
                 "`ddtune bench`, `load`, `eval` and `sweep`.")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "runs" and 0 <= event.cursor_row < len(self.rows):
+            row = self.rows[event.cursor_row]
+            self.query_one("#run-line", Static).update(literal(f"{row.id}: {row.summary}; {row.knobs}"))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id != "runs" or not self.rows:

@@ -30,7 +30,7 @@ class RunDetailScreen(Screen):
         yield Header()
         with VerticalScroll(id="scroll"):
             yield Static(Text(f"reading {self.row.id}…"), id="report")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#scroll").border_title = f"{self.row.kind} {self.row.id}"

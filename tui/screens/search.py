@@ -28,6 +28,7 @@ from textual.widgets.data_table import RowKey
 from tui.literal import cell
 from tui.widgets.ordered_input import OrderedInput
 from tui.console_search import ConsoleSearch, SearchRequest, interrupted_line
+from workloads.results import home_short
 
 if TYPE_CHECKING:
     from tui.app import DdtuneApp
@@ -130,7 +131,7 @@ class SearchScreen(Screen):
         yield Static("", id="restarts")
         yield DataTable(id="measured", zebra_stripes=True, cursor_type="none")
         yield Static("", id="best")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#measured", DataTable).add_columns(*COLUMNS)
@@ -241,7 +242,7 @@ class SearchScreen(Screen):
             shape = " x ".join(f"{name} {len(values)}" for name, values in event.space.axes)
             one_pass = 1 + sum(len(values) - 1 for _, values in event.space.axes)
             self._say(f"search of {event.space.size} configurations ({shape}): one pass starts about {one_pass}; "
-                      f"from {escape(event.space.label(event.start))}\nfolder {escape(event.path)}")
+                      f"from {escape(event.space.label(event.start))}\nfolder {escape(home_short(event.path))}")
             self._restarts()
         elif isinstance(event, ev.RoundStarted) and self.space is not None:
             self._round_started(event)

@@ -47,6 +47,7 @@ class SweepScreen(Screen):
     SweepScreen SelectionList { width: 40; height: auto; max-height: 10; }
     SweepScreen #side { width: 1fr; height: auto; padding: 0 2; }
     SweepScreen #status { height: auto; margin: 1 0; }
+    SweepScreen #status.error { color: $error; }
     SweepScreen #slots { height: 1fr; }
     SweepScreen #lanes { height: auto; max-height: 10; display: none; }
     SweepScreen #gpus { width: 40; }
@@ -75,11 +76,11 @@ class SweepScreen(Screen):
                 contexts, concurrency, tokens = self.matrix
                 yield Static(f"matrix: contexts {contexts}, concurrency {concurrency}, {tokens} tokens, "
                              "no eval\n(full options: ddtune sweep --help)")
-                yield Button("Start sweep", variant="primary", id="start")
+                yield Button("Start sweep", variant="primary", id="start", compact=True)
         yield Static("pick presets and start; the server restarts only when the knobs change", id="status")
         yield DataTable(id="lanes", zebra_stripes=True)
         yield DataTable(id="slots", zebra_stripes=True)
-        yield Footer()
+        yield Footer(compact=True)
 
     @staticmethod
     def _prompt(name: str, picked: bool) -> Text:
@@ -115,9 +116,13 @@ class SweepScreen(Screen):
                     gpus = parse_gpus(text)
                 except UsageError as exc:
                     self.notify(f"{exc.message}; {exc.hint}", severity="error")
+                    self.query_one("#status", Static).update(  # stays on screen after the toast
+                        literal(f"not started: {exc.message}; {exc.hint}"))
+                    self.query_one("#status", Static).set_classes("error")
                     return
             self.running = True
             event.button.disabled = True
+            self.query_one("#status", Static).set_classes("")
             self.run_sweep(chosen, self.query_one("#baseline", Checkbox).value, gpus)
 
     @work(exclusive=True, group="sweep", exit_on_error=False)

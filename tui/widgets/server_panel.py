@@ -33,6 +33,7 @@ class ServerPanel(Widget):
 
     DEFAULT_CSS = "ServerPanel { height: auto; }"
     view: reactive[ServerView] = reactive(ServerView)
+    sim_wrong: float | None = None  # on the simulator: the share of answers it gets wrong on purpose
 
     def watch_view(self, old: ServerView, new: ServerView) -> None:
         # Re-layout only when the panel's height may change (fatal/note lines, knob rows); a plain
@@ -61,6 +62,8 @@ class ServerPanel(Widget):
         phase.append(f"{v.phase}", PHASE_STYLE.get(v.phase, "bold cyan"))
         if v.detail:
             phase.append(f"  {v.detail}")
+        if v.simulated and self.sim_wrong is not None and v.phase == "ready":
+            phase.append(f"  sim: {self.sim_wrong:.0%} of answers wrong on purpose", "yellow")
         if v.progress is not None and v.phase not in ("ready", "failed"):
             phase.append("  ")
             phase.append_text(bar(v.progress, 16, "cyan"))

@@ -1,0 +1,77 @@
+"""At 80x24 every screen shows its keys and its errors (issue 22, item 9): the footer's Help and Quit
+are inside the 80 columns on the main screen, the results list, the sweep form and the search form
+(where an input takes ? and q as text, the F1 and ctrl+q of the same actions); the knob editor's
+hints and the sweep form's refusal are whole on screen, not cut at the edge."""
+
+from __future__ import annotations
+
+from textual.widgets import Static
+from textual.widgets._footer import FooterKey
+
+from backends.config import config_from_dict
+from tui.app import DdtuneApp
+
+
+def shown_keys(app) -> dict[str, str]:
+    """The footer keys whose whole label lies inside the screen: description -> key."""
+    width = app.size.width
+    return {key.description: key.key for key in app.screen.query(FooterKey)
+            if key.region.width and key.region.right <= width}
+
+
+async def test_help_and_quit_fit_on_every_screen_at_80x24(state_dir):
+    from tui.controller import ConsoleController
+    from tui.screens.results import ResultsScreen
+    from tui.screens.search import SearchScreen
+    from tui.screens.sweep import SweepScreen
+
+    app = DdtuneApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        keys = shown_keys(app)
+        assert keys.get("Help") == "question_mark" and keys.get("Quit") == "q", keys
+        assert {"Knobs", "Load", "Results", "Sweep"} <= set(keys), keys
+        for screen in (ResultsScreen(), SweepScreen(["b4-t4-w2048", "b8-t4-w2048"])):
+            await app.push_screen(screen)
+            await pilot.pause()
+            keys = shown_keys(app)
+            assert keys.get("Back") == "escape" and keys.get("Help") == "question_mark" \
+                and keys.get("Quit") == "q", (screen, keys)
+            app.pop_screen()
+            await pilot.pause()
+        app.controller = ConsoleController(config_from_dict({}, "defaults"), simulated=True)  # not attached
+        await app.push_screen(SearchScreen("budget=4,8"))  # its space field has focus: ? and q are text
+        await pilot.pause()
+        assert shown_keys(app) == {"Back": "escape", "Help": "f1", "Quit": "ctrl+q", "palette": "ctrl+p"}
+        await pilot.press("f1")
+        assert type(app.screen).__name__ == "HelpScreen"
+
+
+async def test_knob_editor_hints_and_sweep_refusal_are_whole_at_80x24():
+    from tui.knob_rules import editor_values, validate_knobs
+    from tui.screens.knob_editor import KnobEditor
+    from tui.screens.sweep import SweepScreen
+
+    config = config_from_dict({}, "defaults")
+    current = editor_values(config)
+    app = DdtuneApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        editor = KnobEditor(current, {}, lambda values: validate_knobs(values, config))
+        await app.push_screen(editor)
+        editor.query_one("#knob-window").value = "-5"
+        await pilot.pause()
+        note = editor.query_one("#note-window", Static)
+        hint = validate_knobs(editor.values(), config)["window"]
+        assert len(hint) > note.region.width  # too long for one line at 80 columns: it must wrap
+        assert note.region.height * note.region.width >= len(hint), (note.region, hint)
+        assert "[esc]" in str(editor.query_one("#cancel").label)  # the key is shown, not eaten as markup
+        editor.dismiss(None)
+        await pilot.pause()
+
+        sweep = SweepScreen(["b4-t4-w2048"])
+        await app.push_screen(sweep)
+        sweep.query_one("#gpus").value = "0,x"
+        sweep.query_one("#start").press()
+        await pilot.pause()
+        status = sweep.query_one("#status", Static)
+        assert "'x' is not a GPU index" in str(status.render()) and status.region.right <= 80
