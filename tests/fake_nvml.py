@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import types
+from collections.abc import Set as AbstractSet
+from typing import Any
 from dataclasses import dataclass, field
 
 GIB = 2**30
@@ -59,10 +61,11 @@ class FakeGpu:
 
 
 def make_fake_nvml(devices: list[FakeGpu] | None = None, init_error: type[NVMLError] | None = None,
-                   unsupported: set[str] = frozenset(), lost: set[int] = frozenset()) -> types.ModuleType:
+                   unsupported: AbstractSet[str] = frozenset(),
+                   lost: AbstractSet[int] = frozenset()) -> types.ModuleType:
     """``unsupported``: NVML function names that raise NotSupported; ``lost``: indices without a handle."""
     devices = list(devices or [])
-    nv = types.ModuleType("pynvml")
+    nv: Any = types.ModuleType("pynvml")  # a stand-in module: its attributes are set below
     nv.calls = 0
     nv.shutdowns = 0
     for cls in (NVMLError, NVMLError_NotSupported, NVMLError_NoPermission, NVMLError_DriverNotLoaded,
