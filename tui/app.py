@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         self.controller = controller
         self.note = note
         self.main = MainScreen()
+        self.said: deque[str] = deque(maxlen=50)  # the latest notifications' texts, after their toasts go
 
     TICK_S = 1.0  # the one periodic tick: every periodic redraw hangs off it
 
@@ -75,6 +77,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
                timeout: float | None = None, markup: bool = False) -> None:
         """Every notification is plain text, whatever a caller asks (``Widget.notify`` passes
         Textual's default, markup on): they carry server text, which is never markup (tui.literal)."""
+        self.said.append(message)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def on_mount(self) -> None:

@@ -76,7 +76,7 @@ async def test_a_small_search_runs_from_the_screen_and_names_the_best(tmp_path, 
         # like `ddtune search`, the server goes back on the config it ran before, then the screen is free
         await wait_until(pilot, lambda: not screen.running, what="the server back")
         assert panel(app).phase == "ready"
-        said = " ".join(n.message for n in app._notifications)
+        said = " ".join(app.said)  # toasts expire; their texts stay
         assert "returned the server to the config it ran before" in said
         assert {r.name: r.requested for r in panel(app).knobs} == knobs_before
         assert not screen.query_one("#start", Button).disabled  # ready for another search
@@ -134,7 +134,7 @@ async def test_leaving_mid_search_stops_it_resumably_and_returns_the_server(tmp_
         groups.track_state()
         await pilot.press("escape")
         assert app.screen is app.main
-        said = " ".join(n.message for n in app._notifications)
+        said = " ".join(app.said)  # toasts expire; their texts stay
         [folder] = searches(state_dir)
         assert f"continue it with: ddtune search --resume --out {folder}" in said
 

@@ -99,7 +99,7 @@ async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_
         screen.query_one("#gpus", Input).value = "0,0"
         await pilot.click("#start")
         await pilot.pause()
-        said = " ".join(n.message for n in app._notifications)
+        said = " ".join(app.said)  # toasts expire; their texts stay
         assert not screen.running and "GPU 0 is named twice" in said  # refused, nothing ran
         screen.query_one("#gpus", Input).value = "2,3"
         await pilot.pause(0.3)  # a button ignores a second press within its 0.2 s press effect
@@ -160,7 +160,7 @@ async def test_a_lossless_mismatch_is_in_the_table_in_red_and_named_in_the_verdi
         assert str(cell).startswith(f"DIFFERS {PROMPTS}/{PROMPTS} @") and "red" in str(cell.style)
         text = str(status.render())
         assert f"LOSSLESS CHECK FAILED: b8-t4-w2048 changed the greedy output of {PROMPTS}/{PROMPTS} prompts" in text
-        said = " ".join(n.message for n in app._notifications)
+        said = " ".join(app.said)  # toasts expire; their texts stay
         assert "prompts DIVERGED from the baseline" in said
         await app.controller.detach(stop_server=True)
 
