@@ -31,11 +31,17 @@ record.update({
     "pgid1-with-create-time": {"pid": leader.pid, "pgid": 1, "create_time": real},
     "older-than-recorded": {"pid": leader.pid, "pgid": leader.pid, "create_time": real + 3600},
     "not-a-group-leader": {"pid": member.pid, "pgid": leader.pid, "create_time": real},
+    # a stranger named exactly, true create time included (public in /proc): only the token proves
+    "stranger-no-token": {"pid": leader.pid, "pgid": leader.pid, "create_time": real},
+    "stranger-other-token": {"pid": leader.pid, "pgid": leader.pid, "create_time": real},
     "own-group": {},  # written by ddtune's own process below: it names ddtune's own group
 }[case])
 path = os.path.join(state_dir, "server.json")
 with open(path, "w") as fh:
     json.dump(record, fh)
+if case == "stranger-other-token":  # a launch record too, with a token the stranger does not carry
+    with open(os.path.join(state_dir, "launch.json"), "w") as fh:
+        json.dump({"pid": leader.pid, "create_time": real, "argv": ["x"], "token": "ab" * 16}, fh)
 
 # "own-group": ddtune's process becomes a session leader, records itself, then execs ddtune (same pid)
 prelude = ("import json, os, sys, psutil; os.setsid(); me = psutil.Process(); "

@@ -35,6 +35,8 @@ def in_pid_namespace(case: str, state_dir: Path, *command: str) -> dict:
     ("older-than-recorded", "started before the recorded server"),
     ("not-a-group-leader", "leader of its own group"),
     ("own-group", "ddtune's own group"),
+    ("stranger-no-token", "the record carries no launch token"),
+    ("stranger-other-token", "it does not carry the launch token ddtune gave the server it started"),
 ])
 def test_down_refuses_a_forged_record_and_signals_nothing(tmp_path, case, why):
     result = in_pid_namespace(case, tmp_path, "down")
@@ -47,11 +49,12 @@ def test_down_refuses_a_forged_record_and_signals_nothing(tmp_path, case, why):
     assert any(name.startswith("server.json.refused-") for name in result["files"]), result["files"]
 
 
-def test_up_over_a_forged_record_starts_without_signalling_anyone(tmp_path):
+@pytest.mark.parametrize("case", ["pgid1-no-create-time", "stranger-other-token"])
+def test_up_over_a_forged_record_starts_without_signalling_anyone(tmp_path, case):
     cfg = tmp_path / "ddtune.toml"
     cfg.write_text(f'[server]\nbackend = "sim"\nport = {free_port()}\nready_timeout_s = 60\n'
                    'extra_args = ["--sim-load-seconds", "0.2"]\n')
-    result = in_pid_namespace("pgid1-no-create-time", tmp_path, "--config", str(cfg), "up")
+    result = in_pid_namespace(case, tmp_path, "--config", str(cfg), "up")
     assert result["alive"] == [True, True, True], result
     assert result["rc"] == 0, result["stderr"]
     assert "refusing to signal pid" in result["stderr"] and "ready" in result["stderr"]

@@ -6,13 +6,8 @@ stranger, even with its true create time, makes ``down`` refuse and signal nothi
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import time
 
-import psutil
 import pytest
 
 from tests.backends.lifecycle_support import write_config
@@ -110,55 +105,5 @@ def test_a_symlinked_state_dir_is_refused(tmp_path, state_dir):
     assert f"state dir {link} is a symbolic link" in line
 
 
-@pytest.fixture
-def stranger():
-    """A live process of its own session ddtune never started: what a forged record names."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
-    time.sleep(0.2)
-    yield proc
-    proc.kill()
-    proc.wait()
-
-
-def forge(state_dir, stranger, token: str | None) -> None:
-    started = psutil.Process(stranger.pid).create_time()  # public: anybody can read it in /proc
-    record = {"backend": "sim", "pid": stranger.pid, "pgid": stranger.pid, "create_time": started,
-              "host": "127.0.0.1", "port": 1, "url": "http://127.0.0.1:1", "config_hash": "x", "knobs": {},
-              "log_path": None, "started_at": started, "phase": "ready", "token": "ignored-here"}
-    (state_dir / "server.json").write_text(json.dumps(record))
-    if token is not None:  # a launch record too, with a token the stranger does not carry
-        (state_dir / "launch.json").write_text(json.dumps({"pid": stranger.pid, "create_time": started,
-                                                           "argv": ["x"], "token": token}))
-
-
-@pytest.mark.parametrize("token, why", [
-    (None, "the record carries no launch token"),
-    ("ab" * 16, "it does not carry the launch token ddtune gave the server it started"),
-])
-def test_down_refuses_a_forged_record_naming_a_stranger_with_its_true_create_time(
-        tmp_path, state_dir, stranger, token, why):
-    forge(state_dir, stranger, token)
-    out = run_ddtune("--config", str(write_config(tmp_path)), "down")
-    assert out.returncode == 1, out.stderr
-    (line,) = error_lines(out.stderr)
-    assert f"refusing to signal pid {stranger.pid}: {why}" in line, line
-    assert "nothing was signalled" in out.stderr
-    time.sleep(0.3)
-    assert stranger.poll() is None
-    assert not (state_dir / "server.json").exists()
-    assert any(p.name.startswith("server.json.refused-") for p in state_dir.iterdir())
-
-
-def test_up_over_a_forged_record_starts_its_own_server_and_spares_the_stranger(
-        tmp_path, state_dir, stranger, no_leftovers):
-    forge(state_dir, stranger, "cd" * 16)
-    cfg = write_config(tmp_path, extra=FAST)
-    out = run_ddtune("--config", str(cfg), "up")
-    assert out.returncode == 0, out.stderr
-    assert f"refusing to signal pid {stranger.pid}" in out.stderr
-    (server,) = leaders(state_dir)
-    assert server != stranger.pid and stranger.poll() is None
-    assert json.loads((state_dir / "server.json").read_text())["pid"] == server
-    out = run_ddtune("--config", str(cfg), "down")
-    assert out.returncode == 0, out.stderr
-    assert leaders(state_dir) == [] and stranger.poll() is None
+# Forged records naming a live stranger (down refuses it; up starts its own server and spares it) run
+# inside a private PID namespace: tests/backends/test_ownership_pidns.py, cases stranger-*.
