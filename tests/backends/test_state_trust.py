@@ -1,8 +1,8 @@
 """A state dir ddtune can trust (issue 19, item 3), with the real CLI as root.
 
 A symlink planted for any state file never makes ddtune write through it; a state dir (or a file
-in it) another user owns or may write is refused with one line; a forged server.json naming a live
-stranger, even with its true create time, makes ``down`` refuse and signal nothing."""
+in it) another user owns or may write is refused with one line. (A forged server.json naming a live
+stranger is tested inside a private PID namespace: test_ownership_pidns.py.)"""
 
 from __future__ import annotations
 
