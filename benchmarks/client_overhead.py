@@ -31,7 +31,7 @@ PROMPT = "Write a Python function `fib(n: int) -> int` returning the n-th Fibona
 
 async def ddtune_worker(url: str, concurrency: int, seconds: float, max_tokens: int) -> dict:
     sys.path.insert(0, str(REPO))
-    from workloads.client import StreamingClient
+    from workloads.client.stream import StreamingClient
 
     stats = {"requests": 0, "chunks": 0, "tokens": 0, "errors": 0}
     async with StreamingClient(url, concurrency=concurrency) as client:

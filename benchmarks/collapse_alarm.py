@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 async def main(args: argparse.Namespace) -> None:
-    from backends.config import ServerConfig
-    from backends.session import ServerSession
-    from backends.session_events import AlarmCleared, AlarmRaised, DecodeStats
-    from workloads.load_proc import LoadProcess
+    from backends.knobs.config import ServerConfig
+    from backends.server.session import ServerSession
+    from backends.server.events import AlarmCleared, AlarmRaised, DecodeStats
+    from workloads.live.proc import LoadProcess
 
     extra = ["--sim-load-seconds", "0.5"] + (["--sim-acceptance", str(args.acceptance)] if args.acceptance else [])
     import socket

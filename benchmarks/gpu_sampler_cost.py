@@ -18,8 +18,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from backends.gpu import GpuSampler  # noqa: E402
-from backends.host import HostSampler, server_tree_pids  # noqa: E402
+from backends.machine.gpu import GpuSampler  # noqa: E402
+from backends.machine.host import HostSampler, server_tree_pids  # noqa: E402
 
 
 def make_sampler(real: bool, devices: int, pids: list[int]) -> GpuSampler:

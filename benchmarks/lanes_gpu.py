@@ -98,7 +98,7 @@ class Watch(threading.Thread):
 
 CONSOLE = """
 import asyncio, json, sys
-from backends.config import load_config
+from backends.knobs.config import load_config
 from tui.app import DdtuneApp
 from tui.controller import ConsoleController
 

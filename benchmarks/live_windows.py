@@ -4,7 +4,7 @@
     python benchmarks/live_windows.py --seconds 120 --streams 32
 
 Prints two figures (the tests hold the thresholds: tests/workloads/test_live_windows_sim.py):
-- the client's rolling 5 s tok/s (workloads/live_windows.py, as the console plots it) against the
+- the client's rolling 5 s tok/s (workloads/live/windows.py, as the console plots it) against the
   server's own `Decode batch` gen throughput over the same 5 s, at every server line once the load
   is steady: the mean and the largest difference;
 - the closed 5 s windows (`ddtune load --json`'s "windows") against the run's overall tok/s: the
@@ -26,13 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 async def main(args: argparse.Namespace) -> None:
-    from backends.config import ServerConfig
-    from backends.session import ServerSession
-    from backends.session_events import DecodeStats
-    from workloads.client import StreamingClient
-    from workloads.live_windows import server_rate
-    from workloads.load import LoadEngine
-    from workloads.problems import load_problems
+    from backends.knobs.config import ServerConfig
+    from backends.server.session import ServerSession
+    from backends.server.events import DecodeStats
+    from workloads.client.stream import StreamingClient
+    from workloads.live.windows import server_rate
+    from workloads.live.load import LoadEngine
+    from workloads.grading.problems import load_problems
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -12,7 +12,7 @@ flight for --settle + --duration seconds and measures CPU over the last --durati
   load moved out: "UI process" is this script (client, windows, grading threads), "graders" its
   reaped sandbox processes;
 - ``worker``: this script drives a LoadProcess and turns each event into the row the console
-  shows, standing in for the UI process; "load worker" is ``python -m workloads.load_worker``,
+  shows, standing in for the UI process; "load worker" is ``python -m workloads.live.worker``,
   "graders" its sandbox processes;
 - ``console``: ``ddtune --load C`` on a COLSxROWS pty (benchmarks/console_cost.py's PtyProgram):
   "UI process" is the console itself, "load worker" its worker process when it has one, "graders"
@@ -45,7 +45,7 @@ from benchmarks.console_cost import PtyProgram, ProgramEnded  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
 
 MODES = ("inprocess", "worker", "console")
-WORKER_MARK = "workloads.load_worker"
+WORKER_MARK = "workloads.live.worker"
 SUBJECT_MARK = "--subject"
 # Every measured program runs under this shim, a child subreaper: a grader's sandbox leaves a process
 # that its parent does not reap (bwrap is killed before it reaps the namespace's pid 1), so without
@@ -151,9 +151,9 @@ def subject(mode: str, url: str, concurrency: int, max_tokens: int) -> int:
                           "accept": stats.window_roll.acceptance, "finished": stats.finished}), flush=True)
 
     async def inprocess() -> None:
-        from workloads.client import StreamingClient
-        from workloads.load import LoadEngine, StatsUpdated
-        from workloads.problems import load_problems
+        from workloads.client.stream import StreamingClient
+        from workloads.live.load import LoadEngine, StatsUpdated
+        from workloads.grading.problems import load_problems
 
         async with StreamingClient(url, concurrency=concurrency) as client:
             engine = LoadEngine(client, load_problems(), concurrency=concurrency, max_tokens=max_tokens,
@@ -163,8 +163,8 @@ def subject(mode: str, url: str, concurrency: int, max_tokens: int) -> int:
             await engine.run()
 
     async def worker() -> None:
-        from workloads.load import StatsUpdated
-        from workloads.load_proc import LoadProcess, RequestDone
+        from workloads.live.load import StatsUpdated
+        from workloads.live.proc import LoadProcess, RequestDone
 
         load = LoadProcess()
         await load.start(url, None, concurrency, max_tokens)

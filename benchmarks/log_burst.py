@@ -35,7 +35,7 @@ from textual import events
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from backends.logkind import read_lines  # noqa: E402
+from backends.logs.kind import read_lines  # noqa: E402
 from tui import messages as m  # noqa: E402
 from tui.app import DdtuneApp  # noqa: E402
 from tui.widgets.log_pane import LogPane  # noqa: E402

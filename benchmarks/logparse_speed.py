@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backends.linesplitter import split_lines  # noqa: E402
-from backends.logparse import parse_line  # noqa: E402
-from backends.logsummary import summarize  # noqa: E402
+from backends.logs.splitter import split_lines  # noqa: E402
+from backends.logs.parse import parse_line  # noqa: E402
+from backends.logs.summary import summarize  # noqa: E402
 
 LOGS = Path(__file__).resolve().parent.parent / "tests" / "data" / "logs"
 T = "[2026-11-30 09:01:10 TP0] "

@@ -49,8 +49,8 @@ async def first_generation(url: str, stop: asyncio.Event) -> float | None:
 
 
 async def one_run(load_seconds: float) -> tuple[float, float, float, int, float]:
-    from backends.config import ServerConfig
-    from backends.lifecycle import ServerManager
+    from backends.knobs.config import ServerConfig
+    from backends.server.lifecycle import ServerManager
 
     port = free_port()
     config = ServerConfig(port=port, extra_args=("--sim-load-seconds", str(load_seconds)), ready_timeout_s=120)

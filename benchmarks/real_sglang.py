@@ -117,7 +117,7 @@ def gpu_used_mib() -> list[int]:
 
 CONSOLE = """
 import asyncio, json, sys
-from backends.config import load_config
+from backends.knobs.config import load_config
 from tui.app import DdtuneApp
 from tui.controller import ConsoleController
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workloads.problems import load_problems, select_problems  # noqa: E402
-from workloads.sandbox import run_tests  # noqa: E402
-from workloads.sandbox_isolation import KINDS, probe  # noqa: E402
+from workloads.grading.problems import load_problems, select_problems  # noqa: E402
+from workloads.grading.sandbox import run_tests  # noqa: E402
+from workloads.grading.sandbox_isolation import KINDS, probe  # noqa: E402
 
 
 def one(problem) -> float:

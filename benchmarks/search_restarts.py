@@ -11,7 +11,7 @@ grid's restarts.
     python benchmarks/search_restarts.py --offline 1000 [--sigma 0.02]    the strategy alone on the model
     python benchmarks/search_restarts.py --lanes 2 [--seeds 3]            serial vs --parallel 2: wall time
 
-``--offline`` drives the same strategy (workloads.search_strategy) with per-wave samples drawn from
+``--offline`` drives the same strategy (workloads.search.strategy) with per-wave samples drawn from
 the model's wave throughput (prefill included) times 1 + N(0, sigma), from the middle of the space
 (as the real runs) and from a random running configuration, in milliseconds a search.
 """
@@ -35,8 +35,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from backends.sim import model  # noqa: E402
-from workloads.search_space import SearchSpace, parse_space  # noqa: E402
-from workloads.search_strategy import Observation, Search, SearchOptions  # noqa: E402
+from workloads.search.space import SearchSpace, parse_space  # noqa: E402
+from workloads.search.strategy import Observation, Search, SearchOptions  # noqa: E402
 
 SPACE = "budget=4,8,16 topk=2,4,6 window=1024,2048,none"
 

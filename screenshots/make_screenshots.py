@@ -60,7 +60,7 @@ def _console_app(extra: tuple[str, ...] = ("--sim-load-seconds", "2"), knob_map:
         import socket
         import tempfile
 
-        from backends.config import load_config
+        from backends.knobs.config import load_config
         from tui.app import DdtuneApp
         from tui.controller import ConsoleController
 

@@ -44,7 +44,7 @@ def free_port_run(count: int) -> int:
     the test's own client connections (to lane 0) are given local ports: one of them can take base + 1
     just before lane 1 binds it (seen in CI as "address already in use"). Real configs use 30000,
     below the range; so do these tests."""
-    from backends.laneports import ephemeral_range
+    from backends.record.laneports import ephemeral_range
 
     low = (ephemeral_range() or (32768, 60999))[0]  # Linux's default range where /proc cannot say
     rng = random.Random()

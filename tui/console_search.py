@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from backends.config import ServerConfig
-from backends.errors import UsageError
-from workloads.results import home_short
+from backends.knobs.config import ServerConfig
+from backends.core.errors import UsageError
+from workloads.runs.store import home_short
 
 if TYPE_CHECKING:
     from tui.controller import ConsoleController
@@ -49,8 +49,8 @@ class SearchRequest:
 
 def default_space(config: ServerConfig) -> str:
     """``ddtune search --help``'s example space, less any knob this config cannot set."""
-    from backends.knobs import known_knobs
-    from workloads.search_space import EXAMPLE
+    from backends.knobs.plan import known_knobs
+    from workloads.search.space import EXAMPLE
 
     known = known_knobs(config.knob_map, config.knob_table)
     return " ".join(axis for axis in EXAMPLE.split() if axis.partition("=")[0] in known)
@@ -69,8 +69,8 @@ def parse_request(config: ServerConfig, space: str, context: str, concurrency: s
     tokens); UsageError or ConfigError naming the field and the fix. Reads no file."""
     from dataclasses import replace
 
-    from backends.gpuset import parse_gpus
-    from workloads.search_space import parse_search_space
+    from backends.machine.gpuset import parse_gpus
+    from workloads.search.space import parse_search_space
 
     found = parse_search_space(space, config.knob_map, config.block_size, source="space", table=config.knob_table)
     lanes = None
@@ -98,16 +98,16 @@ class ConsoleSearch:
 
     async def run(self, on_event: Callable[[object], None], on_progress: Callable[[object, object], None],
                   on_note: Callable[[str], None]) -> dict:
-        """Run the search; its summary. ``on_event``: the engine's events (workloads.search),
+        """Run the search; its summary. ``on_event``: the engine's events (workloads.search.engine),
         ``on_progress(plan, sweep_event)``: the round's restarts, phases and cells, ``on_note``: what
         the operator should know (lane notes, what was done with each server at the end)."""
         from tui.commands.search import _plan
-        from workloads.search import SearchEngine, SweepRoundRunner, Target
-        from workloads.search_lanes import LaneRoundRunner
-        from workloads.search_store import SearchStore
-        from workloads.server_control import ManagedController
-        from workloads.sweep_events import LaneClosed
-        from workloads.sweep_lanes import LanePool, plan_lanes
+        from workloads.search.engine import SearchEngine, SweepRoundRunner, Target
+        from workloads.search.lanes import LaneRoundRunner
+        from workloads.search.store import SearchStore
+        from workloads.sweep.control import ManagedController
+        from workloads.sweep.events import LaneClosed
+        from workloads.sweep.lanes import LanePool, plan_lanes
 
         console, request = self.console, self.request
         config = console.config

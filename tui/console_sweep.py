@@ -2,7 +2,7 @@
 
 ``run_console_sweep`` runs in the screen's worker, and it is ``ddtune sweep``'s run: the same
 SweepEngine on the console's own ServerSession (ManagedController(config, session=...), so the server
-panel follows every restart live), or with GPUs one lane per GPU beside it (workloads.sweep_lanes, as
+panel follows every restart live), or with GPUs one lane per GPU beside it (workloads.sweep.lanes, as
 ``--parallel``; the console's server is left alone).
 """
 
@@ -21,17 +21,17 @@ async def run_console_sweep(console: ConsoleController, presets: list[str], base
                             gpus: tuple[str, ...] | None = None) -> tuple[str, str, str | None]:
     """A quick sweep on the console's session, or with ``gpus`` one lane per GPU beside it.
     Returns (sweep folder, one-line verdict, what was done with the server at the end)."""
-    from workloads.provenance import host_provenance
-    from workloads.server_control import ManagedController
-    from workloads.sweep import SweepEngine
-    from workloads.sweep_plan import SweepStore
-    from workloads.sweep_spec import build_plan
+    from workloads.runs.provenance import host_provenance
+    from workloads.sweep.control import ManagedController
+    from workloads.sweep.engine import SweepEngine
+    from workloads.sweep.plan import SweepStore
+    from workloads.sweep.spec import build_plan
 
     config = console.config
     plan = build_plan(presets, baseline=baseline, contexts=contexts, concurrency=concurrency,
                       max_tokens=max_tokens, run_eval=False, knob_table=config.knob_table)
     if gpus:
-        from workloads.sweep_lanes import LaneSweep, plan_lanes
+        from workloads.sweep.lanes import LaneSweep, plan_lanes
 
         lanes, notes = await plan_lanes(config, len(gpus), gpus)
         store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
@@ -62,10 +62,10 @@ def sweep_verdict(path: str) -> str:
 
     from rich.markup import escape
 
-    from workloads.report import build_report
-    from workloads.report_format import lossless_failed, margin_text
-    from workloads.report_input import read_sweep
-    from workloads.results import home_short
+    from workloads.report.compare import build_report
+    from workloads.report.render import lossless_failed, margin_text
+    from workloads.report.inputs import read_sweep
+    from workloads.runs.store import home_short
 
     report = build_report(read_sweep(Path(path)))
     failed = lossless_failed(report)

@@ -1,6 +1,6 @@
 """The console's controller: a thin reader of the ServerSession, plus telemetry and the coding load.
 
-The session (backends/session.py) owns the server: lifecycle, the one log reader, verification,
+The session (backends/server/session.py) owns the server: lifecycle, the one log reader, verification,
 and what other ddtune processes do to it. The controller turns the session's events into the
 screen's messages (tui/messages.py) through the ``post`` callable it is given, and runs the
 session's commands in Textual workers. It never touches a widget and never reads a file itself.
@@ -16,22 +16,22 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from backends.config import ServerConfig
-from backends.logkind import LogLine, note
-from backends.session import ServerSession
-from backends.session_events import (
+from backends.knobs.config import ServerConfig
+from backends.logs.kind import LogLine, note
+from backends.server.session import ServerSession
+from backends.server.events import (
     AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded, PhaseChanged,
     PidChanged, SessionEvent, Settled, Stopped,
 )
-from backends.startup import WORK_PHASES
+from backends.server.startup import WORK_PHASES
 from tui import messages as m
 from tui.adapters import knob_rows
 from tui.load_figures import LoadFigures
 from tui.views import ServerView
 
 if TYPE_CHECKING:
-    from workloads.live_ab import ConfigFigures
-    from workloads.load_proc import LoadProcess
+    from workloads.live.ab import ConfigFigures
+    from workloads.live.proc import LoadProcess
 
 _FRACTION = re.compile(r"(\d+)/(\d+)")
 
@@ -98,7 +98,7 @@ class ConsoleController:
             self._run_worker(self._await(command), group="server", exclusive=True, exit_on_error=False)
 
     async def _await(self, command) -> None:
-        from backends.errors import DdtuneError
+        from backends.core.errors import DdtuneError
 
         try:
             await command
@@ -240,8 +240,8 @@ class ConsoleController:
 
     # --- telemetry --------------------------------------------------------------------------
     async def _telemetry(self) -> None:
-        from backends.lane_gpu import lane_trees
-        from backends.telemetry import TelemetryStream
+        from backends.server.lane_gpu import lane_trees
+        from backends.server.telemetry import TelemetryStream
         from tui.adapters import gpu_view
 
         def server_ref():
@@ -257,7 +257,7 @@ class ConsoleController:
             stream.close()
 
     # --- coding load ---------------------------------------------------------------------
-    # The load runs in its own process (workloads/load_proc.py): this process only renders. A server
+    # The load runs in its own process (workloads/live/proc.py): this process only renders. A server
     # restart (ours, a sweep's or another ddtune's) pauses it: requests in flight are cancelled and
     # shown as "cancelled (restart)", never scored; it resumes once the new server is verified.
     @property
@@ -323,8 +323,8 @@ class ConsoleController:
             self.post(m.LoadStateChanged(True, f"{self.load_concurrency} streams"))
 
     async def _run_load(self) -> None:
-        from workloads.load import LoadPaused, LoadStopped
-        from workloads.load_proc import LoadProcess, LoadStarted, RequestDone
+        from workloads.live.load import LoadPaused, LoadStopped
+        from workloads.live.proc import LoadProcess, LoadStarted, RequestDone
 
         proc = LoadProcess(window_s=self.load_window_s)
         self.load, self._load_paused = proc, False
@@ -355,7 +355,7 @@ class ConsoleController:
 
     async def _find_no_spec_baseline(self, concurrency: int) -> None:
         """The tok/s plot's reference line: a saved no-speculation tok/s of this model (a thread reads runs/)."""
-        from workloads.no_spec_baseline import find_no_spec_baseline
+        from workloads.live.baseline import find_no_spec_baseline
 
         info = self.session.server_info or {}
         models = {str(v) for v in (self.config.model, info.get("model_path"), info.get("served_model_name")) if v}

@@ -9,7 +9,7 @@ model name or an error would be a live action there and ``[bold red]`` would sty
 - ``DdtuneApp.notify`` is plain for the whole console (every notification carries data);
 - a markup string the console builds for its own styling escapes what it embeds (``rich.markup.escape``).
 
-Control characters are gone before any of this: ``backends.plaintext`` made the text plain where it
+Control characters are gone before any of this: ``backends.core.plaintext`` made the text plain where it
 entered ddtune.
 """
 

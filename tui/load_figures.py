@@ -1,7 +1,7 @@
 """The coding load's figures on their way to the screen: plot points, markers and the live A/B.
 
 The controller hands this every event of its load worker and every config change; it turns them
-into the main screen's messages and keeps the A/B per configuration (workloads/live_ab.py, where the
+into the main screen's messages and keeps the A/B per configuration (workloads/live/ab.py, where the
 statistics are computed). The A/B goes to the strip on the app's one tick, and only when it changed.
 Nothing here does I/O or touches a widget.
 """
@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping
 
 from textual.message import Message
 
-from backends.knobs import KnobValue
+from backends.knobs.plan import KnobValue
 from tui import messages as m
-from workloads.live_ab import ConfigFigures, LiveAB
-from workloads.load import LoadPaused, LoadResumed, LoadStopped, StatsUpdated
-from workloads.load_proc import LoadProcEvent, LoadStarted, RequestDone
+from workloads.live.ab import ConfigFigures, LiveAB
+from workloads.live.load import LoadPaused, LoadResumed, LoadStopped, StatsUpdated
+from workloads.live.proc import LoadProcEvent, LoadStarted, RequestDone
 
 
 MIN_MEASURED_S = 0.9

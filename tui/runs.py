@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.errors import DdtuneError
-from backends.paths import runs_dir
-from workloads.load_report import LoadRun, compare_loads, read_load_run
-from workloads.metrics import cell_acceptance
-from workloads.report_input import read_cells, read_run_file
-from workloads.run_attempts import status_of
+from backends.core.errors import DdtuneError
+from backends.core.paths import runs_dir
+from workloads.report.load_runs import LoadRun, compare_loads, read_load_run
+from workloads.stats.metrics import cell_acceptance
+from workloads.report.inputs import read_cells, read_run_file
+from workloads.runs.attempts import status_of
 
 
 @dataclass(frozen=True)
@@ -168,11 +168,11 @@ def compare_runs(a: RunRow, b: RunRow) -> Comparison:
 def open_text(row: RunRow) -> str:
     """What Enter on a run shows (plain text; call it from a thread): ``ddtune report``'s markdown for
     a sweep, bench, eval or load run; a search's summary and the report command of each round."""
-    from workloads.report_text import render
+    from workloads.report.text import render
 
     path = row.path
     if row.kind == "search":
-        from workloads.search_report import summary_lines
+        from workloads.search.report import summary_lines
 
         rounds = sorted(p.name for p in path.glob("round-*") if (p / "sweep.json").is_file())
         lines = [f"# knob search {row.id}: {row.status}", "", f"folder: {path}", ""]

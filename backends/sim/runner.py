@@ -21,7 +21,7 @@ import signal
 import subprocess
 import sys
 
-from backends.paths import PROBLEMS_FILE
+from backends.core.paths import PROBLEMS_FILE
 from backends.sim import answers
 from backends.sim.args import SGLangValueError, SimArgs, parse
 from backends.sim.completions import Completions

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from backends.config import load_config
-from backends.process import group_members
+from backends.knobs.config import load_config
+from backends.launch.process import group_members
 from tests.helpers import REPO, free_port
 
 # the simulator's paced startup: short where a test only waits for ready; long enough to see each

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from backends.logevents import DecodeBatch, PrefillBatch
-from backends.logparse import parse_line
+from backends.logs.events import DecodeBatch, PrefillBatch
+from backends.logs.parse import parse_line
 from tests.batchlines import VERSIONS, lines, render
 
 T = "2026-11-30 09:00:08"

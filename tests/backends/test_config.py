@@ -2,10 +2,10 @@
 
 import pytest
 
-from backends.config import (
+from backends.knobs.config import (
     ServerConfig, config_from_dict, load_config, load_preset, parse_set, preset_names,
 )
-from backends.errors import ConfigError, UsageError
+from backends.core.errors import ConfigError, UsageError
 
 ISSUE_EXAMPLE = """
 [server]

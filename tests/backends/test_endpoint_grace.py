@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from backends.config import ServerConfig, config_from_dict
-from backends.endpoint_backend import ConnectGrace, EndpointBackend
-from backends.errors import ConfigError
-from backends.readiness import ProbeResult, ReadinessProbe
+from backends.knobs.config import ServerConfig, config_from_dict
+from backends.drivers.endpoint import ConnectGrace, EndpointBackend
+from backends.core.errors import ConfigError
+from backends.launch.readiness import ProbeResult, ReadinessProbe
 from tests.helpers import free_port
 
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from backends.gpu import HOST_PID_HINT, NO_DRIVER_HINT, GpuSampler
-from backends.host import server_tree_pids
+from backends.machine.gpu import HOST_PID_HINT, NO_DRIVER_HINT, GpuSampler
+from backends.machine.host import server_tree_pids
 from tests.fake_nvml import (
     GIB, FakeGpu, NVMLError_DriverNotLoaded, NVMLError_LibraryNotFound, NVMLError_NoPermission, make_fake_nvml,
 )
@@ -181,8 +181,8 @@ def test_close_shuts_nvml_down_and_sampling_again_reinitialises():
 
 def test_import_without_pynvml_installed():
     code = ("import sys; sys.modules['pynvml'] = None\n"
-            "import backends.gpu, backends.telemetry\n"
-            "s = backends.gpu.GpuSampler().sample()\n"
+            "import backends.machine.gpu, backends.server.telemetry\n"
+            "s = backends.machine.gpu.GpuSampler().sample()\n"
             "print(s.available, s.reason)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from backends.gpu import GpuSampler
-from backends.host import server_tree_pids
+from backends.machine.gpu import GpuSampler
+from backends.machine.host import server_tree_pids
 
 pytestmark = pytest.mark.gpu
 

@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
-from backends.errors import UsageError
-from backends.gpu import GpuSampler
-from backends.telemetry import History, TelemetryStream
+from backends.core.errors import UsageError
+from backends.machine.gpu import GpuSampler
+from backends.server.telemetry import History, TelemetryStream
 from tests.fake_nvml import GIB, FakeGpu, make_fake_nvml
 
 

@@ -9,7 +9,7 @@ import time
 
 import psutil
 
-from backends.host import HostSampler, server_tree_pids
+from backends.machine.host import HostSampler, server_tree_pids
 
 # root -> child -> grandchild; each prints its pid. The grandchild starts its own session (setsid),
 # so only descent, not the group or the session, can find it.

@@ -4,11 +4,11 @@ where the server's --help and version have them."""
 
 import pytest
 
-from backends.config import ServerConfig, config_from_dict, parse_set
-from backends.errors import ConfigError, UsageError
-from backends.knobdecl import declare
-from backends.knobs import KNOBS, plan_launch
-from backends.verify import line_field, verify
+from backends.knobs.config import ServerConfig, config_from_dict, parse_set
+from backends.core.errors import ConfigError, UsageError
+from backends.knobs.decl import declare
+from backends.knobs.plan import KNOBS, plan_launch
+from backends.knobs.verify import line_field, verify
 
 PREFIX = ("python3", "-m", "sglang.launch_server")
 HELP = ("usage: launch_server.py --model-path M\n  --speculative-algorithm A\n  --speculative-draft-model-path P\n"
@@ -209,8 +209,8 @@ def test_the_simulator_takes_and_reports_the_new_knobs():
 
 
 def test_a_sweep_plan_and_a_report_label_take_a_declared_knob(tmp_path):
-    from workloads.report_input import knob_label
-    from workloads.sweep_spec import build_plan
+    from workloads.report.inputs import knob_label
+    from workloads.sweep.spec import build_plan
 
     config = config_from_dict({"knob": {"my_knob": dict(OK, min=1, max=8)}}, "cfg.toml")
     plan_file = tmp_path / "plan.toml"

@@ -2,9 +2,9 @@
 
 import pytest
 
-from backends.config import KnobRoute, ServerConfig
-from backends.errors import ConfigError
-from backends.knobs import help_flags, plan_launch
+from backends.knobs.config import KnobRoute, ServerConfig
+from backends.core.errors import ConfigError
+from backends.knobs.plan import help_flags, plan_launch
 
 PREFIX = ("python3", "-m", "sglang.launch_server")
 BASE = "usage: launch_server.py [-h] --model-path MODEL_PATH [--port PORT]\n" \
@@ -155,7 +155,7 @@ def test_metrics_are_switched_on_where_the_server_has_them_unless_extra_args_say
 def test_a_speculation_off_launch_carries_no_speculative_flag(help_text, version):
     """Issue 22 item 7: a server without a draft model (docs/lossless.md's baseline) got the window's
     default 2048 as --speculative-draft-window-size. Draft knobs reach only a speculative server."""
-    from backends.config import config_from_dict
+    from backends.knobs.config import config_from_dict
 
     off = config_from_dict({"server": {"backend": "sglang", "model": "m", "draft_model": "none",
                                        "extra_args": ["--mem-fraction-static", "0.8"]}}, "nospec.toml")

@@ -5,10 +5,10 @@ import argparse
 
 import pytest
 
-from backends.config import ServerConfig, config_from_dict, parse_set
-from backends.errors import ConfigError, UsageError
-from backends.knobs import (DEFAULT_KNOBS, KNOBS, KnobRoute, KnobSpec, expected_reports, knob_for_effective_key,
-                            knob_spec, known_knobs, window_too_small)
+from backends.knobs.config import ServerConfig, config_from_dict, parse_set
+from backends.core.errors import ConfigError, UsageError
+from backends.knobs.plan import (DEFAULT_KNOBS, KNOBS, KnobRoute, KnobSpec, expected_reports, knob_for_effective_key,
+                                 knob_spec, known_knobs, window_too_small)
 from tui.knob_rules import knob_help, validate_knobs
 
 # the shipped knobs that take a positive integer (budget, topk, window, block_size); the typed rest below
@@ -66,8 +66,8 @@ def test_the_window_hint_names_the_block_size():
 
 def test_the_suggested_window_passes_the_launch_plan(tmp_path):
     """The real check before a restart: plan_launch against the simulator's --help."""
-    from backends.knobs import plan_launch
-    from backends.process_backend import SimBackend
+    from backends.knobs.plan import plan_launch
+    from backends.drivers.spawn import SimBackend
 
     with pytest.raises(UsageError) as info:
         parse_set("window=abc")
@@ -188,7 +188,7 @@ def test_hints_speak_the_syntax_of_where_the_value_came_from(tmp_path):
     assert flag.value.hint.startswith("--set budget=8 ") and " = " not in flag.value.hint
     path = tmp_path / "ddtune.toml"
     path.write_text('[knobs]\nbudget = "zero"\n')
-    from backends.config import load_config
+    from backends.knobs.config import load_config
 
     with pytest.raises(ConfigError) as toml:
         load_config(str(path))

@@ -5,10 +5,10 @@ import asyncio
 
 import pytest
 
-from backends.errors import ServerError
-from backends.lifecycle import ServerManager
-from backends.process import group_members, port_owner
-from backends.state import load_state
+from backends.core.errors import ServerError
+from backends.server.lifecycle import ServerManager
+from backends.launch.process import group_members, port_owner
+from backends.record.state import load_state
 from tests.backends.lifecycle_support import config
 
 BACKENDS = ["sim", "sglang", "endpoint"]

@@ -7,7 +7,7 @@ import time
 
 import psutil
 
-from backends.process import is_running
+from backends.launch.process import is_running
 from tests.backends.lifecycle_support import read_state, write_config
 from tests.helpers import REPO, ddtune_cmd, ddtune_env, run_ddtune
 

@@ -1,8 +1,8 @@
 """Failed starts end in phase failed with the fatal line and the log tail, and leave nothing running."""
 
-from backends.lifecycle import ServerManager
-from backends.process import group_members
-from backends.state import load_state
+from backends.server.lifecycle import ServerManager
+from backends.launch.process import group_members
+from backends.record.state import load_state
 from tests.backends.lifecycle_support import FAST, config
 
 

@@ -5,11 +5,11 @@ import os
 
 import pytest
 
-from backends.config import ServerConfig
-from backends.errors import ServerError
-from backends.gpu import GpuSampler
-from backends.lifecycle import ServerManager
-from backends.release import gpu_holders
+from backends.knobs.config import ServerConfig
+from backends.core.errors import ServerError
+from backends.machine.gpu import GpuSampler
+from backends.server.lifecycle import ServerManager
+from backends.server.release import gpu_holders
 from tests.fake_nvml import GIB, FakeGpu, make_fake_nvml
 
 OLD = os.getpid()  # NVML pids must be processes of this namespace to count as visible

@@ -7,11 +7,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from backends.errors import ServerError
-from backends.lifecycle import ServerManager
-from backends.process import group_members, port_owner
-from backends.readiness import ReadinessProbe
-from backends.state import load_state
+from backends.core.errors import ServerError
+from backends.server.lifecycle import ServerManager
+from backends.launch.process import group_members, port_owner
+from backends.launch.readiness import ReadinessProbe
+from backends.record.state import load_state
 from tests.backends.lifecycle_support import FAST, PHASED, config
 
 
@@ -152,7 +152,7 @@ def test_spawn_refuses_to_append_to_an_existing_log(tmp_path):
     import os
     import sys
 
-    from backends.process import spawn
+    from backends.launch.process import spawn
 
     log = tmp_path / "server.log"
     log.write_text("an older server's lines\n")
@@ -166,7 +166,7 @@ async def test_a_launch_cut_short_still_finishes_recording_what_it_spawned():
     runs to its end (then the cancel goes on), so the record names the process and a stop finds it."""
     import asyncio
 
-    from backends.lifecycle import _uncancelled
+    from backends.server.lifecycle import _uncancelled
 
     gate, recorded = asyncio.Event(), []
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from backends.logevents import DecodeBatch, Fatal, KvCache, Ranks, WeightLoadEnd
-from backends.logkind import read_lines
-from backends.logparse import parse_line
-from backends.logsummary import read_log_lines, summarize
+from backends.logs.events import DecodeBatch, Fatal, KvCache, Ranks, WeightLoadEnd
+from backends.logs.kind import read_lines
+from backends.logs.parse import parse_line
+from backends.logs.summary import read_log_lines, summarize
 from tests.helpers import run_ddtune
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"

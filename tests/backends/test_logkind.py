@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from backends import logevents
-from backends.logevents import DecodeBatch, DraftRunner, Fatal, LogEvent, ServerArgs
-from backends.logkind import KINDS, LogLine, classify, note, read_lines
-from backends.logparse import parse_line
+from backends.logs import events as logevents
+from backends.logs.events import DecodeBatch, DraftRunner, Fatal, LogEvent, ServerArgs
+from backends.logs.kind import KINDS, LogLine, classify, note, read_lines
+from backends.logs.parse import parse_line
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 T = "2026-11-30 09:00:08"

@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backends.linesplitter import MAX_LINE, TRUNCATED_MARK, LineSplitter, split_lines, strip_ansi
-from backends.logevents import (
+from backends.logs.splitter import MAX_LINE, TRUNCATED_MARK, LineSplitter, split_lines, strip_ansi
+from backends.logs.events import (
     AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DecodeBatch, DraftCudaGraphDisabled,
     DraftRunner, DraftRunnerReady, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
     GraphCaptureSizes, HttpRequest, KvCache, MaxTotalTokens, MemoryPoolEnd, PrefillBatch, Ranks,
     ServerArgs, ServerReady, ServerStarted, ShardProgress, StartupTimings, UvicornRunning,
     WeightLoadBegin, WeightLoadEnd, ts_seconds,
 )
-from backends.logparse import parse_line
-from backends.logsummary import summarize_file
+from backends.logs.parse import parse_line
+from backends.logs.summary import summarize_file
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 T = "2026-11-30 09:00:08"
@@ -310,7 +310,7 @@ def test_compact_cache_true_survives_a_log_cut_mid_utf8(tmp_path, tail):
 async def test_tail_file_reads_the_cut_line_the_same(tmp_path):
     import asyncio
 
-    from backends.backend import tail_file
+    from backends.drivers.base import tail_file
 
     path = tmp_path / "server.log"
     path.write_bytes(CUT_DRAFT_LINE + b"\n")

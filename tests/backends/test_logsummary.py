@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backends.logsummary import summarize
+from backends.logs.summary import summarize
 
 T = "[2026-11-30 09:00:0{}{}] "
 

@@ -1,4 +1,4 @@
-"""backends.ownership over real processes: what a record proves, and what it does not."""
+"""backends.launch.ownership over real processes: what a record proves, and what it does not."""
 
 import os
 import signal
@@ -8,7 +8,7 @@ import time
 import psutil
 import pytest
 
-from backends.ownership import NotOurs, check_record, owned, stop_owned, token_holders
+from backends.launch.ownership import NotOurs, check_record, owned, stop_owned, token_holders
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 WITH_TOKEN = ["env", f"DDTUNE_LAUNCH_TOKEN={TOKEN}", sys.executable]  # env execs python: same pid
@@ -117,7 +117,7 @@ def test_members_older_than_the_record_are_not_ours(spawn):
 
 def test_stop_sends_nothing_to_a_pid_reused_after_the_listing(spawn):
     """The pidfd check: a listed pid whose create time changed is not signalled."""
-    from backends.ownership import _signal_pid
+    from backends.launch.ownership import _signal_pid
 
     proc = spawn([sys.executable, "-c", "import time; time.sleep(600)"])
     started = psutil.Process(proc.pid).create_time()

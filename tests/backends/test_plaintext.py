@@ -1,8 +1,8 @@
-"""backends.plaintext: what a server or a model sends loses its terminal controls, keeps its text."""
+"""backends.core.plaintext: what a server or a model sends loses its terminal controls, keeps its text."""
 
 import pytest
 
-from backends.plaintext import is_plain, plain, plain_data
+from backends.core.plaintext import is_plain, plain, plain_data
 
 HOSTILE = [
     ("title\x1b]2;pwned\x07!", "title!"),                      # OSC 2, BEL-terminated: the window title

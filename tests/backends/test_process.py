@@ -9,8 +9,8 @@ import time
 import psutil
 import pytest
 
-from backends.ownership import owned, stop_owned
-from backends.process import create_time, group_members, port_owner, spawn, wait_port_free
+from backends.launch.ownership import owned, stop_owned
+from backends.launch.process import create_time, group_members, port_owner, spawn, wait_port_free
 
 # A parent that ignores SIGTERM and leaves a child in its group that ignores SIGTERM too.
 STUBBORN = (

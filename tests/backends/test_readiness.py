@@ -5,9 +5,9 @@ import socket
 
 import pytest
 
-from backends.lifecycle import ServerManager
-from backends.readiness import ReadinessProbe, owner_check
-from backends.serverhelp import fetch_help
+from backends.server.lifecycle import ServerManager
+from backends.launch.readiness import ReadinessProbe, owner_check
+from backends.knobs.serverhelp import fetch_help
 from tests.backends.lifecycle_support import config
 
 
@@ -64,7 +64,7 @@ def test_sglang_help_is_cached_per_version(tmp_path, state_dir):
 
 
 def test_help_of_a_broken_interpreter_names_the_fix(tmp_path, state_dir):
-    from backends.errors import ServerError
+    from backends.core.errors import ServerError
 
     with pytest.raises(ServerError) as info:
         fetch_help((str(tmp_path / "no-python"), "-m", "sglang.launch_server"), dict(os.environ), None)
@@ -75,7 +75,7 @@ def test_help_of_a_broken_interpreter_names_the_fix(tmp_path, state_dir):
 def test_help_of_an_interpreter_that_cannot_run_is_one_line(tmp_path, state_dir, make):
     """A directory or a non-executable file raised PermissionError past the FileNotFoundError
     handler; a failing --help put its stderr lines into a multi-line error."""
-    from backends.errors import ServerError
+    from backends.core.errors import ServerError
 
     python = tmp_path / "python"
     if make == "directory":

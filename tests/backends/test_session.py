@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from backends.errors import ConfigError
-from backends.session import ServerSession
-from backends.session_events import (
+from backends.core.errors import ConfigError
+from backends.server.session import ServerSession
+from backends.server.events import (
     CommandRefused, ConfigChanged, LogBatch, NoteAdded, PhaseChanged, PidChanged, Settled, Stopped, Verified,
 )
-from backends.state import load_state
+from backends.record.state import load_state
 from tests.backends.lifecycle_support import PHASED, config, write_config
 from tests.helpers import REPO, ddtune_cmd, ddtune_env
 
@@ -95,7 +95,7 @@ async def test_a_headless_restart_beside_the_session_is_followed_live(tmp_path, 
     """The console's session, with no resync: another ddtune restarts the server with new knobs;
     the session reports who did it, the phases of the new start, the new pid and its verified knobs."""
     config_file = write_config(tmp_path, extra=PHASED)
-    from backends.config import load_config
+    from backends.knobs.config import load_config
 
     session = ServerSession(load_config(config_file))
     seen = Recorder(session)

@@ -11,8 +11,8 @@ import re
 import httpx
 import pytest
 
-from backends.logevents import DecodeBatch
-from backends.logparse import parse_line
+from backends.logs.events import DecodeBatch
+from backends.logs.parse import parse_line
 from tests.batchlines import REAL, VERSIONS, shape
 from tests.simproc import launch
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from backends.logparse import parse_line, strip_ansi
+from backends.logs.parse import parse_line, strip_ansi
 from tests.simproc import launch
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "0.5.17"

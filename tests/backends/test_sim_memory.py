@@ -9,10 +9,10 @@ import io
 
 import pytest
 
-from backends.logevents import (
+from backends.logs.events import (
     GraphCaptureBegin, GraphCaptureEnd, KvCache, MaxTotalTokens, MemoryPoolEnd, WeightLoadBegin, WeightLoadEnd,
 )
-from backends.logparse import parse_line, split_lines
+from backends.logs.parse import parse_line, split_lines
 from backends.sim.args import parse
 from backends.sim.logwriter import LogWriter
 from backends.sim.startup import Startup

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from backends.paths import PROBLEMS_FILE
+from backends.core.paths import PROBLEMS_FILE
 from backends.sim import answers, model
 from backends.sim.args import SGLangValueError, parse
 

@@ -7,8 +7,8 @@ import re
 
 import httpx
 
-from backends.logevents import DecodeBatch
-from backends.logparse import parse_line
+from backends.logs.events import DecodeBatch
+from backends.logs.parse import parse_line
 
 DFLASH = ("--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "demo-draft")
 CHAT = {"model": "default", "messages": [{"role": "user", "content": "say hi"}], "max_tokens": 64,

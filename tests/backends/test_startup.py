@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from backends.logevents import (
+from backends.logs.events import (
     Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress, ServerReady, ServerStarted,
     ShardProgress, WeightLoadBegin, WeightLoadEnd,
 )
-from backends.logparse import parse_line
-from backends.logsummary import read_log_lines
-from backends.startup import (
+from backends.logs.parse import parse_line
+from backends.logs.summary import read_log_lines
+from backends.server.startup import (
     CAPTURING, FAILED, IDLE, LOADING, READY, STARTING, STOPPING, WAITING, WARMUP, StartupHistory, StartupTracker,
 )
 

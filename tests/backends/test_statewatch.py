@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from backends import statewatch
-from backends.statewatch import DirWatch
+from backends.record import watch as statewatch
+from backends.record.watch import DirWatch
 
 
 @pytest.fixture(params=["inotify", "stat"])
@@ -33,7 +33,7 @@ async def test_reports_writes_replaces_and_deletes_of_watched_names_only(tmp_pat
 
 
 async def test_tail_follows_a_quiet_then_busy_file(tmp_path, kind):
-    from backends.backend import tail_file
+    from backends.drivers.base import tail_file
 
     log = tmp_path / "server.log"
     log.write_text("one\n")

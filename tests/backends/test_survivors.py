@@ -7,8 +7,8 @@ import time
 
 import psutil
 
-from backends.lifecycle import ServerManager
-from backends.process import group_members
+from backends.server.lifecycle import ServerManager
+from backends.launch.process import group_members
 from tests.backends.lifecycle_support import config
 
 CHILDREN = ("--sim-load-seconds", "0.3", "--sim-children", "2", "--sim-orphan-seconds", "300")

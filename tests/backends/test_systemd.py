@@ -3,9 +3,9 @@
 import asyncio
 import subprocess
 
-from backends.config import ServerConfig
-from backends.knobs import LaunchPlan
-from backends.systemd_backend import (
+from backends.knobs.config import ServerConfig
+from backends.knobs.plan import LaunchPlan
+from backends.drivers.systemd import (
     SystemdBackend, dropin_path, dropin_text, journalctl_follow, systemctl,
 )
 
@@ -58,7 +58,7 @@ def test_start_runs_reload_start_and_reads_main_pid(tmp_path):
 
 
 def test_failed_systemctl_is_a_server_error(tmp_path):
-    from backends.errors import ServerError
+    from backends.core.errors import ServerError
 
     def run(argv):
         return subprocess.CompletedProcess(argv, 5, "", "Unit sglang.service not found.")

@@ -2,7 +2,7 @@
 
 import asyncio
 
-from backends.backend import TAIL_READ_BYTES, tail_file
+from backends.drivers.base import TAIL_READ_BYTES, tail_file
 
 
 async def test_large_log_is_read_in_bounded_pieces(tmp_path):

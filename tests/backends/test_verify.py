@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from backends.knobs import SHIPPED
-from backends.logsummary import read_log_lines
-from backends.verify import KnobCheck, verify
+from backends.knobs.plan import SHIPPED
+from backends.logs.summary import read_log_lines
+from backends.knobs.verify import KnobCheck, verify
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "logs"
 WANT_2048 = {"window_size": 2048, "compact_cache": True, "block_size": None, "budget": None}

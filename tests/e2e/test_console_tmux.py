@@ -103,7 +103,7 @@ def test_closing_the_terminal_keeps_the_console_load_as_a_run(open_console, tmp_
             return False
 
     matching = [p for p in psutil.process_iter(["cmdline", "ppid"])
-                if "workloads.load_worker" in " ".join(p.info["cmdline"] or []) and ours(p)]
+                if "workloads.live.worker" in " ".join(p.info["cmdline"] or []) and ours(p)]
     # A grader being spawned is, between fork and exec, a copy of the worker (same cmdline and
     # environ): count only the worker itself, whose parent is not a worker.
     pids = {p.pid for p in matching}

@@ -11,10 +11,10 @@ import subprocess
 
 import pytest
 
-from backends.config import ServerConfig, load_preset, preset_names
-from backends.errors import ConfigError
-from backends.knobs import plan_launch
-from backends.process_backend import SGLangBackend
+from backends.knobs.config import ServerConfig, load_preset, preset_names
+from backends.core.errors import ConfigError
+from backends.knobs.plan import plan_launch
+from backends.drivers.spawn import SGLangBackend
 
 SGLANG_PYTHON = os.environ.get("DDTUNE_SGLANG_PYTHON")
 pytestmark = [

@@ -1,10 +1,10 @@
 """Fixed views for snapshot and Pilot tests: every input pinned (no clock, no sampling)."""
 
-from backends.logkind import read_lines
+from backends.logs.kind import read_lines
 from tui import messages as m
 from tui.views import GpuRow, GpuView, KnobRow, ServerView
-from workloads.estimate import Estimate, ratio
-from workloads.live_ab import Comparison, ConfigFigures
+from workloads.stats.estimate import Estimate, ratio
+from workloads.live.ab import Comparison, ConfigFigures
 
 LOADING = ServerView(
     pid=4242, url="http://127.0.0.1:30000", version="0.5.23", phase="loading-weights",

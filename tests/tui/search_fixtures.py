@@ -1,14 +1,14 @@
-"""A fixed search for the search screen's snapshots: the real strategy (workloads.search_strategy)
+"""A fixed search for the search screen's snapshots: the real strategy (workloads.search.strategy)
 walked over the 27-configuration space with tok/s samples from a fixed formula, its events built as
 the engine builds them. No process, no clock, no randomness."""
 
 from __future__ import annotations
 
-from workloads import search_events as ev
-from workloads.search import Target
-from workloads.search_report import summarize
-from workloads.search_space import SearchSpace
-from workloads.search_strategy import Observation, Search, SearchOptions
+from workloads.search import events as ev
+from workloads.search.engine import Target
+from workloads.search.report import summarize
+from workloads.search.space import SearchSpace
+from workloads.search.strategy import Observation, Search, SearchOptions
 
 SPACE = SearchSpace((("budget", (4, 8, 16)), ("topk", (2, 4, 6)), ("window", (1024, 2048, None))))
 PATH = "/home/op/.local/state/ddtune/runs/20261130T090000Z-search"

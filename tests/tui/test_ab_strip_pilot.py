@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from backends.config import load_config
+from backends.knobs.config import load_config
 from tests.backends.lifecycle_support import write_config
 from tests.workloads.test_no_spec_baseline import load_run
 from tests.tui.test_console_pilot import panel, wait_until

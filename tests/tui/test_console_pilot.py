@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from backends.config import load_config
-from backends.knobs import KNOBS
+from backends.knobs.config import load_config
+from backends.knobs.plan import KNOBS
 from tests.backends.lifecycle_support import PHASED, write_config
 from tui.app import DdtuneApp
 from tui.controller import ConsoleController

@@ -8,7 +8,7 @@ from __future__ import annotations
 from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
-from backends.config import config_from_dict
+from backends.knobs.config import config_from_dict
 from tui.app import DdtuneApp
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from rich.console import Console
 
-from backends.config import load_config
+from backends.knobs.config import load_config
 from tests.backends.lifecycle_support import write_config
 from tui.app import DdtuneApp
 from tui.controller import ConsoleController

@@ -4,7 +4,7 @@ it verified."""
 
 from __future__ import annotations
 
-from backends.config import load_config
+from backends.knobs.config import load_config
 from tests.backends.lifecycle_support import write_config
 from tests.tui.test_console_pilot import panel, wait_until
 from tui.app import DdtuneApp

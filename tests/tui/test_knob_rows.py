@@ -1,6 +1,6 @@
 """The console's knob rows come from the typed checks: no prose is searched."""
 
-from backends.verify import KnobCheck, verify
+from backends.knobs.verify import KnobCheck, verify
 from tui.adapters import knob_rows
 from tui.views import KnobRow
 

@@ -7,7 +7,7 @@ from rich.color import Color
 from textual import events
 from textual.app import App
 
-from backends.logkind import read_lines
+from backends.logs.kind import read_lines
 from tests.tui.fixtures import LOG
 from tui import messages as m
 from tui.app import DdtuneApp

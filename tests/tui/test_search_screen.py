@@ -12,7 +12,7 @@ from textual.widgets import Button, DataTable, Input, Static
 from tests.tui.test_console_pilot import app_for, panel, wait_until
 from tui.console_search import SearchRequest
 from tui.screens.search import SearchScreen
-from workloads.search_space import EXAMPLE
+from workloads.search.space import EXAMPLE
 
 SMALL = SearchRequest("budget=4,8 topk=2,4", target_context=60, target_concurrency=2, max_tokens=16, waves=2,
                       rungs=1, warmup=0)

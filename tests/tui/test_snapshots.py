@@ -65,8 +65,8 @@ def test_search_screen(snap_compare, size, rounds):
     configuration's server loading and the failure's toast."""
     from tests.tui.search_fixtures import SPACE, search_events
     from tui.screens.search import SearchEventPosted, SearchScreen
-    from workloads.sweep_events import ServerPhaseChanged, SlotStarted
-    from workloads.sweep_plan import Slot
+    from workloads.sweep.events import ServerPhaseChanged, SlotStarted
+    from workloads.sweep.plan import Slot
 
     async def run_before(pilot):
         screen = SearchScreen(SPACE.text())
@@ -129,7 +129,7 @@ def test_sweep_form_with_a_bad_gpu_list_at_80x24(snap_compare):
 
 def test_knob_editor_with_hints_at_80x24(snap_compare):
     """The knob editor at 80x24 with two bad values: each hint whole (wrapped, not cut), and the keys."""
-    from backends.config import config_from_dict
+    from backends.knobs.config import config_from_dict
     from tui.knob_rules import editor_values, knob_help, validate_knobs
     from tui.screens.knob_editor import KnobEditor
 
@@ -150,7 +150,7 @@ def test_knob_editor_with_hints_at_80x24(snap_compare):
 
 def test_search_form_with_a_bad_space_at_80x24(snap_compare):
     """The search form at 80x24 refusing a bad space: the reason on screen whole, and the keys."""
-    from backends.config import config_from_dict
+    from backends.knobs.config import config_from_dict
     from tui.controller import ConsoleController
     from tui.screens.search import SearchScreen
 

@@ -133,7 +133,7 @@ async def test_a_lossless_mismatch_is_in_the_table_in_red_and_named_in_the_verdi
     """With the baseline on, every run's outputs are checked against the baseline's: a simulator told
     to leave the greedy output on every prompt with speculation on (--sim-diverge-rate 1) shows
     DIFFERS in red on the speculative run, and the final status line names it."""
-    from workloads.sweep_lossless import PROMPTS
+    from workloads.sweep.lossless import PROMPTS
 
     app = app_for(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-step-ms", "0", "--sim-diverge-rate", "1"))
     async with app.run_test(size=(140, 40)) as pilot:

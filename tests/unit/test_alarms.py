@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from backends.alarms import AcceptanceWatch, alarms_from_log
+from backends.logs.alarms import AcceptanceWatch, alarms_from_log
 from tests.backends.lifecycle_support import write_config
 from tests.helpers import run_ddtune
 
@@ -64,7 +64,7 @@ def test_status_json_raises_the_collapse_on_a_forced_simulator(tmp_path, state_d
 
 
 async def test_the_console_shows_the_collapse_loudly(tmp_path, groups):
-    from backends.config import load_config
+    from backends.knobs.config import load_config
     from tests.tui.test_console_pilot import panel, wait_until
     from tui.app import DdtuneApp
     from tui.controller import ConsoleController

@@ -24,12 +24,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backends import config as config_module
-from backends.config import load_preset
+from backends.knobs import config as config_module
+from backends.knobs.config import load_preset
 from tests.helpers import run_ddtune
 from tui import cli
-from workloads.problems import load_problems
-from workloads.sweep_spec import _BENCH, _TOP, build_plan
+from workloads.grading.problems import load_problems
+from workloads.sweep.spec import _BENCH, _TOP, build_plan
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

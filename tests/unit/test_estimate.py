@@ -5,7 +5,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workloads.estimate import from_repeats, from_samples, geomean, ratio, t95
+from workloads.stats.estimate import from_repeats, from_samples, geomean, ratio, t95
 
 
 def test_t_quantiles():

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from backends.gpu import GpuSampler
-from backends.telemetry import TelemetryStream
+from backends.machine.gpu import GpuSampler
+from backends.server.telemetry import TelemetryStream
 from tests.fake_nvml import GIB, FakeGpu, make_fake_nvml
 from tests.helpers import REPO, ddtune_cmd, ddtune_env, run_ddtune
 from tui.commands import gpu as gpu_cmd

@@ -1,7 +1,7 @@
 """Idle decode lines (a burst's last, ``#token: 0``: recorded on a real 0.5.17) are no rate: the
 collapse guard and the plots skip them, and one outlier cannot set the tok/s axis."""
 
-from backends.alarms import alarms_from_log
+from backends.logs.alarms import alarms_from_log
 from tui.widgets.live_plots import robust_top
 
 LINE = ("[2026-12-01 19:43:{s:02d}] Decode batch, #running-req: 8, #token: {t}, token usage: 0.00, "

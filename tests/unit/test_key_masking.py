@@ -1,16 +1,16 @@
 """Issue 19, item 4: the API key is in no output ddtune makes. SGLang prints its whole
 ``server_args`` at startup, key included (the simulator does too, in both dump styles); the one
-log reader masks it (backends.linesplitter), errors mask it (backends.errors), doctor prints the
+log reader masks it (backends.logs.splitter), errors mask it (backends.core.errors), doctor prints the
 launch command redacted, and a headless command's stdout and stderr mask every key it knows."""
 
 from __future__ import annotations
 
 import pytest
 
-from backends import apikey
-from backends.apikey import mask
-from backends.errors import ConfigError
-from backends.linesplitter import split_lines
+from backends.core import apikey
+from backends.core.apikey import mask
+from backends.core.errors import ConfigError
+from backends.logs.splitter import split_lines
 from tests.backends.lifecycle_support import write_config
 from tests.helpers import run_ddtune
 

@@ -1,14 +1,15 @@
-"""Lane ports after planning (backends/laneports.py): the note for ports in the kernel's ephemeral
+"""Lane ports after planning (backends/record/laneports.py): the note for ports in the kernel's ephemeral
 range, which failed start counts as the lane's port being taken, and the port a lane moves to."""
 
 from __future__ import annotations
 
 import socket
 
-from backends.laneports import EPHEMERAL_FILE, bind_clash, can_bind, ephemeral_note, ephemeral_range, next_free_port
-from backends.logevents import Fatal
+from backends.record.laneports import (EPHEMERAL_FILE, bind_clash, can_bind, ephemeral_note, ephemeral_range,
+                                       next_free_port)
+from backends.logs.events import Fatal
 from tests.helpers import free_port, free_port_run
-from workloads.sweep_lanes import plan_lanes
+from workloads.sweep.lanes import plan_lanes
 
 UVICORN = "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', {}): address already in use"
 
@@ -66,7 +67,7 @@ def test_can_bind_is_false_for_a_listener_and_for_a_connections_local_port():
 
 
 async def test_planning_lanes_notes_ports_in_the_ephemeral_range(state_dir):
-    from backends.config import ServerConfig
+    from backends.knobs.config import ServerConfig
 
     span = ephemeral_range()
     assert span is not None, "this test reads the kernel's ephemeral range"
@@ -84,7 +85,7 @@ def test_sweep_and_search_output_say_where_a_lane_moved():
 
     from tui.commands._lanes import LanePrinter
     from tui.commands._search_print import SearchPrinter
-    from workloads.sweep_events import LaneMoved
+    from workloads.sweep.events import LaneMoved
 
     event = LaneMoved(0, 33001, 33003, "address already in use")
     sweep, search = io.StringIO(), io.StringIO()

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from backends.config import ServerConfig
-from backends.errors import UsageError
-from backends.gpuset import GpuIdentity, Inventory, choose, differences, groups, inventory, parse_gpus
-from backends.lanes import Lane, assign_ports
+from backends.knobs.config import ServerConfig
+from backends.core.errors import UsageError
+from backends.machine.gpuset import GpuIdentity, Inventory, choose, differences, groups, inventory, parse_gpus
+from backends.record.lanes import Lane, assign_ports
 from tests.fake_nvml import GIB, FakeGpu, NVMLError_DriverNotLoaded, make_fake_nvml
-from workloads.bench import BenchPlan
-from workloads.report import build_report
-from workloads.report_format import to_json, to_markdown
-from workloads.report_input import Inputs, Placement
-from workloads.sweep_lanes import assign
-from workloads.sweep_plan import SweepConfig, SweepPlan
+from workloads.bench.matrix import BenchPlan
+from workloads.report.compare import build_report
+from workloads.report.render import to_json, to_markdown
+from workloads.report.inputs import Inputs, Placement
+from workloads.sweep.lanes import assign
+from workloads.sweep.plan import SweepConfig, SweepPlan
 
 
 def test_parse_gpus_takes_distinct_indices_and_names_the_fix():

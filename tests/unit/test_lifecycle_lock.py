@@ -7,7 +7,7 @@ import time
 
 import psutil
 
-from backends.process import port_owner, tree_pids
+from backends.launch.process import port_owner, tree_pids
 from tests.backends.lifecycle_support import read_state, write_config
 from tests.helpers import ddtune_cmd, ddtune_env, run_ddtune
 

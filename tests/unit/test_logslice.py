@@ -1,10 +1,10 @@
-"""backends/logslice.py: the decode lines a stretch of a log holds, by byte offset (no tail)."""
+"""backends/logs/span.py: the decode lines a stretch of a log holds, by byte offset (no tail)."""
 
 from pathlib import Path
 
 import pytest
 
-from backends.logslice import decode_lines, decode_since, log_end, weighted_accept
+from backends.logs.span import decode_lines, decode_since, log_end, weighted_accept
 
 REAL = Path(__file__).parents[1] / "data" / "real" / "0.5.17" / "logs" / "dflash_w512_ddtune_up_load_console.log"
 

@@ -5,8 +5,8 @@ run folder under the home folder reads ~/... (pasteable: the shell expands it)."
 
 import sys
 
-from backends.apikey import shown_argv
-from workloads.results import home_short
+from backends.core.apikey import shown_argv
+from workloads.runs.store import home_short
 
 
 def test_ddtune_s_own_interpreter_is_python_and_keys_stay_hidden():

@@ -4,7 +4,7 @@ import struct
 
 import pytest
 
-from workloads.sandbox_seccomp import DENIED, RET_ALLOW, RET_KILL_PROCESS, program
+from workloads.grading.sandbox_seccomp import DENIED, RET_ALLOW, RET_KILL_PROCESS, program
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "aarch64"])

@@ -2,9 +2,9 @@
 
 import pytest
 
-from backends.logevents import DecodeBatch
-from backends.logparse import parse_line
-from backends.spec_acceptance import Acceptance, SpecCounters, counter_acceptance, log_acceptance, parse_counters, pick
+from backends.logs.events import DecodeBatch
+from backends.logs.parse import parse_line
+from backends.logs.acceptance import Acceptance, SpecCounters, counter_acceptance, log_acceptance, parse_counters, pick
 
 # /metrics of the real 0.5.17 server before and after 8 x 256 tokens at accept len 16
 # (shared/real-sglang/0.5.17/http/metrics_before.txt, metrics_after.txt; the lines that matter)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from backends.state import ServerState
+from backends.record.state import ServerState
 from tests.backends.lifecycle_support import write_config
 from tests.helpers import run_ddtune
 

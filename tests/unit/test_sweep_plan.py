@@ -2,9 +2,9 @@
 
 import pytest
 
-from backends.errors import UsageError
-from workloads.bench import BenchPlan
-from workloads.sweep_plan import EvalSettings, Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
+from backends.core.errors import UsageError
+from workloads.bench.matrix import BenchPlan
+from workloads.sweep.plan import EvalSettings, Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 BENCH = BenchPlan((60,), (1, 2), 64, False, 2, 0)
 A, B, C = (SweepConfig(n, {"budget": i}) for i, n in enumerate("ABC", 4))
@@ -76,7 +76,7 @@ def test_open_without_a_sweep_names_the_fix(tmp_path, state_dir):
 
 
 def test_eta_from_restart_and_cell_samples():
-    from workloads.sweep import EtaModel
+    from workloads.sweep.engine import EtaModel
 
     eta = EtaModel(expected_restart_s=None)
     assert eta.eta(1, 4, 0) is None  # nothing measured, no history

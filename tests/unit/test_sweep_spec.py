@@ -2,10 +2,10 @@
 
 import pytest
 
-from backends.config import ServerConfig
-from backends.errors import ConfigError, UsageError
-from workloads.server_control import baseline_config
-from workloads.sweep_spec import build_plan
+from backends.knobs.config import ServerConfig
+from backends.core.errors import ConfigError, UsageError
+from workloads.sweep.control import baseline_config
+from workloads.sweep.spec import build_plan
 
 
 def test_presets_baseline_and_matrix_options():

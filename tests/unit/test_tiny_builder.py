@@ -1,4 +1,4 @@
-"""The selftest's tiny-model builder (backends/tinymodels/build_tiny.py) against SGLang's loader rules.
+"""The selftest's tiny-model builder (backends/selftest/tinymodels/build_tiny.py) against SGLang's loader rules.
 
 No torch here (CI has none): the configs, the tokenizer and the tensor names and shapes are checked
 against what sglang/srt/models/dflash.py ``DFlashDraftModel`` and HF's Qwen3ForCausalLM expect;
@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from backends.tinymodels import BUILDER
-from backends.tinymodels import build_tiny as b
+from backends.selftest.tinymodels import BUILDER
+from backends.selftest.tinymodels import build_tiny as b
 
 # DFlashDraftModel.load_weights: q/k/v_proj are stacked into qkv_proj, gate/up_proj into gate_up_proj;
 # then the name (with or without "model.") must be a parameter, or it is silently ignored

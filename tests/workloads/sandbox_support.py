@@ -49,7 +49,7 @@ def sleeper_exec(tok: str) -> str:
 
 GRADER = """
 import json, os, sys
-from workloads.sandbox import SandboxLimits, run_tests
+from workloads.grading.sandbox import SandboxLimits, run_tests
 code, function, tests, audit = json.loads(sys.argv[1])
 code = code.replace("GRADER_PID", str(os.getpid())).replace("GRADER_PGID", str(os.getpgid(0)))
 r = run_tests(code, function, tests, SandboxLimits(wall_s=20), audit=audit)

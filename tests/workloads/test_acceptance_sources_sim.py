@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from backends.spec_acceptance import counter_acceptance, parse_counters
+from backends.logs.acceptance import counter_acceptance, parse_counters
 from tests.helpers import run_ddtune
 from tests.workloads.sim_args import FAST, SPEC
 
@@ -80,7 +80,7 @@ LOGGED = ("--decode-log-interval", "4")  # several decode lines per cell, not on
 
 
 def test_bench_on_0517_without_metrics_takes_acceptance_from_the_log(start_sim, state_dir):
-    from backends.logslice import decode_lines, weighted_accept
+    from backends.logs.span import decode_lines, weighted_accept
 
     sim = start_sim(*SPEC, *FAST, *OLD, *LOGGED)
     out = run_ddtune("bench", "--url", sim.url, "--log", str(sim.log), *BENCH, timeout=120)

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from backends.errors import ConfigError
+from backends.core.errors import ConfigError
 from tests.helpers import free_port, run_ddtune
 from tests.workloads.sim_args import SPEC
-from workloads.bench import acceptance_stats, cell_stats
-from workloads.client import RequestResult, StreamingClient
-from workloads.metrics import cell_acceptance
-from workloads.provenance import speculative_from_info
-from workloads.report import build_report
-from workloads.report_input import load_inputs
-from workloads.sweep_spec import build_plan
-from workloads.transport import WaveRelease
+from workloads.bench.matrix import acceptance_stats, cell_stats
+from workloads.client.stream import RequestResult, StreamingClient
+from workloads.stats.metrics import cell_acceptance
+from workloads.runs.provenance import speculative_from_info
+from workloads.report.compare import build_report
+from workloads.report.inputs import load_inputs
+from workloads.sweep.spec import build_plan
+from workloads.client.transport import WaveRelease
 
 MSG = [{"role": "user", "content": "Say something."}]
 

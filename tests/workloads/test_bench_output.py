@@ -3,9 +3,9 @@
 import io
 
 from tui.commands.bench import ProgressBar, format_table
-from workloads.bench import BenchEta, BenchPlan, BenchProgress, cell_stats
-from workloads.client import RequestResult
-from workloads.evaluate import Grade
+from workloads.bench.matrix import BenchEta, BenchPlan, BenchProgress, cell_stats
+from workloads.client.stream import RequestResult
+from workloads.grading.evaluate import Grade
 
 
 class Tty(io.StringIO):

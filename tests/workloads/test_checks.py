@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from workloads.checks import Malformed, decode, parse_test
-from workloads.sandbox_judge import judge
-from workloads.sandbox_isolation import sweep_stale
+from workloads.grading.checks import Malformed, decode, parse_test
+from workloads.grading.sandbox_judge import judge
+from workloads.grading.sandbox_isolation import sweep_stale
 
 
 def test_a_test_splits_into_call_op_and_literal():

@@ -7,8 +7,8 @@ import signal
 import httpx
 
 from tests.workloads.sim_args import FAST, INLINE, SEPARATED, SPEC
-from workloads.client import StreamingClient
-from workloads.problems import load_problems, select_problems
+from workloads.client.stream import StreamingClient
+from workloads.grading.problems import load_problems, select_problems
 
 FIB = select_problems(load_problems(), ["fib"])[0]
 

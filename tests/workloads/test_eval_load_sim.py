@@ -8,9 +8,9 @@ from pathlib import Path
 
 from tests.helpers import run_ddtune
 from tests.workloads.sim_args import FAST, INLINE, SEPARATED, SPEC
-from workloads.client import StreamingClient
-from workloads.load import LoadEngine, LoadStopped, RequestFinished, StatsUpdated
-from workloads.problems import load_problems, select_problems
+from workloads.client.stream import StreamingClient
+from workloads.live.load import LoadEngine, LoadStopped, RequestFinished, StatsUpdated
+from workloads.grading.problems import load_problems, select_problems
 
 FIVE = ("is_palindrome", "fib", "merge_sorted", "word_count", "gcd")
 

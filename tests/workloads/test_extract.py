@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workloads.extract import answer_part, extract_code, fenced_blocks
+from workloads.grading.extract import answer_part, extract_code, fenced_blocks
 
 GOOD = "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a"
 WRONG = "def fib(n):\n    return n"

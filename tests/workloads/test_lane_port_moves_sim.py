@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from backends.config import ServerConfig
-from backends.process import group_members, port_owner
+from backends.knobs.config import ServerConfig
+from backends.launch.process import group_members, port_owner
 from tests.helpers import free_port, free_port_run
-from workloads import sweep_events as se
-from workloads.bench import BenchPlan
-from workloads.sweep_lanes import LaneSweep, plan_lanes
-from workloads.sweep_plan import SweepConfig, SweepPlan, SweepStore
+from workloads.sweep import events as se
+from workloads.bench.matrix import BenchPlan
+from workloads.sweep.lanes import LaneSweep, plan_lanes
+from workloads.sweep.plan import SweepConfig, SweepPlan, SweepStore
 
 B8 = SweepConfig("b8-t4-w2048", {"budget": 8, "topk": 4, "window": 2048})
 B4 = SweepConfig("b4-t4-w2048", {"budget": 4, "topk": 4, "window": 2048})

@@ -9,15 +9,15 @@ import json
 
 import pytest
 
-from backends.config import ServerConfig
-from backends.lanes import Lane, lane_folder, save_lane
-from backends.lifecycle import ServerManager
-from backends.paths import use_server_dir
-from backends.process import group_members, is_running
+from backends.knobs.config import ServerConfig
+from backends.record.lanes import Lane, lane_folder, save_lane
+from backends.server.lifecycle import ServerManager
+from backends.core.paths import use_server_dir
+from backends.launch.process import group_members, is_running
 from tests.helpers import free_port_run, run_ddtune
-from workloads.search_store import SearchStore
-from workloads.sweep_plan import SweepConfig, SweepPlan, SweepStore
-from workloads.bench import BenchPlan
+from workloads.search.store import SearchStore
+from workloads.sweep.plan import SweepConfig, SweepPlan, SweepStore
+from workloads.bench.matrix import BenchPlan
 
 
 @pytest.fixture

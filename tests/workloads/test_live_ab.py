@@ -3,8 +3,8 @@ the change against the previous configuration or the pinned baseline."""
 
 import pytest
 
-from workloads.live_ab import LiveAB, change_pct, names
-from workloads.live_windows import Window
+from workloads.live.ab import LiveAB, change_pct, names
+from workloads.live.windows import Window
 
 W2048 = {"budget": None, "topk": None, "window": 2048}
 W1024 = {"budget": None, "topk": None, "window": 1024}
@@ -80,7 +80,7 @@ def test_names_say_what_differs():
 
 
 def test_change_without_an_interval_is_the_bare_percentage():
-    from workloads.estimate import Ratio
+    from workloads.stats.estimate import Ratio
 
     assert change_pct(Ratio(1.124, None, None)) == "+12.4%"
     assert change_pct(Ratio(0.9, 0.85, 0.95)) == "-10.0% [-15.0, -5.0]"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from workloads.live_windows import MERGE_S, LiveWindows
+from workloads.live.windows import MERGE_S, LiveWindows
 
 
 def steady(w: LiveWindows, start: float, end: float, per_tick: int = 5, tick: float = 0.1, exact: bool = True):
@@ -107,7 +107,7 @@ def test_a_zero_window_is_refused():
 
 def test_without_request_spec_fields_windows_take_the_counters_at_their_edges():
     """Chat before sglang 0.5.19 carries no spec field: the counters' delta, labelled as such."""
-    from backends.spec_acceptance import SpecCounters
+    from backends.logs.acceptance import SpecCounters
 
     w = LiveWindows(0.0, roll_s=5.0)
     steady(w, 0.0, 10.0)

@@ -10,10 +10,10 @@ import pytest
 
 from tests.helpers import run_ddtune
 from tests.workloads.sim_args import SPEC
-from workloads.client import StreamingClient
-from workloads.load import LoadEngine
-from workloads.problems import load_problems
-from workloads.live_windows import server_rate
+from workloads.client.stream import StreamingClient
+from workloads.live.load import LoadEngine
+from workloads.grading.problems import load_problems
+from workloads.live.windows import server_rate
 
 
 def test_load_json_windows_agree_with_the_overall_rate(start_sim, state_dir):
@@ -36,9 +36,9 @@ def test_load_json_windows_agree_with_the_overall_rate(start_sim, state_dir):
 async def _client_and_server(duration_s: float, steady_after_s: float) -> list[tuple[float, float]]:
     """(client 5 s rate, server line over the same 5 s) at each server line after the ramp-up:
     the console's own parts, a ServerSession running the DFLASH simulator and the load's engine."""
-    from backends.config import ServerConfig
-    from backends.session import ServerSession
-    from backends.session_events import DecodeStats
+    from backends.knobs.config import ServerConfig
+    from backends.server.session import ServerSession
+    from backends.server.events import DecodeStats
     from tests.helpers import free_port
 
     # a Decode batch line every 20 steps (SGLang's default is 40): enough pairs after the ramp-up in a short run

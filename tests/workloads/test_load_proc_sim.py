@@ -1,4 +1,4 @@
-"""The live coding load in its own process (workloads/load_proc.py + load_worker.py), on the simulator."""
+"""The live coding load in its own process (workloads/live/proc.py + load_worker.py), on the simulator."""
 
 import asyncio
 import json
@@ -13,13 +13,13 @@ import httpx
 import psutil
 import pytest
 
-from backends.ownership import owned, stop_owned
+from backends.launch.ownership import owned, stop_owned
 from tests.helpers import REPO, ddtune_env
 from tests.workloads.sim_args import SEPARATED, SPEC
-from workloads.load import LoadPaused, LoadResumed, LoadStats, LoadStopped, StatsUpdated
-from workloads.load_proc import LoadProcess, LoadStarted, RequestDone, decode, stats_from_json
-from workloads.load_worker import encode, parse_settings
-from workloads.live_windows import Window, WindowStats
+from workloads.live.load import LoadPaused, LoadResumed, LoadStats, LoadStopped, StatsUpdated
+from workloads.live.proc import LoadProcess, LoadStarted, RequestDone, decode, stats_from_json
+from workloads.live.worker import encode, parse_settings
+from workloads.live.windows import Window, WindowStats
 
 FIVE = ["is_palindrome", "fib", "merge_sorted", "word_count", "gcd"]
 GRADES = ("pass", "fail", "error", "timeout", "no_code", "truncated")
@@ -226,7 +226,7 @@ def test_stop_leaves_no_worker_and_no_grader(start_sim, workers, grace_s):
 
 PARENT = """
 import asyncio, sys
-from workloads.load_proc import LoadProcess
+from workloads.live.proc import LoadProcess
 async def main():
     load = LoadProcess(tick_s=0.2)
     await load.start(sys.argv[1], None, concurrency=3, max_tokens=600, problems=["fib"])
@@ -279,7 +279,7 @@ def test_api_key_reaches_the_server_but_not_argv_or_environ(start_sim, workers, 
         return cmdline, environ, seen
 
     cmdline, environ, seen = asyncio.run(go())
-    assert b"workloads.load_worker" in cmdline and b"PATH=" in environ
+    assert b"workloads.live.worker" in cmdline and b"PATH=" in environ
     assert key.encode() not in cmdline and key.encode() not in environ
     assert graded(seen)[0].verdict in ("pass", "fail")  # authenticated: the key travelled over stdin
 
@@ -325,7 +325,7 @@ def test_live_acceptance_only_from_a_speculative_server(start_sim, workers, spec
 def test_decode_lines_the_parent_reads_give_the_windows_acceptance_without_metrics(start_sim, workers):
     """0.5.17 without --enable-metrics: chat has no spec field and /metrics no counters; the console's
     session hands the worker its decode lines (played here by reading the log by offset), labelled log."""
-    from backends.logslice import decode_since, log_end
+    from backends.logs.span import decode_since, log_end
 
     sim = start_sim(*SPEC, "--sim-version", "0.5.17", "--sim-step-ms", "2", "--decode-log-interval", "4")
 

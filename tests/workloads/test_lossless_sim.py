@@ -9,8 +9,8 @@ import httpx
 
 from tests.helpers import run_ddtune
 from tests.workloads.sim_args import FAST, SPEC
-from workloads.lossless import first_difference
-from workloads.problems import load_problems
+from workloads.grading.lossless import first_difference
+from workloads.grading.problems import load_problems
 
 
 def record(url: str, path, *extra: str):

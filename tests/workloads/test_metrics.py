@@ -2,7 +2,7 @@
 
 import pytest
 
-from workloads.metrics import distribution, percentile
+from workloads.stats.metrics import distribution, percentile
 
 
 def test_percentile_matches_linear_interpolation():

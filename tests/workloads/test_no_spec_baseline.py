@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from workloads.no_spec_baseline import find_no_spec_baseline
+from workloads.live.baseline import find_no_spec_baseline
 
 HOST = socket.gethostname()
 

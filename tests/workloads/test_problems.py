@@ -5,10 +5,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from backends.errors import ConfigError, UsageError
-from workloads.extract import defines
-from workloads.problems import load_problems, select_problems
-from workloads.sandbox import run_tests
+from backends.core.errors import ConfigError, UsageError
+from workloads.grading.extract import defines
+from workloads.grading.problems import load_problems, select_problems
+from workloads.grading.sandbox import run_tests
 
 PROBLEMS = load_problems()
 

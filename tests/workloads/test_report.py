@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from backends.errors import UsageError
+from backends.core.errors import UsageError
 from tests.helpers import run_ddtune
-from workloads.bench import BenchPlan
-from workloads.report import build_report, wilson
-from workloads.report_format import to_csv, to_json, to_markdown
-from workloads.report_input import load_inputs, read_sweep
-from workloads.sweep_plan import SlotRecord, SweepConfig, SweepPlan, SweepStore
+from workloads.bench.matrix import BenchPlan
+from workloads.report.compare import build_report, wilson
+from workloads.report.render import to_csv, to_json, to_markdown
+from workloads.report.inputs import load_inputs, read_sweep
+from workloads.sweep.plan import SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 CELLS = [(1024, 1), (4096, 8)]
 

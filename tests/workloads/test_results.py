@@ -2,7 +2,7 @@
 
 import json
 
-from workloads.results import RunStore
+from workloads.runs.store import RunStore
 
 
 def test_store_round_trip_and_torn_line(tmp_path):
@@ -72,7 +72,7 @@ def test_running_runs_whose_writer_is_gone_are_marked_interrupted(tmp_path):
 
     import psutil
 
-    from workloads.results import mark_interrupted_runs
+    from workloads.runs.store import mark_interrupted_runs
 
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone_start = psutil.Process(gone.pid).create_time()
@@ -110,7 +110,7 @@ def test_resume_refuses_a_run_another_live_process_still_writes(tmp_path):
     import psutil
     import pytest
 
-    from backends.errors import UsageError
+    from backends.core.errors import UsageError
 
     writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
@@ -126,7 +126,7 @@ def test_resume_refuses_a_run_another_live_process_still_writes(tmp_path):
 
 
 def test_kept_filter_keeps_only_the_attempt_whose_cell_was_written(tmp_path):
-    from workloads.results import kept_filter
+    from workloads.runs.store import kept_filter
 
     store = RunStore.create("bench", {}, root=tmp_path)
     store.append_response({"kind": "bench", "context": 60, "concurrency": 1, "problem": "fib"})

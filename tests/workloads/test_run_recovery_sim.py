@@ -88,7 +88,7 @@ def test_bench_killed_mid_cell_then_resumed_regrades_only_kept_cells(start_sim, 
             total[k] = total.get(k, 0) + v
     assert doc["summary"] == total
 
-    from workloads.report_input import read_bench_dir
+    from workloads.report.inputs import read_bench_dir
 
     assert len(read_bench_dir(path).responses) == measured
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from backends.errors import ConfigError
+from backends.core.errors import ConfigError
 from tests.workloads.conftest import NS_MODES
 from tests.workloads.sandbox_support import token, with_token
-from workloads.sandbox import SandboxLimits, isolation, run_tests
+from workloads.grading.sandbox import SandboxLimits, isolation, run_tests
 
 FAST = SandboxLimits(wall_s=20, cpu_s=1)
 
@@ -139,7 +139,7 @@ def test_the_default_is_bubblewrap_and_a_bad_choice_is_named(monkeypatch):
 def test_a_forced_mode_that_cannot_run_says_why(monkeypatch):
     monkeypatch.setenv("DDTUNE_SANDBOX", "bwrap")
     monkeypatch.setenv("PATH", "/nonexistent")
-    from workloads import sandbox_isolation
+    from workloads.grading import sandbox_isolation
 
     sandbox_isolation.facts.cache_clear()
     try:

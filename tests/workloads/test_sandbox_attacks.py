@@ -12,7 +12,7 @@ import pytest
 from tests.workloads.conftest import NS_MODES
 from tests.workloads.sandbox_support import (grader_argv, run_grader, sandbox_dirs, sleeper_exec, token,
                                              verdict_of, wait_until, with_token)
-from workloads.sandbox import run_tests
+from workloads.grading.sandbox import run_tests
 
 FORK_EXEC = """
 import os, sys, _posixsubprocess

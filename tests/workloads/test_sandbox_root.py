@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from backends.paths import PRESETS_DIR
+from backends.core.paths import PRESETS_DIR
 from tests.workloads.conftest import NS_MODES
 from tests.workloads.sandbox_support import token
-from workloads import sandbox_cgroup
-from workloads.sandbox import SandboxLimits, run_tests
-from workloads.sandbox_isolation import facts, protections
+from workloads.grading import sandbox_cgroup
+from workloads.grading.sandbox import SandboxLimits, run_tests
+from workloads.grading.sandbox_isolation import facts, protections
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="these attacks are the root grader's")
 

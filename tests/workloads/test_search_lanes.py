@@ -1,10 +1,10 @@
-"""Which lane measures which configuration of a search round (workloads.search_lanes.place): a
+"""Which lane measures which configuration of a search round (workloads.search.lanes.place): a
 re-measured configuration moves to the lane where it has the fewest waves, a lane keeps the
 configuration its server runs, queues stay balanced; and the lane history read back from rounds."""
 
-from workloads.search_lanes import history, place
-from workloads.search_space import SearchSpace
-from workloads.sweep_plan import Slot
+from workloads.search.lanes import history, place
+from workloads.search.space import SearchSpace
+from workloads.sweep.plan import Slot
 
 A, B, C, D = (0, 0), (1, 0), (0, 1), (1, 1)
 NAMES = {"a": A, "b": B, "c": C, "d": D}

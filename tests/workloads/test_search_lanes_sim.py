@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from backends.process import group_members
+from backends.launch.process import group_members
 from backends.sim import model
 from tests.helpers import run_ddtune
 from tests.workloads.test_sweep_lanes_sim import alive, lane_box, lane_states, start, wait_for

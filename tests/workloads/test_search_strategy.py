@@ -9,12 +9,12 @@ import random
 
 import pytest
 
-from backends.errors import DdtuneError
-from workloads.search import Target
-from workloads.search_report import summarize, summary_lines
-from workloads.search_space import parse_space
-from workloads.search_store import wave_samples
-from workloads.search_strategy import Observation, Search, SearchOptions
+from backends.core.errors import DdtuneError
+from workloads.search.engine import Target
+from workloads.search.report import summarize, summary_lines
+from workloads.search.space import parse_space
+from workloads.search.store import wave_samples
+from workloads.search.strategy import Observation, Search, SearchOptions
 
 SPACE = "budget=4,8,16 topk=2,4,6 window=1024,2048,none"
 

@@ -4,10 +4,10 @@ estimate; the serial summary and the JSON fields it had stay as they were."""
 
 from __future__ import annotations
 
-from workloads.search import Target
-from workloads.search_report import summarize, summary_lines
-from workloads.search_space import parse_space
-from workloads.search_strategy import Observation, Search, SearchOptions
+from workloads.search.engine import Target
+from workloads.search.report import summarize, summary_lines
+from workloads.search.space import parse_space
+from workloads.search.strategy import Observation, Search, SearchOptions
 
 OLD_FIELDS = {"used", "grid", "share", "seconds", "median_s", "grid_estimate_s"}
 

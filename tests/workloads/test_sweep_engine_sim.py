@@ -7,12 +7,12 @@ import asyncio
 import pytest
 
 from tests.workloads.sim_controller import SimController
-from workloads import sweep as ev
-from workloads.bench import BenchPlan
-from workloads.report import build_report
-from workloads.report_input import read_sweep
-from workloads.sweep import SweepEngine
-from workloads.sweep_plan import EvalSettings, SweepConfig, SweepPlan, SweepStore
+from workloads.sweep import engine as ev
+from workloads.bench.matrix import BenchPlan
+from workloads.report.compare import build_report
+from workloads.report.inputs import read_sweep
+from workloads.sweep.engine import SweepEngine
+from workloads.sweep.plan import EvalSettings, SweepConfig, SweepPlan, SweepStore
 
 B8 = SweepConfig("b8-t4-w2048", {"budget": 8, "topk": 4, "window": 2048})
 B16 = SweepConfig("b16-t4-w2048", {"budget": 16, "topk": 4, "window": 2048})

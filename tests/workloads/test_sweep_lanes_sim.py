@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from backends.process import group_members
+from backends.launch.process import group_members
 from tests.helpers import REPO, ddtune_cmd, ddtune_env, free_port_run, run_ddtune
 
 SMALL = ("--contexts", "60", "--concurrency", "1", "--requests-per-cell", "2", "--max-tokens", "32",
@@ -222,9 +222,9 @@ def test_keep_server_then_up_and_down_find_every_lane_server(box):
 
 
 def test_gpu_view_names_each_lane_server(box, monkeypatch):
-    from backends.gpu import GpuSampler
-    from backends.lane_gpu import lane_trees
-    from backends.telemetry import TelemetryStream
+    from backends.machine.gpu import GpuSampler
+    from backends.server.lane_gpu import lane_trees
+    from backends.server.telemetry import TelemetryStream
     from tests.fake_nvml import GIB, FakeGpu, make_fake_nvml
     from tui.adapters import gpu_view
     from tui.commands import gpu as gpu_cmd
@@ -289,10 +289,10 @@ def test_tp_size_must_match_gpus_per_server_and_a_serial_sweep_resumes_serially(
 
 
 async def test_without_nvml_gpus_are_required(state_dir):
-    from backends.config import ServerConfig
-    from backends.errors import UsageError
+    from backends.knobs.config import ServerConfig
+    from backends.core.errors import UsageError
     from tests.fake_nvml import NVMLError_LibraryNotFound, make_fake_nvml
-    from workloads.sweep_lanes import plan_lanes
+    from workloads.sweep.lanes import plan_lanes
 
     with pytest.raises(UsageError) as err:
         await plan_lanes(ServerConfig(), 2, None, nvml=make_fake_nvml(init_error=NVMLError_LibraryNotFound))

@@ -9,12 +9,12 @@ import pytest
 
 from tests.workloads.sim_controller import SimController
 from tests.workloads.test_sweep_cli_sim import box, records, server_alive, sweep  # noqa: F401  (box: a fixture)
-from workloads.bench import BenchPlan
-from workloads.report import build_report
-from workloads.report_input import read_sweep
-from workloads.sweep import SweepEngine
-from workloads.sweep_lossless import FILE, MAX_TOKENS, PROMPTS
-from workloads.sweep_plan import SweepConfig, SweepPlan, SweepStore
+from workloads.bench.matrix import BenchPlan
+from workloads.report.compare import build_report
+from workloads.report.inputs import read_sweep
+from workloads.sweep.engine import SweepEngine
+from workloads.sweep.lossless import FILE, MAX_TOKENS, PROMPTS
+from workloads.sweep.plan import SweepConfig, SweepPlan, SweepStore
 
 ONE_CELL = ("--contexts", "60", "--concurrency", "1", "--requests-per-cell", "1", "--max-tokens", "16",
             "--warmup", "0", "--no-eval")

@@ -11,9 +11,9 @@ import threading
 import pytest
 
 from tests.helpers import run_ddtune
-from workloads.client import StreamingClient
-from workloads.load import LoadEngine
-from workloads.problems import load_problems, select_problems
+from workloads.client.stream import StreamingClient
+from workloads.live.load import LoadEngine
+from workloads.grading.problems import load_problems, select_problems
 
 CHUNKS = 12
 

@@ -9,7 +9,7 @@ import asyncio
 import httpx
 import pytest
 
-from workloads.transport import LeanTransport
+from workloads.client.transport import LeanTransport
 
 EVENTS = [b'data: {"n": %d}\n\n' % i for i in range(20)]
 

@@ -1,5 +1,5 @@
 """``ddtune sweep --parallel N [--gpus 0,1] [--gpus-per-server K]``: the options and the run of a
-parallel sweep (workloads.sweep_lanes), with its signal handling and its lane-tagged printer."""
+parallel sweep (workloads.sweep.lanes), with its signal handling and its lane-tagged printer."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def wants_lanes(args, manifest: dict | None = None) -> bool:
 
 def _settings(args, manifest: dict | None) -> dict:
     """--parallel/--gpus/--gpus-per-server, falling back to what the resumed sweep recorded."""
-    from backends.gpuset import parse_gpus
+    from backends.machine.gpuset import parse_gpus
 
     found = (manifest or {}).get("parallel")
     recorded: dict = found if isinstance(found, dict) else {}
@@ -52,7 +52,7 @@ class LanePrinter:
         self.gpus: dict[int, str] = {}
 
     def __call__(self, event) -> None:
-        from workloads import sweep_events as s
+        from workloads.sweep import events as s
 
         if isinstance(event, s.LanesStarted):
             for lane in event.lanes:
@@ -104,12 +104,12 @@ def run_parallel(args, plan, kind: str) -> int:
     import os
     import signal
 
-    from backends.errors import UsageError
+    from backends.core.errors import UsageError
     from tui.commands._server import load_config, note
-    from workloads.provenance import host_provenance
-    from workloads.results import new_run_folder
-    from workloads.sweep_lanes import LaneSweep, plan_lanes
-    from workloads.sweep_plan import SweepStore
+    from workloads.runs.provenance import host_provenance
+    from workloads.runs.store import new_run_folder
+    from workloads.sweep.lanes import LaneSweep, plan_lanes
+    from workloads.sweep.plan import SweepStore
 
     config = load_config(args)
     store = SweepStore.open(args.out, kind) if args.resume else None

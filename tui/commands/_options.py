@@ -32,7 +32,7 @@ def positive_float(text: str) -> float:
 
 
 def url_type(text: str) -> str:
-    from backends.fields import url_problem
+    from backends.core.fields import url_problem
 
     problem = url_problem(text)
     if problem is not None:
@@ -52,7 +52,7 @@ def server_url(args) -> tuple[str, str | None]:
     """The URL and API key. URL: --url, else the config's [server] host/port, else the managed
     server's url in server.json, else the default. Key: --api-key, else the --api-key ddtune
     launched that server with (when the URL is the managed server's), else $DDTUNE_API_KEY."""
-    from backends.apikey import remember
+    from backends.core.apikey import remember
 
     url = args.url or _configured_url(getattr(args, "config", None)) or _managed_url() or DEFAULT_URL
     key = args.api_key or _managed_key(url) or os.environ.get("DDTUNE_API_KEY") or None
@@ -72,7 +72,7 @@ def server_log(args, url: str) -> str | None:
     server's (server.json's log_path) when ``url`` is that server's."""
     if getattr(args, "log", None):
         return str(args.log)
-    from backends.state import load_state
+    from backends.record.state import load_state
 
     state = load_state()
     if state is None or state.url.rstrip("/") != url.rstrip("/"):
@@ -81,14 +81,14 @@ def server_log(args, url: str) -> str | None:
 
 
 def _managed_key(url: str) -> str | None:
-    from backends.state import launched_api_key, load_state
+    from backends.record.state import launched_api_key, load_state
 
     state = load_state()
     return launched_api_key(state) if state is not None and state.url.rstrip("/") == url.rstrip("/") else None
 
 
 def _managed_url() -> str | None:
-    from workloads.provenance import server_state
+    from workloads.runs.provenance import server_state
 
     url = (server_state() or {}).get("url")
     return url.rstrip("/") if isinstance(url, str) and url.startswith(("http://", "https://")) else None
@@ -97,8 +97,8 @@ def _managed_url() -> str | None:
 def _configured_url(explicit: str | None) -> str | None:
     """The configured server's URL, when a config file is found. The file is read and checked in
     full: a broken config is an error here too, not a silent fall back to another server."""
-    from backends.config import load_config
-    from backends.paths import find_config
+    from backends.knobs.config import load_config
+    from backends.core.paths import find_config
 
     path = find_config(explicit)
     if path is None:

@@ -1,5 +1,5 @@
 """``ddtune search --parallel N [--gpus 0,1] [--gpus-per-server K]``: the lanes of a parallel search,
-set up and validated exactly as a parallel sweep's (tui/commands/_lanes.py, workloads/sweep_lanes.py)
+set up and validated exactly as a parallel sweep's (tui/commands/_lanes.py, workloads/sweep/lanes.py)
 before anything is written or started, and the runner that measures each round on them."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from backends.config import ServerConfig
+from backends.knobs.config import ServerConfig
 
 if TYPE_CHECKING:
-    from workloads.sweep_lanes import LanePool
+    from workloads.sweep.lanes import LanePool
 
 
 @dataclass
@@ -24,10 +24,10 @@ class SearchLanes:
 def prepare(args, config: ServerConfig, manifest: dict | None) -> SearchLanes:
     """Validate the lane options and pick the lanes (GPU sets, ports); raises UsageError, naming the
     option, before anything runs. ``manifest``: the resumed search's search.json."""
-    from backends.errors import UsageError
+    from backends.core.errors import UsageError
     from tui.commands._lanes import _settings
     from tui.commands._server import note
-    from workloads.sweep_lanes import LanePool, plan_lanes
+    from workloads.sweep.lanes import LanePool, plan_lanes
 
     if manifest is not None and not isinstance(manifest.get("parallel"), dict):
         raise UsageError("--resume: that search ran on one server, not in parallel lanes",
@@ -40,7 +40,7 @@ def prepare(args, config: ServerConfig, manifest: dict | None) -> SearchLanes:
 
 
 def runner(found: SearchLanes, config: ServerConfig, target, store, printer, api_key: str | None):
-    from workloads.search_lanes import LaneRoundRunner
+    from workloads.search.lanes import LaneRoundRunner
 
     return LaneRoundRunner(found.pool, config, target, store, api_key=api_key,
                            on_event=printer.progress)

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from workloads.search_space import SearchSpace
+    from workloads.search.space import SearchSpace
 
 
 class SearchPrinter:
@@ -30,8 +30,8 @@ class SearchPrinter:
         return f", about {total / 60:.1f} min of restarts" if total >= 120 else f", about {total:.0f} s of restarts"
 
     def __call__(self, event) -> None:
-        from workloads import search as ev
-        from workloads.search_report import decision_line, round_title, tok
+        from workloads.search import engine as ev
+        from workloads.search.report import decision_line, round_title, tok
 
         if isinstance(event, ev.SearchStarted):
             self.space = event.space
@@ -69,8 +69,8 @@ class SearchPrinter:
     def progress(self, plan, event) -> None:
         """A sweep event of the round under way: a line per restart and per server outcome; on
         lanes (--parallel) each line names its lane and GPUs."""
-        from workloads import sweep as sw
-        from workloads import sweep_events as se
+        from workloads.sweep import engine as sw
+        from workloads.sweep import events as se
 
         tag = ""
         if isinstance(event, se.LanesStarted):

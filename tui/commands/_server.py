@@ -44,7 +44,7 @@ def add_knob_arguments(parser, preset: bool = True) -> None:
 
 def knobs_epilog() -> str:
     """The knob table as --help text: name, what it is and its unit, what "none" leaves."""
-    from backends.knobs import KNOBS
+    from backends.knobs.plan import KNOBS
 
     width = max(len(name) for name in KNOBS) + 2
     lines = [f"  {spec.name:<{width}}{spec.describe()}" for spec in KNOBS.values()]
@@ -53,7 +53,7 @@ def knobs_epilog() -> str:
 
 
 def load_config(args):
-    from backends.config import load_config as load
+    from backends.knobs.config import load_config as load
 
     return load(getattr(args, "config", None))
 
@@ -63,8 +63,8 @@ def requested_config(args, keep_running_knobs: bool = False):
 
     ``up`` makes the server match the config file; ``restart --set k=v`` changes one knob of the
     server that runs now and keeps the others."""
-    from backends.config import load_preset, parse_set
-    from backends.state import load_state
+    from backends.knobs.config import load_preset, parse_set
+    from backends.record.state import load_state
 
     config = load_config(args)
     updates: dict[str, Any] = {}
@@ -80,7 +80,7 @@ def requested_config(args, keep_running_knobs: bool = False):
         known = config.knob_table.known(config.knob_map)
         unknown = [k for k in updates if k not in known]
         if unknown:
-            from backends.errors import UsageError
+            from backends.core.errors import UsageError
 
             raise UsageError(
                 f"--set {unknown[0]}: unknown knob",
@@ -109,7 +109,7 @@ def note(text: str) -> None:
 
 def printer(event) -> None:
     """Headless view of a ServerSession: phases and notes as plain lines on stderr."""
-    from backends.session_events import NoteAdded, PhaseChanged
+    from backends.server.events import NoteAdded, PhaseChanged
 
     if isinstance(event, PhaseChanged):
         print_progress(event.progress)
@@ -119,7 +119,7 @@ def printer(event) -> None:
 
 def session(config, args=None):
     """The ServerSession a headless command drives (no log streaming: progress lines only)."""
-    from backends.session import ServerSession
+    from backends.server.session import ServerSession
 
     sess = ServerSession(config, wait_for_lock=not getattr(args, "no_wait", False), stream_log=False)
     sess.subscribe(printer)
@@ -150,8 +150,8 @@ def left_after_interrupt(config, command: str) -> str:
     """What a Ctrl-C during ``up``/``restart`` left behind, said truthfully, and how to get back. A
     server cut off mid-start keeps starting (its model load is not thrown away): its record says that
     nobody follows it, so ``status`` does not claim a start that is being watched."""
-    from backends.lifecycle import ServerManager
-    from backends.state import save_state
+    from backends.server.lifecycle import ServerManager
+    from backends.record.state import save_state
 
     state = ServerManager(config, on_note=note).current()
     if state is None or state.phase == "stopped":
@@ -177,7 +177,7 @@ def report_final(state, allow_mismatch: bool = False) -> int:
     who = f"pid {state.pid}" if state.pid else "attached"
     err(f"ready{took}: {who} at {state.url}")
     eff = state.effective or {}
-    from backends.verify import BASE_KEYS
+    from backends.knobs.verify import BASE_KEYS
 
     keys = [*BASE_KEYS, *(k for k in eff if k not in BASE_KEYS)]  # and what the declared knobs report
     err("effective: " + ", ".join(f"{k}={eff.get(k)}" for k in keys))
@@ -194,7 +194,7 @@ def report_final(state, allow_mismatch: bool = False) -> int:
 
 
 def status_doc(state, config) -> dict[str, Any]:
-    from backends.apikey import redact_argv
+    from backends.core.apikey import redact_argv
 
     if state is None:
         return {
@@ -244,12 +244,12 @@ def _speculative(state) -> bool:
 def server_acceptance(state) -> dict | None:
     """A speculative server's acceptance with its source: its /metrics counters (over its lifetime),
     else its recent ``Decode batch`` lines' accept len (the last LOG_ACCEPT_S of log time, weighted by
-    #running-req: backends/spec_acceptance.py); None for a plain server or without either."""
+    #running-req: backends/logs/acceptance.py); None for a plain server or without either."""
     import httpx
 
-    from backends.logevents import DecodeBatch
-    from backends.logparse import parse_line
-    from backends.spec_acceptance import SpecCounters, counter_acceptance, log_acceptance, parse_counters
+    from backends.logs.events import DecodeBatch
+    from backends.logs.parse import parse_line
+    from backends.logs.acceptance import SpecCounters, counter_acceptance, log_acceptance, parse_counters
 
     if not _speculative(state):
         return None
@@ -279,7 +279,7 @@ RECENT_LOG_BYTES = 1 << 20  # the tail of the server log that status judges the 
 
 def recent_alarms(state) -> list:
     """The guards, judged on the recent log (its last MiB): what a speculative server's decode lines say."""
-    from backends.alarms import alarms_from_log
+    from backends.logs.alarms import alarms_from_log
 
     lines = _recent_lines(state)
     return alarms_from_log(lines, _speculative(state)) if lines else []
@@ -287,7 +287,7 @@ def recent_alarms(state) -> list:
 
 def _recent_lines(state) -> list[str]:
     """The server log's last RECENT_LOG_BYTES, as lines."""
-    from backends.linesplitter import LineSplitter
+    from backends.logs.splitter import LineSplitter
 
     if not state.log_path:
         return []

@@ -42,8 +42,8 @@ class EventPrinter:
         return "" if eta is None else f"  (ETA {eta / 60:.1f} min)" if eta >= 120 else f"  (ETA {eta:.0f} s)"
 
     def __call__(self, event) -> None:
-        from workloads import sweep as ev
-        from workloads.metrics import cell_acceptance, cell_acceptance_source
+        from workloads.sweep import engine as ev
+        from workloads.stats.metrics import cell_acceptance, cell_acceptance_source
 
         w = lambda text: (self.stream.write(text + "\n"), self.stream.flush())
         if isinstance(event, ev.SweepStarted):
@@ -73,7 +73,7 @@ class EventPrinter:
             verdicts = event.summary
             w(f"    coding eval: pass {verdicts.get('pass', 0)}/{sum(verdicts.values())}")
         elif isinstance(event, ev.LosslessChecked):
-            from workloads.sweep_lossless import describe
+            from workloads.sweep.lossless import describe
 
             w(f"    {describe(event.result)}")
         elif isinstance(event, ev.SlotFinished):
@@ -92,10 +92,10 @@ def run_sweep(args, plan, kind: str) -> int:
     import signal
 
     from tui.commands._server import load_config
-    from workloads.provenance import host_provenance
-    from workloads.server_control import ManagedController
-    from workloads.sweep import SweepEngine
-    from workloads.sweep_plan import SweepStore
+    from workloads.runs.provenance import host_provenance
+    from workloads.sweep.control import ManagedController
+    from workloads.sweep.engine import SweepEngine
+    from workloads.sweep.plan import SweepStore
 
     from tui.commands._lanes import run_parallel, wants_lanes
 
@@ -144,9 +144,9 @@ def run_and_report(main, args, kind: str, path) -> int:
     import asyncio
     import json
 
-    from workloads.report import build_report
-    from workloads.report_format import to_json, to_markdown
-    from workloads.report_input import read_sweep
+    from workloads.report.compare import build_report
+    from workloads.report.render import to_json, to_markdown
+    from workloads.report.inputs import read_sweep
 
     try:
         asyncio.run(main())

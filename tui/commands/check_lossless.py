@@ -42,10 +42,10 @@ def run(args) -> int:
     import dataclasses
     import os
 
-    from backends.errors import UsageError
+    from backends.core.errors import UsageError
     from tui.commands._options import server_url
-    from workloads import lossless
-    from workloads.problems import load_problems
+    from workloads.grading import lossless
+    from workloads.grading.problems import load_problems
 
     if args.baseline and args.save_baseline:
         raise UsageError("--baseline checks against a baseline, --save-baseline records one: give one of them",

@@ -39,8 +39,8 @@ def server_ref(pid: int | None) -> tuple[int, int | None] | None:
     """(pid, pgid) of the server to attribute memory to: --pid, else server.json read defensively."""
     if pid is not None:
         return pid, None
-    from backends.datafile import loads
-    from backends.paths import state_dir
+    from backends.core.datafile import loads
+    from backends.core.paths import state_dir
 
     try:
         data = loads((state_dir() / "server.json").read_text())
@@ -75,7 +75,7 @@ def render_text(sample) -> str:
     lines: list[str] = []
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(gpu.timestamp or host.timestamp))
     if not gpu.available:
-        from backends.gpu import NO_DRIVER_HINT
+        from backends.machine.gpu import NO_DRIVER_HINT
 
         if gpu.hint == NO_DRIVER_HINT:
             lines.append(f"{gpu.reason}: {gpu.hint}")
@@ -139,9 +139,9 @@ def to_json(sample) -> dict:
 
 
 def run(args) -> int:
-    from backends.errors import UsageError
-    from backends.lane_gpu import lane_trees
-    from backends.telemetry import TelemetryStream
+    from backends.core.errors import UsageError
+    from backends.server.lane_gpu import lane_trees
+    from backends.server.telemetry import TelemetryStream
 
     if not args.interval > 0:
         raise UsageError(f"--interval must be a positive number of seconds, got {args.interval}",

@@ -29,12 +29,12 @@ def run(args) -> int:
     import json
     import os
 
-    from backends.alarms import AcceptanceWatch
-    from backends.errors import UsageError
-    from backends.logdeprecations import deprecation
-    from backends.logevents import DecodeBatch
-    from backends.logsummary import SummaryBuilder, read_log_lines
-    from backends.startup import StartupTracker
+    from backends.logs.alarms import AcceptanceWatch
+    from backends.core.errors import UsageError
+    from backends.logs.deprecations import deprecation
+    from backends.logs.events import DecodeBatch
+    from backends.logs.summary import SummaryBuilder, read_log_lines
+    from backends.server.startup import StartupTracker
 
     path = args.logfile
     if not os.path.exists(path):

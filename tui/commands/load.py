@@ -1,6 +1,6 @@
 """ddtune load: keep coding prompts in flight and print windowed tok/s and acceptance.
 
-The figures come from the load's one window engine (workloads/live_windows.py), as in the console:
+The figures come from the load's one window engine (workloads/live/windows.py), as in the console:
 each status line shows the 1 s and the rolling ``--window`` rate; ``--json`` adds the closed windows.
 """
 
@@ -72,14 +72,14 @@ def run(args) -> int:
     import json
     import time
 
-    from backends.errors import ServerError
+    from backends.core.errors import ServerError
     from tui.commands._options import server_log, server_url
-    from workloads.client import StreamingClient
-    from workloads.load import LoadEngine, LoadStopped, RequestFinished, StatsUpdated
-    from workloads.load_record import load_summary
-    from workloads.problems import load_problems, select_problems
-    from workloads.provenance import host_provenance, server_provenance
-    from workloads.results import RunStore
+    from workloads.client.stream import StreamingClient
+    from workloads.live.load import LoadEngine, LoadStopped, RequestFinished, StatsUpdated
+    from workloads.live.record import load_summary
+    from workloads.grading.problems import load_problems, select_problems
+    from workloads.runs.provenance import host_provenance, server_provenance
+    from workloads.runs.store import RunStore
 
     url, api_key = server_url(args)
     problems = select_problems(load_problems(), args.problems)

@@ -35,7 +35,7 @@ def add_arguments(parser) -> None:
 
 
 def render(runs: list[str], fmt: str) -> str:
-    from workloads.report_text import render as render_runs
+    from workloads.report.text import render as render_runs
 
     return render_runs(runs, fmt)
 

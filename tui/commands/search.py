@@ -71,8 +71,8 @@ def add_arguments(parser) -> None:
 
 
 def _start(args, space, running, knob_map, table=None):
-    from backends.errors import UsageError
-    from workloads.search_space import parse_space
+    from backends.core.errors import UsageError
+    from workloads.search.space import parse_space
 
     if not args.start:
         return running if running is not None else space.middle()
@@ -90,12 +90,12 @@ def _start(args, space, running, knob_map, table=None):
 
 def _plan(args, config, controller, parallel: bool) -> dict:
     """The new search's search.json, validated (UsageError naming the option) before anything runs."""
-    from backends.errors import UsageError
-    from workloads.provenance import host_provenance
-    from workloads.results import new_run_folder
-    from workloads.search import Target
-    from workloads.search_space import parse_search_space
-    from workloads.search_strategy import SearchOptions
+    from backends.core.errors import UsageError
+    from workloads.runs.provenance import host_provenance
+    from workloads.runs.store import new_run_folder
+    from workloads.search.engine import Target
+    from workloads.search.space import parse_search_space
+    from workloads.search.strategy import SearchOptions
 
     if not args.space:
         raise UsageError("name the space to search", hint="ddtune search --space 'budget=4,8,16 topk=2,4,6'")
@@ -121,15 +121,15 @@ def run(args) -> int:
     import os
     import signal
 
-    from backends.errors import UsageError
+    from backends.core.errors import UsageError
     from tui.commands import _search_lanes
     from tui.commands._lanes import wants_lanes
     from tui.commands._search_print import SearchPrinter
     from tui.commands._server import load_config
-    from workloads.search import SearchEngine, SweepRoundRunner, Target
-    from workloads.search_report import summary_lines
-    from workloads.search_store import SearchStore
-    from workloads.server_control import ManagedController
+    from workloads.search.engine import SearchEngine, SweepRoundRunner, Target
+    from workloads.search.report import summary_lines
+    from workloads.search.store import SearchStore
+    from workloads.sweep.control import ManagedController
 
     config = load_config(args)
     controller = ManagedController(config)

@@ -31,11 +31,11 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from backends.lifecycle import ServerManager
-    from backends.knobs import knob_text
+    from backends.server.lifecycle import ServerManager
+    from backends.knobs.plan import knob_text
     from tui.commands._server import ago, load_config, note, print_json, status_doc
 
-    from backends.lanes import lane_servers
+    from backends.record.lanes import lane_servers
 
     config = load_config(args)
     state = ServerManager(config, on_note=note).current()

@@ -58,10 +58,10 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from backends.errors import UsageError
+    from backends.core.errors import UsageError
     from tui.commands._server import load_config
     from tui.commands._sweep import run_sweep
-    from workloads.sweep_spec import build_plan
+    from workloads.sweep.spec import build_plan
 
     plan = None
     if args.resume:

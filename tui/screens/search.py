@@ -28,11 +28,11 @@ from textual.widgets.data_table import RowKey
 from tui.literal import cell
 from tui.widgets.ordered_input import OrderedInput
 from tui.console_search import ConsoleSearch, SearchRequest, interrupted_line
-from workloads.results import home_short
+from workloads.runs.store import home_short
 
 if TYPE_CHECKING:
     from tui.app import DdtuneApp
-    from workloads.search_space import SearchSpace
+    from workloads.search.space import SearchSpace
 
 COLUMNS = ("configuration", "waves", "tok/s ± 95%", "starts", "state")
 STATE_WIDTH = 18  # the state column's text at most: a 3-knob label and the figures leave this much at 80 columns
@@ -147,7 +147,7 @@ class SearchScreen(Screen):
 
     def start(self) -> None:
         """Check the fields (a bad one: a message naming it, nothing started), then run the search."""
-        from backends.errors import DdtuneError
+        from backends.core.errors import DdtuneError
         from tui.console_search import parse_request
 
         console = cast("DdtuneApp", self.app).controller
@@ -176,7 +176,7 @@ class SearchScreen(Screen):
 
     @work(exclusive=True, group="search", exit_on_error=False)
     async def run_search(self, search: ConsoleSearch) -> None:
-        from backends.errors import DdtuneError
+        from backends.core.errors import DdtuneError
 
         def progress(plan: object, event: object) -> None:
             self.post_message(SearchEventPosted(event, plan))
@@ -230,7 +230,7 @@ class SearchScreen(Screen):
         self.query_one("#round", Static).update(markup)
 
     def on_search_event_posted(self, message: SearchEventPosted) -> None:
-        from workloads import search_events as ev
+        from workloads.search import events as ev
 
         event = message.event
         if message.note:
@@ -260,7 +260,7 @@ class SearchScreen(Screen):
         self.query_one("#restarts", Static).update(f"restarts: {self.restarts} of a full grid's {self.grid}{extra}")
 
     def _round_started(self, event) -> None:
-        from workloads.search_report import round_title
+        from workloads.search.report import round_title
 
         space = self.space
         assert space is not None
@@ -277,7 +277,7 @@ class SearchScreen(Screen):
 
     def _progress(self, event: object) -> None:
         """A sweep event of the round under way: the configuration's state in the table."""
-        from workloads import sweep_events as s
+        from workloads.sweep import events as s
 
         where = ""
         if isinstance(event, s.LaneEvent):
@@ -290,7 +290,7 @@ class SearchScreen(Screen):
             self._cell(event.slot.config, 4, where + ("measuring" if event.applied.ok else "server FAILED"))
 
     def _round_finished(self, event) -> None:
-        from workloads.search_report import decision_line
+        from workloads.search.report import decision_line
 
         space = self.space
         assert space is not None
@@ -334,7 +334,7 @@ class SearchScreen(Screen):
 
 def best_text(summary: dict) -> Text:
     """summary_lines (what ``ddtune search`` prints at the end) with the best and its verdict marked."""
-    from workloads.search_report import summary_lines
+    from workloads.search.report import summary_lines
 
     out = Text()
     for i, line in enumerate(summary_lines(summary)):

@@ -1,12 +1,12 @@
 """The sweep screen: pick presets, run a quick sweep on the managed server, watch it fill in live.
 
-The engine is workloads.sweep.SweepEngine (the same as `ddtune sweep`), driven from a worker; its
+The engine is workloads.sweep.engine.SweepEngine (the same as `ddtune sweep`), driven from a worker; its
 events come back as messages. A small matrix keeps it quick; `ddtune sweep` takes the full options.
-With GPUs named the sweep runs in parallel lanes (workloads.sweep_lanes, as `ddtune sweep
+With GPUs named the sweep runs in parallel lanes (workloads.sweep.lanes, as `ddtune sweep
 --parallel`): one server per GPU beside the console's own, and one row per lane with its phase and
 progress.
 With the speculation-off baseline on, each run's greedy outputs are checked against the baseline's
-(workloads.sweep_lossless): the "lossless" column says identical, DIFFERS (red, and named in the
+(workloads.sweep.lossless): the "lossless" column says identical, DIFFERS (red, and named in the
 final status line) or skipped, so a faster configuration that changed the answers cannot pass unseen.
 """
 
@@ -109,8 +109,8 @@ class SweepScreen(Screen):
             text = self.query_one("#gpus", Input).value.strip()
             gpus = None
             if text:
-                from backends.errors import UsageError
-                from backends.gpuset import parse_gpus
+                from backends.core.errors import UsageError
+                from backends.machine.gpuset import parse_gpus
 
                 try:
                     gpus = parse_gpus(text)
@@ -128,7 +128,7 @@ class SweepScreen(Screen):
     @work(exclusive=True, group="sweep", exit_on_error=False)
     async def run_sweep(self, presets: list[str], baseline: bool, gpus: tuple[str, ...] | None = None) -> None:
         """The controller runs the sweep on the console's session; this screen shows its events."""
-        from backends.errors import DdtuneError
+        from backends.core.errors import DdtuneError
         from tui.console_sweep import run_console_sweep
 
         console = cast("DdtuneApp", self.app).controller
@@ -153,8 +153,8 @@ class SweepScreen(Screen):
         self.post_message(SweepEventPosted(event))
 
     def on_sweep_event_posted(self, message: SweepEventPosted) -> None:
-        from workloads import sweep_events as s
-        from workloads.metrics import cell_acceptance
+        from workloads.sweep import events as s
+        from workloads.stats.metrics import cell_acceptance
 
         event, table, status = message.event, self.query_one("#slots", DataTable), self.query_one("#status", Static)
         if isinstance(event, (s.LanesStarted, s.LaneEvent, s.LaneMoved, s.LaneClosed)):
@@ -183,7 +183,7 @@ class SweepScreen(Screen):
         elif isinstance(event, s.LosslessChecked):
             self._cell(event.slot.index, 5, lossless_cell(event.result))
             if event.result.get("status") == "compared" and event.result.get("diverged"):
-                from workloads.sweep_lossless import describe
+                from workloads.sweep.lossless import describe
 
                 self.notify(f"{event.slot.config}: {describe(event.result)}", severity="error", timeout=10)
         elif isinstance(event, s.SlotFinished):
@@ -192,7 +192,7 @@ class SweepScreen(Screen):
 
     def _lane_event(self, event):
         """Fill the lane's row; return the event inside a LaneEvent for the slot table (else None)."""
-        from workloads import sweep_events as s
+        from workloads.sweep import events as s
 
         lanes = self.query_one("#lanes", DataTable)
         if isinstance(event, s.LanesStarted):

@@ -4,7 +4,7 @@ Three lines when there is room: a header, the reference (the baseline pinned wit
 configuration before) and the current configuration with its change against it, in columns; the
 least important columns go first when they do not fit. At 80x24 one line, whose parts go in order
 of priority (name, tok/s, the change in tok/s, acceptance, pass rate) as far as they fit. The
-figures come computed (workloads/live_ab.py); this only lays them out. An acceptance that is not
+figures come computed (workloads/live/ab.py); this only lays them out. An acceptance that is not
 the requests' own says where it came from: ``5.60 (counters)``, ``5.60 (log)``.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from workloads.estimate import Estimate, Ratio
-from workloads.live_ab import Comparison, ConfigFigures, change_pct, names
+from workloads.stats.estimate import Estimate, Ratio
+from workloads.live.ab import Comparison, ConfigFigures, change_pct, names
 
 SEP = " │ "
 

@@ -1,6 +1,6 @@
 """The server log pane: a line-API view over a bounded deque of classified log lines.
 
-Lines arrive already classified (``backends.logkind.LogLine``): the filter and the colours read
+Lines arrive already classified (``backends.logs.kind.LogLine``): the filter and the colours read
 ``line.kind`` and ``line.event``, never the text, so "is this an error" is decided once, in
 ``logkind.classify``. The pane draws only the rows on screen (``render_line``), caches the rendered
 rows by text, and holds at most ``max_lines`` lines. Built on Textual's public API only: a
@@ -32,9 +32,9 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
-from backends.logevents import DraftRunner, ServerReady
-from backends.logkind import KINDS, LogLine
-from backends.logkind import note as note_line
+from backends.logs.events import DraftRunner, ServerReady
+from backends.logs.kind import KINDS, LogLine
+from backends.logs.kind import note as note_line
 from tui.literal import literal
 
 FILTERS = ("all", "errors", "draft", "decode")

@@ -1,0 +1,129 @@
+"""The one backend contract: async start/stop/status/log_lines plus capability flags the UI reads.
+
+Backends only do I/O for one kind of server (a process, a systemd unit, a URL). The safe restart
+sequence (stop, wait for port and GPU, launch, track, probe, verify) lives in
+``backends.server.lifecycle.ServerManager`` and is the same for all of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import ClassVar
+
+from backends.core.apikey import REDACTED, api_key, argv_api_key
+from backends.knobs.config import ServerConfig
+from backends.knobs.plan import LaunchPlan
+from backends.launch.process import StopReport
+from backends.knobs.serverhelp import ServerHelp
+from backends.record.state import ServerState, launched_api_key
+
+
+class Backend(ABC):
+    NAME: ClassVar[str]
+    CAN_START: ClassVar[bool] = True
+    CAN_STOP: ClassVar[bool] = True
+    HAS_LOGS: ClassVar[bool] = True
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+
+    @property
+    def base_url(self) -> str:
+        return self.config.base_url
+
+    def has_logs(self) -> bool:
+        return self.HAS_LOGS
+
+    def api_key(self, state: ServerState | None = None) -> str | None:
+        """The key every request to this server carries: the ``--api-key`` ddtune launched it with
+        (in memory right after a launch, else from the 0600 launch record), else $DDTUNE_API_KEY."""
+        launched = argv_api_key(state.argv) if state is not None else None
+        if launched == REDACTED:
+            launched = launched_api_key(state)
+        return launched or api_key()
+
+    def command_prefix(self) -> tuple[str, ...]:
+        """argv before the SGLang flags, e.g. ``python -m sglang.launch_server``."""
+        raise NotImplementedError
+
+    def server_env(self, plan: LaunchPlan | None = None) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.config.env)
+        if plan is not None:
+            env.update(plan.env)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        return env
+
+    def learn_help(self) -> ServerHelp:
+        """The server's ``--help`` (blocking; call through a thread)."""
+        raise NotImplementedError
+
+    @abstractmethod
+    async def start(self, plan: LaunchPlan, record: Callable[[ServerState], object] | None = None) -> ServerState:
+        """Launch the server for ``plan``; returns its state (pid known, not yet ready). ``record``: called
+        with the launch's state before a process ddtune spawns exists (backends.drivers.launchrec)."""
+
+    @abstractmethod
+    async def stop(self, state: ServerState | None) -> StopReport:
+        """Stop the server of ``state``: abort in-flight work, SIGTERM, bounded wait, SIGKILL."""
+
+    @abstractmethod
+    async def is_running(self, state: ServerState) -> bool:
+        """True while the server of ``state`` (that very process) is alive."""
+
+    async def exit_code(self, state: ServerState) -> int | None:
+        return None
+
+    @abstractmethod
+    def log_lines(self, state: ServerState | None, from_start: bool = True) -> AsyncIterator[str]:
+        """The server's log, line by line (split on \\n and \\r), following new output forever."""
+
+    async def status(self, state: ServerState | None) -> str:
+        """``running`` or ``stopped`` for the recorded server."""
+        if state is None:
+            return "stopped"
+        return "running" if await self.is_running(state) else "stopped"
+
+
+TAIL_READ_BYTES = 1 << 20  # the most tail_file reads at once
+WAKE_S = 2.0               # tail_file looks at the file at least this often, inotify or not
+
+
+async def tail_file(path: Path, from_start: bool = True, poll: float = 0.1) -> AsyncIterator[str]:
+    """Follow a log file like ``tail -F``: lines split on \\n and \\r; waits for the file to appear.
+
+    Between writes it sleeps until the kernel says the file changed (inotify on its directory), so
+    a quiet server costs no wake-ups; every ``WAKE_S`` it looks anyway, and where inotify is not
+    available it looks every ``poll`` seconds."""
+    from backends.logs.splitter import LineSplitter
+    from backends.record.watch import DirWatch
+
+    splitter = LineSplitter()
+    offset = None
+    with DirWatch(path.parent, {path.name}, fallback_s=poll) as watch:
+        while True:
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                await watch.wait(WAKE_S)
+                continue
+            if offset is None:
+                offset = 0 if from_start else size
+            if size < offset:  # truncated or replaced: start over
+                offset = 0
+            if size > offset:
+                # Bounded reads: re-attaching to a server with a huge log must not load it whole or
+                # hold the event loop for the whole file.
+                with path.open("rb") as fh:
+                    fh.seek(offset)
+                    chunk = fh.read(min(size - offset, TAIL_READ_BYTES))
+                offset += len(chunk)
+                for line in splitter.feed(chunk):
+                    yield line
+                await asyncio.sleep(0)
+            else:
+                await watch.wait(WAKE_S)

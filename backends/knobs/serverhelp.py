@@ -1,0 +1,111 @@
+"""Learn which flags the configured server takes: run its ``--help`` once per SGLang version.
+
+Real SGLang needs seconds to print ``--help`` (it imports torch), so the text is cached in the
+state dir under the installed ``sglang`` distribution's version. Without a version (the simulator,
+a source checkout) it is read fresh every time.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+
+from backends.core.errors import ServerError
+from backends.core.paths import state_dir
+from backends.core.statefs import StateWriteError, read_state_file, trusted_dir, write_atomic
+from backends.core.plaintext import plain
+
+_VERSION_CODE = "import importlib.metadata as m\ntry:\n print(m.version('sglang'))\nexcept Exception:\n print('')"
+
+
+@dataclass(frozen=True)
+class ServerHelp:
+    text: str
+    version: str | None
+    cached: bool
+
+
+def installed_version(python: str, env: dict[str, str]) -> str | None:
+    """The sglang version installed for ``python`` (from its metadata; sglang is not imported)."""
+    try:
+        out = subprocess.run([python, "-c", _VERSION_CODE], env=env, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    version = plain(out.stdout, one_line=True).strip()  # the installed package's text: shown, so plain
+    return version if out.returncode == 0 and version else None
+
+
+def _cache_file(version: str):
+    safe = re.sub(r"[^A-Za-z0-9._+-]", "_", version)
+    return trusted_dir(state_dir() / "help") / f"sglang-{safe}.txt"
+
+
+def fetch_help(prefix: tuple[str, ...], env: dict[str, str], version: str | None, timeout: float = 300) -> ServerHelp:
+    """``prefix --help`` as text, from the cache when ``version`` is known and cached."""
+    if version:
+        cached = read_state_file(_cache_file(version))  # never through a symlink (backends.core.statefs)
+        if cached is not None:
+            return ServerHelp(cached.decode("utf-8", errors="replace"), version, True)
+    argv = [*prefix, "--help"]
+    try:
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+    except FileNotFoundError as exc:
+        raise ServerError(f"cannot run the server: {argv[0]!r} not found",
+                          hint="set [server] python to the interpreter that has sglang installed") from exc
+    except OSError as exc:  # a directory, not executable, ...
+        raise ServerError(f"cannot run the server: {argv[0]!r}: {exc.strerror or exc}",
+                          hint="set [server] python to the interpreter that has sglang installed") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ServerError(f"'{' '.join(argv)}' did not finish in {timeout:.0f} s",
+                          hint="check that the interpreter and sglang import cleanly") from exc
+    if out.returncode != 0 or "--model-path" not in out.stdout:
+        tail = " | ".join((out.stderr or out.stdout).strip().splitlines()[-5:])  # the error is one line
+        raise ServerError(f"'{' '.join(argv)}' failed (exit {out.returncode}): {tail}",
+                          hint="set [server] python to an interpreter where "
+                               "'python -m sglang.launch_server --help' works")
+    if version:
+        try:
+            write_atomic(_cache_file(version), out.stdout.encode("utf-8"))
+        except StateWriteError:
+            pass  # a full disk costs the cache only: the next start asks --help again
+    return ServerHelp(out.stdout, version, False)
+
+
+@dataclass(frozen=True)
+class SGLangVersion:
+    """Which SGLang this config runs, and where that was read (or why it could not be)."""
+
+    version: str | None
+    source: str
+
+
+def sglang_version(config, backend, state=None) -> SGLangVersion:
+    """The version the console shows, found the way it finds it: ``/server_info`` of the running
+    server (the recorded one, or the endpoint's URL), else the installed ``sglang`` package of the
+    configured interpreter; the simulator says which release it imitates (``--sim-version``)."""
+    import asyncio
+
+    from backends.server.lifecycle import fetch_server_info
+
+    url = state.url if state is not None and state.phase in ("ready", "starting") else None
+    if url is None and config.backend == "endpoint":
+        url = config.base_url
+    if url:
+        info = asyncio.run(fetch_server_info(url, backend.api_key(state)))
+        if info and info.get("version"):
+            return SGLangVersion(str(info["version"]), f"/server_info of the running server at {url}")
+    if config.backend == "sim":
+        from backends.sim.args import imitated_version
+
+        return SGLangVersion(imitated_version(config.extra_args),
+                             "imitated by the simulator, --sim-version; none runs now")
+    if config.backend == "endpoint":
+        return SGLangVersion(None, f"{url} did not answer /server_info")
+    env = backend.server_env()
+    version = installed_version(config.python, env)
+    if version:
+        return SGLangVersion(version, f"the sglang package installed for {config.python}")
+    why = "no running server answered /server_info" if url else "no server is running"
+    return SGLangVersion(None, f"{why}, and {config.python} has no sglang package installed")

@@ -1,0 +1,3 @@
+"""Processes ddtune starts: their own session and group, the proof that they are ours, and race-free
+readiness (the pid we started owns the socket and generates).
+"""

@@ -1,0 +1,131 @@
+"""Process groups and ports: spawn a server in its own session, find who listens on a port.
+
+Stopping lives in backends.launch.ownership, which signals only what a record proves is ours. Thin I/O
+over os/psutil; no knowledge of SGLang."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from backends.launch.ownership import StopReport  # noqa: F401  (re-exported: the backends' stop() result)
+from backends.core.paths import user_umask
+
+
+@dataclass(frozen=True)
+class PortOwner:
+    port: int
+    pid: int | None  # None: a socket of a process we may not inspect (another user's)
+    name: str
+    cmdline: str
+
+    def describe(self) -> str:
+        if self.pid is None:
+            return f"port {self.port} is in use by a process ddtune cannot see (another user's, or root's)"
+        return f"port {self.port} is in use by pid {self.pid} ({self.name}: {self.cmdline[:120]})"
+
+
+def open_log(log_path: Path) -> int:
+    """Create the server's log file, which must not exist yet (FileExistsError, also for a planted
+    symlink: O_EXCL never follows one): a log read from its start belongs to one launch. 0600:
+    SGLang dumps its server_args into the log, --api-key included."""
+    return os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                   0o600)
+
+
+def spawn(argv: list[str] | tuple[str, ...], env: dict[str, str], log_path: Path,
+          cwd: str | None = None, log_fd: int | None = None) -> subprocess.Popen:
+    """Start argv in a new session (its own process group), stdout+stderr written to log_path
+    (created by open_log unless ``log_fd`` is that file already open; spawn closes it).
+
+    The log file, not a pipe, holds the output so the server outlives ddtune (a dead reader would
+    SIGPIPE it); ddtune streams the file instead."""
+    if log_fd is None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_fd = open_log(log_path)
+    with open(log_fd, "ab", buffering=0) as log:
+        return subprocess.Popen(list(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL, umask=user_umask(),
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def is_running(pid: int | None, create_time: float | None = None) -> bool:
+    """True when pid exists, is not a zombie, and (if given) started at create_time (no pid reuse)."""
+    if not pid:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return create_time is None or abs(proc.create_time() - create_time) < 0.05
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def create_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) pids whose process group is pgid."""
+    members = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        try:
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if os.getpgid(proc.info["pid"]) == pgid:
+                members.append(proc.info["pid"])
+        except (ProcessLookupError, psutil.NoSuchProcess, PermissionError):
+            continue
+    return members
+
+
+def tree_pids(pid: int) -> set[int]:
+    """pid and all its descendants."""
+    try:
+        proc = psutil.Process(pid)
+        return {pid} | {c.pid for c in proc.children(recursive=True)}
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return {pid}
+
+
+def reap(pid: int) -> None:
+    """Collect the exit status of our own child so it does not linger as a zombie."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def port_owner(port: int) -> PortOwner | None:
+    """Who listens on TCP port (any local address), per psutil; None when nobody does."""
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except psutil.AccessDenied:
+        conns = []
+    for conn in conns:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+            if conn.pid is None:
+                return PortOwner(port, None, "?", "?")
+            try:
+                proc = psutil.Process(conn.pid)
+                return PortOwner(port, conn.pid, proc.name(), " ".join(proc.cmdline()))
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                return PortOwner(port, conn.pid, "?", "?")
+    return None
+
+
+def wait_port_free(port: int, deadline: float, poll: float = 0.1) -> PortOwner | None:
+    """Wait until nobody listens on port; returns the owner still there at the deadline, else None."""
+    while True:
+        owner = port_owner(port)
+        if owner is None or time.monotonic() >= deadline:
+            return owner
+        time.sleep(poll)

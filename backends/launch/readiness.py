@@ -1,0 +1,140 @@
+"""Race-free readiness: the process we started owns the listening socket and generates a token.
+
+``/v1/models``, ``/model_info`` and ``/server_info`` answer before warmup ends, and an old server
+still draining answers them too; neither is proof. A probe costs the server at most one 1-token
+``/generate`` and runs at most once per ``min_interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from backends.core.apikey import auth_headers
+from backends.core.plaintext import plain, plain_data
+from backends.launch.process import port_owner, tree_pids
+
+PROBE_PROMPT = "Hello"
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    ready: bool
+    reason: str
+    owner_pid: int | None = None
+    generated: int = 0
+    unreachable: bool = False  # no connection at all (refused, no route, no such host): nothing listens
+
+
+def connect_failure(url: str, exc: httpx.ConnectError) -> str:
+    """``connection refused at URL`` when the OS refused it, else what went wrong, naming the URL."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError) or getattr(cause, "errno", None) == errno.ECONNREFUSED:
+            return f"connection refused at {url}"
+        cause = cause.__cause__ or cause.__context__
+    if "refused" in str(exc).lower():
+        return f"connection refused at {url}"
+    return f"cannot connect to {url}: {exc or type(exc).__name__}"
+
+
+def owner_check(port: int, expected_pid: int | None) -> ProbeResult | None:
+    """None when the socket check passes; else the reason it does not (nobody, or someone else, listens)."""
+    owner = port_owner(port)
+    if owner is None:
+        return ProbeResult(False, f"nothing listens on port {port} yet")
+    if expected_pid is None:
+        return None
+    if owner.pid is None or owner.pid not in tree_pids(expected_pid):
+        return ProbeResult(False, f"{owner.describe()}, not by the server ddtune started (pid {expected_pid})",
+                           owner_pid=owner.pid)
+    return None
+
+
+async def generate_one_token(client: httpx.AsyncClient, base_url: str, timeout: float = 30.0) -> int:
+    """POST /generate with max_new_tokens=1; returns the number of tokens generated (0 if none)."""
+    resp = await client.post(f"{base_url}/generate", timeout=timeout, json={
+        "text": PROBE_PROMPT, "sampling_params": {"max_new_tokens": 1, "temperature": 0},
+    })
+    if resp.status_code != 200:
+        raise httpx.HTTPStatusError(f"/generate returned HTTP {resp.status_code}", request=resp.request,
+                                    response=resp)
+    body = resp.json()
+    if isinstance(body, list):
+        body = body[0] if body else {}
+    meta = body.get("meta_info") or {}
+    tokens = meta.get("completion_tokens")
+    if isinstance(tokens, int):
+        return tokens
+    return 1 if body.get("text") else 0
+
+
+class ReadinessProbe:
+    """Probe ``base_url`` for the server with ``expected_pid`` (None for a remote endpoint).
+
+    ``probe()`` never runs more often than ``min_interval``: a call that comes sooner waits."""
+
+    def __init__(self, base_url: str, port: int | None, expected_pid: int | None,
+                 min_interval: float = 1.0, check_owner: bool = True, api_key: str | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.port = port
+        self.expected_pid = expected_pid
+        self.min_interval = min_interval
+        self.check_owner = check_owner and port is not None
+        self.generations = 0  # 1-token generations sent, for the cost figure
+        self._last = float("-inf")
+        self._client: httpx.AsyncClient | None = None
+        self._headers = auth_headers(api_key)
+
+    async def __aenter__(self) -> ReadinessProbe:
+        self._client = httpx.AsyncClient(trust_env=False, headers=self._headers)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def probe(self) -> ProbeResult:
+        wait = self._last + self.min_interval - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        self._last = time.monotonic()
+        if self.check_owner:
+            failed = await asyncio.to_thread(owner_check, self.port, self.expected_pid)  # type: ignore[arg-type]
+            if failed is not None:
+                return failed
+        client = self._client or httpx.AsyncClient(trust_env=False, headers=self._headers)
+        try:
+            self.generations += 1
+            tokens = await generate_one_token(client, self.base_url)
+        except httpx.ConnectError as exc:
+            return ProbeResult(False, connect_failure(self.base_url, exc), owner_pid=self.expected_pid,
+                               unreachable=True)
+        except httpx.ConnectTimeout:
+            return ProbeResult(False, f"no answer from {self.base_url} (connecting timed out)",
+                               owner_pid=self.expected_pid, unreachable=True)
+        except (httpx.HTTPError, ValueError) as exc:
+            return ProbeResult(False, f"1-token /generate failed: {plain(str(exc), one_line=True)}",
+                               owner_pid=self.expected_pid)
+        finally:
+            if client is not self._client:
+                await client.aclose()
+        if tokens < 1:
+            return ProbeResult(False, "1-token /generate returned no tokens", owner_pid=self.expected_pid)
+        return ProbeResult(True, f"pid {self.expected_pid} owns port {self.port} and generated {tokens} token(s)"
+                           if self.expected_pid else f"{self.base_url} generated {tokens} token(s)",
+                           owner_pid=self.expected_pid, generated=tokens)
+
+
+async def fetch_server_info(url: str, api_key: str | None = None) -> dict | None:
+    try:
+        async with httpx.AsyncClient(trust_env=False, headers=auth_headers(api_key)) as client:
+            resp = await client.get(f"{url}/server_info", timeout=5.0)
+        return plain_data(resp.json()) if resp.status_code == 200 else None  # untrusted: made plain here
+    except (httpx.HTTPError, ValueError):
+        return None

@@ -1,0 +1,2 @@
+"""The machine under the server: GPUs (NVML), host CPU and memory, and GPU sets for parallel lanes.
+"""

@@ -1,0 +1,86 @@
+"""The requests ``ddtune selftest`` sends, and the acceptance they show.
+
+Each request is a greedy ``/generate`` (native: its ``meta_info`` carries ``spec_verify_ct`` on every
+SGLang with speculation, 0.5.11 on); the server's counters (``/metrics``) are read around the batch.
+Per request: completion tokens / verify steps. Over the batch: Δtokens / Δverify calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import httpx
+
+from backends.core.apikey import auth_headers
+from backends.logs.acceptance import SpecCounters, counter_acceptance, parse_counters
+
+PROMPT = "def fibonacci(n):\n    "
+
+
+@dataclass(frozen=True)
+class Measured:
+    per_request: tuple[float | None, ...]   # each request's acceptance (None: its answer had no spec field)
+    counters: float | None                  # Δtokens / Δverify calls over the batch, None without counters
+    errors: tuple[str, ...] = ()
+
+    @property
+    def request_values(self) -> list[float]:
+        return [v for v in self.per_request if v is not None]
+
+    @property
+    def value(self) -> float | None:
+        """The batch's acceptance: the requests' own fields first, else the counters."""
+        values = self.request_values
+        return sum(values) / len(values) if values else self.counters
+
+    @property
+    def source(self) -> str | None:
+        if self.request_values:
+            return "request"
+        return "counters" if self.counters is not None else None
+
+
+async def _counters(client: httpx.AsyncClient, url: str) -> SpecCounters | None:
+    try:
+        resp = await client.get(f"{url}/metrics", timeout=10.0)
+    except httpx.HTTPError:
+        return None
+    return parse_counters(resp.text) if resp.status_code == 200 else None
+
+
+def request_acceptance(body: dict) -> float | None:
+    meta = body.get("meta_info") if isinstance(body, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    steps, tokens = meta.get("spec_verify_ct"), meta.get("completion_tokens")
+    if isinstance(steps, (int, float)) and isinstance(tokens, (int, float)) and steps > 0:
+        return float(tokens) / float(steps)
+    return None
+
+
+async def measure(url: str, api_key: str | None, requests: int, max_new_tokens: int,
+                  concurrency: int = 8, timeout: float = 120.0) -> Measured:
+    """Send ``requests`` greedy generations, ``concurrency`` at a time; their acceptance."""
+    url = url.rstrip("/")
+    limit = asyncio.Semaphore(concurrency)
+    errors: list[str] = []
+    async with httpx.AsyncClient(trust_env=False, headers=auth_headers(api_key)) as client:
+        before = await _counters(client, url)
+
+        async def one(i: int) -> float | None:
+            async with limit:
+                try:
+                    resp = await client.post(f"{url}/generate", timeout=timeout, json={
+                        "text": PROMPT + f"# {i}\n",
+                        "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0,
+                                            "ignore_eos": True}})
+                    resp.raise_for_status()
+                    return request_acceptance(resp.json())
+                except (httpx.HTTPError, ValueError) as exc:
+                    errors.append(f"/generate: {type(exc).__name__}: {str(exc)[:200]}")
+                    return None
+
+        values = await asyncio.gather(*(one(i) for i in range(requests)))
+        after = await _counters(client, url)
+    return Measured(tuple(values), counter_acceptance(before, after), tuple(errors))

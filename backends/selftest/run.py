@@ -1,0 +1,125 @@
+"""The order of ``ddtune selftest``: build, flags, start (agreeing draft), draft runner line,
+acceptance, GPU, knob restart (random draft, another window), collapse alarm, stop.
+
+A check that cannot run because an earlier one failed is a skip naming that check; the stop runs
+whatever happened, so nothing is left running.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+
+from backends.knobs.config import ServerConfig
+from backends.core.errors import UsageError
+from backends.knobs.plan import as_count
+from backends.selftest.checks import (
+    Check, Report, _acceptance_checks, _collapse_check, _first_line, _flags_check, _stop_check, build_models,
+    draft_runner_check, gpu_check, temporary_state_dir,
+)
+from backends.selftest.plan import block_size, derive, free_port, other_window, split_extra_args
+
+LATER = ("ready", "draft_runner", "acceptance", "agree", "gpu", "knob_restart", "collapse_alarm", "stop")
+
+
+def _skip_rest(checks: list[Check], after: str, stop: bool = True) -> None:
+    """The checks that cannot run now, as skips (``stop``: nothing was started, so no stop check either)."""
+    done = {c.name for c in checks}
+    checks.extend(Check(name, "skip", f"needs {after}") for name in LATER
+                  if name not in done and (stop or name != "stop"))
+
+
+async def run_selftest(config: ServerConfig, on_event: Callable | None = None, *, keep: bool = False,
+                       ready_timeout_s: float = 900.0, work_dir: str | None = None) -> Report:
+    from backends.drivers.endpoint import make_backend
+    from backends.launch.process import tree_pids
+    from backends.server.session import ServerSession
+
+    if config.backend not in ("sglang", "sim"):
+        raise UsageError(f"selftest starts a server of its own; backend {config.backend!r} cannot",
+                         hint='use backend = "sglang" with python = the interpreter that has sglang '
+                              '(or no config: the simulator)')
+    block = block_size(config)
+    kept, aside = split_extra_args(config.extra_args)
+    report = Report([], [{"args": list(a.args), "why": a.why} for a in aside], config.backend)
+    root = work_dir or tempfile.mkdtemp(prefix="ddtune-selftest-")
+    report.work_dir = root
+    state_dir = os.path.join(root, "state")
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    checks = report.checks
+    try:
+        check, built = build_models(config, os.path.join(root, "models"), block)
+        checks.append(check)
+        if built is None:
+            _skip_rest(checks, "build")
+            return report
+        derived = derive(config, built["target"], built["draft_agree"], free_port(config.host), kept, block,
+                         ready_timeout_s)
+        with temporary_state_dir(state_dir):
+            check, report.version = _flags_check(derived, make_backend(derived))
+            checks.append(check)
+            if check.status == "fail":
+                _skip_rest(checks, "flags")
+                return report
+            await _serve(derived, built, block, report, on_event, tree_pids, ServerSession)
+    finally:
+        if not keep and report.ok:
+            shutil.rmtree(root, ignore_errors=True)
+            report.work_dir = None
+    return report
+
+
+async def _serve(derived: ServerConfig, built: dict, block: int, report: Report, on_event, tree_pids,
+                 session_cls) -> None:
+    checks = report.checks
+    session = session_cls(derived, wait_for_lock=False, stream_log=True)
+    if on_event is not None:
+        session.subscribe(on_event)
+    pids: set[int] = set()
+    logs: list[str] = []
+    report.log_paths = logs
+    try:
+        state = await session.up()
+        logs.append(state.log_path or "")
+        if state.pid:
+            pids |= tree_pids(state.pid)
+        if state.phase != "ready":
+            checks.append(Check("ready", "fail", _first_line(state.reason),
+                                f"read the server log {state.log_path}; the same start would fail with your model"))
+            _skip_rest(checks, "ready", stop=False)
+            return
+        took = state.ready_at - state.started_at if state.ready_at and state.started_at else 0.0
+        checks.append(Check("ready", "pass", f"pid {state.pid} generated a token {took:.1f} s after launch "
+                            f"(the pid that listens, probed by /generate)"))
+        checks.append(draft_runner_check(state, derived))
+        key = session.api_key()
+        checks.extend(await _acceptance_checks(state.url, key, block))
+        pids |= tree_pids(state.pid) if state.pid else set()
+        checks.append(gpu_check(derived, pids))
+        window = other_window(as_count(derived.knobs.get("window")), block)
+        moved = derived.with_knobs({"window": window})
+        random = _with_draft(moved, built["draft_random"])
+        state = await session.restart(config=random)
+        logs.append(state.log_path or "")
+        if state.pid:
+            pids |= tree_pids(state.pid)
+        if state.phase != "ready":
+            checks.append(Check("knob_restart", "fail", f"the restart to window {window} failed: "
+                                f"{_first_line(state.reason)}", f"read the server log {state.log_path}"))
+            checks.append(Check("collapse_alarm", "skip", "needs knob_restart"))
+            return
+        verdict = draft_runner_check(state, random, name="knob_restart")
+        checks.append(Check("knob_restart", verdict.status, f"restarted to window {window} (pid {state.pid}): "
+                            f"{verdict.detail}", verdict.fix))
+        checks.append(await _collapse_check(session, state.url, session.api_key()))
+    finally:
+        checks.append(await _stop_check(session, pids, derived.port))
+        await session.close()
+
+
+def _with_draft(config: ServerConfig, draft: str) -> ServerConfig:
+    from dataclasses import replace
+
+    return replace(config, draft_model=draft)

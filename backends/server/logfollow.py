@@ -1,0 +1,151 @@
+"""The one reader of a managed server's log: parses each line once and fans the result out.
+
+``LogFollower.follow(state)`` tails that launch's log from its first byte (a new launch switches
+files). Every line is parsed once by ``backends.logs.parse`` and classified once by
+``backends.logs.kind``; from that single pass it
+
+- keeps the facts readiness and verification need for this launch (``LogFacts``: the pid in
+  ``Started server process [PID]``, the latest line holding each marker the knob table verifies
+  from (the draft-runner and DDTree lines, the ``server_args=`` dump), fatal lines, the tail),
+- moves the ``StartupTracker`` through its phases (``on_phase`` after each change),
+- hands the lead rank's ``Decode batch`` figures to ``on_decode`` as they come,
+- and batches the lines themselves for ``on_lines`` (at most every ``flush_s``; a burst larger than
+  ``batch_max`` keeps its newest lines and says how many it skipped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from backends.drivers.base import Backend
+from backends.knobs.plan import SHIPPED
+from backends.logs.events import DecodeBatch, Fatal, ServerStarted
+from backends.logs.kind import LogLine, classify
+from backends.logs.parse import parse_line
+from backends.server.startup import FAILED, READY, StartupTracker
+from backends.record.state import ServerState
+
+TAIL_LINES = 20
+FLUSH_S = 0.25        # log lines reach readers in batches at most this often (4 Hz)
+BATCH_MAX = 2000      # a burst larger than this keeps only its newest lines
+
+
+def _fatal_rank(event: Fatal) -> int:
+    return 0 if event.kind == "oom" else (2 if event.generic else 1)
+
+
+@dataclass
+class LogFacts:
+    """What one launch's log has said so far that the lifecycle acts on."""
+
+    started_pid: int | None = None      # the latest "Started server process [PID]"
+    marked: dict[str, str] = field(default_factory=dict)  # marker -> the latest line holding it
+    fatals: list[Fatal] = field(default_factory=list)
+    fatal_at: float | None = None       # monotonic time of the first non-generic fatal line
+    tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES * 5))
+
+    def fatal_reason(self) -> str:
+        """The fatal lines, most telling first (an OOM beats "scheduler hit an exception")."""
+        seen: list[str] = []
+        for event in sorted(self.fatals, key=_fatal_rank):
+            text = f"{event.kind}: {event.message}"
+            if text not in seen:
+                seen.append(text)
+        return "fatal log line: " + " | ".join(seen[:4])
+
+    def last_lines(self, n: int = TAIL_LINES) -> list[str]:
+        return list(self.tail)[-n:]
+
+
+class LogFollower:
+    """Follows the log of the launch it was last pointed at; see the module docstring."""
+
+    def __init__(self, backend: Backend, tracker: StartupTracker,
+                 on_lines: Callable[[tuple[LogLine, ...], int], None] | None = None,
+                 on_decode: Callable[[float, DecodeBatch], None] | None = None,
+                 on_phase: Callable[[], None] | None = None, flush_s: float = FLUSH_S,
+                 batch_max: int = BATCH_MAX) -> None:
+        self.backend = backend
+        self.tracker = tracker
+        self.on_lines = on_lines
+        self.on_decode = on_decode
+        self.on_phase = on_phase
+        self.flush_s = flush_s
+        self.markers: tuple[str, ...] = SHIPPED.log_markers()  # the manager sets its config's
+        self.facts = LogFacts()
+        self.log_path: str | None = None
+        self._task: asyncio.Task | None = None
+        self._pending: deque[LogLine] = deque(maxlen=batch_max)
+        self._read = 0
+        self._flusher: asyncio.Task | None = None
+
+    def follow(self, state: ServerState) -> LogFacts:
+        """Start reading this launch's log from its start (no-op when it is the one being read)."""
+        if not self.backend.has_logs() or not state.log_path:
+            return self.facts
+        if state.log_path == self.log_path and self._task is not None and not self._task.done():
+            return self.facts
+        self.stop()
+        self.backend.api_key(state)  # the launch's key, remembered: the lines read mask it (linesplitter)
+        self.log_path = state.log_path
+        self.facts = LogFacts()
+        self._task = asyncio.create_task(self._run(state, self.facts))
+        if self.on_lines is not None:
+            self._flusher = asyncio.create_task(self._flush_loop())
+        return self.facts
+
+    def stop(self) -> None:
+        for task in (self._task, self._flusher):
+            if task is not None:
+                task.cancel()
+        self._task = self._flusher = None
+        self.flush()
+
+    async def settle(self) -> None:
+        """Let the reader take what is already in the file (after the server exited)."""
+        await asyncio.sleep(0.5)
+
+    async def _run(self, state: ServerState, facts: LogFacts) -> None:
+        tracker = self.tracker
+        async for text in self.backend.log_lines(state, from_start=True):
+            facts.tail.append(text)
+            for marker in self.markers:
+                if marker in text:
+                    facts.marked[marker] = text
+            event = parse_line(text)
+            if self.on_lines is not None:
+                self._pending.append(LogLine(text, classify(text, event), event))
+                self._read += 1
+            if event is None:
+                continue
+            now = time.monotonic()
+            if isinstance(event, DecodeBatch):
+                if event.is_lead and self.on_decode is not None:
+                    self.on_decode(now, event)
+                continue
+            if isinstance(event, ServerStarted):
+                facts.started_pid = event.pid
+            elif isinstance(event, Fatal) and (tracker.phase not in (READY, FAILED) or facts.fatal_at is not None):
+                facts.fatals.append(event)
+                if not event.generic and facts.fatal_at is None:
+                    facts.fatal_at = now
+            if tracker.feed(event, now) and self.on_phase is not None:
+                self.on_phase()
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_s)
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand the lines read since the last flush to ``on_lines`` (one call per batch)."""
+        if not self._pending or self.on_lines is None:
+            return
+        lines = tuple(self._pending)
+        skipped, self._read = self._read - len(lines), 0
+        self._pending.clear()
+        self.on_lines(lines, max(skipped, 0))

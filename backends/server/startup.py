@@ -1,0 +1,242 @@
+"""Where a server start stands: a pure state machine over log events, plus the history of past
+starts (``startups.jsonl`` in the state dir) that gives an ETA.
+
+Phases, in order: idle -> stopping-old -> waiting-for-port-and-gpu -> starting-process ->
+loading-weights -> capturing-graphs -> warmup -> ready | failed. The lifecycle code calls
+``begin_stop``, ``begin_wait`` and ``begin_start`` (the new process exists); log events move the
+rest through ``feed``. ``starting-process`` is the new interpreter importing SGLang: on a real
+0.5.17 server the ``server_args=`` dump comes ~25 s before ``Load weight begin``, and those seconds
+are imports, never weight loading; loading begins at the first weight, memory or draft-runner line.
+Time is always passed in (``now``, seconds on any monotonic clock), so the tracker itself never
+reads a clock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+
+from backends.core.datafile import loads
+from backends.core.statefs import StateWriteError, append_line, read_state_file
+from backends.logs.events import (
+    AppStartupComplete, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
+    GraphCaptureSizes, KvCache, LogEvent, MaxTotalTokens, MemoryPoolEnd, ServerArgs, ServerReady,
+    ServerStarted, ShardProgress, StartupTimings, UvicornRunning, WeightLoadBegin, WeightLoadEnd,
+)
+
+IDLE, STOPPING, WAITING, STARTING = "idle", "stopping-old", "waiting-for-port-and-gpu", "starting-process"
+LOADING, CAPTURING, WARMUP = "loading-weights", "capturing-graphs", "warmup"
+READY, FAILED = "ready", "failed"
+PHASES = (IDLE, STOPPING, WAITING, STARTING, LOADING, CAPTURING, WARMUP, READY, FAILED)
+WORK_PHASES = (STOPPING, WAITING, STARTING, LOADING, CAPTURING, WARMUP)  # the ones that take time
+_ORDER = {p: i for i, p in enumerate(PHASES)}
+
+_LOADING_EVENTS = (WeightLoadBegin, ShardProgress, WeightLoadEnd, DraftRunner, KvCache, MemoryPoolEnd)
+_CAPTURE_EVENTS = (GraphCaptureBegin, GraphCaptureSizes, GraphCaptureProgress, GraphCaptureEnd,
+                   MaxTotalTokens, StartupTimings)
+_WARMUP_EVENTS = (ServerStarted, AppStartupComplete, UvicornRunning)
+
+
+@dataclass(frozen=True)
+class PhaseChange:
+    phase: str
+    detail: str
+    at: float
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One report for the user: the startup phase, its detail, times, and the pid it concerns."""
+
+    phase: str
+    detail: str
+    elapsed_s: float
+    phase_elapsed_s: float
+    eta_s: float | None
+    pid: int | None = None
+
+
+class StartupTracker:
+    """Feed it events; read ``phase``, ``detail``, ``durations(now)`` and ``eta_s(now)``.
+
+    ``expected`` maps phase -> typical seconds (``StartupHistory.medians(model)``)."""
+
+    def __init__(self, expected: dict[str, float] | None = None) -> None:
+        self.expected = dict(expected or {})
+        self._reset()
+
+    def _reset(self) -> None:
+        self.phase = IDLE
+        self.detail = ""
+        self.error: str | None = None
+        self.started_at: float | None = None
+        self.changes: list[PhaseChange] = []
+        self._entered_at: float | None = None
+        self._done: dict[str, float] = {}
+        self._weights_done = 0
+
+    # --- notices from the lifecycle code ----------------------------------------------------
+    def begin_stop(self, now: float) -> None:
+        """A new start begins by stopping the old server: earlier progress is forgotten."""
+        self._reset()
+        self._enter(STOPPING, "", now)
+
+    def begin_wait(self, now: float, detail: str = "") -> None:
+        self._enter(WAITING, detail, now)
+
+    def begin_start(self, now: float, detail: str = "") -> None:
+        """The new server process exists; until its first weight line it is importing."""
+        self._advance(STARTING, detail or "importing", now)
+
+    def fail(self, reason: str, now: float) -> None:
+        if self.phase in (READY, FAILED):
+            return
+        self.error = reason
+        self._enter(FAILED, reason, now)
+
+    # --- log events -------------------------------------------------------------------------
+    def feed(self, event: LogEvent, now: float) -> bool:
+        """Apply one event; True when phase or detail changed. Backward moves are ignored."""
+        before = (self.phase, self.detail)
+        if self.phase in (READY, FAILED):
+            return False  # a crash after ready is the lifecycle's business (status), not startup's
+        if isinstance(event, Fatal):
+            if not event.generic:
+                self.fail(f"{event.kind}: {event.message}", now)
+        elif isinstance(event, ServerArgs):
+            self._advance(STARTING, "importing (server args read)", now)
+        elif isinstance(event, _LOADING_EVENTS):
+            self._loading(event, now)
+        elif isinstance(event, _CAPTURE_EVENTS):
+            self._capturing(event, now)
+        elif isinstance(event, _WARMUP_EVENTS):
+            self._advance(WARMUP, "http server up, warming up", now)
+        elif isinstance(event, ServerReady):
+            self._advance(READY, "", now)
+        return (self.phase, self.detail) != before
+
+    def _loading(self, e: LogEvent, now: float) -> None:
+        which = "target" if self._weights_done == 0 else "draft"
+        if not e.is_lead:
+            self._advance(LOADING, self.detail or f"{which} weights", now)
+            return
+        if isinstance(e, ShardProgress):
+            detail = f"shard {e.done}/{e.total} {which}"
+        elif isinstance(e, WeightLoadEnd):
+            self._weights_done += 1
+            detail = f"{which} weights loaded"
+        elif isinstance(e, (KvCache, MemoryPoolEnd)):
+            detail = "allocating KV cache"
+        elif isinstance(e, DraftRunner):
+            detail = "draft runner ready"
+        else:
+            detail = f"{which} weights"
+        self._advance(LOADING, detail, now)
+
+    def _capturing(self, e: LogEvent, now: float) -> None:
+        detail = self.detail if self.phase == CAPTURING else ""
+        if isinstance(e, GraphCaptureBegin):
+            detail = e.name if e.name != "default" else "cuda graph"
+        elif isinstance(e, GraphCaptureProgress):
+            base = detail.split(" bs=")[0].split(" (")[0] or "cuda graph"
+            detail = f"{base} bs={e.bs} ({e.done}/{e.total})" if e.bs is not None else f"{base} ({e.done}/{e.total})"
+        elif isinstance(e, GraphCaptureEnd):
+            detail = f"{e.name} done"
+        self._advance(CAPTURING, detail, now)
+
+    def _advance(self, phase: str, detail: str, now: float) -> None:
+        if _ORDER[phase] < _ORDER[self.phase]:
+            return
+        if phase == self.phase:
+            self.detail = detail
+            return
+        self._enter(phase, detail, now)
+
+    def _enter(self, phase: str, detail: str, now: float) -> None:
+        if self.started_at is None:
+            self.started_at = now
+        if self._entered_at is not None and self.phase in WORK_PHASES:
+            self._done[self.phase] = self._done.get(self.phase, 0.0) + max(0.0, now - self._entered_at)
+        self.phase, self.detail, self._entered_at = phase, detail, now
+        self.changes.append(PhaseChange(phase, detail, now))
+
+    # --- readings ---------------------------------------------------------------------------
+    def phase_elapsed(self, now: float) -> float:
+        return 0.0 if self._entered_at is None else max(0.0, now - self._entered_at)
+
+    def durations(self, now: float | None = None) -> dict[str, float]:
+        """Seconds spent per work phase so far (the current one up to ``now`` when given)."""
+        out = dict(self._done)
+        if now is not None and self.phase in WORK_PHASES and self._entered_at is not None:
+            out[self.phase] = out.get(self.phase, 0.0) + self.phase_elapsed(now)
+        return {p: round(out[p], 3) for p in WORK_PHASES if p in out}
+
+    def elapsed(self, now: float) -> float:
+        return 0.0 if self.started_at is None else max(0.0, now - self.started_at)
+
+    def eta_s(self, now: float) -> float | None:
+        """Seconds left until ready, from the typical phase times; None without history."""
+        if not self.expected or self.phase == FAILED:
+            return None  # no history of this server: no guess, not even "0 s" once the log says ready
+        if self.phase == READY:
+            return 0.0
+        if self.phase == IDLE:
+            return round(sum(self.expected.get(p, 0.0) for p in WORK_PHASES[2:]), 3)
+        left = max(0.0, self.expected.get(self.phase, 0.0) - self.phase_elapsed(now))
+        later = WORK_PHASES[WORK_PHASES.index(self.phase) + 1:]
+        return round(left + sum(self.expected.get(p, 0.0) for p in later), 3)
+
+
+class StartupHistory:
+    """Per-phase durations of past starts, one JSON object a line, keyed by server
+    (``ServerConfig.startup_key()``: backend, model and launch flags, not the knobs). A record
+    written before that key existed (model only) is not this server's and gives no ETA."""
+
+    FILENAME = "startups.jsonl"
+    KEEP = 20  # medians over the last KEEP successful starts of a model
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def default(cls) -> StartupHistory:
+        from backends.core.paths import state_dir
+
+        return cls(state_dir() / cls.FILENAME)
+
+    def append(self, server: str, durations: dict[str, float], ok: bool, at: float, model: str | None = None) -> None:
+        record = {"server": server, "model": model, "at": at, "ok": ok,
+                  "phases": {p: round(float(s), 3) for p, s in durations.items() if p in WORK_PHASES}}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            append_line(self.path, json.dumps(record, sort_keys=True) + "\n")  # no symlink followed
+        except StateWriteError:
+            pass  # a full disk costs this start's timings only, never the start
+
+    def records(self, server: str | None = None) -> list[dict]:
+        raw = read_state_file(self.path)
+        if raw is None:
+            return []
+        text = raw.decode("utf-8", errors="replace")
+        out = []
+        for line in text.splitlines():
+            try:
+                rec = loads(line)
+            except ValueError:
+                continue  # a torn or hand-edited line costs that line only
+            if isinstance(rec, dict) and isinstance(rec.get("phases"), dict) and (
+                    server is None or rec.get("server") == server):
+                out.append(rec)
+        return out
+
+    def medians(self, server: str) -> dict[str, float]:
+        recent = [r for r in self.records(server) if r.get("ok")][-self.KEEP:]
+        out: dict[str, float] = {}
+        for phase in WORK_PHASES:
+            values = [float(v) for r in recent if isinstance(v := r["phases"].get(phase), (int, float))]
+            if values:
+                out[phase] = round(median(values), 3)
+        return out

@@ -1,0 +1,2 @@
+"""``ddtune bench``: the benchmark matrix (context lengths x concurrency), one durable cell at a time.
+"""

@@ -1,0 +1,98 @@
+"""Hidden tests as (call, comparison, expected value): the sandbox computes the call, ddtune compares.
+
+A test in presets/problems/coding.toml reads ``CALL == VALUE`` (or ``!=``, or ``is``/``is not``
+with True, False or None), VALUE a Python literal of plain data. The sandboxed child only ever
+sees CALL; VALUE stays in this process, so an answer that lies about what CALL returned can only
+pass by guessing VALUE. The child sends results as JSON built from exact types (see
+workloads/grading/sandbox_child.py); ``decode`` accepts nothing else, so no object of the answer's making
+(an ``__eq__`` that is always true, an int subclass) ever reaches a comparison here.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not"}
+SINGLETONS = (None, True, False)
+MAX_DEPTH = 100
+SHAPE_HINT = ("write each test as CALL == VALUE (or CALL is True/False/None), VALUE a literal of plain data "
+              "(None, bool, int, float, str, list, tuple, dict)")
+
+
+class Malformed(ValueError):
+    """The child sent something that is not a result record of plain data."""
+
+
+@dataclass(frozen=True)
+class Check:
+    source: str  # the test as written
+    call: str  # the left-hand side: all the sandbox sees
+    op: str
+    expected: object
+
+    def holds(self, value: object) -> bool:
+        """``value`` comes from ``decode``: plain data of exact builtin types, so these are builtin comparisons."""
+        if self.op == "==":
+            return bool(value == self.expected)
+        if self.op == "!=":
+            return bool(value != self.expected)
+        if self.op == "is":
+            return value is self.expected
+        return value is not self.expected
+
+
+def is_plain(value: object, depth: int = 0) -> bool:
+    kind = type(value)
+    if value is None or kind in (bool, int, float, str):
+        return True
+    if depth > MAX_DEPTH:
+        return False
+    if kind in (list, tuple):
+        return all(is_plain(item, depth + 1) for item in value)  # type: ignore[attr-defined]
+    if kind is dict:
+        items = value.items()  # type: ignore[attr-defined]
+        return all(is_plain(k, depth + 1) and is_plain(v, depth + 1) for k, v in items)
+    return False
+
+
+def parse_test(source: str, function: str) -> Check:
+    """Split one test; ``ValueError`` (a one-line reason) when it does not have the required shape."""
+    try:
+        body = ast.parse(source.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise ValueError(f"not a Python expression ({exc.msg})") from None
+    if not isinstance(body, ast.Compare) or len(body.ops) != 1 or type(body.ops[0]) not in OPS:
+        raise ValueError("not of the form CALL == VALUE")
+    op = OPS[type(body.ops[0])]
+    try:
+        expected = ast.literal_eval(body.comparators[0])
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise ValueError("the right-hand side is not a literal") from None
+    if not is_plain(expected):
+        raise ValueError(f"the right-hand side is a {type(expected).__name__}, not plain data")
+    if op in ("is", "is not") and not any(expected is s for s in SINGLETONS):
+        raise ValueError(f"'{op}' compares only with True, False or None")
+    if not any(isinstance(node, ast.Name) and node.id == function for node in ast.walk(body.left)):
+        raise ValueError(f"the left-hand side does not call {function}")
+    return Check(source, ast.unparse(body.left), op, expected)
+
+
+def decode(value: object, depth: int = 0) -> object:
+    """Plain data back from the child's JSON: lists as lists, {"tuple": [...]}, {"dict": [[k, v], ...]}."""
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if depth > MAX_DEPTH:
+        raise Malformed("nested too deeply")
+    if type(value) is list:
+        return [decode(item, depth + 1) for item in value]
+    if type(value) is dict and len(value) == 1:
+        (tag, items), = value.items()
+        if tag == "tuple" and type(items) is list:
+            return tuple(decode(item, depth + 1) for item in items)
+        if tag == "dict" and type(items) is list and all(type(p) is list and len(p) == 2 for p in items):
+            try:
+                return {decode(k, depth + 1): decode(v, depth + 1) for k, v in items}
+            except TypeError:  # an unhashable key: no real dict has one
+                raise Malformed("a dict key that cannot be a key") from None
+    raise Malformed(f"not plain data: {type(value).__name__}")

@@ -1,0 +1,355 @@
+"""Run untrusted generated code in a sandbox; judge its results here, where the answers are.
+
+Layers, outermost first:
+- trusted-side judging: each hidden test is ``CALL == VALUE`` (workloads/grading/checks.py). The child gets
+  only the CALLs, evaluates them and writes each result as plain-data JSON to a dedicated pipe; this
+  process decodes it (exact builtin types only) and compares it with VALUE, which the child never
+  sees. Nothing the child prints or writes to a file is a verdict; an object that is not plain data
+  is a ``fail``; a lying child can only pass by guessing VALUE;
+- an OS boundary (workloads/grading/sandbox_isolation.py): new PID, mount, network and IPC namespaces
+  through bubblewrap, else util-linux ``unshare``: a read-only interpreter and /usr, no network, a
+  fresh /proc, an empty environment, a sized tmpfs as working directory, and no host directory to
+  clean up. As root the child runs as a fresh unprivileged uid; as a user, in a user namespace. It
+  holds no capability and installs a seccomp filter (workloads/grading/sandbox_seccomp.py) before the answer
+  runs. The namespace's pid 1 is SIGKILLed after every run, so nothing it started (a ``setsid``
+  double fork included) outlives the run; ``--die-with-parent``/pdeathsig cover ddtune dying;
+- limits for the whole answer: a cgroup (workloads/grading/sandbox_cgroup.py) caps the memory and the
+  processes of all the answer's processes where one can be had; else the watchdog below sums the
+  namespace's resident memory and counts its processes;
+- resource limits the child sets on itself before the answer runs: CPU seconds, address space, file
+  size, open files, no core dumps (RLIMIT_NPROC for non-root in the fallback); a wall-clock timeout;
+  a watchdog that stops the run when it holds more than ``max_procs`` live processes;
+- where no namespace can be made, the ``rlimit`` fallback: its own session (killed as a group), a
+  host temp dir named with our pid (removed afterwards, or by the next run if we were killed), a
+  clean environment and an audit-hook tripwire. It is weak: the answer can read host files and
+  signal ddtune. ddtune warns once per run, and ``ddtune doctor`` shows which sandbox is in use.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import select
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from backends.core.plaintext import plain
+from workloads.grading.checks import Check, parse_test
+from workloads.grading import sandbox_cgroup
+from workloads.grading.sandbox_judge import judge, signal_of
+from workloads.grading.sandbox_isolation import (Isolation, Protection, as_root, isolation, make_workdir, protections,
+                                                 run_argv, seccomp_hex, sweep_once, warn_if_weak)
+
+__all__ = ["Isolation", "Protection", "SandboxLimits", "SandboxResult", "isolation", "protections", "run_tests"]
+MAX_RESULT_BYTES = 8 << 20
+PAGE = os.sysconf("SC_PAGE_SIZE")
+WRAPPER_PROCS = 4  # the cgroup also holds the wrapper: bwrap's two processes, or unshare's and its shell
+WRAPPER_BYTES = 64 << 20  # and their memory, beside the answer's own limit
+OUTPUT_TAIL = 4096
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    wall_s: float = 10.0
+    cpu_s: int = 5
+    memory_bytes: int = 1 << 30
+    file_bytes: int = 16 << 20
+    open_files: int = 64
+    max_procs: int = 16
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """``verdict`` is pass, fail, error or timeout; ``output`` the tail of what the code printed."""
+
+    verdict: str
+    detail: str
+    output: str
+    elapsed_s: float
+
+
+def clean_env(workdir: str) -> dict[str, str]:
+    """The fallback's environment: only what Python needs; none of the caller's variables travel."""
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir, "TMPDIR": workdir}
+
+
+def _processes() -> Iterator[tuple[int, bytes, int, int]]:
+    """(pid, state, ppid, pgid) of every process this /proc shows."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 2:
+            yield int(entry), fields[0], int(fields[1]), int(fields[2])
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of a process group."""
+    return [pid for pid, state, _, group in _processes() if state != b"Z" and group == pgid]
+
+
+def kill_group(pgid: int, deadline_s: float = 3.0) -> None:
+    """SIGKILL the whole group until nothing live is left in it (bounded)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return
+        if not group_members(pgid) or time.monotonic() > end:
+            return
+        time.sleep(0.01)
+
+
+class _Namespace:
+    """The sandbox's PID namespace seen from here: its pid 1 (held as a pidfd, so a recycled pid is
+    never signalled) and its members. Killing pid 1 makes the kernel kill everything inside."""
+
+    def __init__(self, wrapper_pid: int) -> None:
+        self.wrapper_pid = wrapper_pid
+        self.pidfd: int | None = None
+        self.link = ""
+
+    def find(self) -> bool:
+        if self.pidfd is not None:
+            return True
+        own = os.readlink("/proc/self/ns/pid")
+        for pid in self._children():
+            try:
+                pidfd = os.pidfd_open(pid)
+                link = os.readlink(f"/proc/{pid}/ns/pid")
+            except OSError:
+                continue
+            if link != own:
+                self.pidfd, self.link = pidfd, link
+                return True
+            os.close(pidfd)
+        return False
+
+    def _children(self) -> list[int]:
+        try:
+            with open(f"/proc/{self.wrapper_pid}/task/{self.wrapper_pid}/children") as fh:
+                return [int(pid) for pid in fh.read().split()]
+        except OSError:  # a kernel without CONFIG_PROC_CHILDREN
+            return [pid for pid, _, ppid, _ in _processes() if ppid == self.wrapper_pid]
+
+    def members(self) -> list[int]:
+        found = []
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and os.readlink(f"/proc/{entry}/ns/pid") == self.link:
+                    found.append(int(entry))
+            except OSError:
+                pass
+        return found
+
+    def kill(self, deadline_s: float = 5.0) -> None:
+        """SIGKILL pid 1, then wait until it has exited, which the kernel allows only once the
+        namespace is empty."""
+        if self.pidfd is None:
+            return
+        try:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        select.select([self.pidfd], [], [], deadline_s)
+        os.close(self.pidfd)
+        self.pidfd = None
+
+
+def _nproc_limit(extra: int) -> int | None:
+    if os.geteuid() == 0:
+        return None  # ignored for root; the watchdog covers it
+    uid = os.geteuid()
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                count += os.stat(f"/proc/{entry}").st_uid == uid
+            except OSError:
+                pass
+    return count + extra
+
+
+def run_tests(code: str, function: str, tests: tuple[str, ...] | list[str],
+              limits: SandboxLimits = SandboxLimits(), audit: bool = True) -> SandboxResult:
+    """Blocking: run ``code``, compute each test's call in the sandbox, judge here. Call it through
+    a thread from async code. ``audit``: the fallback's tripwire hook (tests switch it off to prove
+    the OS layer). Raises ``ValueError`` for a test not of the form CALL == VALUE and ``ConfigError``
+    for a DDTUNE_SANDBOX that cannot be honoured."""
+    checks = [parse_test(test, function) for test in tests]
+    found = isolation()
+    warn_if_weak(found)
+    sweep_once()
+    start = time.monotonic()
+    workdir = make_workdir() if found.kind == "rlimit" else None
+    try:
+        task = {"code": code, "function": function, "calls": [c.call for c in checks], "cwd": workdir,
+                "tripwire": audit and workdir is not None, "parent": os.getpid() if workdir else None,
+                "seccomp": seccomp_hex(),
+                "limits": {"cpu_s": limits.cpu_s, "memory_bytes": limits.memory_bytes,
+                           "file_bytes": limits.file_bytes, "open_files": limits.open_files,
+                           "nproc": _nproc_limit(limits.max_procs) if workdir else _fresh_nproc(limits)}}
+        group = _cgroup(found.kind, limits)
+        try:
+            return _supervise(found.kind, json.dumps(task).encode(), checks, limits, workdir, group, start)
+        finally:
+            if group is not None:
+                sandbox_cgroup.remove(group)
+    finally:
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _fresh_nproc(limits: SandboxLimits) -> int | None:
+    """A root grader's uid is fresh, so RLIMIT_NPROC counts the answer alone; where a cgroup holds,
+    it sits above the cgroup's limit, whose refusals the kernel counts (and the verdict names)."""
+    if not as_root():
+        return None
+    return limits.max_procs + 1 + (WRAPPER_PROCS + 1 if sandbox_cgroup.unavailable() is None else 0)
+
+
+def _cgroup(kind: str, limits: SandboxLimits) -> sandbox_cgroup.Cgroup | None:
+    """The whole answer's cgroup, where one can be had (else the watchdog holds the totals)."""
+    if kind == "rlimit" or sandbox_cgroup.unavailable() is not None:
+        return None
+    try:
+        return sandbox_cgroup.create(limits.memory_bytes + WRAPPER_BYTES, limits.max_procs + WRAPPER_PROCS)
+    except OSError:
+        return None
+
+
+def _rss(pids: list[int]) -> int:
+    """Resident bytes of these processes together (the watchdog's view where no cgroup holds)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm") as fh:
+                total += int(fh.read().split()[1]) * PAGE
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimits, workdir: str | None,
+               group: sandbox_cgroup.Cgroup | None, start: float) -> SandboxResult:
+    stdin_r, stdin_w = os.pipe()
+    results_r, results_w = os.pipe()
+    try:
+        os.set_blocking(stdin_w, False)
+        try:  # the whole task goes into the pipe before the child starts: it reads it all first
+            if len(task) > 4096:
+                fcntl.fcntl(stdin_w, fcntl.F_SETPIPE_SZ, len(task))
+            written = os.write(stdin_w, task)
+        except OSError:
+            written = 0
+        if written != len(task):
+            os.close(results_r)
+            return SandboxResult("error", f"the answer is too large to grade ({len(task)} bytes)", "",
+                                 time.monotonic() - start)
+        argv, env = run_argv(kind)
+        argv = [*(sandbox_cgroup.enter_argv(group) if group else []), *argv, str(results_w)]
+        try:
+            proc = subprocess.Popen(argv, cwd=workdir or "/", stdin=stdin_r, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, pass_fds=(results_w,), start_new_session=True,
+                                    env=clean_env(workdir) if workdir else env, umask=0o022)
+        except OSError:
+            os.close(results_r)
+            raise
+    finally:
+        for fd in (stdin_r, stdin_w, results_w):
+            os.close(fd)
+    assert proc.stdout is not None
+    out, results = bytearray(), bytearray()
+    sel = selectors.DefaultSelector()
+    for fd, sink in ((proc.stdout.fileno(), (out, True)), (results_r, (results, False))):
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ, sink)
+    ns = _Namespace(proc.pid) if workdir is None else None
+    stopped: tuple[str, str] | None = None
+    polls = peak = 0
+    try:
+        while proc.poll() is None:
+            elapsed = time.monotonic() - start
+            if elapsed > limits.wall_s:
+                stopped = "timeout", f"still running after {limits.wall_s:g} s wall clock"
+                break
+            if len(results) > MAX_RESULT_BYTES:
+                stopped = "error", f"sandbox: the answer sent more than {MAX_RESULT_BYTES >> 20} MiB of results"
+                break
+            polls += 1
+            if ns is not None and not ns.find():
+                time.sleep(0.001)  # pid 1 appears within milliseconds; hold it before the answer runs
+                continue
+            if polls % 5 == 0:
+                members = ns.members()[1:] if ns is not None else group_members(proc.pid)
+                peak = max(peak, len(members))
+                if len(members) > limits.max_procs:
+                    stopped = "error", _too_many_processes(limits)
+                    break
+                if group is None and _rss(members) > limits.memory_bytes:
+                    stopped = "error", _too_much_memory(limits)
+                    break
+            for key, _ in sel.select(0.01 if elapsed < 0.5 else 0.03):
+                _drain(key.fd, key.data)
+    finally:
+        if ns is not None:
+            ns.kill()
+        kill_group(proc.pid)
+        proc.wait()
+        for key in list(sel.get_map().values()):
+            _drain(key.fd, key.data)
+        sel.close()
+        proc.stdout.close()
+        os.close(results_r)
+    output = plain(bytes(out[-OUTPUT_TAIL:]).decode("utf-8", "replace"))  # what model code printed: untrusted
+    verdict, detail = judge(checks, bytes(results[:MAX_RESULT_BYTES]), stopped,
+                            signal_of(proc.returncode, kind), proc.returncode, output)
+    if stopped is not None and verdict == "error":  # the watchdog's reason beats what a dying answer said
+        verdict, detail = stopped
+    if group is not None and stopped is None:  # a limit of the whole answer, held by the kernel, wins
+        if sandbox_cgroup.memory_exceeded(group):
+            verdict, detail = "error", _too_much_memory(limits)
+        elif sandbox_cgroup.procs_exceeded(group):
+            verdict, detail = "error", _too_many_processes(limits)
+    if verdict == "error" and stopped is None and peak >= limits.max_procs:  # RLIMIT_NPROC refused a fork
+        detail = f"{_too_many_processes(limits)}: {detail}"
+    return SandboxResult(verdict, detail, output, time.monotonic() - start)
+
+
+def _too_many_processes(limits: SandboxLimits) -> str:
+    return f"sandbox: more than {limits.max_procs} processes (fork bomb?)"
+
+
+def _too_much_memory(limits: SandboxLimits) -> str:
+    return f"sandbox: the answer's processes together used more than {limits.memory_bytes >> 20} MiB of memory"
+
+
+def _drain(fd: int, sink: tuple[bytearray, bool]) -> None:
+    """Read what is there without blocking; stdout keeps only its tail, results stop past the cap."""
+    buf, tail_only = sink
+    while len(buf) <= MAX_RESULT_BYTES:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # BlockingIOError included: nothing more for now
+            return
+        if not chunk:
+            return
+        buf += chunk
+        if tail_only and len(buf) > OUTPUT_TAIL:
+            del buf[:-OUTPUT_TAIL]

@@ -1,0 +1,204 @@
+"""The code that runs inside the grading sandbox; the parent passes this file's text to ``python -I -S -c``.
+
+It only computes. It reads the task (the answer's code, the function name, the left-hand sides of
+the hidden tests, limits) from stdin, runs the answer, evaluates each left-hand side and writes one
+JSON line per result to the results pipe (the fd number in argv[1]). It never sees the expected
+values and never decides a verdict: the parent compares (workloads/grading/checks.py). Everything here can
+be undone by the answer, which runs in this process; that is fine, because the worst a lying child
+can send is a wrong value, and a wrong value is a ``fail``.
+
+Standalone on purpose: it imports only the standard library, because inside a namespace sandbox
+neither ddtune nor site-packages is mounted.
+"""
+
+import json
+import os
+import resource
+import sys
+
+MAX_DEPTH = 100
+
+
+class NotPlain(Exception):
+    pass
+
+
+def plain(value, depth=0):
+    """JSON form of plain data, checked by exact type so a subclass cannot lie through its methods."""
+    kind = type(value)
+    if value is None or kind is bool or kind is int or kind is float or kind is str:
+        return value
+    if depth > MAX_DEPTH:
+        raise NotPlain(f"returned data nested deeper than {MAX_DEPTH} levels")
+    if kind is list:
+        return [plain(item, depth + 1) for item in value]
+    if kind is tuple:
+        return {"tuple": [plain(item, depth + 1) for item in value]}
+    if kind is dict:
+        return {"dict": [[plain(k, depth + 1), plain(v, depth + 1)] for k, v in value.items()]}
+    try:
+        name = kind.__name__ if type(kind.__name__) is str else "object"
+    except BaseException:
+        name = "object"
+    raise NotPlain(f"returned a {name[:80]}, not plain data")
+
+
+def describe(exc):
+    try:
+        return f"{type(exc).__name__}: {exc}"[:500]
+    except BaseException:
+        return "an exception that cannot be described"
+
+
+def setlimit(which, value, slack=0):
+    try:
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY and value + slack > hard:
+            value, slack = hard, 0
+        resource.setrlimit(which, (value, value + slack))
+    except (ValueError, OSError):
+        pass
+
+
+def tripwire(root):
+    """The weak fallback's audit hook: it stops careless code, not hostile code (see sandbox.py)."""
+    write = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+    deny = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen",
+            "os.kill", "os.killpg", "signal.pthread_kill", "socket.connect", "socket.bind", "socket.sendto",
+            "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.setuid", "os.setsid"}
+    path_events = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link",
+                   "os.symlink", "os.truncate", "shutil.rmtree", "os.utime", "shutil.move", "os.replace"}
+
+    def inside(path):
+        if isinstance(path, int):
+            return True
+        try:
+            real = os.path.realpath(os.fsdecode(path))
+        except Exception:
+            return False
+        return real == root or real.startswith(root + os.sep)
+
+    def hook(event, args):
+        if event in deny:
+            raise PermissionError(f"sandbox: {event} is not allowed")
+        if event == "open":
+            path, mode, flags = (tuple(args) + (None, None, None))[:3]
+            writing = ((isinstance(mode, str) and any(c in mode for c in "wax+"))
+                       or (isinstance(flags, int) and flags & write))
+            if writing and not inside(path):
+                raise PermissionError(f"sandbox: writing {path!r} outside the working directory is not allowed")
+        elif event in path_events:
+            for arg in args:
+                if isinstance(arg, (str, bytes, os.PathLike)) and not inside(arg):
+                    raise PermissionError(f"sandbox: {event} on {arg!r} outside the working directory is not allowed")
+
+    sys.addaudithook(hook)
+
+
+def confine(program_hex):
+    """Install the seccomp filter (built by the trusted side, workloads/grading/sandbox_seccomp.py) on this
+    process and all it will start. None when it took, else why not."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        program = ctypes.create_string_buffer(bytes.fromhex(program_hex))
+
+        class Fprog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+        fprog = Fprog((len(program) - 1) // 8, ctypes.addressof(program))
+        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+            return "no_new_privs: " + os.strerror(ctypes.get_errno())
+        if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+            return "seccomp: " + os.strerror(ctypes.get_errno())
+    except Exception as exc:
+        return describe(exc)
+    return None
+
+
+def facts(program_hex, own_dir):
+    """What the sandbox looks like from inside, for the trusted side's probe (``ddtune doctor``)."""
+    with open("/proc/self/status") as fh:
+        status = fh.read()
+    field = {line.split(":")[0]: line.split(":", 1)[1].strip() for line in status.splitlines() if ":" in line}
+    out = {"uid": os.getuid(), "cap_eff": field.get("CapEff", "?"),
+           "proc_sys_writable": os.access("/proc/sys/kernel/core_pattern", os.W_OK),
+           "root_writable": os.access("/", os.W_OK), "own_files_visible": os.path.exists(own_dir)}
+    out["seccomp"] = confine(program_hex) if program_hex else "no filter for this machine"
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        out["unshare_user"] = libc.unshare(0x10000000) == 0
+    except Exception:
+        out["unshare_user"] = None
+    print(json.dumps(out), flush=True)
+
+
+def main():
+    if sys.argv[1] == "facts":
+        return facts(sys.argv[2], sys.argv[3])
+    fd = int(sys.argv[1])
+
+    def send(record):
+        data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        while data:
+            data = data[os.write(fd, data):]
+
+    def stop(record):
+        send(record)
+        os._exit(0)
+
+    task = json.loads(sys.stdin.buffer.read())
+    if task.get("parent"):  # the fallback has no namespace to die with: die with the grader
+        try:
+            import ctypes
+            ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+        except (OSError, AttributeError):
+            pass
+        if os.getppid() != task["parent"]:
+            os._exit(1)
+    if task.get("cwd"):
+        os.chdir(task["cwd"])
+    limits = task["limits"]
+    setlimit(resource.RLIMIT_CPU, limits["cpu_s"], 1)  # SIGXCPU at the soft limit
+    setlimit(resource.RLIMIT_AS, limits["memory_bytes"])
+    setlimit(resource.RLIMIT_FSIZE, limits["file_bytes"])
+    setlimit(resource.RLIMIT_NOFILE, limits["open_files"])
+    setlimit(resource.RLIMIT_CORE, 0)
+    setlimit(resource.RLIMIT_MSGQUEUE, 0)
+    if limits.get("nproc"):
+        setlimit(resource.RLIMIT_NPROC, limits["nproc"])
+    if task.get("seccomp"):
+        why = confine(task["seccomp"])
+        if why is not None:
+            stop({"error": "sandbox: cannot install the seccomp filter: " + why})
+    if task.get("tripwire"):
+        tripwire(os.path.realpath(os.getcwd()))
+    try:
+        code = compile(task["code"], "<answer>", "exec")
+    except BaseException as exc:
+        stop({"error": describe(exc)})
+    ns = {"__name__": "__answer__"}
+    try:
+        exec(code, ns)
+    except BaseException as exc:
+        stop({"error": "while defining the answer: " + describe(exc)})
+    if not callable(ns.get(task["function"])):
+        stop({"error": f"the answer does not define function {task['function']!r}"})
+    send({"defined": True})
+    for n, call in enumerate(task["calls"], 1):
+        try:
+            value = eval(compile(call, f"<test {n}>", "eval"), ns)
+        except BaseException as exc:
+            stop({"raised": describe(exc)})
+        try:
+            send({"value": plain(value)})
+        except NotPlain as exc:
+            stop({"unplain": str(exc)})
+        except (ValueError, RecursionError) as exc:  # e.g. an int past the str-conversion limit
+            stop({"unplain": "returned a value that cannot be sent: " + describe(exc)})
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The trusted side's verdict on what a sandboxed answer sent: its results, read as plain data and
+compared with the expected values only this process knows (workloads/grading/sandbox.py runs the answer).
+A lying child can only pass by guessing the expected values; anything malformed is an ``error``."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+
+from workloads.grading.checks import Check, Malformed, decode
+
+
+def signal_of(returncode: int, kind: str) -> int | None:
+    """The signal that ended the child: negative for a direct child; bwrap and the unshare shell
+    report a signalled child as 128 + n."""
+    if returncode < 0:
+        return -returncode
+    if kind != "rlimit" and returncode > 128:
+        return returncode - 128
+    return None
+
+
+def _clean(text: object) -> str:
+    """Child-made text for a detail line: a string, printable, bounded."""
+    if type(text) is not str:
+        raise Malformed("a detail that is not a string")
+    return "".join(c if c.isprintable() else "?" for c in text[:500])
+
+
+def _records(data: bytes) -> Iterator[dict]:
+    for line in data.split(b"\n")[:-1]:  # a last line without its newline never finished
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            raise Malformed("a line that is not JSON") from None
+        if type(record) is not dict:
+            raise Malformed("a line that is not a JSON object")
+        yield record
+
+
+def judge(checks: list[Check], data: bytes, stopped: tuple[str, str] | None, sig: int | None,
+          returncode: int, output: str) -> tuple[str, str]:
+    """The verdict from what the child sent, in test order. ``pass`` needs every result present,
+    plain, and equal to the expected value that only this process knows."""
+    total = len(checks)
+    records = _records(data)
+    try:
+        first = next(records, None)
+        if first is not None and set(first) == {"error"}:
+            return "error", _clean(first["error"])
+        if first is not None and first != {"defined": True}:
+            raise Malformed("no definition record first")
+        for n, check in enumerate(checks, 1):
+            record = next(records, None) if first is not None else None
+            if record is None:
+                return _ended(stopped, sig, returncode, output, f"before test {n} finished")
+            if set(record) == {"raised"}:
+                return "error", f"test {n} raised {_clean(record['raised'])}: {check.source}"
+            if set(record) == {"unplain"}:
+                return "fail", f"test {n} of {total} failed: {_clean(record['unplain'])}: {check.source}"
+            if set(record) != {"value"}:
+                raise Malformed("an unknown record")
+            if not check.holds(decode(record["value"])):
+                return "fail", f"test {n} of {total} failed: {check.source}"
+        if next(records, None) is not None:
+            raise Malformed("more results than tests")
+    except Malformed as exc:
+        return "error", f"sandbox: malformed results from the answer ({exc})"
+    if stopped is not None:
+        return stopped
+    return "pass", f"{total}/{total} tests passed"
+
+
+def _ended(stopped: tuple[str, str] | None, sig: int | None, returncode: int, output: str,
+           when: str) -> tuple[str, str]:
+    if stopped is not None:
+        return stopped
+    if sig == signal.SIGXCPU:
+        return "timeout", "CPU time limit exceeded"
+    if sig is not None:
+        name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+        return "error", f"sandbox process killed by signal {name} {when}"
+    last = output.strip().splitlines()[-1:] or [""]
+    return "error", f"sandbox process exited {returncode} {when} {last[0][:200]}".strip()

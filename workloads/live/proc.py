@@ -1,0 +1,294 @@
+"""The live coding load from the parent's side: a ``python -m workloads.live.worker`` process.
+
+The console's UI process only renders, so the load's client, windows and grading run in a worker
+process (workloads/live/worker.py holds the protocol). ``LoadProcess`` starts it in its own process
+group, hands it the settings over stdin (the API key never appears in argv or the environment),
+and turns its stdout into typed, frozen events::
+
+    load = LoadProcess()
+    await load.start(url, api_key, concurrency=32, max_tokens=1024)
+    async for event in load.events():       # one reader; ends after LoadStopped
+        ...                                 # LoadStarted, StatsUpdated, RequestDone, LoadPaused, LoadResumed
+    load.pause(); load.resume()             # around a server restart: in-flight requests come back "cancelled"
+    await load.stop("stopped")
+
+StatsUpdated and LoadStopped are the engine's own records (workloads/live/load.py), rebuilt from the
+wire as the engine made them, so the figures are the in-process engine's. ``stop`` asks, closes
+stdin, waits ``grace_s``, then signals only what backends/launch/ownership.py proves is ours (the recorded
+pid, its group and its create time; the graders as its descendants), never anything by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, replace
+from pathlib import Path
+from collections.abc import AsyncIterator
+
+import psutil
+
+from backends.core.apikey import ENV_KEY
+from backends.launch.ownership import SAME_START_S, NotOurs, Owned, StopReport, owned, signal_owned, stop_owned
+from workloads.live.load import LoadPaused, LoadResumed, LoadStats, LoadStopped, StatsUpdated
+from workloads.live.windows import Window, WindowStats
+
+ROOT = Path(__file__).resolve().parents[2]  # the directory that holds the workloads package
+
+
+@dataclass(frozen=True)
+class LoadStarted:
+    pid: int
+    concurrency: int
+    problems: tuple[str, ...]
+    run_dir: str | None = None   # where this configuration's run is recorded (record=True)
+
+
+@dataclass(frozen=True)
+class RequestDone:
+    """One request the load finished, failed or cancelled (a pause), with its grade's verdict:
+    pass/fail/error/timeout/no_code/truncated, ``error`` (the request failed: ``ok`` is False),
+    ``cancelled`` (cut off by a pause), or ``-`` (ungraded). ``detail``: the grade's detail or the
+    request's error."""
+
+    problem: str
+    ok: bool                    # the request itself completed (graded or not); False: failed or cancelled
+    tokens: int                 # output tokens (streamed so far, for a cancelled one)
+    tok_s: float                # this stream's decode rate (0.0 when unknown)
+    accept_len: float | None
+    ttft_s: float | None
+    e2e_s: float | None
+    verdict: str
+    detail: str | None
+
+    def row(self) -> dict:
+        """The console's request-table row."""
+        return {"problem": self.problem, "tokens": self.tokens, "tok_s": self.tok_s,
+                "accept_len": self.accept_len, "ttft_s": self.ttft_s, "verdict": self.verdict,
+                "detail": self.detail}  # why it failed (the grader's line or the error): Enter shows it
+
+
+LoadProcEvent = LoadStarted | StatsUpdated | RequestDone | LoadPaused | LoadResumed | LoadStopped
+
+
+def empty_stats(concurrency: int, roll_s: float = 5.0) -> LoadStats:
+    return LoadStats(0.0, concurrency, 0, 0, 0, 0, WindowStats(1.0, 0.0, None, 0), WindowStats(roll_s, 0.0, None, 0))
+
+
+def stats_from_json(raw: dict) -> LoadStats:
+    """LoadStats exactly as the worker's engine made it (JSON round-trips floats exactly)."""
+    fields = dict(raw)
+    for key in ("window_1s", "window_roll"):
+        fields[key] = WindowStats(**fields[key])
+    if fields.get("last_window") is not None:
+        fields["last_window"] = Window(**fields["last_window"])
+    return LoadStats(**fields)
+
+
+def decode(record: dict, concurrency: int) -> LoadProcEvent | None:
+    """One wire record as its event; None for a kind this side does not know."""
+    kind = record.get("event")
+    stats = stats_from_json(record["stats"]) if record.get("stats") else empty_stats(concurrency, 5.0)
+    if kind == "stats":
+        return StatsUpdated(stats)
+    if kind == "request":
+        return RequestDone(record["problem"], record["ok"], record["tokens"], record["tok_s"], record["accept_len"],
+                           record["ttft_s"], record["e2e_s"], record["verdict"], record["detail"])
+    if kind == "started":
+        return LoadStarted(record["pid"], record["concurrency"], tuple(record["problems"]), record.get("run_dir"))
+    if kind == "paused":
+        return LoadPaused(record["cancelled"], stats)
+    if kind == "resumed":
+        return LoadResumed(stats)
+    if kind == "stopped":
+        return LoadStopped(record["reason"], record["error"], stats)
+    return None
+
+
+def worker_env(api_key: str | None) -> dict[str, str]:
+    """The parent's environment minus anything holding the key; the worker finds ddtune's packages."""
+    env = {k: v for k, v in os.environ.items() if k != ENV_KEY and not (api_key and api_key in v)}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def _kill_proven(found: Owned, deadline: float) -> None:
+    """SIGKILL, by pidfd after a create-time check (ownership.signal_owned), each process of
+    ``found`` still running, until none is left or the deadline passes. Zombies count as gone."""
+    while True:
+        left = {}
+        for pid, created in found.pids.items():
+            try:
+                proc = psutil.Process(pid)
+                if abs(proc.create_time() - created) < SAME_START_S and proc.status() != psutil.STATUS_ZOMBIE:
+                    left[pid] = created
+            except psutil.NoSuchProcess:
+                pass
+        if not left or time.monotonic() >= deadline:
+            return
+        signal_owned(replace(found, leader_alive=False, pids=left), signal.SIGKILL)
+        time.sleep(0.05)
+
+
+class LoadProcess:
+    """One load worker process. Not reusable: start it once, read its events, stop it."""
+
+    def __init__(self, python: str = sys.executable, tick_s: float = 1.0, window_s: float = 5.0) -> None:
+        self.python = python
+        self.tick_s = tick_s
+        self.window_s = window_s  # the rolling window of the rates (and the closed windows' length)
+        self.pid: int | None = None
+        self.create_time: float | None = None
+        self.concurrency = 0
+        self.stderr_tail: deque[str] = deque(maxlen=20)
+        self._proc: asyncio.subprocess.Process | None = None
+        self._queue: asyncio.Queue[LoadProcEvent] = asyncio.Queue()
+        self._readers: list[asyncio.Task] = []
+        self._stopped = False  # a LoadStopped has been queued
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    async def wait(self) -> int:
+        """The worker's exit status, once it has exited."""
+        if self._proc is None:
+            raise RuntimeError("this LoadProcess was never started")
+        return await self._proc.wait()
+
+    async def start(self, url: str, api_key: str | None, concurrency: int, max_tokens: int,
+                    problems: list[str] | tuple[str, ...] | None = None, record: bool = False) -> None:
+        """Spawn the worker and hand it the settings; everything after arrives as events (a bad
+        setting or an unreachable server as LoadStopped)."""
+        if self._proc is not None:
+            raise RuntimeError("this LoadProcess was already started")
+        self.concurrency = concurrency
+        # cwd: ``-m`` puts the working directory first on sys.path; ddtune's own, not the user's
+        self._proc = await asyncio.create_subprocess_exec(
+            self.python, "-m", "workloads.live.worker", stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+            env=worker_env(api_key), cwd=str(ROOT), limit=1 << 20)
+        self.pid = self._proc.pid
+        try:  # our unreaped child: the pid cannot have been reused yet
+            self.create_time = psutil.Process(self.pid).create_time()
+        except psutil.NoSuchProcess:
+            self.create_time = None
+        settings = {"url": url, "api_key": api_key, "concurrency": concurrency, "max_tokens": max_tokens,
+                    "problems": list(problems) if problems else None, "tick_s": self.tick_s, "record": record,
+                    "window_s": self.window_s}
+        self._send(settings)
+        self._readers = [asyncio.ensure_future(self._read_events()), asyncio.ensure_future(self._read_stderr())]
+
+    async def events(self) -> AsyncIterator[LoadProcEvent]:
+        """Every event, in order, ending after LoadStopped (made up here if the worker died silently)."""
+        while True:
+            event = await self._queue.get()
+            yield event
+            if isinstance(event, LoadStopped):
+                return
+
+    def pause(self) -> None:
+        """Stop sending new requests and cancel those in flight (RequestDone ``cancelled``, then LoadPaused)."""
+        self._send({"cmd": "pause"})
+
+    def resume(self) -> None:
+        self._send({"cmd": "resume"})
+
+    def decode(self, t: float, accept_len: float | None, running_req: int) -> None:
+        """One of the server's decode lines, from the session's one log tail: the windows' acceptance
+        where neither the requests nor the counters carry it (``t``: monotonic, one clock for both)."""
+        if accept_len is not None and running_req > 0:
+            self._send({"cmd": "decode", "t": t, "accept_len": accept_len, "running_req": running_req})
+
+    async def stop(self, reason: str = "stopped", grace_s: float = 5.0, term_s: float = 3.0) -> StopReport | None:
+        """Ask the worker to stop (it grades the answers already in), close its stdin, wait
+        ``grace_s``; then SIGTERM (it drops the grading left), and SIGKILL after ``term_s``, only
+        the processes the recorded pid and create time prove are ours. None if it exited in time."""
+        proc = self._proc
+        if proc is None:
+            return None
+        self._send({"cmd": "stop", "reason": reason})
+        if proc.stdin is not None and not proc.stdin.is_closing():
+            proc.stdin.close()
+        report = None
+        try:
+            await asyncio.wait_for(asyncio.shield(proc.wait()), grace_s)
+        except TimeoutError:
+            report = await asyncio.to_thread(self._signal_ours, term_s)
+        await proc.wait()
+        await asyncio.gather(*self._readers, return_exceptions=True)
+        return report
+
+    # ---- internals ------------------------------------------------------------------------------
+    def _send(self, record: dict) -> None:
+        stdin = self._proc.stdin if self._proc is not None else None
+        if stdin is None or stdin.is_closing():
+            return
+        try:
+            stdin.write((json.dumps(record) + "\n").encode())
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the worker is gone; its end arrives as LoadStopped
+
+    def _signal_ours(self, term_s: float) -> StopReport | None:
+        """Blocking. The group and the worker's descendants (the graders, each in a session of its
+        own), then any of those descendants still alive once the worker is gone."""
+        if self.pid is None or self.create_time is None:
+            return None
+        try:
+            # proof=False: this process spawned the worker and holds it (no record read from disk), and
+            # the sandboxed graders it forks run with no environment, so they carry no launch token
+            found = owned(self.pid, self.pid, self.create_time, proof=False)
+        except NotOurs:
+            return None
+        report = stop_owned(found, term_timeout=term_s, kill_timeout=term_s)
+        _kill_proven(found, time.monotonic() + term_s)
+        return report
+
+    async def _read_events(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        last = empty_stats(self.concurrency, self.window_s)
+        while True:
+            try:
+                line = await self._proc.stdout.readline()
+            except (ValueError, ConnectionError):
+                line = b""
+            if not line:
+                break
+            try:
+                event = decode(json.loads(line), self.concurrency)
+            except (ValueError, KeyError, TypeError) as exc:
+                self.stderr_tail.append(f"unreadable event from the load worker: {exc}: {line[:200]!r}")
+                continue
+            if isinstance(event, (StatsUpdated, LoadPaused, LoadResumed, LoadStopped)):
+                last = event.stats
+            if event is not None and not self._stopped:
+                self._stopped = isinstance(event, LoadStopped)
+                self._queue.put_nowait(event)
+        code = await self._proc.wait()
+        if not self._stopped:
+            self._stopped = True
+            how = f"signal {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() \
+                else f"status {code}"
+            said = " | ".join(self.stderr_tail)
+            self._queue.put_nowait(LoadStopped("worker-exited", f"the load worker exited with {how}"
+                                               + (f": {said}" if said else ""), last))
+
+    async def _read_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        while True:
+            try:
+                line = await self._proc.stderr.readline()
+            except ValueError:  # an overlong line: it was dropped
+                continue
+            except ConnectionError:
+                return
+            if not line:
+                return
+            text = line.decode("utf-8", "replace").rstrip()
+            if text:
+                self.stderr_tail.append(text)

@@ -1,0 +1,342 @@
+"""Read what ``ddtune report`` compares: sweep folders, bench run folders, bench ``--out`` JSON files
+and eval run folders, into plain ``RunData`` records labelled by configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from backends.core.datafile import parse_jsonl, read_json, read_text
+from backends.core.errors import UsageError
+from backends.core.fields import expect, fail, key_name
+from workloads.runs.store import kept_filter
+
+_HINT = "give a run folder, a sweep folder or a run JSON file"
+_FIX = "give files ddtune wrote (see docs/results-schema.md), or fix the value"
+
+
+@dataclass(frozen=True)
+class RunData:
+    """One measured run of one configuration (a sweep slot, or a bench run on its own)."""
+
+    label: str
+    repeat: int
+    source: str
+    cells: tuple[dict, ...] = ()
+    responses: tuple[dict, ...] = ()
+    eval_summary: dict | None = None
+    baseline: bool = False
+    order: int = 0
+    knobs: dict | None = None  # the knob values it ran with (None: not recorded); a baseline: speculation off
+
+
+@dataclass(frozen=True)
+class Failure:
+    label: str
+    repeat: int
+    reason: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Restart:
+    label: str
+    seconds: float
+    phases: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Lossless:
+    """One slot's lossless check (workloads.sweep.lossless): status recorded, compared, error or
+    "no baseline yet"; prompts, diverged and first only when compared."""
+
+    label: str
+    repeat: int
+    status: str
+    prompts: int = 0
+    diverged: int = 0
+    first: tuple[int | None, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one run of a parallel sweep ran: its lane, the GPUs it was given and what they are
+    (backends.machine.gpuset.GpuIdentity as JSON: index, uuid, name, clocks; None where unknown)."""
+
+    label: str
+    repeat: int
+    lane: int
+    gpus: tuple[str, ...]
+    devices: tuple[dict, ...] = ()
+    status: str = "done"
+
+
+@dataclass(frozen=True)
+class Inputs:
+    runs: tuple[RunData, ...]
+    failures: tuple[Failure, ...]
+    restarts: tuple[Restart, ...]
+    sweep_seconds: float | None
+    lossless: tuple[Lossless, ...] = ()
+    placements: tuple[Placement, ...] = ()
+
+
+def _json(path: Path) -> dict:
+    return expect(str(path), "document", read_json(path, UsageError, hint=_HINT), dict, _HINT, UsageError, True)
+
+
+def read_run_file(path: Path) -> dict:
+    """A run.json (or any JSON object file): UsageError naming the file when it is not one."""
+    return _json(path)
+
+
+def read_cells(path: Path) -> tuple[dict, ...]:
+    """A cells.jsonl, every record checked (UsageError naming the file, line and field)."""
+    return tuple(_cell(where, c) for where, c in _jsonl(path))
+
+
+def _jsonl(path: Path) -> list[tuple[str, dict]]:
+    """(where, record) for each JSON object line; a missing file has none. Lines that are not
+    JSON objects are skipped, as a torn last line from a crash is."""
+    if not path.exists():
+        return []
+    text = read_text(path, UsageError, hint=_HINT)
+    return [(f"{path} line {n}", value) for n, value in parse_jsonl(text) if isinstance(value, dict)]
+
+
+def _field(where: str, record: dict, key: str, kinds: type | tuple[type, ...], minimum: float | None = None,
+           required: bool = False) -> Any:
+    """record[key] checked: absent or null is None (unless required); a number must be finite and
+    at least ``minimum``."""
+    value = record.get(key)
+    if value is None and not required:
+        return None
+    value = expect(where, f"field {key_name(key)!r}", value, kinds, _FIX, UsageError, True)
+    if minimum is not None and value < minimum:
+        raise fail(where, f"field {key_name(key)!r}", f"must be >= {minimum}, got {value}", _FIX, UsageError)
+    return value
+
+
+def _numbers(where: str, record: dict, key: str, inner: tuple[str, ...] | None = None) -> None:
+    """record[key] is null or an object whose ``inner`` keys are null or numbers >= 0 (with
+    ``inner`` None: all its values are numbers >= 0)."""
+    table = _field(where, record, key, dict)
+    for name in (table if inner is None else inner) if table else ():
+        _field(f"{where} {key}", table, name, float, minimum=0, required=inner is None)
+
+
+def _counts(where: str, record: dict, key: str) -> dict | None:
+    table = _field(where, record, key, dict)
+    for name in table or ():
+        _field(f"{where} {key}", table, name, int, minimum=0)
+    return table
+
+
+def _cell(where: str, cell: Any) -> dict:
+    """A cells.jsonl record, checked for every field the report reads."""
+    expect(where, "cell", cell, dict, _FIX, UsageError, True)
+    for key in ("context", "concurrency"):
+        _field(where, cell, key, int, minimum=1, required=True)
+    for key in ("requests", "errors"):
+        _field(where, cell, key, int, minimum=0)
+    _field(where, cell, "output_tok_s", float, minimum=0)
+    _numbers(where, cell, "acceptance", ("mean", "total"))
+    _numbers(where, cell, "ttft_ms", ("p50", "p95"))
+    _numbers(where, cell, "itl_ms", ("p50", "p95"))
+    _numbers(where, cell, "itl_token_ms", ("p50", "p95"))
+    _counts(where, cell, "verdicts")
+    return cell
+
+
+def _response(where: str, record: dict) -> dict:
+    for key in ("output_tokens", "e2e_s", "spec_verify_ct"):
+        _field(where, record, key, float, minimum=0)
+    return record
+
+
+def knob_label(knobs: dict | None) -> str | None:
+    """b8-t4-w2048 style label from knob values (the preset naming), then any other knob set
+    (``b8-t4-w2048,block_size=32``), so runs of a declared knob never share a label."""
+    if not knobs:
+        return None
+    b, t, w = knobs.get("budget"), knobs.get("topk"), knobs.get("window")
+    others = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(knobs.items())
+              if k not in ("budget", "topk", "window") and v is not None]
+    if b is None and t is None and w is None and not others:
+        return None
+    dash = lambda v: "-" if v is None else v
+    return ",".join([f"b{dash(b)}-t{dash(t)}-" + (f"w{w}" if w is not None else "nowindow"), *others])
+
+
+def _run_label(run: dict, fallback: str, where: str = "run.json") -> tuple[str, bool]:
+    sweep = _field(where, run, "sweep", dict) or {}
+    config = _field(f"{where} sweep", sweep, "config", dict) or {}
+    if config.get("name"):
+        return str(config["name"]), bool(config.get("baseline"))
+    server = _field(where, run, "server", dict) or {}
+    return knob_label(_field(f"{where} server", server, "knobs", dict)) or fallback, False
+
+
+def _run_knobs(run: dict, where: str = "run.json") -> dict | None:
+    """The knob values a run measured: its sweep configuration's, else the server's it recorded."""
+    sweep = _field(where, run, "sweep", dict) or {}
+    config = _field(f"{where} sweep", sweep, "config", dict) or {}
+    knobs = _field(f"{where} sweep config", config, "knobs", dict)
+    if knobs is None:
+        server = _field(where, run, "server", dict) or {}
+        knobs = _field(f"{where} server", server, "knobs", dict)
+    return dict(knobs) if knobs is not None else None
+
+
+def read_bench_dir(path: Path, label: str | None = None, repeat: int = 1, baseline: bool = False,
+                   order: int = 0) -> RunData:
+    run = _json(path / "run.json")
+    found_label, found_baseline = _run_label(run, path.name, str(path / "run.json"))
+    cells = read_cells(path / "cells.jsonl")
+    kept = kept_filter(path)  # not the answers of an attempt killed mid-cell: its cell was redone
+    responses = tuple(_response(where, r) for where, r in _jsonl(path / "responses.jsonl") if kept is None or kept(r))
+    return RunData(label or found_label, repeat, str(path), cells, responses, None, baseline or found_baseline, order,
+                   _run_knobs(run, str(path / "run.json")))
+
+
+def _eval_summary(path: Path) -> dict | None:
+    if not path or not (path / "run.json").is_file():
+        return None
+    return _counts(str(path / "run.json"), _json(path / "run.json"), "summary")
+
+
+def _plan_configs(path: Path, doc: dict) -> dict[str, dict]:
+    where = str(path / "sweep.json")
+    plan = _field(where, doc, "plan", dict) or {}
+    configs = _field(f"{where} plan", plan, "configs", list) or []
+    out = {}
+    for i, config in enumerate(configs):
+        at = f"{where} plan configs[{i}]"
+        expect(at, "config", config, dict, _FIX, UsageError, True)
+        out[_field(at, config, "name", str, required=True)] = config
+    return out
+
+
+def read_sweep(path: Path, order0: int = 0) -> Inputs:
+    doc = _json(path / "sweep.json")
+    configs = _plan_configs(path, doc)
+    order = {name: i for i, name in enumerate(configs)}
+    runs, failures, restarts, checks, placements = [], [], [], [], []
+    records = _jsonl(path / "slots.jsonl")
+    for where, rec in records:
+        slot = _field(where, rec, "slot", dict, required=True)
+        name = _field(f"{where} slot", slot, "config", str, required=True)
+        repeat = _field(f"{where} slot", slot, "repeat", int, minimum=1) or 1
+        key = _field(f"{where} slot", slot, "key", str)
+        server = _field(where, rec, "server", dict) or {}
+        placement = _placement(where, server, name, repeat, str(rec.get("status") or "failed"))
+        if placement is not None:
+            placements.append(placement)
+        restart_s = _field(f"{where} server", server, "restart_s", float, minimum=0)
+        _numbers(f"{where} server", server, "phases")
+        if server.get("restarted") and restart_s is not None:
+            restarts.append(Restart(name, float(restart_s), dict(server.get("phases") or {})))
+        _field(where, rec, "finished_at", float)
+        check = _lossless(where, rec, name, repeat)
+        if check is not None:
+            checks.append(check)
+        if rec.get("status") != "done":
+            failures.append(Failure(name, repeat, str(rec.get("reason") or "failed"), str(path / str(key))))
+            continue
+        baseline = bool((configs.get(name) or {}).get("baseline"))
+        bench_dir = _field(where, rec, "bench_dir", str)
+        if not bench_dir and key is None:
+            raise fail(where, "slot", "a finished slot needs 'bench_dir' or 'slot.key'", _FIX, UsageError)
+        bench = read_bench_dir(Path(bench_dir) if bench_dir else path / str(key) / "bench",
+                               name, repeat, baseline, order0 + order.get(name, len(order)))
+        eval_dir = _field(where, rec, "eval_dir", str)
+        knobs = (configs.get(name) or {}).get("knobs")
+        runs.append(RunData(bench.label, repeat, bench.source, bench.cells, bench.responses,
+                            _eval_summary(Path(eval_dir)) if eval_dir else None, baseline, bench.order,
+                            dict(knobs) if isinstance(knobs, dict) else bench.knobs))
+    started = _field(str(path / "sweep.json"), doc, "started_at", float)
+    finished = _field(str(path / "sweep.json"), doc, "finished_at", float)
+    span = [r["finished_at"] for _, r in records if r.get("finished_at")]
+    end = finished or (max(span) if span else None)
+    seconds = end - started if started is not None and end is not None else None
+    return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds, tuple(checks), tuple(placements))
+
+
+def _placement(where: str, server: dict, name: str, repeat: int, status: str) -> Placement | None:
+    """The lane of a parallel sweep's run (None for a serial sweep's)."""
+    lane = _field(f"{where} server", server, "lane", int, minimum=0)
+    if lane is None:
+        return None
+    gpus = _field(f"{where} server", server, "gpus", list) or []
+    devices = _field(f"{where} server", server, "gpu_devices", list) or []
+    return Placement(name, repeat, int(lane), tuple(str(g) for g in gpus),
+                     tuple(d for d in devices if isinstance(d, dict)), status)
+
+
+def _lossless(where: str, rec: dict, name: str, repeat: int) -> Lossless | None:
+    check = _field(where, rec, "lossless", dict)
+    if check is None:
+        return None
+    at = f"{where} lossless"
+    status = _field(at, check, "status", str, required=True)
+    if status != "compared":
+        return Lossless(name, repeat, status, error=_field(at, check, "error", str))
+    prompts = _field(at, check, "prompts", int, minimum=1, required=True)
+    diverged = _field(at, check, "diverged", int, minimum=0, required=True)
+    first = _field(at, check, "first", list) or []
+    if diverged > prompts or any(p is not None and (isinstance(p, bool) or not isinstance(p, int)) for p in first):
+        raise fail(at, "field 'diverged'/'first'", "diverged must be <= prompts, first positions integers or null",
+                   _FIX, UsageError)
+    return Lossless(name, repeat, status, prompts, diverged, tuple(first))
+
+
+def load_inputs(paths: list[str]) -> Inputs:
+    """Every RUN argument: a sweep folder, a bench run folder, an eval run folder or a bench JSON file."""
+    runs: list[RunData] = []
+    failures: list[Failure] = []
+    restarts: list[Restart] = []
+    checks: list[Lossless] = []
+    seconds = 0.0
+    any_sweep = False
+    evals: dict[str, dict] = {}
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if (path / "sweep.json").is_file():
+            found = read_sweep(path, order0=len(runs) * 100)
+            runs += found.runs
+            failures += found.failures
+            restarts += found.restarts
+            checks += found.lossless
+            seconds += found.sweep_seconds or 0.0
+            any_sweep = True
+        elif (path / "run.json").is_file():
+            run = _json(path / "run.json")
+            if run.get("kind") == "eval":
+                label, _ = _run_label(run, path.name, str(path / "run.json"))
+                evals[label] = _counts(str(path / "run.json"), run, "summary") or {}
+                continue
+            runs.append(_repeat_of(read_bench_dir(path, order=len(runs) * 100), runs))
+        elif path.is_file():
+            doc = _json(path)
+            if not isinstance(doc.get("run"), dict) or not isinstance(doc.get("cells"), list):
+                raise UsageError(f"{path}: not a bench run file (expected \"run\" and \"cells\")",
+                                 hint="use the file 'ddtune bench --out FILE' wrote, or the run folder")
+            label, baseline = _run_label(doc["run"], path.stem, f"{path} run")
+            cells = tuple(_cell(f"{path} cells[{n}]", c) for n, c in enumerate(doc["cells"]))
+            runs.append(_repeat_of(RunData(label, 1, str(path), cells, (), None, baseline, len(runs) * 100,
+                                           _run_knobs(doc["run"], f"{path} run")), runs))
+        else:
+            raise UsageError(f"{path}: no such run",
+                             hint="give a sweep folder (sweep.json), a run folder (run.json) or a bench JSON file; "
+                                  "runs live under $DDTUNE_STATE_DIR/runs")
+    if evals:
+        runs = [replace(r, eval_summary=r.eval_summary or evals.get(r.label)) for r in runs]
+    return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds if any_sweep else None, tuple(checks))
+
+
+def _repeat_of(run: RunData, earlier: list[RunData]) -> RunData:
+    """Runs given separately with the same label are repeats of one configuration."""
+    n = 1 + sum(1 for r in earlier if r.label == run.label)
+    return replace(run, repeat=n)

@@ -1,0 +1,2 @@
+"""The results store: every run's folder, its attempts, and where it ran (provenance).
+"""

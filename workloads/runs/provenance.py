@@ -1,0 +1,101 @@
+"""What a run records about where it ran: server config and version, GPU, ddtune version, host."""
+
+from __future__ import annotations
+
+import platform
+import socket
+
+from backends.core.apikey import api_key, redact
+from backends.core.datafile import loads
+from backends.core.errors import ServerError
+from backends.core.paths import server_dir
+
+
+def ddtune_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("ddtune")
+    except Exception:
+        pass
+    import re
+    from pathlib import Path
+
+    init = Path(__file__).resolve().parents[2] / "tui" / "__init__.py"
+    m = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", init.read_text(encoding="utf-8")) if init.is_file() else None
+    return m.group(1) if m else "unknown"
+
+
+def gpu_models() -> list[str] | None:
+    """GPU names through NVML, or None where there is no driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:
+        return None
+    try:
+        names = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
+            names.append(name.decode() if isinstance(name, bytes) else str(name))
+        return names
+    except Exception:
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def server_state() -> dict | None:
+    """``server_dir()/server.json`` written by the lifecycle layer, read defensively."""
+    try:
+        data = loads((server_dir() / "server.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def speculative_from_info(info: dict | None) -> bool | None:
+    """Whether /server_info says the server runs speculative decoding (``speculative_algorithm``
+    set); None when there is no /server_info to ask."""
+    if not isinstance(info, dict):
+        return None
+    return bool(info.get("speculative_algorithm"))
+
+
+async def server_provenance(client) -> dict:
+    """The server's own account: /server_info (launch_command, version, args), plus server.json.
+    ``speculative`` says whether it runs speculative decoding (null: /server_info unreadable).
+
+    Redacted: /server_info repeats the server's ``api_key`` (and a launch command may carry it)."""
+    info: dict | None
+    error = None
+    try:
+        info = await client.get_json("/server_info")
+    except ServerError as exc:
+        info, error = None, exc.message
+    if info is not None and hasattr(client, "speculative"):
+        client.speculative = speculative_from_info(info)  # acceptance only from a speculative server
+    state = server_state()
+    knobs = None
+    if state:
+        config = state.get("config")
+        knobs = state.get("knobs") or (config.get("knobs") if isinstance(config, dict) else None)
+    return redact({
+        "url": client.base_url,
+        "version": (info or {}).get("version"),
+        "launch_command": (info or {}).get("launch_command"),
+        "speculative": speculative_from_info(info),
+        "knobs": knobs,
+        "server_info": info,
+        "server_info_error": error,
+        "state": state,
+    }, [getattr(client, "api_key", None), api_key()])
+
+
+def host_provenance() -> dict:
+    return {"hostname": socket.gethostname(), "python": platform.python_version(), "platform": platform.platform(),
+            "gpus": gpu_models(), "ddtune_version": ddtune_version()}

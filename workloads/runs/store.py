@@ -1,0 +1,348 @@
+"""The results store: ``state_dir()/runs/<timestamp>-<kind>/`` with run.json, cells.jsonl (bench),
+results.jsonl (eval) and responses.jsonl.
+
+run.json is replaced atomically (write to a temporary file, fsync, rename); the JSONL files are
+appended one line per record and fsynced per finished cell or graded problem, so a crash keeps every
+finished result. A torn last line (a crash mid-write) is ignored on reading and cut off before a
+``--resume`` appends. Each writing process is an attempt (workloads/runs/attempts.py) whose id tags
+every record, so readers keep only the responses of the attempt whose result was kept.
+Schema: docs/results-schema.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from backends.core.datafile import loads
+from backends.core.errors import UsageError
+from backends.core.fields import shown
+from backends.core.paths import runs_dir
+from workloads.runs.attempts import abandoned_note, begin_attempt, status_of, written_by_other
+
+SCHEMA = "ddtune.run/1"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    records: list[dict] = []
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return records
+    for line in text.split("\n"):  # not splitlines(): answers may hold U+2028 and other line breaks
+        if not line.strip():
+            continue
+        try:
+            value = loads(line)
+        except ValueError:
+            continue  # a torn line from a crash
+        if isinstance(value, dict):
+            records.append(value)
+    return records
+
+
+def _heal_tail(path: Path) -> None:
+    """Before appending to a file a killed writer left: cut off its torn last line, so the next
+    record starts a line of its own (glued to the fragment it would be unreadable). A complete last
+    record that only lacks its newline gets one instead."""
+    try:
+        fh = open(path, "rb+")  # noqa: SIM115 -- only the open is guarded; `with fh` below closes it
+    except FileNotFoundError:
+        return
+    with fh:
+        end = fh.seek(0, os.SEEK_END)
+        if end == 0:
+            return
+        fh.seek(end - 1)
+        if fh.read(1) == b"\n":
+            return
+        start, pos = 0, end
+        while pos > 0:
+            step = min(1 << 16, pos)
+            pos -= step
+            fh.seek(pos)
+            newline = fh.read(step).rfind(b"\n")
+            if newline >= 0:
+                start = pos + newline + 1
+                break
+        fh.seek(start)
+        try:
+            complete = isinstance(loads(fh.read().decode("utf-8")), dict)
+        except ValueError:
+            complete = False
+        if complete:
+            fh.seek(end)
+            fh.write(b"\n")
+        else:
+            fh.truncate(start)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def mark_interrupted_runs(root: Path) -> list[Path]:
+    """Mark ``interrupted`` every run under ``root`` still ``running`` whose writer is gone; returns them.
+
+    Called when a run starts or resumes (with the folder that holds it), so a killed command never
+    leaves a run that says ``running`` forever. Looks at root/*/run.json, sweep manifests
+    (root/*/sweep.json) and the runs in those sweeps' slots: never deeper, as root may be any folder."""
+    sweeps = list(root.glob("*/sweep.json"))
+    marked = []
+    for path in [*root.glob("*/run.json"), *sweeps, *(p for s in sweeps for p in s.parent.glob("*/*/run.json"))]:
+        try:
+            doc = loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and doc.get("status") == "running" and status_of(doc) == "interrupted":
+            doc.update(status="interrupted", error=abandoned_note(doc))
+            _atomic_write(path, json.dumps(doc, indent=2) + "\n")
+            marked.append(path.parent)
+    return marked
+
+
+def kept_filter(run_dir: Path) -> Callable[[dict], bool] | None:
+    """Which records of ``run_dir/responses.jsonl`` belong to a kept result; None when run_dir holds
+    no run.json (a file on its own: nothing says what was kept).
+
+    A bench cell (or an eval problem) that an attempt left unfinished is run again by the next
+    attempt; only the attempt whose cell (or result) line was written counts. Responses and results
+    without an ``attempt`` (older runs) match each other as one attempt. Load responses are all kept."""
+    run_file = run_dir / "run.json"
+    if not run_file.is_file():
+        return None
+    try:
+        run = loads(run_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{run_file}: cannot read it ({exc})",
+                         hint="without run.json the answers of a killed attempt cannot be told from the kept ones"
+                         ) from None
+    cell_file, result_file = run_dir / "cells.jsonl", run_dir / "results.jsonl"
+    cells = {(attempt_of(c, cell_file), _key(c, "context"), _key(c, "concurrency")) for c in read_jsonl(cell_file)}
+    results = {(attempt_of(r, result_file), _key(r, "problem")) for r in read_jsonl(result_file)}
+    per_problem = isinstance(run, dict) and "attempts" in run  # older eval runs kept no results.jsonl
+    responses = run_dir / "responses.jsonl"
+
+    def kept(record: dict) -> bool:
+        kind = record.get("kind")
+        if kind == "bench":
+            return (attempt_of(record, responses), _key(record, "context"), _key(record, "concurrency")) in cells
+        if kind == "eval" and per_problem:
+            return (attempt_of(record, responses), _key(record, "problem")) in results
+        return True
+
+    return kept
+
+
+def attempt_of(record: dict, where: Path | str) -> int | None:
+    """A record's ``attempt``: the id of the attempt that wrote it (an integer), or None in a record
+    of an older ddtune. Anything else is a UsageError naming the file and the field."""
+    attempt = record.get("attempt")
+    if attempt is None or (isinstance(attempt, int) and not isinstance(attempt, bool)):
+        return attempt
+    raise UsageError(f"{where}: \"attempt\": expected an attempt id (an integer), got {shown(attempt, in_json=True)}",
+                     hint="the file was edited or is not one ddtune wrote: fix or remove that line's \"attempt\"")
+
+
+def _key(record: dict, name: str) -> Any:
+    """A field used in a set key: JSON arrays and objects are unhashable, and no such value matches."""
+    value = record.get(name)
+    return value if not isinstance(value, (list, dict)) else repr(value)
+
+
+def new_run_folder(out: str | Path, manifest: str, what: str) -> Path:
+    """``--out DIR`` of a new sweep or search, checked before anything is planned or started: refused
+    (UsageError, nothing changed) when DIR already records one (``manifest`` in it) or is a file."""
+    path = Path(out).expanduser()
+    if (path / manifest).exists():
+        raise UsageError(f"--out {path}: a {what} is already recorded there",
+                         hint=f"continue it with --resume --out {path}, or pick a new folder")
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--out {path}: a file, not a folder",
+                         hint=f"give a folder for the {what} (created when missing), or leave --out out")
+    return path
+
+
+def stamped_folder(kind: str, root: Path | None = None) -> Path:
+    """A new folder ``<UTC time>-<kind>`` under ``root`` (default runs/), created exclusively: two
+    runs started in the same second get ``<time>.2-<kind>``, never each other's folder."""
+    root = Path(root) if root else runs_dir()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path, n = root / f"{stamp}-{kind}", 1
+    while True:
+        try:
+            path.mkdir(parents=True)
+            return path
+        except FileExistsError:
+            n += 1
+            path = root / f"{stamp}.{n}-{kind}"
+
+
+def run_folder(out: str | Path | None, manifest: str, kind: str, what: str) -> Path:
+    """A new sweep's or search's folder: ``--out DIR`` checked and created, else a stamped
+    ``<time>-<kind>`` one. ``what``: the word for it in a refusal ("sweep", "search")."""
+    if not out:
+        return stamped_folder(kind)
+    path = new_run_folder(out, manifest, what)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class JsonManifest:
+    """A folder's JSON manifest (sweep.json, search.json), rewritten atomically. Subclasses set
+    ``manifest`` and define ``read`` (which checks the document is theirs)."""
+
+    manifest: Path
+
+    def read(self) -> dict:
+        raise NotImplementedError
+
+    def write(self, doc: dict) -> None:
+        _atomic_write(self.manifest, json.dumps(doc, indent=2) + "\n")
+
+    def update(self, **fields: Any) -> dict:
+        doc = self.read()
+        doc.update(fields)
+        self.write(doc)
+        return doc
+
+
+class RunStore:
+    """One run's directory. Not thread-safe: write from the event loop thread only."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.run_file = self.path / "run.json"
+        self.cells_file = self.path / "cells.jsonl"
+        self.results_file = self.path / "results.jsonl"
+        self.responses_file = self.path / "responses.jsonl"
+        self.attempt: int | None = None  # set by start/resume: tags every record this process writes
+        self._responses: TextIO | None = None
+
+    @classmethod
+    def create(cls, kind: str, meta: dict, root: Path | None = None) -> RunStore:
+        store = cls(stamped_folder(kind, root))
+        store.start(kind, meta)
+        return store
+
+    @classmethod
+    def open_resume(cls, resume: str, kind: str, root: Path | None = None) -> RunStore:
+        """The run ``--resume`` names: a run directory, or "latest" for the newest run of ``kind``."""
+        path = cls.latest(kind, root) if resume == "latest" else Path(resume).expanduser()
+        hint = f"give a runs/<time>-{kind} directory, or run without --resume"
+        if path is None or not (path / "run.json").is_file():
+            where = f"no {kind} run to resume" if path is None else f"{path} is not a run directory (no run.json)"
+            raise UsageError(f"--resume: {where}", hint=hint)
+        store = cls(path)
+        try:
+            found = store.read_run().get("kind")
+        except (OSError, ValueError, AttributeError) as exc:
+            raise UsageError(f"--resume: {store.run_file} cannot be read ({exc})", hint=hint) from None
+        if found != kind:
+            raise UsageError(f"--resume: {path} is a {found} run, not a {kind} run", hint=hint)
+        return store
+
+    @staticmethod
+    def latest(kind: str, root: Path | None = None) -> Path | None:
+        root = Path(root) if root else runs_dir()
+        found = sorted(p for p in root.glob(f"*-{kind}") if (p / "run.json").is_file())
+        return found[-1] if found else None
+
+    def start(self, kind: str, meta: dict) -> None:
+        """Begin a new run in this (existing) directory, this process as its first attempt."""
+        mark_interrupted_runs(self.path.parent)
+        run = {"schema": SCHEMA, "kind": kind, "id": self.path.name, **meta}
+        self.attempt = begin_attempt(run)
+        self.write_run(run)
+
+    def resume(self, **fields) -> dict:
+        """Continue this run as a new attempt (``--resume``); refuses a run another live process writes."""
+        mark_interrupted_runs(self.path.parent)
+        run = self.read_run()
+        pid = written_by_other(run)
+        if pid is not None:
+            raise UsageError(f"--resume: {self.path} is still being written by process {pid}",
+                             hint="wait for that command to finish, or stop it first")
+        for path in (self.cells_file, self.results_file, self.responses_file):
+            _heal_tail(path)
+        self.attempt = begin_attempt(run)
+        run["resumed_at"] = list(run.get("resumed_at") or []) + [time.time()]
+        run.update(fields)
+        self.write_run(run)
+        return run
+
+    def read_run(self) -> dict:
+        return loads(self.run_file.read_text(encoding="utf-8"))
+
+    def write_run(self, run: dict) -> None:
+        _atomic_write(self.run_file, json.dumps(run, indent=2, sort_keys=False) + "\n")
+
+    def update_run(self, **fields) -> dict:
+        run = self.read_run()
+        run.update(fields)
+        self.write_run(run)
+        return run
+
+    def _tagged(self, record: dict) -> dict:
+        return record if self.attempt is None else {**record, "attempt": self.attempt}
+
+    def append_response(self, record: dict) -> None:
+        if self._responses is None:
+            # kept open across records (one open per run, not per response); close() closes it
+            self._responses = open(self.responses_file, "a", encoding="utf-8")  # noqa: SIM115
+        self._responses.write(json.dumps(self._tagged(record), ensure_ascii=False) + "\n")
+        self._responses.flush()
+
+    def _append_durable(self, path: Path, record: dict) -> None:
+        """Durable once this returns: responses so far and the record are fsynced."""
+        self.sync()
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(self._tagged(record)) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def append_cell(self, cell: dict) -> None:
+        """A finished bench cell (this attempt's)."""
+        self._append_durable(self.cells_file, cell)
+
+    def append_result(self, result: dict) -> None:
+        """A graded eval problem (this attempt's): what ``eval --resume`` does not ask again."""
+        self._append_durable(self.results_file, result)
+
+    def sync(self) -> None:
+        if self._responses is not None:
+            self._responses.flush()
+            os.fsync(self._responses.fileno())
+
+    def cells(self) -> list[dict]:
+        return read_jsonl(self.cells_file)
+
+    def results(self) -> list[dict]:
+        return read_jsonl(self.results_file)
+
+    def responses(self) -> list[dict]:
+        return read_jsonl(self.responses_file)
+
+    def close(self) -> None:
+        if self._responses is not None:
+            self.sync()
+            self._responses.close()
+            self._responses = None
+
+
+def home_short(path: str | Path) -> str:
+    """``path`` for a human to read and paste: under the home folder as ``~/...`` (a shell expands it),
+    so a screen, a screenshot or a shared log shows no user's home; elsewhere unchanged."""
+    text, home = str(path), str(Path.home())
+    return "~" + text[len(home):] if home not in ("", "/") and (text == home or text.startswith(home + "/")) else text

@@ -1,0 +1,2 @@
+"""``ddtune search``: find the fastest configuration of a knob space with few restarts.
+"""

@@ -1,0 +1,141 @@
+"""The knob space a search walks: ``--space 'budget=4,8,16 topk=2,4,6 window=1024,2048,none'``.
+
+Parsing reuses the one knob table (backends.knobs.plan): each value is read by the knob's own
+``KnobSpec.parse`` (so ``none`` clears a knob and a bad value names the knob and the fix), a knob
+must be one the config can set (the table's, or its ``[knobs.map]`` ones), and a window below the
+block size is refused here, before any restart, as launch planning would refuse it later.
+
+A *point* is one configuration: a tuple of values in the order of the space's axes. Its label
+(``budget=8 topk=4 window=2048``) names it in output, folders and the JSON summary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from itertools import product
+from typing import Any
+
+from backends.core.errors import UsageError
+from backends.core.fields import key_name
+from backends.knobs.plan import DEFAULT_BLOCK_SIZE, KnobValue, knob_spec, knob_text, known_knobs, window_too_small
+from backends.knobs.decl import KnobTable
+
+Point = tuple[KnobValue, ...]
+EXAMPLE = "budget=4,8,16 topk=2,4,6 window=1024,2048,none"
+_HINT = f"write knob=value,value,... per knob, separated by spaces, e.g. --space '{EXAMPLE}'"
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Ordered axes: (knob, its values). The search tunes the knobs in this order."""
+
+    axes: tuple[tuple[str, tuple[KnobValue, ...]], ...]
+
+    @property
+    def knobs(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.axes)
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(values) for _, values in self.axes)
+
+    def grid(self) -> list[Point]:
+        return [tuple(p) for p in product(*(values for _, values in self.axes))]
+
+    def middle(self) -> Point:
+        """The middle value of each knob (the lower middle for an even count): where a search with
+        nothing running starts, as far from every edge as the space allows."""
+        return tuple(values[(len(values) - 1) // 2] for _, values in self.axes)
+
+    def line(self, point: Point, axis: int) -> tuple[Point, ...]:
+        """Every point that differs from ``point`` in knob ``axis`` only, in the space's value order."""
+        return tuple(point[:axis] + (v,) + point[axis + 1:] for v in self.axes[axis][1])
+
+    def knob_values(self, point: Point) -> dict[str, KnobValue]:
+        return dict(zip(self.knobs, point, strict=True))
+
+    def label(self, point: Point) -> str:
+        return " ".join(f"{name}={knob_text(v)}" for name, v in zip(self.knobs, point, strict=True))
+
+    def find(self, knobs: Mapping[str, Any]) -> Point | None:
+        """The point whose knobs ``knobs`` holds (other knobs ignored), or None when it is not in the space."""
+        point = tuple(knobs.get(name) for name in self.knobs)
+        return point if point in set(self.grid()) else None
+
+    def point(self, values: Iterable[Any]) -> Point:
+        """A point read back from JSON: checked to be one of the space's."""
+        point = tuple(values)
+        if point not in set(self.grid()):
+            raise ValueError(f"{point!r} is not a point of the space")
+        return point
+
+    def to_json(self) -> list:
+        return [[name, list(values)] for name, values in self.axes]
+
+    @classmethod
+    def from_json(cls, data: list) -> SearchSpace:
+        return cls(tuple((str(name), tuple(values)) for name, values in data))
+
+    def text(self) -> str:
+        """The space as --space takes it (round-trips through parse_space)."""
+        return " ".join(f"{name}={','.join(knob_text(v) for v in values)}" for name, values in self.axes)
+
+
+def parse_space(text: str, knob_map: Mapping[str, Any] | None = None, block_size: int | None = None,
+                source: str = "--space", table: KnobTable | None = None) -> SearchSpace:
+    """``knob=v1,v2 knob=...`` -> SearchSpace; UsageError/ConfigError naming the field and the fix.
+    ``table``: the config's knob table (its declared knobs), else the shipped one."""
+    known = known_knobs(knob_map or {}, table)
+    axes: list[tuple[str, tuple[KnobValue, ...]]] = []
+    tokens = text.replace(";", " ").split()
+    if not tokens:
+        raise UsageError(f"{source}: no knobs given", hint=_HINT)
+    for token in tokens:
+        name, eq, raw = token.partition("=")
+        if not eq or not name:
+            raise UsageError(f"{source}: {token!r} is not knob=values", hint=_HINT)
+        if name not in known:
+            raise UsageError(f"{source}: unknown knob {key_name(name)!r}",
+                             hint=f"known knobs: {', '.join(known)} (map others under [knobs.map] in the config)")
+        if name in dict(axes):
+            raise UsageError(f"{source}: knob {key_name(name)!r} is given twice",
+                             hint=f"list all its values once: {name}=a,b,c")
+        texts = raw.split(",")
+        if not raw or any(not v.strip() for v in texts):
+            raise UsageError(f"{source}: knob {key_name(name)!r}: empty value in {raw!r}",
+                             hint=f"write values separated by commas, e.g. {name}={_example(name, table)}")
+        spec = knob_spec(name, table=table)
+        values: list[KnobValue] = []
+        for v in texts:
+            value = spec.parse(v, source, block_size)
+            if value in values:
+                raise UsageError(f"{source}: knob {key_name(name)!r}: value {knob_text(value)} is given twice",
+                                 hint=f"list each value once, e.g. {name}={_example(name, table)}")
+            if window_too_small({name: value}, block_size or DEFAULT_BLOCK_SIZE, table):
+                block = block_size or DEFAULT_BLOCK_SIZE
+                raise UsageError(f"{source}: knob 'window' = {value} is smaller than the block size {block}; "
+                                 "SGLang refuses it",
+                                 hint=f"use windows >= {block}, or none for a full-context draft cache")
+            values.append(value)
+        axes.append((name, tuple(values)))
+    return SearchSpace(tuple(axes))
+
+
+def parse_search_space(text: str, knob_map: Mapping[str, Any] | None = None, block_size: int | None = None,
+                       source: str = "--space", table: KnobTable | None = None) -> SearchSpace:
+    """parse_space for a search: a space of one configuration is refused (nothing to race)."""
+    space = parse_space(text, knob_map, block_size, source, table)
+    if space.size < 2:
+        raise UsageError(f"{source} {text.strip()!r} holds one configuration: nothing to search",
+                         hint="give a knob two values or more (budget=4,8,16); to measure one, use ddtune bench")
+    return space
+
+
+def _example(name: str, table: KnobTable | None = None) -> str:
+    spec = knob_spec(name, table=table)
+    base = spec.hint_value
+    if spec.type != "int" or not isinstance(base, int) or isinstance(base, bool):
+        return f"{knob_text(base)},none" if spec.nullable else knob_text(base)
+    return f"{max(1, base // 2)},{base},{base * 2}"

@@ -1,0 +1,2 @@
+"""Statistics: percentiles, distributions, estimates with confidence intervals. Pure.
+"""

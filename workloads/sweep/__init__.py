@@ -1,0 +1,2 @@
+"""Sweeps: bring the server to each configuration in turn (or several lanes at once) and measure it.
+"""

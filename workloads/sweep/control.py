@@ -1,0 +1,158 @@
+"""The sweep's server controller over a backends.server.session ServerSession.
+
+``apply(config)`` turns a SweepConfig into a ServerConfig (the base config with the slot's knobs, or
+the speculation-off baseline), then ``ServerSession.apply()``: a server already running exactly that
+config is re-attached (no restart), anything else is stopped and started, followed until ready,
+and verified. A start that fails, or knobs the server does not report back, make ``Applied.ok``
+false with the reason; a knob the server cannot take at all raises ConfigError before any restart.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from backends.knobs.config import ServerConfig
+from backends.knobs.plan import knob_text
+from backends.server.session import ServerSession
+from workloads.sweep.engine import Applied
+from workloads.sweep.plan import SweepConfig
+
+# extra_args that turn speculation on; the baseline drops them (flag + value)
+_SPEC_VALUE_FLAGS = ("--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-draft-tokens",
+                     "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-dflash-block-size")
+
+
+def baseline_config(base: ServerConfig) -> ServerConfig:
+    """The same server without speculative decoding: no draft model, every knob cleared."""
+    args: list[str] = []
+    skip = False
+    for arg in base.extra_args:
+        if skip:
+            skip = False
+            continue
+        if arg in _SPEC_VALUE_FLAGS:
+            skip = True
+            continue
+        if arg.split("=", 1)[0] in _SPEC_VALUE_FLAGS or arg.startswith("--speculative-"):
+            continue
+        args.append(arg)
+    env = {k: v for k, v in base.env.items() if not k.startswith("SGLANG_DDTREE")}
+    return replace(base, draft_model=None, knobs={k: None for k in base.knobs}, extra_args=tuple(args), env=env)
+
+
+class ManagedController:
+    """Brings the managed server to each sweep configuration through one ServerSession.
+
+    Pass the console's session and the console follows every restart of the sweep live; the
+    headless sweep makes its own (``session=None``)."""
+
+    def __init__(self, base: ServerConfig, on_note: Callable[[str], None] | None = None,
+                 session: ServerSession | None = None) -> None:
+        self.base = base
+        self.on_note = on_note or (lambda s: None)
+        self.session = session
+        self._started = False
+        self.before: ServerConfig | None = None  # the config the server ran when the sweep began
+        self._before_known = False
+
+    def config_for(self, config: SweepConfig) -> ServerConfig:
+        return baseline_config(self.base) if config.baseline else self.base.with_knobs(config.knobs)
+
+    def restart_needed(self, config: SweepConfig) -> bool:
+        from backends.record.state import load_state
+
+        state = load_state()
+        wanted = self.config_for(config)
+        return not (state is not None and state.phase == "ready" and state.config_hash == wanted.config_hash()
+                    and state.is_alive())
+
+    def expected_restart_s(self) -> float | None:
+        from backends.server.startup import StartupHistory
+
+        medians = StartupHistory.default().medians(self.base.startup_key())
+        return sum(medians.values()) if medians else None
+
+    async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
+        from backends.core.apikey import redact_argv
+        from backends.server.events import NoteAdded, PhaseChanged
+
+        wanted = self.config_for(config)
+        if not self._before_known:
+            self.remember_before(self.running_config())
+        restart = self.restart_needed(config)
+        if self.session is None:
+            self.session = ServerSession(wanted, stream_log=False)
+        session = self.session
+
+        def relay(event) -> None:
+            if isinstance(event, PhaseChanged):
+                progress(event.progress.phase, event.progress.detail)
+            elif isinstance(event, NoteAdded):
+                progress("note", event.text)
+
+        session.subscribe(relay)
+        t0 = time.monotonic()
+        self._started = True  # before the start: one cut short (Ctrl-C) still leaves its server to shutdown()
+        try:
+            state = await session.apply(wanted)
+        finally:
+            session.unsubscribe(relay)
+        took = time.monotonic() - t0
+        phases = session.tracker.durations() if restart else {}
+        key = session.api_key()
+        info = {"pid": state.pid, "launch_command": " ".join(redact_argv(state.argv)) or None,
+                "knobs": dict(state.knobs),
+                "effective": dict(state.effective), "checks": [c.to_json() for c in state.checks],
+                "mismatches": list(state.mismatches), "log_path": state.log_path,
+                "config_hash": state.config_hash, "backend": state.backend}
+        restart_s = took if restart else None
+        if state.phase != "ready":
+            return Applied(False, None, restart, state.reason or f"server {state.phase}", restart_s, phases, info)
+        if state.mismatches:
+            return Applied(False, None, restart, "knobs did not take effect: " + "; ".join(state.mismatches),
+                           restart_s, phases, info)
+        server_info = session.server_info or {}
+        info["version"] = server_info.get("version")
+        algorithm = server_info.get("speculative_algorithm")
+        info["speculative_algorithm"] = algorithm
+        if config.baseline and algorithm:
+            return Applied(False, None, restart, f"baseline asked for no speculation, the server runs {algorithm}",
+                           restart_s, phases, info)
+        return Applied(True, state.url, restart, None, restart_s, phases, info, api_key=key)
+
+    def remember_before(self, config: ServerConfig | dict | None) -> None:
+        """What to return the server to at the end: a config, the knobs of one (as a sweep's
+        manifest keeps them, so a resumed sweep still knows), or None (stop it)."""
+        if isinstance(config, dict):
+            config = self.base.with_knobs(config)
+        self.before, self._before_known = config, True
+
+    def running_config(self) -> ServerConfig | None:
+        """The base config with the knobs of the server running now (None when none of ours runs)."""
+        from backends.record.state import load_state
+
+        state = load_state()
+        if state is None or state.phase != "ready" or state.backend != self.base.backend or not state.is_alive():
+            return None
+        return self.base.with_knobs(dict(state.knobs))
+
+    async def shutdown(self) -> str | None:
+        """Leave the server as the sweep found it: back on the config it ran before (restarted if
+        the sweep changed it), or stopped when none ran. Returns what was done, for the user."""
+        if not self._started:
+            return None
+        session = self.session or ServerSession(self.base, stream_log=False)
+        try:
+            if self.before is None:
+                await session.stop()
+                return "stopped the server (none was running before the sweep)"
+            knobs = ", ".join(f"{k}={knob_text(v)}" for k, v in self.before.knobs.items())
+            state = await session.apply(self.before)
+            if state.phase != "ready":
+                return f"could not return the server to {knobs}: {state.reason}"
+            return f"returned the server to the config it ran before the sweep ({knobs})"
+        finally:
+            if session is not self.session:
+                await session.close()

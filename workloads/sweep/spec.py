@@ -1,0 +1,189 @@
+"""Turn what the user asked for (presets, a --plan TOML file, command-line options) into a SweepPlan.
+
+A plan file (every table and key optional; command-line options win over it)::
+
+    presets = ["b8-t4-w2048", "b16-t4-w2048"]   # shipped preset names or .toml preset files
+    repeats = 2
+    baseline = true
+    eval = false                                 # or a table: [eval] max_tokens = 2048, problems = [...]
+
+    [bench]
+    contexts = [1024, 4096]
+    concurrency = [1, 8]
+    max_tokens = 256
+    requests_per_cell = 16
+    release = "wave"                             # or "staggered" (docs/results-schema.md)
+
+    [[config]]                                   # configurations that are not presets
+    name = "b8-t8-w4096"
+    knobs = { budget = 8, topk = 8, window = 4096 }
+
+Knob names and values are read by the config's knob table (``build_plan(knob_table=config.knob_table)``),
+so a knob declared in the config sweeps like a shipped one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from backends.core.datafile import read_toml
+from backends.core.errors import ConfigError, UsageError
+from backends.core.fields import expect, key_name
+from backends.knobs.plan import SHIPPED, KnobTable
+from workloads.bench.matrix import RELEASES, BenchPlan
+from workloads.sweep.plan import BASELINE, EvalSettings, SweepConfig, SweepPlan
+
+_TOP = {"presets", "repeats", "baseline", "eval", "bench", "config", "warmup_requests"}
+_BENCH = {"contexts", "concurrency", "max_tokens", "requests_per_cell", "warmup", "coding", "release"}
+
+
+def preset_config(name: str, table: KnobTable | None = None) -> SweepConfig:
+    from backends.knobs.config import load_preset
+
+    if name == BASELINE:
+        return SweepConfig(BASELINE, {}, True)
+    knobs = load_preset(name, table)
+    return SweepConfig(Path(name).stem if name.endswith(".toml") else name, knobs)
+
+
+def read_plan_file(path: str) -> dict[str, Any]:
+    """The plan file's tables, every field checked for its type (so build_plan can trust them)."""
+    where = f"--plan {path}"
+    data = read_toml(Path(path).expanduser(), ConfigError, name=where)
+    unknown = set(data) - _TOP
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key {key_name(sorted(unknown)[0])!r}", hint=f"known keys: {', '.join(sorted(_TOP))}"
+        )
+    bench = expect(where, "bench", data.get("bench", {}), dict, "[bench] then contexts = [1024, 4096]")
+    if set(bench) - _BENCH:
+        raise ConfigError(
+            f"{where}: [bench] {key_name(sorted(set(bench) - _BENCH)[0])}: unknown",
+            hint=f"[bench] takes {', '.join(sorted(_BENCH))}",
+        )
+    names = expect(where, "presets", data.get("presets", []), list, 'presets = ["b8-t4-w2048"]')
+    for i, name in enumerate(names):
+        expect(where, f"presets[{i}]", name, str, 'presets = ["b8-t4-w2048"]')
+    for key in ("contexts", "concurrency"):
+        for value in expect(where, f"[bench] {key}", bench.get(key, []), list, f"{key} = [1, 8]"):
+            _positive(value, f"{where} [bench] {key}")
+    for key in ("max_tokens", "requests_per_cell"):
+        if key in bench:
+            _positive(bench[key], f"{where} [bench] {key}")
+    if "warmup" in bench:
+        _non_negative(bench["warmup"], f"{where} [bench] warmup")
+    if bench.get("release", "wave") not in RELEASES:
+        raise ConfigError(f"{where}: [bench] release must be one of {', '.join(RELEASES)}, "
+                          f"got {bench['release']!r}",
+                          hint='release = "wave" sends each wave of requests at once; "staggered" keeps '
+                               'every slot busy')
+    for key in ("baseline", "coding"):
+        table = bench if key == "coding" else data
+        if key in table:
+            expect(where, key, table[key], bool, f"{key} = true")
+    if "repeats" in data:
+        _positive(data["repeats"], f"{where} repeats")
+    if "warmup_requests" in data:
+        _non_negative(data["warmup_requests"], f"{where} warmup_requests")
+    plan_eval = expect(where, "eval", data.get("eval", True), (bool, dict), "eval = false, or [eval] max_tokens = 2048")
+    if isinstance(plan_eval, dict):
+        for key in ("max_tokens", "concurrency"):
+            if key in plan_eval:
+                _positive(plan_eval[key], f"{where} [eval] {key}")
+        for i, pid in enumerate(
+            expect(where, "[eval] problems", plan_eval.get("problems", []), list, 'problems = ["fib"]')
+        ):
+            expect(where, f"[eval] problems[{i}]", pid, str, 'problems = ["fib"]')
+    return data
+
+
+def _custom_configs(path: str, entries: Any, table: KnobTable = SHIPPED) -> list[SweepConfig]:
+    if not isinstance(entries, list):
+        raise ConfigError(
+            f"--plan {path}: config: expected [[config]] tables", hint='[[config]] name = "x" knobs = {...}'
+        )
+    out = []
+    for i, entry in enumerate(entries):
+        name, knobs = (entry.get("name"), entry.get("knobs")) if isinstance(entry, dict) else (None, None)
+        if not isinstance(name, str) or not name or not isinstance(knobs, dict):
+            raise ConfigError(
+                f'--plan {path}: config #{i + 1}: needs name = "..." and knobs = {{...}}',
+                hint='e.g. name = "b8-t8" and knobs = { budget = 8, topk = 8, window = 2048 }',
+            )
+        where = f"--plan {path} config {name!r}"
+        out.append(SweepConfig(name, {k: table.spec(k).parse(v, where) for k, v in knobs.items()}))
+    return out
+
+
+def _positive(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where}: expected a positive integer, got {value!r}", hint=f"e.g. {where.split()[-1]} = 4")
+    return value
+
+
+def _non_negative(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{where}: expected an integer >= 0, got {value!r}", hint=f"e.g. {where.split()[-1]} = 1")
+    return value
+
+
+def build_plan(
+    presets: list[str],
+    *,
+    plan_file: str | None = None,
+    repeats: int | None = None,
+    baseline: bool = False,
+    contexts: list[int] | None = None,
+    concurrency: list[int] | None = None,
+    max_tokens: int | None = None,
+    requests_per_cell: int | None = None,
+    warmup: int | None = None,
+    coding: bool = False,
+    run_eval: bool | None = None,
+    eval_max_tokens: int | None = None,
+    eval_problems: list[str] | None = None,
+    warmup_requests: int = 2,
+    knob_table: KnobTable | None = None,
+) -> SweepPlan:
+    data = read_plan_file(plan_file) if plan_file else {}
+    where = f"--plan {plan_file}"
+    names = list(data.get("presets", [])) + list(presets)
+    configs = [preset_config(n, knob_table) for n in dict.fromkeys(names)]
+    configs += _custom_configs(plan_file or "", data["config"], knob_table or SHIPPED) if "config" in data else []
+    if baseline or data.get("baseline") is True:
+        if not any(c.baseline for c in configs):
+            configs.insert(0, SweepConfig(BASELINE, {}, True))
+    if not [c for c in configs if not c.baseline]:
+        raise UsageError(
+            "no configuration to sweep",
+            hint="name presets: ddtune sweep b8-t4-w2048 b16-t4-w2048 (or list them in a --plan file)",
+        )
+    bench = data.get("bench", {})
+    pick = lambda cli, key, default: cli if cli is not None else bench.get(key, default)
+    bench_plan = BenchPlan(
+        tuple(
+            dict.fromkeys(_positive(c, f"{where} [bench] contexts") for c in pick(contexts, "contexts", [1024, 4096]))
+        ),
+        tuple(
+            dict.fromkeys(
+                _positive(c, f"{where} [bench] concurrency") for c in pick(concurrency, "concurrency", [1, 8])
+            )
+        ),
+        _positive(pick(max_tokens, "max_tokens", 512), f"{where} [bench] max_tokens"),
+        bool(coding or bench.get("coding", False)),
+        pick(requests_per_cell, "requests_per_cell", None),
+        pick(warmup, "warmup", 1), bench.get("release", "wave"))
+    eval_data = data.get("eval", True)
+    enabled = run_eval if run_eval is not None else eval_data is not False
+    eval_settings = None
+    if enabled:
+        table = eval_data if isinstance(eval_data, dict) else {}
+        problems = eval_problems or table.get("problems")
+        eval_settings = EvalSettings(
+            eval_max_tokens or int(table.get("max_tokens", 4096)),
+            int(table.get("concurrency", 4)),
+            tuple(problems) if problems else None,
+        )
+    reps = repeats if repeats is not None else _positive(data.get("repeats", 1), f"{where} repeats")
+    return SweepPlan(tuple(configs), bench_plan, reps, eval_settings, int(data.get("warmup_requests", warmup_requests)))
