@@ -20,7 +20,8 @@ from backends.core.datafile import read_toml
 from backends.core.errors import ConfigError, UsageError
 from backends.core.fields import MAX_ARG, MAX_NAME, expect, fail, key_name, positive, shown, url_problem
 from backends.knobs.decl import KnobTable, read_declarations
-from backends.knobs.plan import DEFAULT_KNOBS, SHIPPED, KnobRoute, KnobSpec, KnobValue
+from backends.knobs.shipped import DEFAULT_KNOBS, SHIPPED
+from backends.knobs.spec import KnobRoute, KnobSpec, KnobValue
 from backends.core.paths import PRESETS_DIR, find_config
 
 BACKENDS = ("sglang", "systemd", "endpoint", "sim")

@@ -20,23 +20,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from backends.core.datafile import read_toml
 from backends.core.errors import ConfigError
-from backends.knobs.decl import KnobTable, read_declarations
+from backends.knobs.decl import KnobTable
+from backends.knobs.shipped import DEFAULT_KNOBS, KNOBS, SHIPPED
 from backends.knobs.spec import (BLOCK_SIZE, DEFAULT_BLOCK_SIZE, SERVER_DEFAULT, DataRoute, KnobRoute, KnobSpec,
                                  KnobValue, as_count, knob_text)
-from backends.core.paths import PRESETS_DIR
 
 if TYPE_CHECKING:
     from backends.knobs.config import ServerConfig
 
-__all__ = ["BLOCK_SIZE", "DEFAULT_BLOCK_SIZE", "SERVER_DEFAULT", "DataRoute", "KnobRoute", "KnobSpec", "KnobTable",
-           "KnobValue", "as_count", "knob_text"]
+__all__ = ["BLOCK_SIZE", "DEFAULT_BLOCK_SIZE", "DEFAULT_KNOBS", "KNOBS", "SERVER_DEFAULT", "SHIPPED", "DataRoute",
+           "KnobRoute", "KnobSpec", "KnobTable", "KnobValue", "as_count", "knob_text"]
 
-FLAVOURS_FILE = PRESETS_DIR / "flavours.toml"
-SHIPPED = KnobTable().extended(read_declarations(str(FLAVOURS_FILE), read_toml(FLAVOURS_FILE).get("knob", {})))
-KNOBS: Mapping[str, KnobSpec] = SHIPPED.specs
-DEFAULT_KNOBS: dict[str, KnobValue] = SHIPPED.defaults()
 _FLAG_RE = re.compile(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)")
 _BLOCK_FLAGS = ("--speculative-num-draft-tokens", "--speculative-dflash-block-size")
 

@@ -87,7 +87,7 @@ def sglang_version(config, backend, state=None) -> SGLangVersion:
     configured interpreter; the simulator says which release it imitates (``--sim-version``)."""
     import asyncio
 
-    from backends.server.lifecycle import fetch_server_info
+    from backends.launch.readiness import fetch_server_info
 
     url = state.url if state is not None and state.phase in ("ready", "starting") else None
     if url is None and config.backend == "endpoint":
