@@ -14,8 +14,6 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 
-from tui import __version__
-
 # Order is the order of ``ddtune --help``.
 COMMANDS = [
     "sim", "up", "down", "restart", "status", "inspect", "doctor", "gpu",
@@ -55,6 +53,21 @@ class MainHelp(argparse.RawDescriptionHelpFormatter):
         self._action_max_length = 4 + max(len(name) for name in COMMANDS)
 
 
+class ShowVersion(argparse.Action):
+    """``--version``: the installed metadata's version (backends/core/version.py), looked up when the
+    flag is given rather than each time the parser is built."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show program's version number and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from tui import __version__
+
+        sys.stdout.write(f"ddtune {__version__}\n")
+        parser.exit()
+
+
 def load_command(name: str) -> ModuleType:
     return importlib.import_module(f"tui.commands.{name.replace('-', '_')}")
 
@@ -70,7 +83,7 @@ def build_parser() -> Parser:
         epilog=MAIN_EXAMPLES,
         formatter_class=MainHelp,
     )
-    parser.add_argument("--version", action="version", version=f"ddtune {__version__}")
+    parser.add_argument("--version", action=ShowVersion)
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="config file (default: ./ddtune.toml, then $XDG_CONFIG_HOME/ddtune/ddtune.toml)")
     parser.add_argument("--load", metavar="C", type=int, default=None,
