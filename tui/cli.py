@@ -13,6 +13,10 @@ import os
 import sys
 from collections.abc import Callable
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from backends.core.errors import DdtuneError
 
 # Order is the order of ``ddtune --help``.
 COMMANDS = [
@@ -111,6 +115,14 @@ def one_line(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
+def said(exc: DdtuneError) -> int:
+    """A DdtuneError as one ``ddtune: error:`` line (plus a ``hint:`` line); its exit code."""
+    sys.stderr.write(f"ddtune: error: {one_line(exc.message)}\n")
+    if exc.hint:
+        sys.stderr.write(f"hint: {one_line(exc.hint)}\n")
+    return exc.exit_code
+
+
 def report_errors(action: Callable[[], int]) -> int:
     """Run ``action`` the way every command runs: a DdtuneError becomes one ``ddtune: error:`` line
     (plus a ``hint:`` line) and its exit code (2 bad usage or input, 1 failed run); Ctrl-C is 130."""
@@ -119,10 +131,7 @@ def report_errors(action: Callable[[], int]) -> int:
     try:
         return action()
     except DdtuneError as exc:
-        sys.stderr.write(f"ddtune: error: {one_line(exc.message)}\n")
-        if exc.hint:
-            sys.stderr.write(f"hint: {one_line(exc.hint)}\n")
-        return exc.exit_code
+        return said(exc)
     except KeyboardInterrupt:
         sys.stderr.write("ddtune: interrupted\n")
         return 130
@@ -199,11 +208,15 @@ class MaskedStream:
 
 
 def _main(argv: list[str] | None) -> int:
+    from backends.core.errors import DdtuneError
     from backends.core.paths import private_umask
 
     private_umask()  # every file ddtune writes is 0600, every dir 0700; launched servers keep the user's umask
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except DdtuneError as exc:  # the help lists the shipped knobs: an install whose presets are missing or hidden
+        return said(exc)
     args = parser.parse_args(argv)
     if args.config is not None and not os.path.isfile(os.path.expanduser(args.config)):
         parser.error(f"--config: no such file: {args.config}")
