@@ -13,8 +13,10 @@ import os
 import sys
 from collections.abc import Callable
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from tui import __version__
+if TYPE_CHECKING:
+    from backends.core.errors import DdtuneError
 
 # Order is the order of ``ddtune --help``.
 COMMANDS = [
@@ -55,6 +57,21 @@ class MainHelp(argparse.RawDescriptionHelpFormatter):
         self._action_max_length = 4 + max(len(name) for name in COMMANDS)
 
 
+class ShowVersion(argparse.Action):
+    """``--version``: the installed metadata's version (backends/core/version.py), looked up when the
+    flag is given rather than each time the parser is built."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show program's version number and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from tui import __version__
+
+        sys.stdout.write(f"ddtune {__version__}\n")
+        parser.exit()
+
+
 def load_command(name: str) -> ModuleType:
     return importlib.import_module(f"tui.commands.{name.replace('-', '_')}")
 
@@ -70,7 +87,7 @@ def build_parser() -> Parser:
         epilog=MAIN_EXAMPLES,
         formatter_class=MainHelp,
     )
-    parser.add_argument("--version", action="version", version=f"ddtune {__version__}")
+    parser.add_argument("--version", action=ShowVersion)
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="config file (default: ./ddtune.toml, then $XDG_CONFIG_HOME/ddtune/ddtune.toml)")
     parser.add_argument("--load", metavar="C", type=int, default=None,
@@ -98,6 +115,14 @@ def one_line(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
+def said(exc: DdtuneError) -> int:
+    """A DdtuneError as one ``ddtune: error:`` line (plus a ``hint:`` line); its exit code."""
+    sys.stderr.write(f"ddtune: error: {one_line(exc.message)}\n")
+    if exc.hint:
+        sys.stderr.write(f"hint: {one_line(exc.hint)}\n")
+    return exc.exit_code
+
+
 def report_errors(action: Callable[[], int]) -> int:
     """Run ``action`` the way every command runs: a DdtuneError becomes one ``ddtune: error:`` line
     (plus a ``hint:`` line) and its exit code (2 bad usage or input, 1 failed run); Ctrl-C is 130."""
@@ -106,10 +131,7 @@ def report_errors(action: Callable[[], int]) -> int:
     try:
         return action()
     except DdtuneError as exc:
-        sys.stderr.write(f"ddtune: error: {one_line(exc.message)}\n")
-        if exc.hint:
-            sys.stderr.write(f"hint: {one_line(exc.hint)}\n")
-        return exc.exit_code
+        return said(exc)
     except KeyboardInterrupt:
         sys.stderr.write("ddtune: interrupted\n")
         return 130
@@ -186,11 +208,15 @@ class MaskedStream:
 
 
 def _main(argv: list[str] | None) -> int:
+    from backends.core.errors import DdtuneError
     from backends.core.paths import private_umask
 
     private_umask()  # every file ddtune writes is 0600, every dir 0700; launched servers keep the user's umask
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except DdtuneError as exc:  # the help lists the shipped knobs: an install whose presets are missing or hidden
+        return said(exc)
     args = parser.parse_args(argv)
     if args.config is not None and not os.path.isfile(os.path.expanduser(args.config)):
         parser.error(f"--config: no such file: {args.config}")

@@ -2,17 +2,64 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+from backends.core.errors import ConfigError
 from backends.core.statefs import trusted_dir
 
-ROOT = Path(__file__).resolve().parents[2]
-PRESETS_DIR = ROOT / "presets"
-PROBLEMS_FILE = PRESETS_DIR / "problems" / "coding.toml"
+PRESETS_PACKAGE = "presets"  # the data package ddtune ships (presets/__init__.py says what it holds)
+# ddtune's import packages: what the wheel installs (pyproject.toml; tests/unit/test_packaging.py pins both)
+PACKAGES = ("tui", "workloads", "backends", PRESETS_PACKAGE)
+_ISOLATED = ("install ddtune in an environment of its own: 'pipx install .' or 'uv tool install .' in its "
+             "checkout (README)")
+
+
+@functools.cache
+def presets_dir() -> Path:
+    """The folder of the shipped data (flavours.toml, knobs/*.toml, problems/coding.toml).
+
+    Found by ``importlib.resources`` the way the code itself is imported (a checkout on sys.path, an
+    editable install, the wheel in site-packages), never relative to a source file. A folder on
+    disk, which every way ddtune is installed gives: readers name its files in their errors, and the
+    grading sandbox covers it. The check for flavours.toml catches another distribution's top-level
+    ``presets`` package shadowing ddtune's (the wheel installs generic names)."""
+    from importlib.resources import files  # on first use (the help lists the shipped knobs: nearly every run)
+
+    try:
+        found = files(PRESETS_PACKAGE)
+    except ModuleNotFoundError:
+        raise ConfigError("ddtune's shipped data (the 'presets' package) is not importable",
+                          hint=f"reinstall ddtune: {_ISOLATED}") from None
+    if not isinstance(found, Path):  # a zip or a namespace spread over folders: no installer makes either
+        raise ConfigError(f"ddtune's shipped data (the 'presets' package) is not one folder on disk: {found}",
+                          hint=f"reinstall ddtune: {_ISOLATED}")
+    if not (found / "flavours.toml").is_file():
+        raise ConfigError(f"the 'presets' package found at {found} is not ddtune's (it has no flavours.toml)",
+                          hint=f"another installed package named 'presets' hides ddtune's; {_ISOLATED}")
+    return found
+
+
+def package_dirs() -> list[Path]:
+    """The folders ddtune's packages are imported from, code and presets, wherever that is (a venv,
+    site-packages, a checkout). ``find_spec`` asks the import system without importing anything."""
+    from importlib.util import find_spec
+
+    found: list[Path] = []
+    for name in PACKAGES:
+        spec = find_spec(name)
+        found += [Path(d) for d in (spec.submodule_search_locations or [])] if spec is not None else []
+    return found
+
+
+def problems_file() -> Path:
+    """The built-in coding problems: prompts, tests and the reference solutions the simulator answers
+    from (graded code must never see this file: workloads/grading/sandbox_isolation.py hides it)."""
+    return presets_dir() / "problems" / "coding.toml"
 
 
 _USER_UMASK: int | None = None  # the umask ddtune started with, for the servers it launches

@@ -51,7 +51,9 @@ class Backend(ABC):
         raise NotImplementedError
 
     def server_env(self, plan: LaunchPlan | None = None) -> dict[str, str]:
-        env = dict(os.environ)
+        """ddtune's environment less its PYTHONPATH (how ddtune itself was found: a server's own
+        interpreter gets one from ``[server] env`` only), plus the config's env and the plan's."""
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env.update(self.config.env)
         if plan is not None:
             env.update(plan.env)

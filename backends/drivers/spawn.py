@@ -20,7 +20,6 @@ import httpx
 from backends.core.apikey import auth_headers
 from backends.drivers.base import Backend, tail_file
 from backends.knobs.plan import LaunchPlan
-from backends.core.paths import ROOT
 from backends.drivers.launchrec import crash_point, server_env_of_launch
 from backends.launch.ownership import carries_token, new_token, owned, stop_owned
 from backends.launch.process import StopReport, create_time, is_running, open_log, reap, spawn
@@ -142,11 +141,16 @@ class SimBackend(ProcessBackend):
     NAME = "sim"
 
     def command_prefix(self) -> tuple[str, ...]:
-        return (sys.executable, "-m", "backends.sim")
+        # ddtune's own interpreter imports ddtune as this process did: from its sys.path, with the
+        # PYTHONPATH it inherits (server_env). ``-P`` (3.11+) keeps ``-m`` from putting the working
+        # directory first, where a user's ./backends folder would run instead of the simulator.
+        return (sys.executable, "-P", "-m", "backends.sim")
 
     def server_env(self, plan: LaunchPlan | None = None) -> dict[str, str]:
+        """The simulator is ddtune: it keeps the PYTHONPATH a real server does not get (Backend.server_env)."""
         env = super().server_env(plan)
-        env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        if "PYTHONPATH" in os.environ and "PYTHONPATH" not in env:
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
         return env
 
     def version(self, env: dict[str, str]) -> str | None:

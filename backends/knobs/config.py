@@ -22,10 +22,9 @@ from backends.core.fields import MAX_ARG, MAX_NAME, expect, fail, key_name, posi
 from backends.knobs.decl import KnobTable, read_declarations
 from backends.knobs.shipped import DEFAULT_KNOBS, SHIPPED
 from backends.knobs.spec import KnobRoute, KnobSpec, KnobValue
-from backends.core.paths import PRESETS_DIR, find_config
+from backends.core.paths import find_config, presets_dir
 
 BACKENDS = ("sglang", "systemd", "endpoint", "sim")
-KNOB_PRESETS_DIR = PRESETS_DIR / "knobs"
 
 _SERVER_FIELDS = {
     "backend", "python", "model", "draft_model", "host", "port", "extra_args", "env",
@@ -315,7 +314,7 @@ def load_config(explicit: str | Path | None = None) -> ServerConfig:
 
 
 def preset_names() -> list[str]:
-    return sorted(p.stem for p in KNOB_PRESETS_DIR.glob("*.toml"))
+    return sorted(p.stem for p in (presets_dir() / "knobs").glob("*.toml"))
 
 
 def load_preset(name: str, table: KnobTable | None = None) -> dict[str, KnobValue]:
@@ -326,7 +325,7 @@ def load_preset(name: str, table: KnobTable | None = None) -> dict[str, KnobValu
                          hint=f"shipped presets: {', '.join(preset_names())} (or give a path to a .toml file)")
     path = Path(name)
     if not (path.suffix == ".toml" and os.path.isfile(path)):  # os.path: a name too long is False, not OSError
-        path = KNOB_PRESETS_DIR / f"{name}.toml"
+        path = presets_dir() / "knobs" / f"{name}.toml"
     if not os.path.isfile(path):
         raise UsageError(
             f"--preset {shown(name)}: no such preset",

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from backends.core.datafile import read_toml
-from backends.core.paths import PRESETS_DIR
+from backends.core.paths import presets_dir
 from backends.knobs.decl import KnobTable, read_declarations
 from backends.knobs.spec import KnobSpec, KnobValue
 
-FLAVOURS_FILE = PRESETS_DIR / "flavours.toml"
+FLAVOURS_FILE = presets_dir() / "flavours.toml"
 SHIPPED = KnobTable().extended(read_declarations(str(FLAVOURS_FILE), read_toml(FLAVOURS_FILE).get("knob", {})))
 KNOBS: Mapping[str, KnobSpec] = SHIPPED.specs
 DEFAULT_KNOBS: dict[str, KnobValue] = SHIPPED.defaults()

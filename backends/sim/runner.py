@@ -21,7 +21,7 @@ import signal
 import subprocess
 import sys
 
-from backends.core.paths import PROBLEMS_FILE
+from backends.core.paths import problems_file
 from backends.sim import answers
 from backends.sim.args import SGLangValueError, SimArgs, parse
 from backends.sim.completions import Completions
@@ -146,7 +146,7 @@ class Runner:
         except StartupFailed:
             self.die()
         engine = Engine(a, self.log)
-        completions = Completions(engine, answers.load_problems(PROBLEMS_FILE), a)
+        completions = Completions(engine, answers.load_problems(problems_file()), a)
         server = SimServer(a, engine, completions, self.log)
         http = HttpServer(server.handle)
         try:

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from backends.core.paths import PROBLEMS_FILE
+from backends.core.paths import problems_file
 from backends.sim import answers, model
 from backends.sim.args import SGLangValueError, parse
 
@@ -51,7 +51,7 @@ def test_model_table_prints_every_preset():
 
 
 def test_problems_load_and_answers_have_wrong_draft_then_final_solution():
-    problems = answers.load_problems(PROBLEMS_FILE)
+    problems = answers.load_problems(problems_file())
     assert len(problems) >= 3
     p = problems[0]
     ans = answers.compose(problems, f"Write `{p.function}` please", random.Random(3), 0.0)

@@ -1,6 +1,8 @@
 """The CLI contract of design.md section 3, run as a real process."""
 
-from tests.helpers import run_ddtune
+import tomllib
+
+from tests.helpers import REPO, run_ddtune
 from tui import __version__
 from tui.cli import COMMANDS
 
@@ -13,10 +15,12 @@ def test_help_lists_every_command_with_examples():
     assert "examples:" in out.stdout
 
 
-def test_version():
+def test_version_is_pyproject_s_as_installed():
+    # the editable install's metadata says pyproject's version (reinstall after changing it)
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     out = run_ddtune("--version")
     assert out.returncode == 0
-    assert out.stdout.strip() == f"ddtune {__version__}"
+    assert out.stdout.strip() == f"ddtune {declared}" == f"ddtune {__version__}"
 
 
 def test_unknown_command_exits_2_with_hint():

@@ -350,3 +350,30 @@ def test_decode_lines_the_parent_reads_give_the_windows_acceptance_without_metri
 
     stats = asyncio.run(main())
     assert stats.window_roll.acceptance > 1.5 and stats.accept_source == "log"
+
+
+def test_the_worker_started_from_a_folder_of_decoys_runs_ddtune_s(start_sim, workers, tmp_path, monkeypatch):
+    # `python -m workloads.live.worker` would put the working directory first on sys.path: the worker
+    # runs where the user is (no cwd of ddtune's), with no PYTHONPATH added, and still imports ddtune
+    sim = start_sim(*SPEC, "--sim-step-ms", "2")
+    cwd = tmp_path / "work"
+    for name in ("backends", "workloads", "tui", "presets"):
+        (cwd / name).mkdir(parents=True)
+        (cwd / name / "__init__.py").write_text(f"open({str(cwd / 'decoy-ran')!r}, 'w').close()\nraise SystemExit(3)\n")
+    monkeypatch.chdir(cwd)
+    monkeypatch.delenv("PYTHONPATH", raising=False)  # the editable install alone finds ddtune
+
+    async def go():
+        load = LoadProcess(tick_s=0.2)
+        workers.append(load)
+        await load.start(sim.url, None, concurrency=1, max_tokens=300, problems=["fib"])
+        where = os.readlink(f"/proc/{load.pid}/cwd")
+        environ = Path(f"/proc/{load.pid}/environ").read_bytes().split(b"\0")
+        seen = await until(load.events(), lambda s: len(graded(s)) >= 1)
+        await load.stop()
+        return where, environ, seen
+
+    where, environ, seen = asyncio.run(go())
+    assert where == str(cwd) and not [e for e in environ if e.startswith(b"PYTHONPATH=")]
+    assert isinstance(seen[0], LoadStarted) and graded(seen)[0].verdict in ("pass", "fail")
+    assert not (cwd / "decoy-ran").exists()

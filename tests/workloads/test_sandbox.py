@@ -6,8 +6,11 @@ from pathlib import Path
 import pytest
 
 from backends.core.errors import ConfigError
+from backends.core.paths import problems_file
+from tests.helpers import REPO
 from tests.workloads.conftest import NS_MODES
 from tests.workloads.sandbox_support import token, with_token
+from workloads.grading import sandbox_isolation
 from workloads.grading.sandbox import SandboxLimits, isolation, run_tests
 
 FAST = SandboxLimits(wall_s=20, cpu_s=1)
@@ -139,8 +142,6 @@ def test_the_default_is_bubblewrap_and_a_bad_choice_is_named(monkeypatch):
 def test_a_forced_mode_that_cannot_run_says_why(monkeypatch):
     monkeypatch.setenv("DDTUNE_SANDBOX", "bwrap")
     monkeypatch.setenv("PATH", "/nonexistent")
-    from workloads.grading import sandbox_isolation
-
     sandbox_isolation.facts.cache_clear()
     try:
         with pytest.raises(ConfigError) as err:
@@ -157,3 +158,17 @@ def test_no_process_of_a_run_outlives_it(sandbox_mode):
     code += "import time\ntime.sleep(0.5)\ndef f():\n    return 1"
     assert run_tests(code, "f", ["f() == 1"], audit=False).verdict == "pass"
     assert with_token(tok) == []
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_a_checkout_inside_a_visible_root_shows_none_of_ddtune_s_packages(sandbox_mode, monkeypatch):
+    # ddtune run from a checkout under /usr/local/src, say: the answer sees that root read-only, so
+    # ddtune's package folders are covered wherever they are imported from; the presets hold the
+    # hidden tests' answers. The checkout's README stays visible: the root really was mounted.
+    roots = sandbox_isolation._roots
+    monkeypatch.setattr(sandbox_isolation, "_roots", lambda: roots() + [str(REPO)])
+    hidden = [str(problems_file()), str(REPO / "presets" / "flavours.toml"), str(REPO / "tui" / "cli.py"),
+              str(REPO / "workloads" / "grading" / "sandbox_child.py"), str(REPO / "backends" / "core" / "paths.py")]
+    code = f"import os\ndef f():\n    return [os.path.exists(p) for p in {hidden + [str(REPO / 'README.md')]!r}]"
+    result = run_tests(code, "f", [f"f() == {[False] * len(hidden) + [True]!r}"])
+    assert result.verdict == "pass", result.detail

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from backends.core.paths import PRESETS_DIR
+from backends.core.paths import problems_file
 from tests.workloads.conftest import NS_MODES
 from tests.workloads.sandbox_support import token
 from workloads.grading import sandbox_cgroup
@@ -87,8 +87,8 @@ for path in ("/proc/sys/kernel/core_pattern", "/proc/sys/kernel/hostname", "/pro
 
 @pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
 def test_the_cover_over_site_packages_cannot_be_lifted_and_the_answers_stay_hidden(sandbox_mode):
-    answers = [str(PRESETS_DIR / "problems" / "coding.toml")] + [os.path.join(d, "presets", "problems", "coding.toml")
-                                                    for d in site.getsitepackages()]
+    answers = [str(problems_file())] + [os.path.join(d, "presets", "problems", "coding.toml")
+                                        for d in site.getsitepackages()]
     assert os.path.exists(answers[0])
     code = LIBC + f"""
 import glob, os, sys

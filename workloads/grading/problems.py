@@ -9,7 +9,7 @@ from typing import Literal, overload
 from backends.core.datafile import read_toml
 from backends.core.errors import ConfigError, UsageError
 from backends.core.fields import expect, key_name, shown
-from backends.core.paths import PROBLEMS_FILE
+from backends.core.paths import problems_file
 from workloads.grading.checks import SHAPE_HINT, parse_test
 
 ANSWER_INSTRUCTION = (
@@ -46,8 +46,9 @@ def _field(raw: dict, name: str, path: Path, index: int, required: bool = True) 
     return value
 
 
-def load_problems(path: Path | str = PROBLEMS_FILE) -> tuple[Problem, ...]:
-    path = Path(path)
+def load_problems(path: Path | str | None = None) -> tuple[Problem, ...]:
+    """The problems of ``path``, by default the built-in ones (backends.core.paths.problems_file)."""
+    path = Path(path) if path is not None else problems_file()
     data = read_toml(path)
     entries = expect(str(path), "problem", data.get("problem", []), list, "write each problem as a [[problem]] table")
     problems: list[Problem] = []

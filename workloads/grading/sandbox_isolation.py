@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backends.core.errors import ConfigError
-from backends.core.paths import PRESETS_DIR
+from backends.core.paths import package_dirs, problems_file
 from workloads.grading.sandbox_seccomp import program as seccomp_program
 
 KINDS = ("bwrap", "unshare", "rlimit")
@@ -66,9 +66,10 @@ def _roots() -> list[str]:
 
 
 def _hidden(roots: list[str]) -> list[str]:
-    """Directories under the roots to cover with an empty tmpfs: installed packages (ddtune's own
-    presets, with the expected answers, may be among them)."""
-    dirs = site.getsitepackages([sys.base_prefix, sys.base_exec_prefix]) + [str(PRESETS_DIR)]
+    """Directories under the roots to cover with an empty tmpfs: installed packages, and ddtune's own
+    package folders wherever they are imported from (a checkout under /usr/local/src, say): its code
+    and the presets, whose problems/coding.toml holds the hidden tests' expected answers."""
+    dirs = site.getsitepackages([sys.base_prefix, sys.base_exec_prefix]) + [str(d) for d in package_dirs()]
     return sorted({os.path.realpath(d) for d in dirs if os.path.isdir(d)
                    and any(os.path.realpath(d).startswith(r + os.sep) for r in roots)})
 
@@ -193,7 +194,10 @@ def run_argv(kind: str) -> tuple[list[str], dict[str, str]]:
     return [*wrapper(kind, uid), interpreter(), "-I", "-S", "-u", "-c", CHILD_SOURCE], wrapper_env(kind)
 
 
-_OWN_DIR = os.path.dirname(os.path.abspath(__file__))  # must not be visible inside a namespace sandbox
+def _secret() -> str:
+    """What the probe must not find inside a namespace sandbox: the hidden tests' answers. A file
+    inside one of the covered folders (a covered folder itself still exists, empty)."""
+    return str(problems_file())
 
 
 @functools.cache
@@ -211,7 +215,7 @@ def facts(kind: str) -> Facts | str:
         return f"{' and '.join(missing)} not installed"
     argv, env = run_argv(kind)
     try:
-        done = subprocess.run([*argv, "facts", seccomp_hex(), _OWN_DIR], env=env, capture_output=True, text=True,
+        done = subprocess.run([*argv, "facts", seccomp_hex(), _secret()], env=env, capture_output=True, text=True,
                               timeout=20, stdin=subprocess.DEVNULL, umask=0o022, cwd="/")
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run it: {exc}"
@@ -221,7 +225,7 @@ def facts(kind: str) -> Facts | str:
                       proc_sys_read_only=not seen["proc_sys_writable"], root_read_only=not seen["root_writable"],
                       seccomp=seen["seccomp"], nested_userns_refused=seen["unshare_user"] is False)
         if kind != "rlimit" and seen["own_files_visible"]:
-            return f"ddtune's own files ({_OWN_DIR}) are visible inside it"
+            return f"ddtune's own files ({_secret()}, the hidden tests' answers) are visible inside it"
     except (ValueError, KeyError, IndexError, TypeError):
         why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return f"cannot run Python inside it: {why[:200]}"

@@ -28,7 +28,6 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass, replace
-from pathlib import Path
 from collections.abc import AsyncIterator
 
 import psutil
@@ -38,7 +37,10 @@ from backends.launch.ownership import SAME_START_S, NotOurs, Owned, StopReport, 
 from workloads.live.load import LoadPaused, LoadResumed, LoadStats, LoadStopped, StatsUpdated
 from workloads.live.windows import Window, WindowStats
 
-ROOT = Path(__file__).resolve().parents[2]  # the directory that holds the workloads package
+# ``-P`` (3.11+): the worker imports ddtune from the interpreter's own sys.path (its site-packages
+# and the PYTHONPATH it inherits), as this process did; without it ``-m`` would put the working
+# directory first, and a user's ./workloads or ./backends folder would run instead of ddtune.
+WORKER = ("-P", "-m", "workloads.live.worker")
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,9 @@ def decode(record: dict, concurrency: int) -> LoadProcEvent | None:
 
 
 def worker_env(api_key: str | None) -> dict[str, str]:
-    """The parent's environment minus anything holding the key; the worker finds ddtune's packages."""
-    env = {k: v for k, v in os.environ.items() if k != ENV_KEY and not (api_key and api_key in v)}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
+    """The parent's environment minus anything holding the key (nothing added: the worker finds
+    ddtune's packages where this process found them, see WORKER)."""
+    return {k: v for k, v in os.environ.items() if k != ENV_KEY and not (api_key and api_key in v)}
 
 
 def _kill_proven(found: Owned, deadline: float) -> None:
@@ -168,11 +169,10 @@ class LoadProcess:
         if self._proc is not None:
             raise RuntimeError("this LoadProcess was already started")
         self.concurrency = concurrency
-        # cwd: ``-m`` puts the working directory first on sys.path; ddtune's own, not the user's
         self._proc = await asyncio.create_subprocess_exec(
-            self.python, "-m", "workloads.live.worker", stdin=asyncio.subprocess.PIPE,
+            self.python, *WORKER, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
-            env=worker_env(api_key), cwd=str(ROOT), limit=1 << 20)
+            env=worker_env(api_key), limit=1 << 20)
         self.pid = self._proc.pid
         try:  # our unreaped child: the pid cannot have been reused yet
             self.create_time = psutil.Process(self.pid).create_time()

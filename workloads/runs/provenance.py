@@ -9,21 +9,7 @@ from backends.core.apikey import api_key, redact
 from backends.core.datafile import loads
 from backends.core.errors import ServerError
 from backends.core.paths import server_dir
-
-
-def ddtune_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("ddtune")
-    except Exception:
-        pass
-    import re
-    from pathlib import Path
-
-    init = Path(__file__).resolve().parents[2] / "tui" / "__init__.py"
-    m = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", init.read_text(encoding="utf-8")) if init.is_file() else None
-    return m.group(1) if m else "unknown"
+from backends.core.version import ddtune_version
 
 
 def gpu_models() -> list[str] | None:
