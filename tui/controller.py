@@ -191,7 +191,8 @@ class ConsoleController:
             uptime = uptime // 60 * 60  # whole minutes once past the first: the panel redraws once a minute
         pid = (state.pid if state else None) or (progress.pid if progress else None)
         return ServerView(
-            backend=self.config.backend, simulated=self.simulated, pid=pid, url=self.config.base_url,
+            backend=self.config.backend, simulated=self.simulated, attached=session.backend.ATTACHES,
+            pid=pid, url=self.config.base_url,
             version=session.version, uptime_s=uptime, phase=phase,
             detail="" if phase in ("ready", "failed") else detail,
             progress=None if phase in ("ready", "stopped") else progress_fraction(detail),

@@ -17,6 +17,7 @@ class KnobRow:
 class ServerView:
     backend: str = "sim"
     simulated: bool = True
+    attached: bool = False         # ddtune attaches to someone else's server (no start of its own to time)
     pid: int | None = None
     url: str = ""
     version: str | None = None

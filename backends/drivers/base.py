@@ -1,8 +1,9 @@
-"""The one backend contract: async start/stop/status/log_lines plus capability flags the UI reads.
+"""The one backend contract: async start/stop/status/log_lines plus capability flags callers read.
 
 Backends only do I/O for one kind of server (a process, a systemd unit, a URL). The safe restart
-sequence (stop, wait for port and GPU, launch, track, probe, verify) lives in
-``backends.server.lifecycle.ServerManager`` and is the same for all of them.
+sequence (stop, wait for port and GPU, launch, track, probe, verify) is the server's owner's
+(``backends.server.ServerSession``) and the same for all of them: where a driver differs, the owner
+reads a flag below (``backends.drivers.registry.flags`` gives them by name), never the class.
 """
 
 from __future__ import annotations
@@ -26,7 +27,20 @@ class Backend(ABC):
     NAME: ClassVar[str]
     CAN_START: ClassVar[bool] = True
     CAN_STOP: ClassVar[bool] = True
-    HAS_LOGS: ClassVar[bool] = True
+    HAS_LOGS: ClassVar[bool] = True       # a log to follow (endpoint: only with [server] log_file: has_logs())
+    # ddtune spawns the server itself, in its own process group, carrying a launch token: proved
+    # ours by pid + create time + token, stopped by signalling that group, run on a lane's GPUs
+    SPAWNS: ClassVar[bool] = False
+    # stopped through its service manager (systemctl stop), never by signals; its main pid was
+    # started by that manager, so it carries no launch token
+    STOPS_BY_UNIT: ClassVar[bool] = False
+    # someone else runs it and ddtune attaches by URL: no start of its own to time, no pid to prove
+    # the socket's, nothing listening fails after connect_grace_s (``connect_grace``)
+    ATTACHES: ClassVar[bool] = False
+    # the GPU memory its processes hold is freed only when they exit: a restart waits for it
+    OWNS_GPU_MEMORY: ClassVar[bool] = False
+    # ddtune's SGLang simulator: reads no weights, holds no GPU memory unless told to
+    SIMULATED: ClassVar[bool] = False
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
@@ -45,6 +59,15 @@ class Backend(ABC):
         if launched == REDACTED:
             launched = launched_api_key(state)
         return launched or api_key()
+
+    def attach_state(self) -> ServerState:
+        """The record of the server this driver attaches to (``ATTACHES`` drivers only)."""
+        raise NotImplementedError(f"the {self.NAME} backend starts its server; it attaches to none")
+
+    def connect_grace(self):
+        """How long nothing answering may last before an attach fails (``ATTACHES``); None: no limit
+        but ready_timeout_s (a started server's own pid is followed instead)."""
+        return None
 
     def command_prefix(self) -> tuple[str, ...]:
         """argv before the SGLang flags, e.g. ``python -m sglang.launch_server``."""

@@ -24,6 +24,7 @@ class EndpointBackend(Backend):
     CAN_START = False
     CAN_STOP = False
     HAS_LOGS = False
+    ATTACHES = True
 
     def has_logs(self) -> bool:
         return bool(self.config.log_file)
@@ -48,6 +49,9 @@ class EndpointBackend(Backend):
             knobs=dict(self.config.knobs), log_path=self.config.log_file, started_at=time.time(),
             config_source=self.config.source,
         )
+
+    def connect_grace(self) -> ConnectGrace:
+        return ConnectGrace(self)
 
     async def is_running(self, state: ServerState) -> bool:
         return True  # we cannot see the process; readiness probes tell whether it answers
@@ -91,11 +95,3 @@ class ConnectGrace:
         return detail, (f"{result.reason}: nothing answered there for {grace:.0f} s ([server] connect_grace_s); "
                         "start the server there, or fix [server] url")
 
-
-def make_backend(config, **kw) -> Backend:
-    """The backend the config names."""
-    from backends.drivers.spawn import SGLangBackend, SimBackend
-    from backends.drivers.systemd import SystemdBackend
-
-    classes = {"sglang": SGLangBackend, "sim": SimBackend, "systemd": SystemdBackend, "endpoint": EndpointBackend}
-    return classes[config.backend](config, **kw)

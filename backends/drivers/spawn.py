@@ -31,6 +31,9 @@ from backends.core.statefs import StateWriteError
 class ProcessBackend(Backend):
     """A server that is a local process ddtune spawns itself."""
 
+    SPAWNS = True
+    OWNS_GPU_MEMORY = True
+
     def __init__(self, config) -> None:
         super().__init__(config)
         self._children: dict[int, object] = {}  # pid -> Popen, for exit codes while we are the parent
@@ -139,6 +142,7 @@ class SimBackend(ProcessBackend):
     """The simulator through exactly the sglang spawn path; only the command differs."""
 
     NAME = "sim"
+    SIMULATED = True
 
     def command_prefix(self) -> tuple[str, ...]:
         # ddtune's own interpreter imports ddtune as this process did: from its sys.path, with the

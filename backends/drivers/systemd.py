@@ -61,6 +61,7 @@ def dropin_text(plan: LaunchPlan) -> str:
 
 class SystemdBackend(Backend):
     NAME = "systemd"
+    STOPS_BY_UNIT = True
 
     def __init__(self, config, run: Runner = _default_run) -> None:
         super().__init__(config)

@@ -84,24 +84,25 @@ class SGLangVersion:
 def sglang_version(config, backend, state=None) -> SGLangVersion:
     """The version the console shows, found the way it finds it: ``/server_info`` of the running
     server (the recorded one, or the endpoint's URL), else the installed ``sglang`` package of the
-    configured interpreter; the simulator says which release it imitates (``--sim-version``)."""
+    configured interpreter; the simulator says which release it imitates (``--sim-version``).
+    ``backend``: the config's driver (its flags say whether it attaches or simulates)."""
     import asyncio
 
     from backends.launch.readiness import fetch_server_info
 
     url = state.url if state is not None and state.phase in ("ready", "starting") else None
-    if url is None and config.backend == "endpoint":
+    if url is None and backend.ATTACHES:
         url = config.base_url
     if url:
         info = asyncio.run(fetch_server_info(url, backend.api_key(state)))
         if info and info.get("version"):
             return SGLangVersion(str(info["version"]), f"/server_info of the running server at {url}")
-    if config.backend == "sim":
+    if backend.SIMULATED:
         from backends.sim.args import imitated_version
 
         return SGLangVersion(imitated_version(config.extra_args),
                              "imitated by the simulator, --sim-version; none runs now")
-    if config.backend == "endpoint":
+    if backend.ATTACHES:
         return SGLangVersion(None, f"{url} did not answer /server_info")
     env = backend.server_env()
     version = installed_version(config.python, env)

@@ -78,7 +78,9 @@ def temporary_state_dir(path: str) -> Iterator[None]:
 
 def build_models(config: ServerConfig, out: str, block: int) -> tuple[Check, dict | None]:
     """Run the shipped builder with the server's interpreter (the simulator's: configs only)."""
-    sim = config.backend == "sim"
+    from backends.drivers.registry import flags
+
+    sim = flags(config.backend).simulated
     python = sys.executable if sim else config.python
     argv = [python, str(BUILDER), "--out", out, "--block-size", str(block)] + (["--no-weights"] if sim else [])
     env = {**os.environ, **config.env}
@@ -198,7 +200,9 @@ async def _collapse_check(session, url: str, key: str | None) -> Check:
 def gpu_check(config: ServerConfig, pids: set[int], sampler=None) -> Check:
     from backends.machine.gpu import GpuSampler
 
-    if config.backend == "sim" and "--sim-gpu-alloc-gib" not in " ".join(config.extra_args):
+    from backends.drivers.registry import flags
+
+    if flags(config.backend).simulated and "--sim-gpu-alloc-gib" not in " ".join(config.extra_args):
         return Check("gpu", "skip", "the simulator holds no GPU memory (give it --sim-gpu-alloc-gib to test this)")
     sampler = sampler or GpuSampler()
     snap = sampler.sample(pids)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from backends.drivers.base import Backend
 from backends.knobs.config import ServerConfig
-from backends.drivers.endpoint import ConnectGrace, EndpointBackend, make_backend
+from backends.drivers.registry import alive, driver_of, flags, make_backend
 from backends.core.errors import UsageError
 from backends.knobs.plan import LaunchPlan, knob_text, plan_for_endpoint, plan_launch
 from backends.drivers.launchrec import adopt_lost_launch, launch_recorded
@@ -108,9 +108,9 @@ class ServerManager:
     def current(self) -> ServerState | None:
         """The recorded server, with phase ``stale`` when its pid is gone or was reused."""
         state = load_state(self.on_note)
-        if state is None or state.backend == "endpoint":
+        if state is None or flags(state.backend).attaches:
             return state
-        if state.phase in ("ready", "starting") and not state.is_alive():
+        if state.phase in ("ready", "starting") and not alive(state):
             return state.with_(phase="stale", reason=f"pid {state.pid} is no longer the server ddtune started")
         return state
 
@@ -133,13 +133,13 @@ class ServerManager:
         the console, a sweep or ``restart --set``) is kept, knobs and all (``self.config`` takes
         them), and a note says how they differ from the file: a model reload is never the silent
         price of re-attaching. Decided under the lock, on the one read of the state."""
-        if isinstance(self.backend, EndpointBackend):
+        if self.backend.ATTACHES:
             return await self.attach_endpoint()
         async with self._lock("up"):
             adopt_lost_launch(self.on_note)
             state = self.current()
             live = state is not None and state.backend == self.config.backend \
-                and state.phase in ("ready", "starting") and state.is_alive()
+                and state.phase in ("ready", "starting") and alive(state)
             if live and keep_running_knobs and state is not None and state.config_hash != self.config.config_hash():
                 self._keep_running_knobs(state)
             if live and state is not None and state.config_hash == self.config.config_hash():
@@ -197,9 +197,10 @@ class ServerManager:
         self.tracker.begin_stop(now)
         self._report(force=True)
         old_pids: set[int] = set()
-        if old is not None and old.backend not in ("endpoint", "systemd") and old.pid is not None:
-            stopper = self.backend if old.backend == self.config.backend else _process_stopper(self.config)
-            if old.is_alive():
+        gpu_pids: set[int] = set()
+        if old is not None and flags(old.backend).spawns and old.pid is not None:
+            stopper = driver_of(old, self.backend)
+            if alive(old):
                 for hook in self.before_stop:
                     try:
                         await asyncio.wait_for(hook(), BEFORE_STOP_S)
@@ -214,8 +215,10 @@ class ServerManager:
                 old = None
             else:
                 old_pids = set(report.stopped) | ({old.pid} if old.pid is not None else set())
+                if stopper.OWNS_GPU_MEMORY:  # what they hold is freed only as they exit
+                    gpu_pids = old_pids
                 self.on_note(describe_stop(old.pid, report))
-        elif self.config.backend == "systemd":
+        elif self.backend.STOPS_BY_UNIT:  # the unit is stopped whatever the record says
             await self.backend.stop(old)
         else:
             self.on_note("no server of ours is running: nothing to stop")
@@ -224,7 +227,7 @@ class ServerManager:
         self.tracker.begin_wait(time.monotonic(), f"port {self.config.port}")
         self._report()
         await self._wait_port(old_pids)
-        await self._wait_gpu(old_pids)
+        await self._wait_gpu(gpu_pids)
         return await self._launch(plan)
 
     async def down(self) -> ServerState | None:
@@ -232,7 +235,7 @@ class ServerManager:
         ``reason`` says what was stopped. Raises NotOurs (record set aside) when it proves nothing."""
         async with self._lock("down"):
             state = adopt_lost_launch(self.on_note)
-            if (state.backend if state is not None else self.config.backend) == "endpoint":
+            if flags(state.backend).attaches if state is not None else self.backend.ATTACHES:
                 url = state.url if state is not None else self.config.base_url
                 raise UsageError(f"cannot stop an endpoint server: ddtune only attaches to {url}, it did not start it",
                                  hint="stop it where it runs; `ddtune down` stops servers ddtune started "
@@ -241,11 +244,11 @@ class ServerManager:
                 return None
             if not self.backend.CAN_STOP:
                 await self.backend.stop(state)  # raises: cannot stop
-            if state.backend == "systemd":
+            if flags(state.backend).stops_by_unit:
                 await self.backend.stop(state)
                 summary = f"stopped unit {state.unit or self.config.unit}"
             else:
-                stopper = self.backend if state.backend == self.config.backend else _process_stopper(self.config)
+                stopper = driver_of(state, self.backend)
                 try:
                     report = await stopper.stop(state)
                 except NotOurs as exc:
@@ -270,7 +273,7 @@ class ServerManager:
 
     async def _launch(self, plan: LaunchPlan) -> ServerState:
         state = await _uncancelled(self._spawn(plan))
-        if not isinstance(self.backend, EndpointBackend):  # port and GPU were free; now the imports
+        if not self.backend.ATTACHES:  # port and GPU were free; now the imports
             self.tracker.begin_start(time.monotonic(), f"pid {state.pid} importing")
         self.on_launched(state)
         self.on_note(f"launched pid {state.pid}: {' '.join(shown_argv(plan.argv))}")
@@ -284,16 +287,15 @@ class ServerManager:
         facts = self.log.follow(state)
         deadline = time.monotonic() + self.config.ready_timeout_s
         failure: str | None = None
-        endpoint = isinstance(self.backend, EndpointBackend)
-        # nobody listening fails fast
-        grace = ConnectGrace(self.backend) if isinstance(self.backend, EndpointBackend) else None
+        attached = self.backend.ATTACHES
+        grace = self.backend.connect_grace()  # an attach where nobody listens fails fast
         try:
             async with ReadinessProbe(
                 state.url,
                 state.port,
                 state.pid,
                 api_key=self.backend.api_key(state),
-                check_owner=not isinstance(self.backend, EndpointBackend),
+                check_owner=not attached,
             ) as probe:
                 while True:
                     self._report(state.pid, probing=True)
@@ -313,7 +315,7 @@ class ServerManager:
                                    f"in phase {self.tracker.phase}")
                         break
                     # with a log, probe only once it named our pid in "Started server process [PID]"
-                    pid_ok = endpoint or not self.backend.has_logs() or facts.started_pid is not None
+                    pid_ok = attached or not self.backend.has_logs() or facts.started_pid is not None
                     if facts.started_pid is not None and state.pid and facts.started_pid not in tree_pids(state.pid):
                         pid_ok = False
                     if pid_ok:
@@ -349,7 +351,7 @@ class ServerManager:
         tail = "\n".join(facts.last_lines(TAIL_LINES))
         final = state.with_(phase="failed", reason=reason + (f"\n--- last log lines ---\n{tail}" if tail else ""))
         save_state(final)
-        if not isinstance(self.backend, EndpointBackend):  # an attach times no start of its own
+        if not self.backend.ATTACHES:  # an attach times no start of its own
             self.history.append(self.config.startup_key(), self.tracker.durations(time.monotonic()), False,
                                 time.time(), self.config.model)
         return final
@@ -369,12 +371,12 @@ class ServerManager:
         )
         save_state(final)
         self.settled_at = time.monotonic()
-        if not isinstance(self.backend, EndpointBackend):
+        if not self.backend.ATTACHES:
             self.history.append(self.config.startup_key(), durations, True, time.time(), self.config.model)
         return final
 
     async def attach_endpoint(self) -> ServerState:
-        state = self.backend.attach_state()  # type: ignore[attr-defined]
+        state = self.backend.attach_state()
         self.tracker.begin_wait(time.monotonic(), self.backend.base_url)
         return await self._follow(state, plan_for_endpoint(self.config))
 
@@ -389,9 +391,3 @@ async def _uncancelled(coro: Awaitable[ServerState]) -> ServerState:
         await asyncio.wait({task})
         raise
 
-
-def _process_stopper(config: ServerConfig) -> Backend:
-    """Stops a ddtune-spawned process server recorded under another backend name (same group logic)."""
-    from backends.drivers.spawn import SimBackend
-
-    return SimBackend(config)

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from backends.drivers.base import Backend
+from backends.drivers.registry import flags
 from backends.knobs.config import ServerConfig
 from backends.core.errors import DdtuneError
 from backends.knobs.plan import knob_text
@@ -279,7 +280,7 @@ class ServerSession:
                 self.log.stop()
                 self._emit(Stopped("the server was stopped by another ddtune"))
             return
-        if state.backend == "endpoint":
+        if flags(state.backend).attaches:
             return
         launched = old is None or (state.pid, state.started_at) != (old.pid, old.started_at)
         if launched:

@@ -49,6 +49,6 @@ async def test_phase_line_says_elapsed_and_left(elapsed, eta, shown):
 
 
 async def test_an_endpoint_shows_no_remaining_time():
-    line = await phase_line(ServerView(backend="endpoint", phase="waiting-for-port-and-gpu",
+    line = await phase_line(ServerView(backend="endpoint", attached=True, phase="waiting-for-port-and-gpu",
                                        detail="connection refused at http://10.0.0.5:30000", elapsed_s=7))
     assert line.rstrip().endswith("connection refused at http://10.0.0.5:30000  7s elapsed")

@@ -70,10 +70,11 @@ def run(args) -> int:
         except DdtuneError as exc:
             failed = True
             _line(False, "server/knobs", f"{exc.message} (fix: {exc.hint})")
-    owner = port_owner(config.port) if config.backend != "endpoint" else None
+    attached = manager.backend.ATTACHES  # someone else's server: its port is not ours to check
+    owner = port_owner(config.port) if not attached else None
     ours = state is not None and state.pid is not None and owner is not None and owner.pid == state.pid
     if owner is None:
-        _line(True, "port", f"{config.port} is free" if config.backend != "endpoint" else config.base_url)
+        _line(True, "port", f"{config.port} is free" if not attached else config.base_url)
     elif ours:
         _line(True, "port", f"{config.port} is held by our server pid {owner.pid}")
     else:

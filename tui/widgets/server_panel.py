@@ -69,7 +69,7 @@ class ServerPanel(Widget):
             phase.append_text(bar(v.progress, 16, "cyan"))
         if v.elapsed_s is not None and v.phase not in ("ready", "idle", "failed"):
             phase.append(f"  {duration(v.elapsed_s)} elapsed")
-            if v.eta_s is not None or v.backend != "endpoint":  # an attach has no start of its own to time
+            if v.eta_s is not None or not v.attached:  # an attach has no start of its own to time
                 phase.append(f" · {remaining(v.eta_s)}", "grey70")
         parts: list = [head, phase]
         if v.alarm:

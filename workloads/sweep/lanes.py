@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import replace
 
+from backends.drivers.registry import flags
 from backends.knobs.config import ServerConfig
 from backends.core.errors import PortTaken, ServerError, UsageError
 from backends.record.laneports import MOVE_SEARCH, bind_clash, ephemeral_note, ephemeral_range, next_free_port
@@ -39,8 +40,6 @@ from workloads.sweep.control import ManagedController
 from workloads.sweep.engine import Applied, SweepEngine, recording_outcome
 from workloads.sweep.events import LaneClosed, LaneEvent, LaneMoved, LanesStarted, SlotFinished, SweepStarted
 from workloads.sweep.plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
-
-PROCESS_BACKENDS = ("sim", "sglang")
 
 
 class LaneController(ManagedController):
@@ -145,7 +144,7 @@ async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | 
     from backends.machine.host import server_tree_pids
     from backends.record.state import load_state
 
-    if base.backend not in PROCESS_BACKENDS:
+    if not flags(base.backend).spawns:
         raise UsageError(f"--parallel starts one server per GPU set, and backend {base.backend!r} is not one "
                          "ddtune starts", hint="use backend = \"sglang\" (or \"sim\") in [server]; sweep an "
                                                "endpoint or a systemd unit serially")
