@@ -3,10 +3,12 @@
 Where the server says it is declared per knob (``verify`` in its declaration, strongest first):
 ``field=value`` on the latest startup log line holding a marker (the draft-window line
 ``Initialized DFLASH draft runner ...``, the DDTree worker line, the ``server_args=`` dump), or a
-key of ``/server_info``. The result is one typed ``KnobCheck`` per setting: verified, mismatch,
-unverified (the server did not say) or default (not requested; the server picked). The sentence a
-user reads (``window: requested 2048, server says None (draft runner line)``) is derived from a
-check, never stored in its place.
+key of ``/server_info``. A log line is read through the event the log parser made of it
+(``DraftRunner.window_size``, ``DDTreeWorker.tree_budget``, ``ServerArgs``): only a field no event
+holds (on a line a user's declaration marks) is looked up in the line's text. The result is one
+typed ``KnobCheck`` per setting: verified, mismatch, unverified (the server did not say) or default
+(not requested; the server picked). The sentence a user reads (``window: requested 2048, server
+says None (draft runner line)``) is derived from a check, never stored in its place.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, Literal
 
 from backends.knobs.plan import SHIPPED, KnobTable, KnobValue
 from backends.knobs.spec import KnobSpec, VerifySource
-from backends.logs.events import ServerArgs
+from backends.logs.kind import LogLine
 from backends.logs.parse import parse_line
 
 # every DFlash server is checked for these, requested or not (the draft runner line reports the
@@ -105,18 +107,21 @@ def mismatch_sentences(checks: tuple[KnobCheck, ...]) -> tuple[str, ...]:
     return tuple(c.sentence for c in checks if c.status == "mismatch")
 
 
-def line_field(line: str, name: str) -> tuple[bool, Any]:
-    """(found, value) of ``name=value`` on a log line; the ``server_args=`` dump in either style."""
-    if "server_args=" in line:
-        event = parse_line(line)
-        if isinstance(event, ServerArgs):
-            text = event.get(name)
-            return (text is not None), _norm(text)
-    m = re.search(rf"(?:^|[\s,(]){re.escape(name)}=([^,\s)]*)", line)
+Marked = Mapping[str, LogLine | str]  # marker -> the latest startup line holding it
+
+
+def line_field(line: LogLine | str, name: str) -> tuple[bool, Any]:
+    """(found, value) of ``name=value`` on a log line: from the event the log reader parsed it into
+    (a bare text is parsed here, by the same parser), else from the text for a field no event holds."""
+    text, event = (line.text, line.event) if isinstance(line, LogLine) else (line, parse_line(line))
+    said = event.field(name) if event is not None else None
+    if said is not None:
+        return said[0], _norm(said[1])
+    m = re.search(rf"(?:^|[\s,(]){re.escape(name)}=([^,\s)]*)", text)
     return (True, _norm(m.group(1))) if m else (False, None)
 
 
-def _read(source: VerifySource, lines: Mapping[str, str], info: Mapping[str, Any] | None) -> tuple[bool, Any]:
+def _read(source: VerifySource, lines: Marked, info: Mapping[str, Any] | None) -> tuple[bool, Any]:
     if source.server_info:
         if info is None or source.server_info not in info:
             return False, None
@@ -131,7 +136,7 @@ def _read(source: VerifySource, lines: Mapping[str, str], info: Mapping[str, Any
     return found, value
 
 
-def _report(spec: KnobSpec, lines: Mapping[str, str],
+def _report(spec: KnobSpec, lines: Marked,
             info: Mapping[str, Any] | None) -> tuple[VerifySource, Any] | None:
     """(source, value) from the strongest source that says it, else None."""
     for source in spec.verify:
@@ -141,11 +146,11 @@ def _report(spec: KnobSpec, lines: Mapping[str, str],
     return None
 
 
-def verify(expected: dict[str, Any], log_lines: Mapping[str, str] | None = None,
+def verify(expected: dict[str, Any], log_lines: Marked | None = None,
            server_info: dict[str, Any] | None = None, knobs: Mapping[str, KnobValue] | None = None,
            table: KnobTable | None = None) -> Verification:
     """Compare the LaunchPlan's ``expected`` with the server's reports: ``log_lines`` (marker ->
-    the latest startup line holding it) and ``/server_info``.
+    the latest startup line holding it, as the log reader parsed it) and ``/server_info``.
 
     Checked: the base settings always, and every requested knob; one the server never reports
     (topk, a [knobs.map] knob) is "unverified", so a reader sees every requested knob's standing."""

@@ -7,8 +7,10 @@ docs section 2 to 5 of the SGLang reference (shared/reference/sglang.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, ClassVar
 
 FATAL_KINDS = ("oom", "port_in_use", "scheduler_died", "init_failed", "other")
 
@@ -34,6 +36,16 @@ class Ranks:
 class LogEvent:
     ts: str | None = None
     ranks: Ranks | None = None
+
+    # the line's ``name=value`` fields this event holds, by the line's name -> the attribute: what
+    # verification reads of a server's report (``field``) without parsing the line a second time
+    LINE_FIELDS: ClassVar[Mapping[str, str]] = {}
+
+    def field(self, name: str) -> tuple[bool, Any] | None:
+        """(found, value) of the line's ``name=`` field as parsed; None when this event does not
+        speak for that field (then only the line's text can say)."""
+        attr = self.LINE_FIELDS.get(name)
+        return (True, getattr(self, attr)) if attr is not None else None
 
     @property
     def is_lead(self) -> bool:
@@ -72,6 +84,11 @@ class ServerArgs(LogEvent):
                 return v
         return default
 
+    def field(self, name: str) -> tuple[bool, Any]:
+        """Every server argument is in the dump: one it lacks is one this server does not have."""
+        text = self.get(name)
+        return text is not None, text
+
 
 @dataclass(frozen=True)
 class WeightLoadBegin(LogEvent):
@@ -104,6 +121,10 @@ class DraftRunner(LogEvent):
     attention_backend: str | None
     model: str | None = None
 
+    LINE_FIELDS: ClassVar[Mapping[str, str]] = {
+        "draft_window_size": "window_size", "compact_cache": "compact_cache", "block_size": "block_size",
+        "attention_backend": "attention_backend", "model": "model"}
+
 
 @dataclass(frozen=True)
 class DraftRunnerReady(LogEvent):
@@ -115,6 +136,9 @@ class DDTreeWorker(LogEvent):
     block_size: int | None
     tree_budget: int | None
     max_tree_nodes: int | None
+
+    LINE_FIELDS: ClassVar[Mapping[str, str]] = {
+        "block_size": "block_size", "tree_budget": "tree_budget", "max_tree_nodes": "max_tree_nodes"}
 
 
 @dataclass(frozen=True)

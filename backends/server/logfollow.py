@@ -43,7 +43,7 @@ class LogFacts:
     """What one launch's log has said so far that the lifecycle acts on."""
 
     started_pid: int | None = None      # the latest "Started server process [PID]"
-    marked: dict[str, str] = field(default_factory=dict)  # marker -> the latest line holding it
+    marked: dict[str, LogLine] = field(default_factory=dict)  # marker -> the latest line holding it, parsed
     fatals: list[Fatal] = field(default_factory=list)
     fatal_at: float | None = None       # monotonic time of the first non-generic fatal line
     tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES * 5))
@@ -113,12 +113,13 @@ class LogFollower:
         tracker = self.tracker
         async for text in self.backend.log_lines(state, from_start=True):
             facts.tail.append(text)
+            event = parse_line(text)
+            line = None
             for marker in self.markers:
                 if marker in text:
-                    facts.marked[marker] = text
-            event = parse_line(text)
+                    facts.marked[marker] = line = line or LogLine(text, classify(text, event), event)
             if self.on_lines is not None:
-                self._pending.append(LogLine(text, classify(text, event), event))
+                self._pending.append(line or LogLine(text, classify(text, event), event))
                 self._read += 1
             if event is None:
                 continue

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from backends.knobs.plan import SHIPPED
+from backends.logs.events import DDTreeWorker, DraftRunner
+from backends.logs.kind import LogLine
 from backends.logs.summary import read_log_lines
 from backends.knobs.verify import KnobCheck, verify
 
@@ -52,6 +54,20 @@ def test_window_silently_ignored_is_loud():
     assert by_name(out)["compact_cache"].status == "mismatch"
     assert by_name(out)["compact_cache"].sentence.startswith("compact_cache: requested True, server says False")
     assert out.mismatches == tuple(c.sentence for c in out.checks if c.status == "mismatch")
+
+
+def test_a_marked_line_is_read_through_the_event_the_log_reader_parsed():
+    """LogFollower hands verification each marked line with the event it parsed once: the verdict is
+    DraftRunner.window_size, not a second reading of the text (here they disagree on purpose)."""
+    text = runner(2048, True)["Initialized DFLASH draft runner"]
+    parsed = DraftRunner(1024, True, 16, "fa3", "DFlashDraftModel")
+    out = verify(WANT_2048, {"Initialized DFLASH draft runner": LogLine(text, "draft", parsed)})
+    window = by_name(out)["window"]
+    assert (window.status, window.effective, window.source) == ("mismatch", 1024, "draft runner line")
+    tree_line = tree(8, 7, 8)["Initialized DDTree worker"]
+    out = verify(dict(WANT_2048, budget=7), {"Initialized DDTree worker": LogLine(tree_line, "draft",
+                                                                               DDTreeWorker(8, 9, 10))})
+    assert (by_name(out)["budget"].status, by_name(out)["budget"].effective) == ("mismatch", 9)
 
 
 def test_server_info_when_no_log():
