@@ -89,6 +89,12 @@ def argv_api_key(argv: Sequence[str]) -> str | None:
     return None
 
 
+def launched_key(argv: Sequence[str]) -> str | None:
+    """The ``--api-key`` in a server's argv as launched; None in a redacted one (``REDACTED``)."""
+    key = argv_api_key(argv)
+    return key if key and key != REDACTED else None
+
+
 def api_key(argv: Sequence[str] = ()) -> str | None:
     """The key for requests to a server launched with argv: its ``--api-key``, else $DDTUNE_API_KEY."""
     key = argv_api_key(argv) or os.environ.get(ENV_KEY) or None

@@ -115,6 +115,11 @@ def use_server_dir(path: Path) -> Iterator[Path]:
         _SERVER_DIR.reset(token)
 
 
+def logs_dir() -> Path:
+    """Where the managed server's logs go: one file per launch, beside its record."""
+    return trusted_dir(server_dir() / "logs")
+
+
 def runs_dir() -> Path:
     return trusted_dir(state_dir() / "runs")
 

@@ -15,12 +15,12 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import ClassVar
 
-from backends.core.apikey import REDACTED, api_key, argv_api_key
+from backends.core.apikey import api_key, launched_key
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import LaunchPlan
 from backends.launch.process import StopReport
 from backends.knobs.serverhelp import ServerHelp
-from backends.record.state import ServerState, launched_api_key
+from backends.record.state import ServerState
 
 
 class Backend(ABC):
@@ -54,11 +54,9 @@ class Backend(ABC):
 
     def api_key(self, state: ServerState | None = None) -> str | None:
         """The key every request to this server carries: the ``--api-key`` ddtune launched it with
-        (in memory right after a launch, else from the 0600 launch record), else $DDTUNE_API_KEY."""
-        launched = argv_api_key(state.argv) if state is not None else None
-        if launched == REDACTED:
-            launched = launched_api_key(state)
-        return launched or api_key()
+        (in its argv as launched: right after a launch, or read back with the 0600 launch record),
+        else $DDTUNE_API_KEY. A redacted argv (no launch record of it) knows no key."""
+        return (launched_key(state.argv) if state is not None else None) or api_key()
 
     def attach_state(self) -> ServerState:
         """The record of the server this driver attaches to (``ATTACHES`` drivers only)."""
@@ -90,7 +88,7 @@ class Backend(ABC):
     @abstractmethod
     async def start(self, plan: LaunchPlan, record: Callable[[ServerState], object] | None = None) -> ServerState:
         """Launch the server for ``plan``; returns its state (pid known, not yet ready). ``record``: called
-        with the launch's state before a process ddtune spawns exists (backends.drivers.launchrec)."""
+        with the launch's state before a process ddtune spawns exists (backends.server.launchrec)."""
 
     @abstractmethod
     async def stop(self, state: ServerState | None) -> StopReport:

@@ -20,11 +20,11 @@ import httpx
 from backends.core.apikey import auth_headers
 from backends.drivers.base import Backend, tail_file
 from backends.knobs.plan import LaunchPlan
-from backends.drivers.launchrec import crash_point, server_env_of_launch
-from backends.launch.ownership import carries_token, new_token, owned, stop_owned
+from backends.core.paths import logs_dir
+from backends.launch.ownership import carries_token, crash_point, new_token, owned, server_env_of_launch, stop_owned
 from backends.launch.process import StopReport, create_time, is_running, open_log, reap, spawn
 from backends.knobs.serverhelp import ServerHelp, fetch_help, installed_version
-from backends.record.state import ServerState, logs_dir
+from backends.record.state import ServerState
 from backends.core.statefs import StateWriteError
 
 
@@ -48,7 +48,7 @@ class ProcessBackend(Backend):
 
     async def start(self, plan: LaunchPlan, record: Callable[[ServerState], object] | None = None) -> ServerState:
         """Launch; ``record`` is given the launch's state (token, argv, log; no pid) before the spawn
-        and may refuse it by raising (backends.drivers.launchrec: a launch is recorded before it exists)."""
+        and may refuse it by raising (backends.server.launchrec: a launch is recorded before it exists)."""
         token = new_token()
         env = server_env_of_launch(self.server_env(plan), token)
         stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -40,8 +40,25 @@ SAME_START_S = 0.05  # psutil's create times are rounded; a reused pid differs b
 TOKEN_ENV = "DDTUNE_LAUNCH_TOKEN"
 
 
+CRASH_ENV = "DDTUNE_CRASH_AT"  # tests only: SIGKILL ddtune at that step of a launch (backends.server.launchrec)
+
+
 def new_token() -> str:
     return secrets.token_hex(16)
+
+
+def server_env_of_launch(env: dict[str, str], token: str) -> dict[str, str]:
+    """The launched server's environment: the token in, ddtune's own test hook out."""
+    env = dict(env)
+    env.pop(CRASH_ENV, None)
+    env[TOKEN_ENV] = token
+    return env
+
+
+def crash_point(name: str) -> None:
+    """SIGKILL this process here when DDTUNE_CRASH_AT names this step (tests only)."""
+    if os.environ.get(CRASH_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def token_verdict(pid: int, token: str | None) -> str | None:

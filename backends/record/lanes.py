@@ -6,11 +6,12 @@ server's record, so ``down`` and the next start find every server a sweep left.
     state_dir()/lanes/<n>/server.json     its server, the same record as the main server's: pid,
                                           pgid, create time (launch.json, lifecycle.lock, logs/ too)
 
-Everything that manages "the server" (backends.record.state, statelock, lifecycle, session) reads
+Everything that manages "the server" (its record, lock and session: backends.server) reads
 ``paths.server_dir()``; inside ``Lane.scope()`` that is the lane's folder. A lane's server is
 thus restarted, verified, re-attached and stopped by exactly the code that manages the main one,
 and nothing is signalled before its record is proved on the live system (pid + create time +
-the group it leads, backends.launch.ownership).
+the group it leads, backends.launch.ownership). The servers recorded in lane folders are read by
+the server family (backends.server.lanes), the one reader of server records.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,7 +31,6 @@ from backends.core.datafile import loads
 from backends.core.errors import UsageError
 from backends.machine.gpuset import GpuIdentity
 from backends.core.paths import state_dir, use_server_dir
-from backends.record.state import ServerState, load_state
 from backends.core.statefs import trusted_dir
 
 LANES = "lanes"
@@ -100,7 +100,7 @@ def save_lane(lane: Lane, sweep: str | None, **extra: Any) -> None:
     os.replace(tmp, folder / LANE_FILE)
 
 
-def _lane_doc(folder: Path) -> dict[str, Any]:
+def lane_doc(folder: Path) -> dict[str, Any]:
     try:
         doc = loads((folder / LANE_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -111,7 +111,7 @@ def _lane_doc(folder: Path) -> dict[str, Any]:
 def record_move(lane: Lane, old_port: int, why: str) -> None:
     """lane.json names the lane's new port (its sweep kept) and, in ``port_moves``, each port it left
     and why: a lane's port is taken between planning and its server's bind."""
-    doc = _lane_doc(lane.folder)
+    doc = lane_doc(lane.folder)
     found = doc.get("port_moves")
     moves: list[Any] = list(found) if isinstance(found, list) else []
     sweep = doc.get("sweep") if isinstance(doc.get("sweep"), str) else None
@@ -119,92 +119,13 @@ def record_move(lane: Lane, old_port: int, why: str) -> None:
     save_lane(lane, sweep, port_moves=moves)
 
 
-@dataclass(frozen=True)
-class LaneServer:
-    """A server recorded in a lane folder; ``alive``: its pid is still the process ddtune started."""
-
-    index: int
-    folder: Path
-    state: ServerState
-    gpus: tuple[str, ...]
-    sweep: str | None
-    alive: bool
-
-    def describe(self) -> str:
-        gpus = f" on GPU {','.join(self.gpus)}" if self.gpus else ""
-        return f"lane {self.index} server pid {self.state.pid}{gpus}, port {self.state.port}"
-
-
-def _folders() -> Iterator[tuple[int, Path]]:
+def lane_folders() -> Iterator[tuple[int, Path]]:
     root = lanes_root()
     if not root.is_dir():
         return
     for path in sorted(root.iterdir(), key=lambda p: (len(p.name), p.name)):
         if path.is_dir() and path.name.isdigit():
             yield int(path.name), path
-
-
-def lane_servers(note: Callable[[str], None] | None = None) -> list[LaneServer]:
-    """Every server recorded in a lane folder, alive or not (a dead one's record is for ``down``)."""
-    found = []
-    for index, folder in _folders():
-        with use_server_dir(folder):
-            state = load_state(note)
-        if state is None:
-            continue
-        doc = _lane_doc(folder)
-        gpus = tuple(str(g) for g in doc.get("gpus") or ()) if isinstance(doc.get("gpus"), list) else ()
-        sweep = doc.get("sweep") if isinstance(doc.get("sweep"), str) else None
-        found.append(LaneServer(index, folder, state, gpus, sweep, state.is_alive()))
-    return found
-
-
-def live_lane_pids() -> set[int]:
-    """Every process of every live lane server's tree (the memory they hold is ours to free)."""
-    from backends.machine.host import server_tree_pids
-
-    pids: set[int] = set()
-    for server in lane_servers():
-        if server.alive and server.state.pid:
-            pids |= server_tree_pids(server.state.pid, server.state.pgid)
-    return pids
-
-
-def lane_holding(pid: int | None) -> LaneServer | None:
-    """The live lane server whose process tree holds ``pid`` (a port, a GPU), if any."""
-    from backends.machine.host import server_tree_pids
-
-    if pid is None:
-        return None
-    for server in lane_servers():
-        if server.alive and server.state.pid and pid in server_tree_pids(server.state.pid, server.state.pgid):
-            return server
-    return None
-
-
-async def stop_lane_servers(config: ServerConfig, indexes: Collection[int] | None = None, *,
-                            wait_for_lock: bool = True,
-                            note: Callable[[str], None] | None = None) -> list[tuple[bool, str]]:
-    """Stop the recorded server of each lane (all, or ``indexes``), each under its own lock and
-    ownership proof; (stopped, sentence) per lane that had a record. A record that proves nothing
-    is set aside and reported (ServerManager.down), never signalled: (False, why)."""
-    from backends.core.errors import DdtuneError
-    from backends.server.lifecycle import ServerManager
-
-    said: list[tuple[bool, str]] = []
-    for server in lane_servers(note):
-        if indexes is not None and server.index not in indexes:
-            continue
-        with use_server_dir(server.folder):
-            manager = ServerManager(config, on_note=note, wait_for_lock=wait_for_lock)
-            try:
-                stopped = await manager.down()
-            except DdtuneError as exc:
-                said.append((False, f"lane {server.index}: {exc.message}"))
-                continue
-        if stopped is not None:
-            said.append((True, f"lane {server.index}: {stopped.reason}"))
-    return said
 
 
 def assign_ports(base: int, count: int, own: dict[int, set[int]],

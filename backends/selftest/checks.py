@@ -221,9 +221,9 @@ def gpu_check(config: ServerConfig, pids: set[int], sampler=None) -> Check:
 async def _stop_check(session, pids: set[int], port: int) -> Check:
     import psutil
 
-    from backends.core.paths import server_dir
     from backends.launch.process import port_owner
     from backends.server.release import gpu_holders
+    from backends.server.snapshot import recorded_server
 
     def port_in_use(port: int) -> bool:
         return port_owner(port) is not None
@@ -239,7 +239,7 @@ async def _stop_check(session, pids: set[int], port: int) -> Check:
         if not left and not port_in_use(port):
             break
         await asyncio.sleep(0.2)
-    record = (server_dir() / "server.json").exists()
+    record = recorded_server(lambda _: None) is not None
     if left or port_in_use(port) or record:
         what = [f"pids {sorted(left)} alive"] if left else []
         what += [f"port {port} still bound"] if port_in_use(port) else []

@@ -1,5 +1,5 @@
 """Which GPU memory belongs to which lane server: the one attribution ``ddtune gpu`` and the
-console's GPU panel both show (a parallel sweep's or search's servers, backends/record/lanes.py).
+console's GPU panel both show (a parallel sweep's or search's servers, backends/server/lanes.py).
 
     trees = lane_trees()                     # reads the lane folders and walks /proc: a thread's work
     for share in lane_shares(snapshot, trees):
@@ -48,7 +48,7 @@ def lane_trees(note: Callable[[str], None] | None = None) -> tuple[LaneTree, ...
     """Each live lane server recorded under the state dir, with its process tree (blocking: lane
     folders and /proc). ``note`` hears of a corrupt record set aside (default: stderr)."""
     from backends.machine.host import server_tree_pids
-    from backends.record.lanes import lane_servers
+    from backends.server.lanes import lane_servers
 
     out = []
     for server in lane_servers(note):

@@ -18,7 +18,7 @@ from backends.knobs.config import ServerConfig
 from backends.drivers.registry import alive, driver_of, flags, make_backend
 from backends.core.errors import UsageError
 from backends.knobs.plan import LaunchPlan, knob_text, plan_for_endpoint, plan_launch
-from backends.drivers.launchrec import adopt_lost_launch, launch_recorded
+from backends.server.launchrec import adopt_lost_launch, launch_recorded
 from backends.logs.events import ServerReady
 from backends.server.logfollow import TAIL_LINES, LogFacts, LogFollower
 from backends.core.apikey import shown_argv
@@ -27,7 +27,9 @@ from backends.launch.process import tree_pids
 from backends.launch.readiness import ReadinessProbe, fetch_server_info  # noqa: F401  (re-exported: its old home)
 from backends.server.release import GPU_RELEASE_S, wait_gpu_released, wait_port_released
 from backends.server.startup import READY, WAITING, Progress, StartupHistory, StartupTracker
-from backends.record.state import ServerState, clear_state, load_state, quarantine_state, save_state
+from backends.record.state import ServerState
+from backends.server.record import clear_state, load_state, quarantine_state, save_state
+from backends.server.snapshot import as_it_stands
 from backends.record.lock import LifecycleLock
 from backends.knobs.verify import verify
 
@@ -107,12 +109,7 @@ class ServerManager:
     # --- state ------------------------------------------------------------------------------
     def current(self) -> ServerState | None:
         """The recorded server, with phase ``stale`` when its pid is gone or was reused."""
-        state = load_state(self.on_note)
-        if state is None or flags(state.backend).attaches:
-            return state
-        if state.phase in ("ready", "starting") and not alive(state):
-            return state.with_(phase="stale", reason=f"pid {state.pid} is no longer the server ddtune started")
-        return state
+        return as_it_stands(load_state(self.on_note))
 
     def plan(self) -> LaunchPlan:
         """Validate knobs against the server's --help (blocking). Raises before anything is stopped."""
@@ -280,7 +277,7 @@ class ServerManager:
         return await self._follow(state, plan)
 
     async def _spawn(self, plan: LaunchPlan) -> ServerState:
-        return await launch_recorded(self.backend, plan)  # recorded before it exists: backends.drivers.launchrec
+        return await launch_recorded(self.backend, plan)  # recorded before it exists: backends.server.launchrec
 
     async def _follow(self, state: ServerState, plan: LaunchPlan | None) -> ServerState:
         """Track the start until ready, failed or timed out; record and return the final state."""

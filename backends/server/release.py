@@ -43,7 +43,7 @@ async def wait_port_released(port: int, old_pids: set[int]) -> None:
     if owner is None:
         return
     if owner.pid is None or owner.pid not in old_pids:
-        from backends.record.lanes import lane_holding
+        from backends.server.lanes import lane_holding
 
         lane = await asyncio.to_thread(lane_holding, owner.pid)
         if lane is not None:

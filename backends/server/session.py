@@ -35,7 +35,8 @@ from backends.server.events import (
     PhaseChanged, PidChanged, SessionEvent, Settled, Stopped, Verified,
 )
 from backends.server.startup import FAILED, READY, Progress
-from backends.record.state import ServerState, load_state
+from backends.record.state import ServerState
+from backends.server.record import load_state
 from backends.record.lock import LOCK_FILE, holder
 
 QUEUE_MAX = 4096   # events a slow events() reader may fall behind by; past it the oldest log batches go

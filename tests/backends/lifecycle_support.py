@@ -77,8 +77,10 @@ def config(tmp_path: Path, **kw):
 
 
 def read_state(state_dir: Path) -> dict | None:
-    path = state_dir / "server.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    try:  # no exists() first: a restart clears the file between the look and the read
+        return json.loads((state_dir / "server.json").read_text())
+    except FileNotFoundError:
+        return None
 
 
 class Groups:

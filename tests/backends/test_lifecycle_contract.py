@@ -8,7 +8,7 @@ import pytest
 from backends.core.errors import ServerError
 from backends.server.lifecycle import ServerManager
 from backends.launch.process import group_members, port_owner
-from backends.record.state import load_state
+from backends.server.record import load_state
 from tests.backends.lifecycle_support import config
 
 BACKENDS = ["sim", "sglang", "endpoint"]

@@ -2,7 +2,7 @@
 
 from backends.server.lifecycle import ServerManager
 from backends.launch.process import group_members
-from backends.record.state import load_state
+from backends.server.record import load_state
 from tests.backends.lifecycle_support import FAST, config
 
 

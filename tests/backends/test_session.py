@@ -14,7 +14,7 @@ from backends.server.session import ServerSession
 from backends.server.events import (
     CommandRefused, ConfigChanged, LogBatch, NoteAdded, PhaseChanged, PidChanged, Settled, Stopped, Verified,
 )
-from backends.record.state import load_state
+from backends.server.record import load_state
 from tests.backends.lifecycle_support import PHASED, config, write_config
 from tests.helpers import REPO, ddtune_cmd, ddtune_env
 

@@ -146,18 +146,31 @@ def test_render_attributes_the_server(sleeper):
     json.dumps(doc)
 
 
-@pytest.mark.parametrize("content, expected", [
-    ('{"pid": 4242, "pgid": 4242, "port": 30000}', (4242, 4242)),
-    ('{"pid": 4242}', (4242, None)),
-    ('{"pid": 4242, "pgid": "x"}', (4242, None)),
-    ('{"pid": "4242"}', None),
-    ('{"pid": true}', None),
-    ('[1, 2]', None),
-    ('{not json', None),
+RECORD = {"backend": "sim", "host": "127.0.0.1", "port": 30000, "url": "http://127.0.0.1:30000",
+          "config_hash": "x", "knobs": {}, "log_path": None, "started_at": 1.0}
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({"pid": 4242, "pgid": 4242}, (4242, 4242)),
+    ({"pid": 4242, "pgid": None}, (4242, None)),
+    ({"pid": None, "pgid": None}, None),
 ])
-def test_server_json_is_read_defensively(state_dir, content, expected):
-    (state_dir / "server.json").write_text(content)
+def test_the_server_is_read_from_its_record(state_dir, fields, expected):
+    (state_dir / "server.json").write_text(json.dumps({**RECORD, **fields}))
     assert gpu_cmd.server_ref(None) == expected
+
+
+@pytest.mark.parametrize("content", [
+    '{"pid": 4242}', json.dumps({**RECORD, "pid": 4242, "pgid": "x"}), json.dumps({**RECORD, "pid": "4242",
+                                                                                    "pgid": None}),
+    json.dumps({**RECORD, "pid": True, "pgid": None}), '[1, 2]', '{not json',
+])
+def test_a_corrupt_record_names_no_server_and_is_set_aside(state_dir, content, capsys):
+    """Read through the record's one codec: what does not decode is no server (and set aside, said
+    on stderr), never a pid whose memory is attributed to it."""
+    (state_dir / "server.json").write_text(content)
+    assert gpu_cmd.server_ref(None) is None
+    assert "server.json is corrupt" in capsys.readouterr().err and not (state_dir / "server.json").exists()
 
 
 def test_explicit_pid_wins_and_missing_server_json_is_none(state_dir):

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from backends.record.state import ServerState, load_state, save_state
+from backends.record.state import ServerState
+from backends.server.record import load_state, save_state
 from backends.knobs.verify import KnobCheck
 from tests.backends.lifecycle_support import write_config
 from tests.helpers import run_ddtune

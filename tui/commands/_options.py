@@ -50,7 +50,7 @@ def add_server_options(parser) -> None:
 
 def server_url(args) -> tuple[str, str | None]:
     """The URL and API key. URL: --url, else the config's [server] host/port, else the managed
-    server's url in server.json, else the default. Key: --api-key, else the --api-key ddtune
+    server's recorded url, else the default. Key: --api-key, else the --api-key ddtune
     launched that server with (when the URL is the managed server's), else $DDTUNE_API_KEY."""
     from backends.core.apikey import remember
 
@@ -69,29 +69,34 @@ def add_log_option(parser) -> None:
 
 def server_log(args, url: str) -> str | None:
     """The server log a workload reads acceptance from as a last resort: --log, else the managed
-    server's (server.json's log_path) when ``url`` is that server's."""
+    server's (its recorded log) when ``url`` is that server's."""
     if getattr(args, "log", None):
         return str(args.log)
-    from backends.record.state import load_state
+    state = _managed(url)
+    return state.log_path or None if state is not None else None
 
-    state = load_state()
-    if state is None or state.url.rstrip("/") != url.rstrip("/"):
-        return None
-    return state.log_path or None
+
+def _managed(url: str):
+    """The managed server's record when ``url`` is its URL, else None."""
+    from backends.server.snapshot import recorded_server
+
+    state = recorded_server()
+    return state if state is not None and state.url.rstrip("/") == url.rstrip("/") else None
 
 
 def _managed_key(url: str) -> str | None:
-    from backends.record.state import launched_api_key, load_state
+    from backends.server.snapshot import launched_api_key
 
-    state = load_state()
-    return launched_api_key(state) if state is not None and state.url.rstrip("/") == url.rstrip("/") else None
+    state = _managed(url)
+    return launched_api_key(state) if state is not None else None
 
 
 def _managed_url() -> str | None:
-    from workloads.runs.provenance import server_state
+    from backends.server.snapshot import recorded_server
 
-    url = (server_state() or {}).get("url")
-    return url.rstrip("/") if isinstance(url, str) and url.startswith(("http://", "https://")) else None
+    state = recorded_server()
+    url = state.url if state is not None else None
+    return url.rstrip("/") if url and url.startswith(("http://", "https://")) else None
 
 
 def _configured_url(explicit: str | None) -> str | None:

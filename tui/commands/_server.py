@@ -64,12 +64,12 @@ def requested_config(args, keep_running_knobs: bool = False):
     ``up`` makes the server match the config file; ``restart --set k=v`` changes one knob of the
     server that runs now and keeps the others."""
     from backends.knobs.config import load_preset, parse_set
-    from backends.record.state import load_state
+    from backends.server.snapshot import is_alive, recorded_server
 
     config = load_config(args)
     updates: dict[str, Any] = {}
-    state = load_state(note) if keep_running_knobs else None
-    if state and state.backend == config.backend and state.config_source == config.source and state.is_alive():
+    state = recorded_server(note) if keep_running_knobs else None
+    if state and state.backend == config.backend and state.config_source == config.source and is_alive(state):
         updates.update(state.knobs)
     if getattr(args, "preset", None):
         updates.update(load_preset(args.preset, config.knob_table))
@@ -150,10 +150,9 @@ def left_after_interrupt(config, command: str) -> str:
     """What a Ctrl-C during ``up``/``restart`` left behind, said truthfully, and how to get back. A
     server cut off mid-start keeps starting (its model load is not thrown away): its record says that
     nobody follows it, so ``status`` does not claim a start that is being watched."""
-    from backends.server.lifecycle import ServerManager
-    from backends.record.state import save_state
+    from backends.server.snapshot import current_server, record_reason
 
-    state = ServerManager(config, on_note=note).current()
+    state = current_server(note)
     if state is None or state.phase == "stopped":
         return "no server runs now (the old one was stopped, the new one not started); `ddtune up` starts it"
     if state.phase == "stale":
@@ -161,7 +160,7 @@ def left_after_interrupt(config, command: str) -> str:
     if state.phase == "starting":
         why = (f"not followed: the `ddtune {command}` that launched it was interrupted; `ddtune up` "
                f"re-attaches and waits until it is ready, `ddtune down` stops it")
-        save_state(state.with_(reason=why))
+        record_reason(state, why)
         return (f"the new server pid {state.pid} keeps starting (left running); `ddtune up` re-attaches "
                 f"and waits until it is ready, `ddtune down` stops it")
     return f"the server pid {state.pid} is {state.phase}; `ddtune status` shows it, `ddtune down` stops it"

@@ -43,25 +43,25 @@ def run(args) -> int:
         failed = True
         _line(False, "state dir", f"{exc} (fix: set DDTUNE_STATE_DIR to a writable directory)")
 
-    from backends.server.lifecycle import ServerManager
-    from backends.server.release import gpu_holders
-    from backends.launch.process import port_owner
-
     from backends.knobs.serverhelp import sglang_version
+    from backends.launch.process import port_owner
+    from backends.server.release import gpu_holders
+    from backends.server.session import ServerSession
 
-    manager = ServerManager(config)
-    state = manager.current()
-    found = sglang_version(config, manager.backend, state)  # as the console finds it
+    session = ServerSession(config, stream_log=False)  # reads only: its driver and the record as it stands
+    driver = session.backend
+    state = session.current()
+    found = sglang_version(config, driver, state)  # as the console finds it
     _line(True if found.version else None, "SGLang", f"{found.version} ({found.source})" if found.version
           else f"version not found: {found.source}")
-    if manager.backend.CAN_START:
+    if driver.CAN_START:
         try:
-            helptext = manager.backend.learn_help()
+            helptext = driver.learn_help()
             cached = f" (cached for SGLang {helptext.version})" if helptext.cached else ""
-            _line(True, "server --help", " ".join(manager.backend.command_prefix()) + cached)
+            _line(True, "server --help", " ".join(driver.command_prefix()) + cached)
             from backends.knobs.plan import plan_launch
 
-            plan = plan_launch(config, helptext.text, manager.backend.command_prefix(), helptext.version or "unknown")
+            plan = plan_launch(config, helptext.text, driver.command_prefix(), helptext.version or "unknown")
             routes = ", ".join(f"{k} -> {r.flag or 'env ' + str(r.env)} ({r.source})" for k, r in plan.routes.items())
             _line(True, "knobs", routes or "no knobs set")
             from backends.core.apikey import redact_argv
@@ -70,7 +70,7 @@ def run(args) -> int:
         except DdtuneError as exc:
             failed = True
             _line(False, "server/knobs", f"{exc.message} (fix: {exc.hint})")
-    attached = manager.backend.ATTACHES  # someone else's server: its port is not ours to check
+    attached = driver.ATTACHES  # someone else's server: its port is not ours to check
     owner = port_owner(config.port) if not attached else None
     ours = state is not None and state.pid is not None and owner is not None and owner.pid == state.pid
     if owner is None:

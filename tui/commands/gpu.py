@@ -36,22 +36,13 @@ def add_arguments(parser) -> None:
 
 
 def server_ref(pid: int | None) -> tuple[int, int | None] | None:
-    """(pid, pgid) of the server to attribute memory to: --pid, else server.json read defensively."""
+    """(pid, pgid) of the server to attribute memory to: --pid, else the managed server's record."""
     if pid is not None:
         return pid, None
-    from backends.core.datafile import loads
-    from backends.core.paths import state_dir
+    from backends.server.snapshot import recorded_server
 
-    try:
-        data = loads((state_dir() / "server.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    root, pgid = data.get("pid"), data.get("pgid")
-    if not isinstance(root, int) or isinstance(root, bool) or root <= 0:
-        return None
-    return root, pgid if isinstance(pgid, int) and not isinstance(pgid, bool) and pgid > 0 else None
+    state = recorded_server()
+    return (state.pid, state.pgid) if state is not None and state.pid is not None else None
 
 
 def _gib(value: int | None) -> str:

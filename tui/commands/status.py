@@ -31,14 +31,13 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from backends.server.lifecycle import ServerManager
     from backends.knobs.plan import knob_text
+    from backends.server.lanes import lane_servers
+    from backends.server.snapshot import current_server
     from tui.commands._server import ago, load_config, note, print_json, status_doc
 
-    from backends.record.lanes import lane_servers
-
     config = load_config(args)
-    state = ServerManager(config, on_note=note).current()
+    state = current_server(note)
     doc = status_doc(state, config)
     doc["lanes"] = [{"lane": s.index, "pid": s.state.pid, "port": s.state.port, "gpus": list(s.gpus),
                      "phase": s.state.phase if s.alive else "stale", "sweep": s.sweep}

@@ -6,9 +6,7 @@ import platform
 import socket
 
 from backends.core.apikey import api_key, redact
-from backends.core.datafile import loads
 from backends.core.errors import ServerError
-from backends.core.paths import server_dir
 from backends.core.version import ddtune_version
 
 
@@ -36,12 +34,11 @@ def gpu_models() -> list[str] | None:
 
 
 def server_state() -> dict | None:
-    """``server_dir()/server.json`` written by the lifecycle layer, read defensively."""
-    try:
-        data = loads((server_dir() / "server.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    """The managed server's record (its owner's, read through its codec: backends.server), as JSON."""
+    from backends.server.snapshot import recorded_server
+
+    state = recorded_server()
+    return state.to_json() if state is not None else None
 
 
 def speculative_from_info(info: dict | None) -> bool | None:
@@ -53,7 +50,7 @@ def speculative_from_info(info: dict | None) -> bool | None:
 
 
 async def server_provenance(client) -> dict:
-    """The server's own account: /server_info (launch_command, version, args), plus server.json.
+    """The server's own account: /server_info (launch_command, version, args), plus ddtune's record of it.
     ``speculative`` says whether it runs speculative decoding (null: /server_info unreadable).
 
     Redacted: /server_info repeats the server's ``api_key`` (and a launch command may carry it)."""
@@ -66,10 +63,7 @@ async def server_provenance(client) -> dict:
     if info is not None and hasattr(client, "speculative"):
         client.speculative = speculative_from_info(info)  # acceptance only from a speculative server
     state = server_state()
-    knobs = None
-    if state:
-        config = state.get("config")
-        knobs = state.get("knobs") or (config.get("knobs") if isinstance(config, dict) else None)
+    knobs = state["knobs"] if state else None
     return redact({
         "url": client.base_url,
         "version": (info or {}).get("version"),

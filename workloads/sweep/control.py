@@ -61,12 +61,12 @@ class ManagedController:
         return baseline_config(self.base) if config.baseline else self.base.with_knobs(config.knobs)
 
     def restart_needed(self, config: SweepConfig) -> bool:
-        from backends.record.state import load_state
+        from backends.server.snapshot import is_alive, recorded_server
 
-        state = load_state()
+        state = recorded_server()
         wanted = self.config_for(config)
         return not (state is not None and state.phase == "ready" and state.config_hash == wanted.config_hash()
-                    and state.is_alive())
+                    and is_alive(state))
 
     def expected_restart_s(self) -> float | None:
         from backends.server.startup import StartupHistory
@@ -131,10 +131,10 @@ class ManagedController:
 
     def running_config(self) -> ServerConfig | None:
         """The base config with the knobs of the server running now (None when none of ours runs)."""
-        from backends.record.state import load_state
+        from backends.server.snapshot import is_alive, recorded_server
 
-        state = load_state()
-        if state is None or state.phase != "ready" or state.backend != self.base.backend or not state.is_alive():
+        state = recorded_server()
+        if state is None or state.phase != "ready" or state.backend != self.base.backend or not is_alive(state):
             return None
         return self.base.with_knobs(dict(state.knobs))
 

@@ -32,8 +32,9 @@ from backends.drivers.registry import flags
 from backends.knobs.config import ServerConfig
 from backends.core.errors import PortTaken, ServerError, UsageError
 from backends.record.laneports import MOVE_SEARCH, bind_clash, ephemeral_note, ephemeral_range, next_free_port
-from backends.record.lanes import (Lane, lane_servers, live_lane_pids, port_owner_pid, record_move, save_lane,
-                                   stop_lane_servers)
+from backends.record.lanes import Lane, port_owner_pid, record_move, save_lane
+from backends.server.lanecontrol import stop_lane_servers
+from backends.server.lanes import lane_servers, live_lane_pids
 from workloads.runs.store import mark_interrupted_runs
 from workloads.runs.attempts import begin_attempt
 from workloads.sweep.control import ManagedController
@@ -142,7 +143,7 @@ async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | 
     from backends.machine.gpuset import differences, groups, inventory
     from backends.machine.gpuset import choose as choose_gpus
     from backends.machine.host import server_tree_pids
-    from backends.record.state import load_state
+    from backends.server.snapshot import is_alive, recorded_server
 
     if not flags(base.backend).spawns:
         raise UsageError(f"--parallel starts one server per GPU set, and backend {base.backend!r} is not one "
@@ -173,8 +174,8 @@ async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | 
     ephemeral = ephemeral_note(ports, ephemeral_range())
     if ephemeral:
         notes.append(ephemeral)
-    main = load_state(note)
-    if main is not None and main.is_alive():
+    main = recorded_server(note)
+    if main is not None and is_alive(main):
         notes.append(f"the managed server pid {main.pid} keeps running on port {main.port}; the lanes use "
                      f"ports {', '.join(map(str, ports))}")
     known = {d.index: d for d in inv.devices}

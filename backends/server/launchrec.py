@@ -1,6 +1,6 @@
 """A launch is recorded before the process exists, so no kill of ddtune can lose the server.
 
-The order of a launch (ServerManager._spawn with ProcessBackend.start):
+The order of a launch (ServerSession's launch with ProcessBackend.start):
 
 1. ``launch.json`` with a fresh launch token, the argv and the log path, no pid (the intent). If it
    cannot be written (full disk, read-only dir) nothing is launched: the error says why.
@@ -14,36 +14,21 @@ records it in ``server.json`` and goes on with it as with any recorded server: r
 or stop. ``up`` so never starts a second server beside one it can prove is its own.
 
 ``DDTUNE_CRASH_AT=after-intent|after-spawn|after-pid`` makes ddtune SIGKILL itself at that step of
-a launch: how the tests reproduce the kill at a chosen instant. It never reaches the server.
+a launch (backends.launch.ownership.crash_point): how the tests reproduce the kill at a chosen
+instant. It never reaches the server.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Callable
 
-from backends.drivers.base import Backend
 from backends.core.errors import DdtuneError
+from backends.drivers.base import Backend
 from backends.knobs.plan import LaunchPlan
-from backends.launch.ownership import TOKEN_ENV, token_holders
-from backends.record.state import ServerState, clear_launch, load_state, read_launch, save_launch, save_state
-
-CRASH_ENV = "DDTUNE_CRASH_AT"
-
-
-def crash_point(name: str) -> None:
-    """SIGKILL this process here when DDTUNE_CRASH_AT names this step (tests only)."""
-    if os.environ.get(CRASH_ENV) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def server_env_of_launch(env: dict[str, str], token: str) -> dict[str, str]:
-    """The launched server's environment: the token in, ddtune's own test hook out."""
-    env = dict(env)
-    env.pop(CRASH_ENV, None)
-    env[TOKEN_ENV] = token
-    return env
+from backends.launch.ownership import crash_point, token_holders
+from backends.record.state import ServerState
+from backends.server.record import clear_launch, load_state, read_launch, save_launch, save_state
 
 
 def _leader(holders: dict[int, float]) -> int | None:

@@ -1,0 +1,151 @@
+"""server.json and launch.json on disk: the one module that reads and writes them.
+
+Only the server family imports it (an import-linter ``protected`` contract in pyproject.toml):
+the session that owns the server writes the record, and everyone else reads it through the
+server's face (``backends.server``), as a typed ``ServerState``, never as a file.
+
+Two files, both 0600 in the 0700 state dir: ``server.json`` (redacted: what status, the console and
+run records show) and ``launch.json`` (the real argv, API key included, and the launch token that
+proves the server is ours: backends.launch.ownership). ``launch.json`` is written before the server is
+spawned (an intent: token, argv, log, no pid yet) and again once its pid is known, so a ddtune
+killed at any instant leaves a record of the launch that a later one finds the server by
+(backends.server.launchrec). A file that does not decode to a well-typed record is reported as
+corrupt, moved aside, and treated as no record: it never reaches a signal. Every file is read and
+written through backends.core.statefs (no symlinks followed, atomic replace, one line when the disk
+is full).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from backends.core.datafile import loads
+from backends.core.paths import server_dir
+from backends.core.statefs import read_state_file, write_atomic
+from backends.launch.ownership import SAME_START_S
+from backends.record.state import ServerState
+
+STATE_FILE = "server.json"
+LAUNCH_FILE = "launch.json"
+
+
+def state_path() -> Path:
+    return server_dir() / STATE_FILE
+
+
+def _write_private(path: Path, doc: dict[str, Any]) -> None:
+    """Atomically (temp file + rename, so a reader never sees half a file), mode 0600, never through
+    a symlink (backends.core.statefs)."""
+    write_atomic(path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def save_launch(state: ServerState) -> Path:
+    """Write launch.json for ``state``: before the spawn (pid None: the intent) and after it."""
+    path = server_dir() / LAUNCH_FILE
+    _write_private(path, {"pid": state.pid, "create_time": state.create_time, "argv": list(state.argv),
+                          "token": state.token, "record": state.to_json()})
+    return path
+
+
+def save_state(state: ServerState) -> Path:
+    """Write server.json (argv redacted) and, for a launched process, the 0600 launch record."""
+    path = state_path()
+    if state.token or (state.pid and state.argv):
+        save_launch(state)
+    _write_private(path, state.to_json())
+    return path
+
+
+def read_launch() -> dict[str, Any] | None:
+    """launch.json as written by save_launch, or None (missing or not such a record)."""
+    try:
+        raw = read_state_file(server_dir() / LAUNCH_FILE)
+        doc = loads(raw.decode("utf-8")) if raw is not None else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("argv"), list):
+        return None
+    if not all(isinstance(a, str) for a in doc["argv"]):
+        return None
+    return doc
+
+
+def _same_launch(doc: dict[str, Any], state: ServerState) -> bool:
+    if doc.get("pid") != state.pid:
+        return False
+    recorded, wanted = doc.get("create_time"), state.create_time
+    return wanted is None or (isinstance(recorded, (int, float)) and abs(recorded - wanted) < SAME_START_S)
+
+
+def load_state(note: Callable[[str], None] | None = None) -> ServerState | None:
+    """The recorded server, or None; with its launch token and its argv as launched (API key and all)
+    from launch.json when that names the same launch. A corrupt file is moved aside (and ``note``
+    told): a hand-edited or half-migrated record must never stop ddtune, nor be acted on. A symlink
+    or a file not ours raises UntrustedState."""
+    path = state_path()
+    try:
+        raw = read_state_file(path)
+    except OSError as exc:
+        (note or _stderr)(f"cannot read {path}: {exc.strerror}; ignoring it")
+        return None
+    if raw is None:
+        return None
+    try:
+        state = ServerState.from_json(loads(raw.decode("utf-8")))  # bounded depth: never a RecursionError
+    except (ValueError, TypeError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        (note or _stderr)(f"{path} is corrupt ({_short(exc)}); {quarantine_state('corrupt')} and went on "
+                          "without it: nothing it names was signalled")
+        return None
+    doc = read_launch() if state.pid else None
+    if doc is not None and _same_launch(doc, state):  # the argv as launched (its API key) and the token
+        token = doc.get("token")
+        state = state.with_(argv=tuple(doc["argv"]), token=token if isinstance(token, str) else None)
+    return state
+
+
+def quarantine_state(why: str) -> str:
+    """Move server.json aside (kept for a human to read, never acted on again); says where."""
+    path = state_path()
+    aside = path.with_name(f"{STATE_FILE}.{why}-{time.strftime('%Y%m%d-%H%M%S')}")
+    try:
+        os.replace(path, aside)
+    except FileNotFoundError:
+        return "there was no record to set aside"
+    except OSError as exc:
+        return f"could not move {path} aside ({exc.strerror})"
+    try:
+        (path.parent / LAUNCH_FILE).unlink()
+    except FileNotFoundError:
+        pass
+    return f"moved the record to {aside}"
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:160]
+
+
+def _stderr(text: str) -> None:
+    import sys
+
+    sys.stderr.write(f"ddtune: warning: {text}\n")
+
+
+def clear_state() -> None:
+    for name in (STATE_FILE, LAUNCH_FILE):
+        try:
+            (server_dir() / name).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def clear_launch() -> None:
+    try:
+        (server_dir() / LAUNCH_FILE).unlink()
+    except FileNotFoundError:
+        pass
