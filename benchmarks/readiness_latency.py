@@ -1,6 +1,6 @@
 """How long after the server can generate does ddtune declare it ready, and what do probes cost?
 
-Starts the simulator N times through ServerManager (the real restart path). A side poller sends a
+Starts the simulator N times through a ServerSession (the real restart path). A side poller sends a
 1-token /generate every 20 ms from launch to find the moment the server can first generate; ddtune's
 own readiness is when ``restart()`` returns. The lag splits into detection (can generate -> ddtune's
 own probe generation came back) and bookkeeping (/server_info, the knob check, server.json). Also
@@ -50,24 +50,27 @@ async def first_generation(url: str, stop: asyncio.Event) -> float | None:
 
 async def one_run(load_seconds: float) -> tuple[float, float, float, int, float]:
     from backends.knobs.config import ServerConfig
-    from backends.server.lifecycle import ServerManager
+    from backends.server.session import ServerSession
 
     port = free_port()
     config = ServerConfig(port=port, extra_args=("--sim-load-seconds", str(load_seconds)), ready_timeout_s=120)
-    manager = ServerManager(config)
+    session = ServerSession(config, stream_log=False)
     stop = asyncio.Event()
     poller = asyncio.create_task(first_generation(config.base_url, stop))
-    state = await manager.restart()
-    ready_at = time.monotonic()
-    stop.set()
-    can_generate_at = await poller
-    probing = (state.ready_at or time.time()) - state.started_at
-    await manager.down()
+    try:
+        state = await session.restart()
+        ready_at = time.monotonic()
+        stop.set()
+        can_generate_at = await poller
+        probing = (state.ready_at or time.time()) - state.started_at
+        await session.stop()
+    finally:
+        await session.close()
     if state.phase != "ready" or can_generate_at is None:
         raise SystemExit(f"run failed: {state.reason}")
-    detect = (manager.probe_ok_at or ready_at) - can_generate_at
-    bookkeeping = (manager.settled_at or ready_at) - (manager.probe_ok_at or ready_at)
-    return ready_at - can_generate_at, detect, bookkeeping, manager.probe_count, probing
+    detect = (session.probe_ok_at or ready_at) - can_generate_at
+    bookkeeping = (session.settled_at or ready_at) - (session.probe_ok_at or ready_at)
+    return ready_at - can_generate_at, detect, bookkeeping, session.probe_count, probing
 
 
 def main() -> None:

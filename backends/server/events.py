@@ -1,10 +1,14 @@
-"""What a ServerSession reports: frozen, past-tense facts, in the order they happened."""
+"""What a ServerSession reports: frozen, past-tense facts, in the order they happened, and the
+fan-out that hands them to readers (``EventHub``: callbacks and ``async for`` queues)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from backends.knobs.plan import knob_text
 from backends.logs.alarms import Alarm
 from backends.logs.kind import LogLine
 from backends.server.startup import Progress
@@ -68,6 +72,12 @@ class ConfigChanged:
     knobs: dict[str, Any]
     label: str
 
+    @classmethod
+    def between(cls, before: dict[str, Any], after: dict[str, Any]) -> ConfigChanged:
+        """The change to ``after``, labelled ``window 2048 -> 1024, topk 4 -> 6`` for markers and notes."""
+        parts = [f"{k} {knob_text(before.get(k))} -> {knob_text(v)}" for k, v in after.items() if before.get(k) != v]
+        return cls(dict(after), ", ".join(parts) or "same knobs")
+
 
 @dataclass(frozen=True)
 class Verified:
@@ -115,3 +125,38 @@ class CommandRefused:
 
 SessionEvent = (PhaseChanged | NoteAdded | LogBatch | DecodeStats | FatalSeen | PidChanged | ConfigChanged
                 | Verified | Settled | Stopped | CommandRefused | AlarmRaised | AlarmCleared)
+
+QUEUE_MAX = 4096   # events a slow events() reader may fall behind by; past it the oldest go
+
+
+class EventHub:
+    """Every event to every reader, in order, on the emitter's event loop."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[SessionEvent], None]] = []
+        self._queues: list[asyncio.Queue[SessionEvent]] = []
+
+    def subscribe(self, callback: Callable[[SessionEvent], None]) -> None:
+        """Call ``callback`` with every event, synchronously, on the session's event loop."""
+        self._listeners.append(callback)
+
+    def unsubscribe(self, callback: Callable[[SessionEvent], None]) -> None:
+        self._listeners.remove(callback)
+
+    async def events(self) -> AsyncIterator[SessionEvent]:
+        """Every event from now on, in order, until the reader stops iterating."""
+        queue: asyncio.Queue[SessionEvent] = asyncio.Queue(QUEUE_MAX)
+        self._queues.append(queue)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self._queues.remove(queue)
+
+    def _emit(self, event: SessionEvent) -> None:
+        for callback in list(self._listeners):
+            callback(event)
+        for queue in self._queues:
+            if queue.full():
+                queue.get_nowait()  # a reader this far behind loses the oldest event, not the loop
+            queue.put_nowait(event)

@@ -28,7 +28,7 @@ from backends.drivers.base import Backend
 from backends.knobs.plan import LaunchPlan
 from backends.launch.ownership import crash_point, token_holders
 from backends.record.state import ServerState
-from backends.server.record import clear_launch, load_state, read_launch, save_launch, save_state
+from backends.server.record import RecordFile, clear_launch, read_launch, save_launch
 
 
 def _leader(holders: dict[int, float]) -> int | None:
@@ -55,10 +55,10 @@ def _dead_leader(doc: dict, holders: dict[int, float]) -> int | None:
     return None
 
 
-def adopt_lost_launch(note: Callable[[str], None]) -> ServerState | None:
+def adopt_lost_launch(record: RecordFile, note: Callable[[str], None]) -> ServerState | None:
     """Under the lifecycle lock: record the server an interrupted launch left unrecorded, if any.
     Returns the state now in server.json (the adopted one, or what was there)."""
-    recorded = load_state(note)
+    recorded = record.load(note)
     doc = read_launch()
     token = doc.get("token") if doc is not None else None
     if doc is None or not isinstance(token, str) or not token:
@@ -84,14 +84,14 @@ def adopt_lost_launch(note: Callable[[str], None]) -> ServerState | None:
     state = base.with_(pid=pid, pgid=pid, create_time=started, argv=tuple(doc["argv"]), token=token,
                        phase="starting" if leader is not None else "failed",
                        reason=None if leader is not None else "its leader died before ddtune recorded it")
-    save_state(state)
+    record.save(state)
     alive = f"pid {pid}" if leader is not None else f"what pid {pid} left running (pids {sorted(holders)})"
     note(f"found {alive} by its launch token: an earlier ddtune launched it and was stopped before it "
          "recorded it; recorded it now")
     return state
 
 
-async def launch_recorded(backend: Backend, plan: LaunchPlan) -> ServerState:
+async def launch_recorded(backend: Backend, plan: LaunchPlan, record: RecordFile) -> ServerState:
     """Launch through ``backend`` in the order above. When the record of the spawned server cannot be
     written (the disk filled meanwhile), that server is stopped again (ddtune could never find it
     otherwise, nor stop it) and the error raised: nothing runs unrecorded."""
@@ -100,7 +100,7 @@ async def launch_recorded(backend: Backend, plan: LaunchPlan) -> ServerState:
         if state.token:
             save_launch(state)
         crash_point("after-pid")
-        save_state(state)
+        record.save(state)
     except DdtuneError:
         if backend.CAN_STOP and state.pid:
             await backend.stop(state)

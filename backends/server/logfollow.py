@@ -7,7 +7,7 @@ files). Every line is parsed once by ``backends.logs.parse`` and classified once
 - keeps the facts readiness and verification need for this launch (``LogFacts``: the pid in
   ``Started server process [PID]``, the latest line holding each marker the knob table verifies
   from (the draft-runner and DDTree lines, the ``server_args=`` dump), fatal lines, the tail),
-- moves the ``StartupTracker`` through its phases (``on_phase`` after each change),
+- hands each parsed event to the session's ``Phases``, which moves the startup tracker by it,
 - hands the lead rank's ``Decode batch`` figures to ``on_decode`` as they come,
 - and batches the lines themselves for ``on_lines`` (at most every ``flush_s``; a burst larger than
   ``batch_max`` keeps its newest lines and says how many it skipped).
@@ -18,16 +18,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from backends.drivers.base import Backend
-from backends.knobs.plan import SHIPPED
 from backends.logs.events import DecodeBatch, Fatal, ServerStarted
 from backends.logs.kind import LogLine, classify
 from backends.logs.parse import parse_line
-from backends.server.startup import FAILED, READY, StartupTracker
 from backends.record.state import ServerState
+from backends.server.phases import Phases
 
 TAIL_LINES = 20
 FLUSH_S = 0.25        # log lines reach readers in batches at most this often (4 Hz)
@@ -64,18 +63,13 @@ class LogFacts:
 class LogFollower:
     """Follows the log of the launch it was last pointed at; see the module docstring."""
 
-    def __init__(self, backend: Backend, tracker: StartupTracker,
-                 on_lines: Callable[[tuple[LogLine, ...], int], None] | None = None,
-                 on_decode: Callable[[float, DecodeBatch], None] | None = None,
-                 on_phase: Callable[[], None] | None = None, flush_s: float = FLUSH_S,
+    def __init__(self, phases: Phases, on_lines: Callable[[tuple[LogLine, ...], int], None] | None = None,
+                 on_decode: Callable[[float, DecodeBatch], None] | None = None, flush_s: float = FLUSH_S,
                  batch_max: int = BATCH_MAX) -> None:
-        self.backend = backend
-        self.tracker = tracker
+        self.phases = phases
         self.on_lines = on_lines
         self.on_decode = on_decode
-        self.on_phase = on_phase
         self.flush_s = flush_s
-        self.markers: tuple[str, ...] = SHIPPED.log_markers()  # the manager sets its config's
         self.facts = LogFacts()
         self.log_path: str | None = None
         self._task: asyncio.Task | None = None
@@ -83,17 +77,19 @@ class LogFollower:
         self._read = 0
         self._flusher: asyncio.Task | None = None
 
-    def follow(self, state: ServerState) -> LogFacts:
-        """Start reading this launch's log from its start (no-op when it is the one being read)."""
-        if not self.backend.has_logs() or not state.log_path:
+    def follow(self, state: ServerState, driver: Backend) -> LogFacts:
+        """Start reading this launch's log (through ``driver``) from its start; a no-op when it is the
+        one being read. The lines marked are those its config's knob table verifies from."""
+        if not driver.has_logs() or not state.log_path:
             return self.facts
         if state.log_path == self.log_path and self._task is not None and not self._task.done():
             return self.facts
         self.stop()
-        self.backend.api_key(state)  # the launch's key, remembered: the lines read mask it (linesplitter)
+        driver.api_key(state)  # the launch's key, remembered: the lines read mask it (linesplitter)
         self.log_path = state.log_path
         self.facts = LogFacts()
-        self._task = asyncio.create_task(self._run(state, self.facts))
+        markers = driver.config.knob_table.log_markers()
+        self._task = asyncio.create_task(self._run(driver.log_lines(state, from_start=True), markers, self.facts))
         if self.on_lines is not None:
             self._flusher = asyncio.create_task(self._flush_loop())
         return self.facts
@@ -109,13 +105,13 @@ class LogFollower:
         """Let the reader take what is already in the file (after the server exited)."""
         await asyncio.sleep(0.5)
 
-    async def _run(self, state: ServerState, facts: LogFacts) -> None:
-        tracker = self.tracker
-        async for text in self.backend.log_lines(state, from_start=True):
+    async def _run(self, texts: AsyncIterator[str], markers: tuple[str, ...], facts: LogFacts) -> None:
+        phases = self.phases
+        async for text in texts:
             facts.tail.append(text)
             event = parse_line(text)
             line = None
-            for marker in self.markers:
+            for marker in markers:
                 if marker in text:
                     facts.marked[marker] = line = line or LogLine(text, classify(text, event), event)
             if self.on_lines is not None:
@@ -130,12 +126,11 @@ class LogFollower:
                 continue
             if isinstance(event, ServerStarted):
                 facts.started_pid = event.pid
-            elif isinstance(event, Fatal) and (tracker.phase not in (READY, FAILED) or facts.fatal_at is not None):
+            elif isinstance(event, Fatal) and (phases.judging or facts.fatal_at is not None):
                 facts.fatals.append(event)
                 if not event.generic and facts.fatal_at is None:
                     facts.fatal_at = now
-            if tracker.feed(event, now) and self.on_phase is not None:
-                self.on_phase()
+            phases.log_event(event)
 
     async def _flush_loop(self) -> None:
         while True:

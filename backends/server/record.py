@@ -38,10 +38,14 @@ def state_path() -> Path:
     return server_dir() / STATE_FILE
 
 
+def _encode(doc: dict[str, Any]) -> bytes:
+    return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
 def _write_private(path: Path, doc: dict[str, Any]) -> None:
     """Atomically (temp file + rename, so a reader never sees half a file), mode 0600, never through
     a symlink (backends.core.statefs)."""
-    write_atomic(path, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    write_atomic(path, _encode(doc))
 
 
 def save_launch(state: ServerState) -> Path:
@@ -82,30 +86,37 @@ def _same_launch(doc: dict[str, Any], state: ServerState) -> bool:
     return wanted is None or (isinstance(recorded, (int, float)) and abs(recorded - wanted) < SAME_START_S)
 
 
-def load_state(note: Callable[[str], None] | None = None) -> ServerState | None:
-    """The recorded server, or None; with its launch token and its argv as launched (API key and all)
-    from launch.json when that names the same launch. A corrupt file is moved aside (and ``note``
-    told): a hand-edited or half-migrated record must never stop ddtune, nor be acted on. A symlink
-    or a file not ours raises UntrustedState."""
+def _read(note: Callable[[str], None] | None) -> bytes | None:
     path = state_path()
     try:
-        raw = read_state_file(path)
+        return read_state_file(path)
     except OSError as exc:
         (note or _stderr)(f"cannot read {path}: {exc.strerror}; ignoring it")
         return None
-    if raw is None:
-        return None
+
+
+def _decode(raw: bytes, note: Callable[[str], None] | None) -> ServerState | None:
+    """The record in ``raw`` with what its launch.json adds; None (the file set aside) when corrupt."""
     try:
         state = ServerState.from_json(loads(raw.decode("utf-8")))  # bounded depth: never a RecursionError
     except (ValueError, TypeError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        (note or _stderr)(f"{path} is corrupt ({_short(exc)}); {quarantine_state('corrupt')} and went on "
-                          "without it: nothing it names was signalled")
+        (note or _stderr)(f"{state_path()} is corrupt ({_short(exc)}); {quarantine_state('corrupt')} and went "
+                          "on without it: nothing it names was signalled")
         return None
     doc = read_launch() if state.pid else None
     if doc is not None and _same_launch(doc, state):  # the argv as launched (its API key) and the token
         token = doc.get("token")
         state = state.with_(argv=tuple(doc["argv"]), token=token if isinstance(token, str) else None)
     return state
+
+
+def load_state(note: Callable[[str], None] | None = None) -> ServerState | None:
+    """The recorded server, or None; with its launch token and its argv as launched (API key and all)
+    from launch.json when that names the same launch. A corrupt file is moved aside (and ``note``
+    told): a hand-edited or half-migrated record must never stop ddtune, nor be acted on. A symlink
+    or a file not ours raises UntrustedState."""
+    raw = _read(note)
+    return _decode(raw, note) if raw is not None else None
 
 
 def quarantine_state(why: str) -> str:
@@ -149,3 +160,52 @@ def clear_launch() -> None:
         (server_dir() / LAUNCH_FILE).unlink()
     except FileNotFoundError:
         pass
+
+
+class RecordFile:
+    """A session's pen on its record: every write and removal of server.json by the session goes
+    through it, and it remembers the bytes it left there (None: no file). The session's watcher asks
+    ``changed()`` when the kernel says the file changed: only content that differs from what the
+    session left (or last saw) is another process's doing."""
+
+    def __init__(self) -> None:
+        self._known = False
+        self._left: bytes | None = None
+
+    def _remember(self, raw: bytes | None) -> None:
+        self._known, self._left = True, raw
+
+    def load(self, note: Callable[[str], None] | None = None) -> ServerState | None:
+        raw = _read(note)
+        if raw is None:
+            return None
+        state = _decode(raw, note)
+        if state is None:
+            self._remember(None)  # this session set the corrupt file aside
+        return state
+
+    def save(self, state: ServerState) -> None:
+        if state.token or (state.pid and state.argv):
+            save_launch(state)
+        data = _encode(state.to_json())
+        write_atomic(state_path(), data)
+        self._remember(data)  # no await between: the watcher, on this loop, reads it only after
+
+    def clear(self) -> None:
+        clear_state()
+        self._remember(None)
+
+    def quarantine(self, why: str) -> str:
+        said = quarantine_state(why)
+        self._remember(None)
+        return said
+
+    def changed(self, note: Callable[[str], None] | None = None) -> tuple[bool, ServerState | None]:
+        """(True, the record now) when server.json is not what this session left there or last saw;
+        (False, None) when it is."""
+        raw = _read(note)
+        if self._known and raw == self._left:
+            return False, None
+        state = _decode(raw, note) if raw is not None else None
+        self._remember(raw if state is not None else None)  # a corrupt one was set aside just now
+        return True, state

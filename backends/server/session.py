@@ -1,139 +1,127 @@
-"""ServerSession: the one long-lived owner of "the server we manage" for a config and state dir.
+"""ServerSession: the one owner of "the server we manage" for a config and state dir.
 
-It owns the backend, the lifecycle (``ServerManager``: start, stop, restart, re-attach), the one
-log reader (``LogFollower``), the startup tracker, verification and ``/server_info``. Readers are
-thin: the console, the headless commands and the sweep engine call its methods and read its
-events (``backends.server.events``), either through ``subscribe(callback)`` or
-``async for event in session.events()``.
+It holds the one config (its driver holds it: ``session.config`` is ``session.backend.config``), the
+server's record (server.json, written only through the session's ``RecordFile``), the one log reader,
+the startup tracker (moved and reported only by its ``Phases``), verification and ``/server_info``,
+and it runs the lifecycle: start, restart, stop, re-attach and adopt a lost launch, one at a time
+per state dir across processes (the lifecycle lock). Readers are thin: the console, the headless
+commands and the sweep engine call its methods and read its events (``backends.server.events``),
+through ``subscribe(callback)`` or ``async for event in session.events()``.
 
-A session also notices what another ddtune does to the same state dir (a headless ``restart``
-beside the console): the kernel tells it when ``server.json`` or the lifecycle lock changes
-(``backends.record.watch``), and it follows the new launch's log from its first line, so its
+The safe, visible, verified restart, the same for every driver: stop the old server
+(backends.server.lifecycle) -> wait until its port is free and its pids hold no GPU memory
+(backends.server.release) -> launch, recorded before it exists (backends.server.launchrec) ->
+follow the log through the tracker -> ready only when the pid we started owns the socket and
+generates a token (backends.server.ready) -> verify the requested knobs against what the server
+reports -> record it.
+
+A session also notices what another ddtune does to the same state dir (a headless ``restart`` beside
+the console: backends.server.watcher) and follows the new launch's log from its first line, so its
 phases, pid and verified knobs stay true without anyone re-reading ``server.json`` on a timer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from backends.drivers.base import Backend
-from backends.drivers.registry import flags
-from backends.knobs.config import ServerConfig
+from backends.core.apikey import shown_argv
 from backends.core.errors import DdtuneError
-from backends.knobs.plan import knob_text
-from backends.logs.events import DecodeBatch, Fatal, ServerReady
-from backends.server.logfollow import LogFollower
-from backends.logs.kind import LogLine
-from backends.core.paths import server_dir
+from backends.drivers.base import Backend
+from backends.drivers.registry import flags, make_backend
+from backends.knobs.config import ServerConfig
+from backends.knobs.plan import LaunchPlan, plan_for_endpoint, plan_launch
+from backends.knobs.verify import verify
+from backends.launch.ownership import describe_stop
+from backends.launch.readiness import ReadinessProbe, fetch_server_info
 from backends.logs.alarms import AcceptanceWatch, Alarm
-from backends.server.events import (
-    AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, FatalSeen, LogBatch, NoteAdded,
-    PhaseChanged, PidChanged, SessionEvent, Settled, Stopped, Verified,
-)
-from backends.server.startup import FAILED, READY, Progress
+from backends.logs.events import DecodeBatch, Fatal
+from backends.logs.kind import LogLine
+from backends.record.lock import LifecycleLock, describe_holder_doc
 from backends.record.state import ServerState
-from backends.server.record import load_state
-from backends.record.lock import LOCK_FILE, holder
+from backends.server.events import (
+    AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, EventHub, FatalSeen, LogBatch,
+    NoteAdded, PhaseChanged, PidChanged, Settled, Stopped, Verified,
+)
+from backends.server.launchrec import adopt_lost_launch, launch_recorded
+from backends.server.lifecycle import running_knobs, stop_for_down, stop_for_restart, uncancelled
+from backends.server.logfollow import TAIL_LINES, LogFacts, LogFollower
+from backends.server.phases import Phases
+from backends.server.ready import until_ready
+from backends.server.record import RecordFile
+from backends.server.release import GPU_RELEASE_S, wait_gpu_released, wait_port_released
+from backends.server.snapshot import as_it_stands
+from backends.server.startup import FAILED, Progress, StartupHistory, StartupTracker
+from backends.server.watcher import LockTaken, foreign_changes
 
-QUEUE_MAX = 4096   # events a slow events() reader may fall behind by; past it the oldest log batches go
 
-
-def knob_label(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """``window 2048 -> 1024, topk 4 -> 6``: what changed, for markers and notes."""
-    parts = [f"{k} {knob_text(before.get(k))} -> {knob_text(v)}" for k, v in after.items() if before.get(k) != v]
-    return ", ".join(parts) or "same knobs"
-
-
-class ServerSession:
+class ServerSession(EventHub):
     """Commands are methods (``up``, ``restart``, ``apply``, ``stop``); results arrive as events."""
 
     def __init__(self, config: ServerConfig, backend: Backend | None = None, *, gpu_sampler=None,
                  wait_for_lock: bool = True, stream_log: bool = True) -> None:
-        from backends.server.lifecycle import ServerManager
-
-        self.config = config
-        self.manager = ServerManager(config, backend, on_progress=self._on_progress, on_note=self._on_note,
-                                     gpu_sampler=gpu_sampler, wait_for_lock=wait_for_lock,
-                                     on_launched=self._on_launched)
+        super().__init__()
+        self.backend = backend or make_backend(config)
+        self.backend.config = config  # the one copy of the config: the driver's (``config`` below)
+        self.record = RecordFile()
+        self.history = StartupHistory.default()
+        self.tracker = StartupTracker(self.history.medians(config.startup_key()))  # this server's own starts
+        self.phases = Phases(self.tracker, self._on_progress)
+        # one reader for the session's life; streaming, it keeps reading after ready (the console),
+        # else it reads each start's log only until ready (headless: nothing reads it after)
         self.stream_log = stream_log
-        if stream_log:  # one reader for the session's life: it keeps reading after ready
-            self.manager.use_log(LogFollower(self.manager.backend, self.manager.tracker, on_lines=self._on_lines,
-                                             on_decode=self._on_decode, on_phase=self._on_phase))
-        # else the manager reads each start's log only until ready (headless: nothing reads it after)
-        self.state: ServerState | None = None
+        self.log = LogFollower(self.phases, on_lines=self._on_lines if stream_log else None,
+                               on_decode=self._on_decode if stream_log else None)
+        self.gpu_sampler = gpu_sampler  # None: a fresh backends.machine.gpu.GpuSampler per check
+        self.gpu_release_s = GPU_RELEASE_S
+        self.wait_for_lock = wait_for_lock
+        self._before_stop: list[Callable[[], Awaitable[None]]] = []
+        self._state: ServerState | None = None
         self.progress: Progress | None = None
         self.version: str | None = None
         self.server_info: dict | None = None  # /server_info of the server as it became ready
+        self._fresh_info: dict | None = None  # ... as this command's start fetched it (not yet settled)
         self.acceptance = AcceptanceWatch()  # the drafter-stopped-helping guard, per launch
-        self._listeners: list[Callable[[SessionEvent], None]] = []
-        self._queues: list[asyncio.Queue[SessionEvent]] = []
-        self._busy = 0
         self._watcher: asyncio.Task | None = None
+        self.probe_count = 0                    # 1-token generations the last start's readiness probe sent
+        self.probe_ok_at: float | None = None   # monotonic: the probe's generation came back
+        self.settled_at: float | None = None    # monotonic: info fetched, knobs checked, state written
 
     @property
-    def backend(self) -> Backend:
-        return self.manager.backend
+    def config(self) -> ServerConfig:
+        """The config the session manages the server with (held by its driver: one copy)."""
+        return self.backend.config
 
     @property
-    def log(self) -> LogFollower:
-        return self.manager.log
+    def state(self) -> ServerState | None:
+        """The server as this session last knew it settled or launched (None: none runs)."""
+        return self._state
 
-    @property
-    def tracker(self):
-        return self.manager.tracker
+    @state.setter
+    def state(self, state: ServerState | None) -> None:
+        self._state = state
+        self.phases.pid = state.pid if state is not None else None  # the pid log lines' reports name
 
-    def before_stop(self, hook) -> None:
-        """``await hook()`` before a live server is stopped for a restart (bounded; see lifecycle)."""
-        self.manager.before_stop.append(hook)
+    def before_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """``await hook()`` before a live server is stopped for a restart (bounded: BEFORE_STOP_S)."""
+        self._before_stop.append(hook)
 
     def api_key(self) -> str | None:
         return self.backend.api_key(self.state)
 
-    # --- events -----------------------------------------------------------------------------
-    def subscribe(self, callback: Callable[[SessionEvent], None]) -> None:
-        """Call ``callback`` with every event, synchronously, on the session's event loop."""
-        self._listeners.append(callback)
+    def fatals_of(self, state: ServerState) -> tuple[Fatal, ...]:
+        """The fatal lines the log of ``state``'s launch said, as far as this session read it."""
+        return tuple(self.log.facts.fatals) if state.log_path and self.log.log_path == state.log_path else ()
 
-    def unsubscribe(self, callback: Callable[[SessionEvent], None]) -> None:
-        self._listeners.remove(callback)
-
-    async def events(self) -> AsyncIterator[SessionEvent]:
-        """Every event from now on, in order, until the reader stops iterating."""
-        queue: asyncio.Queue[SessionEvent] = asyncio.Queue(QUEUE_MAX)
-        self._queues.append(queue)
-        try:
-            while True:
-                yield await queue.get()
-        finally:
-            self._queues.remove(queue)
-
-    def _emit(self, event: SessionEvent) -> None:
-        for callback in list(self._listeners):
-            callback(event)
-        for queue in self._queues:
-            if queue.full():
-                queue.get_nowait()  # a reader this far behind loses the oldest event, not the loop
-            queue.put_nowait(event)
-
-    # --- what the manager and the log reader tell us ---------------------------------------
+    # --- what the phases and the log reader tell us ----------------------------------------
     def _on_progress(self, progress: Progress) -> None:
         self.progress = progress
         self._emit(PhaseChanged(progress))
 
     def _on_note(self, text: str) -> None:
         self._emit(NoteAdded(text))
-
-    def _on_launched(self, state: ServerState) -> None:
-        self._new_launch()
-        self.state = state
-        self._emit(PidChanged(state.pid, state.log_path, "ddtune"))
-
-    def _on_phase(self) -> None:
-        self.manager.report(self.state.pid if self.state else None)
 
     def _on_lines(self, lines: tuple[LogLine, ...], skipped: int) -> None:
         self._emit(LogBatch(lines, skipped))
@@ -162,15 +150,18 @@ class ServerSession:
         elif now is None and before is not None:
             self._emit(AlarmCleared(before.kind))
 
-    def _new_launch(self) -> None:
-        """A new server process: its acceptance is judged afresh."""
+    def _launched(self, state: ServerState, by: str) -> None:
+        """A new server process: its acceptance is judged afresh, and readers hear its pid."""
         if self.acceptance.alarm is not None:
             self._emit(AlarmCleared(self.acceptance.alarm.kind))
         self.acceptance = AcceptanceWatch()
+        self.state = state
+        self._emit(PidChanged(state.pid, state.log_path, by))
 
     # --- commands ---------------------------------------------------------------------------
     def current(self) -> ServerState | None:
-        return self.manager.current()
+        """The recorded server, with phase ``stale`` when its pid is gone or was reused."""
+        return as_it_stands(self.record.load(self._on_note))
 
     async def up(self, keep_running_knobs: bool = False) -> ServerState:
         """Re-attach to a live server running this config, else (re)start it; wait until ready.
@@ -178,30 +169,28 @@ class ServerSession:
         ``keep_running_knobs``: a live server of this config file that runs other knobs (tuned with
         the console, a sweep or ``restart --set``) is kept, knobs and all, and a note says how they
         differ from the file; a full model reload is never the silent price of re-attaching."""
-        state = await self._command(lambda: self.manager.up(keep_running_knobs))
-        self.config = self.manager.config  # the running server's knobs, when up kept them
-        return state
+        return await self._command(lambda: self._up(keep_running_knobs))
 
     async def restart(self, config: ServerConfig | None = None, knobs: dict[str, Any] | None = None) -> ServerState:
         """Stop the server and start it with ``config`` (or these knob changes), even if unchanged."""
         self._set_config(config or (self.config.with_knobs(knobs) if knobs else self.config))
-        return await self._command(self.manager.restart)
+        return await self._command(self._restart)
 
     async def apply(self, config: ServerConfig) -> ServerState:
         """Make the server run ``config``: re-attach when it already does, else restart."""
         self._set_config(config)
-        return await self._command(self.manager.up)
+        return await self._command(self._up)
 
     async def stop(self) -> ServerState | None:
-        """Stop the recorded server (``down``); None when there was none."""
-        self._busy += 1
+        """Stop the recorded server (``down``); None when there was none. The returned state's
+        ``reason`` says what was stopped. Raises NotOurs (the record set aside) when it proves nothing."""
         try:
-            stopped = await self.manager.down()
+            async with self._lock("down"):
+                stopped = await stop_for_down(adopt_lost_launch(self.record, self._on_note), self.backend,
+                                              self.record)
         except DdtuneError as exc:
             self._emit(CommandRefused(exc.message, exc.hint))
             raise
-        finally:
-            self._busy -= 1
         self.log.stop()
         self.state = None
         self._emit(Stopped(stopped.reason or "stopped" if stopped else "no server recorded: nothing to stop"))
@@ -210,39 +199,159 @@ class ServerSession:
     def _set_config(self, config: ServerConfig) -> None:
         if config.config_hash() == self.config.config_hash():
             return
-        label = knob_label(self.config.knobs, config.knobs)
-        self.config = config
-        self.manager.set_config(config)
-        self._emit(ConfigChanged(dict(config.knobs), label))
+        changed = ConfigChanged.between(self.config.knobs, config.knobs)
+        self._use_config(config)
+        self._emit(changed)
 
-    async def _command(self, run: Callable[[], Any]) -> ServerState:
-        self._busy += 1
+    def _use_config(self, config: ServerConfig) -> None:
+        """Manage the server under ``config`` from now on. The same driver object while the backend
+        stays (a child it launched can still be reaped and its exit code read), a new one otherwise."""
+        if config.backend == self.backend.NAME:
+            self.backend.config = config
+        else:
+            self.backend = make_backend(config)
+        self.tracker.expected = dict(self.history.medians(config.startup_key()))
+
+    async def _command(self, run: Callable[[], Awaitable[ServerState]]) -> ServerState:
         try:
             state = await run()
         except DdtuneError as exc:
             self._emit(CommandRefused(exc.message, exc.hint))
             raise
-        finally:
-            self._busy -= 1
         await self._settle(state)
         return state
 
     async def _settle(self, state: ServerState) -> None:
         if state.phase == "ready":
-            info = self.manager.server_info
+            info, self._fresh_info = self._fresh_info, None
             if info is None:  # re-attached without a start: ask once
-                from backends.server.lifecycle import fetch_server_info
-
                 info = await fetch_server_info(state.url, self.backend.api_key(state))
             self.server_info = info
             self.version = str(info["version"]) if info and info.get("version") else None
-            self.manager.server_info = None
             if self.stream_log:
-                self.log.follow(state)  # a re-attach did not read the log yet
+                self.log.follow(state, self.backend)  # a re-attach did not read the log yet
         self.state = state  # with the version and log known: readers see one consistent settle
         if state.phase == "ready":
             self._emit(Verified(state.checks))
         self._emit(Settled(state, self.version))
+
+    # --- the lifecycle ----------------------------------------------------------------------
+    def _lock(self, action: str) -> LifecycleLock:
+        """One lifecycle action at a time per state dir, across processes (see backends.record.lock)."""
+        recorded = self.record.load(self._on_note)
+        return LifecycleLock(action, recorded.pid if recorded else None, on_wait=self._on_note,
+                             wait=self.wait_for_lock)
+
+    def _plan(self) -> LaunchPlan:
+        """Validate knobs against the server's --help (blocking). Raises before anything is stopped."""
+        helptext = self.backend.learn_help()
+        return plan_launch(self.config, helptext.text, self.backend.command_prefix(), helptext.version or "unknown")
+
+    async def _up(self, keep_running_knobs: bool = False) -> ServerState:
+        """Decided under the lock, on the one read of the record."""
+        if self.backend.ATTACHES:
+            self.phases.waiting(self.backend.base_url)
+            return await self._follow(self.backend.attach_state(), plan_for_endpoint(self.config))
+        async with self._lock("up"):
+            adopt_lost_launch(self.record, self._on_note)
+            state = self.current()
+            live = state is not None and state.backend == self.config.backend and state.phase in ("ready", "starting")
+            if live and keep_running_knobs and state is not None and state.config_hash != self.config.config_hash():
+                kept = running_knobs(self.config, state)
+                if kept is not None:
+                    self._use_config(kept[0])
+                    self._on_note(kept[1])
+            if live and state is not None and state.config_hash == self.config.config_hash():
+                return await self._reattach(state)
+            return await self._restart_locked()
+
+    async def _reattach(self, state: ServerState) -> ServerState:
+        """Follow a server an earlier ddtune started (same pid, same start time) until it is ready."""
+        self._on_note(f"re-attached to pid {state.pid} ({state.phase}): it already runs this config")
+        if state.phase == "ready":
+            async with ReadinessProbe(state.url, state.port, state.pid, api_key=self.backend.api_key(state)) as probe:
+                result = await probe.probe()
+            if result.ready:
+                return state
+            self._on_note(f"it does not generate now ({result.reason}); following it")
+        self.phases.waiting("re-attached")
+        plan = await asyncio.to_thread(self._plan)
+        return await self._follow(state, plan)
+
+    async def _restart(self) -> ServerState:
+        async with self._lock("restart"):
+            adopt_lost_launch(self.record, self._on_note)
+            return await self._restart_locked()
+
+    async def _restart_locked(self) -> ServerState:
+        if not self.backend.CAN_START:
+            await self.backend.start(None)  # type: ignore[arg-type]  # raises the driver's own message
+        plan = await asyncio.to_thread(self._plan)
+        ticker = asyncio.create_task(self.phases.heartbeat())
+        try:
+            old = self.record.load(self._on_note)
+            self.phases.stopping()
+            port_pids, gpu_pids = await stop_for_restart(old, self.backend, self.record, self._on_note,
+                                                         self._before_stop)
+            self.phases.waiting(f"port {self.config.port}")
+            await wait_port_released(self.config.port, port_pids)
+            await self._wait_gpu(gpu_pids)
+            state = await uncancelled(launch_recorded(self.backend, plan, self.record))
+        finally:
+            ticker.cancel()
+        self.phases.starting(f"pid {state.pid} importing")  # port and GPU were free; now the imports
+        self._launched(state, "ddtune")
+        self._on_note(f"launched pid {state.pid}: {' '.join(shown_argv(plan.argv))}")
+        return await self._follow(state, plan)
+
+    async def _wait_gpu(self, pids: set[int]) -> None:
+        def waiting(holders: set[int]) -> None:
+            self.phases.waiting(f"GPU memory of pids {sorted(holders)}")
+
+        await wait_gpu_released(pids, self.gpu_release_s, self.gpu_sampler, self._on_note, waiting)
+
+    async def _follow(self, state: ServerState, plan: LaunchPlan | None) -> ServerState:
+        """Track the start until ready, failed or timed out; record and return the final state."""
+        facts = self.log.follow(state, self.backend)
+        try:
+            outcome = await until_ready(self.backend, state, facts, self.log, self.phases, self.config.ready_timeout_s)
+        finally:
+            if not self.stream_log:  # headless: nothing reads the log after the start
+                await asyncio.sleep(0)
+                self.log.stop()
+        self.probe_count, self.probe_ok_at = outcome.probes, outcome.ok_at
+        if outcome.failure is not None:
+            return await self._failed(state, outcome.failure, facts)
+        return await self._ready(state, plan, facts)
+
+    async def _failed(self, state: ServerState, reason: str, facts: LogFacts) -> ServerState:
+        self.phases.failed(reason, state.pid)
+        if self.backend.CAN_STOP and state.pid:
+            report = await self.backend.stop(state)  # leave nothing running: hung loads and orphans included
+            if report.stopped:
+                self._on_note(describe_stop(state.pid, report))
+        tail = "\n".join(facts.last_lines(TAIL_LINES))
+        final = state.with_(phase="failed", reason=reason + (f"\n--- last log lines ---\n{tail}" if tail else ""))
+        self.record.save(final)
+        if not self.backend.ATTACHES:  # an attach times no start of its own
+            self.history.append(self.config.startup_key(), self.tracker.durations(time.monotonic()), False,
+                                time.time(), self.config.model)
+        return final
+
+    async def _ready(self, state: ServerState, plan: LaunchPlan | None, facts: LogFacts) -> ServerState:
+        self.phases.ready(state.pid)
+        durations = self.tracker.durations(time.monotonic())
+        info = self._fresh_info = await fetch_server_info(state.url, self.backend.api_key(state))
+        checked = verify(plan.expected if plan else {}, facts.marked, info, knobs=self.config.knobs,
+                         table=self.config.knob_table)
+        final = state.with_(
+            phase="ready", ready_at=time.time(), effective=checked.effective, checks=checked.checks, reason=None
+        )
+        self.record.save(final)
+        self.settled_at = time.monotonic()
+        if not self.backend.ATTACHES:
+            self.history.append(self.config.startup_key(), durations, True, time.time(), self.config.model)
+        return final
 
     # --- another ddtune on the same state dir ----------------------------------------------
     def watch(self) -> None:
@@ -251,29 +360,15 @@ class ServerSession:
             self._watcher = asyncio.create_task(self._watch())
 
     async def _watch(self) -> None:
-        from backends.record.watch import DirWatch
+        async for change in foreign_changes(self.record, self._on_note):
+            if isinstance(change, LockTaken):
+                self._emit(NoteAdded(describe_holder_doc(change.holder)))
+                if change.holder.get("action") in ("restart", "down"):
+                    self.phases.stopping(self.state.pid if self.state else None)
+            else:
+                await self._record_changed(change.state)
 
-        async for names in DirWatch(server_dir(), {"server.json", LOCK_FILE}).changes():
-            if self._busy:
-                continue  # our own command writes these files
-            if LOCK_FILE in names:
-                self._lock_changed()
-            if "server.json" in names:
-                await self._state_changed()
-
-    def _lock_changed(self) -> None:
-        doc = holder()
-        if not doc or doc.get("pid") == os.getpid():
-            return
-        from backends.record.lock import describe_holder_doc
-
-        self._emit(NoteAdded(describe_holder_doc(doc)))
-        if doc.get("action") in ("restart", "down"):
-            self.tracker.begin_stop(time.monotonic())
-            self.manager.report(self.state.pid if self.state else None)
-
-    async def _state_changed(self) -> None:
-        state = load_state(self._on_note)
+    async def _record_changed(self, state: ServerState | None) -> None:
         old = self.state
         if state is None:
             if old is not None:
@@ -287,23 +382,18 @@ class ServerSession:
         if launched:
             self.state = state
             if state.knobs != self.config.knobs:
-                label = knob_label(self.config.knobs, dict(state.knobs))
-                self.config = self.config.with_knobs(dict(state.knobs))
-                self.manager.set_config(self.config)
-                self._emit(ConfigChanged(dict(state.knobs), label))
+                changed = ConfigChanged.between(self.config.knobs, dict(state.knobs))
+                self._use_config(self.config.with_knobs(dict(state.knobs)))
+                self._emit(changed)
             if state.phase == "starting":
-                self.tracker.begin_wait(time.monotonic(), f"pid {state.pid}, launched by another ddtune")
-                self.manager.report(state.pid)
-            self._new_launch()
-            self._emit(PidChanged(state.pid, state.log_path, "another ddtune"))
-            self.log.follow(state)
+                self.phases.waiting(f"pid {state.pid}, launched by another ddtune", state.pid)
+            self._launched(state, "another ddtune")
+            self.log.follow(state, self.backend)
         if state.phase in ("ready", "failed") and (launched or old is None or old.phase != state.phase):
-            now = time.monotonic()
-            if state.phase == "ready" and self.tracker.phase != READY:
-                self.tracker.feed(ServerReady(), now)
-            elif state.phase == "failed" and self.tracker.phase != FAILED:
-                self.tracker.fail((state.reason or "failed").split("\n")[0], now)
-            self.manager.report(state.pid)
+            if state.phase == "ready":
+                self.phases.ready(state.pid)
+            elif self.tracker.phase != FAILED:
+                self.phases.failed((state.reason or "failed").split("\n")[0], state.pid)
             await self._settle(state)
 
     # --- leaving ----------------------------------------------------------------------------

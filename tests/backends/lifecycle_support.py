@@ -76,6 +76,24 @@ def config(tmp_path: Path, **kw):
     return load_config(write_config(tmp_path, **kw))
 
 
+def headless(cfg, notes: list | None = None, phases: list | None = None, **kw):
+    """A ServerSession as the headless commands make one (no log streaming), its notes and phases
+    (Progress) collected into the lists given."""
+    from backends.server.events import NoteAdded, PhaseChanged
+    from backends.server.session import ServerSession
+
+    session = ServerSession(cfg, stream_log=False, **kw)
+
+    def collect(event) -> None:
+        if notes is not None and isinstance(event, NoteAdded):
+            notes.append(event.text)
+        if phases is not None and isinstance(event, PhaseChanged):
+            phases.append(event.progress)
+
+    session.subscribe(collect)
+    return session
+
+
 def read_state(state_dir: Path) -> dict | None:
     try:  # no exists() first: a restart clears the file between the look and the read
         return json.loads((state_dir / "server.json").read_text())

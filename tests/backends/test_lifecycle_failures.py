@@ -1,17 +1,16 @@
 """Failed starts end in phase failed with the fatal line and the log tail, and leave nothing running."""
 
-from backends.server.lifecycle import ServerManager
 from backends.launch.process import group_members
 from backends.server.record import load_state
-from tests.backends.lifecycle_support import FAST, config
+from tests.backends.lifecycle_support import FAST, config, headless
 
 
 async def failed_start(tmp_path, groups, extra, **server):
-    manager = ServerManager(config(tmp_path, extra=FAST + extra, **server))
-    state = await manager.up()
+    session = headless(config(tmp_path, extra=FAST + extra, **server))
+    state = await session.up()
     groups.track(state.pgid)
     assert state.phase == "failed"
-    assert manager.tracker.phase == "failed"
+    assert session.tracker.phase == "failed"
     assert group_members(state.pgid) == []
     assert load_state().phase == "failed"
     return state

@@ -8,18 +8,17 @@ import psutil
 import pytest
 
 from backends.core.errors import ServerError
-from backends.server.lifecycle import ServerManager
 from backends.launch.process import group_members, port_owner
 from backends.launch.readiness import ReadinessProbe
 from backends.server.record import load_state
-from tests.backends.lifecycle_support import FAST, PHASED, config
+from tests.backends.lifecycle_support import FAST, PHASED, config, headless
 
 
 async def test_old_process_race_ready_only_for_the_new_pid(tmp_path, state_dir, groups):
     """The old server keeps answering for 2 s after SIGTERM (drain); ddtune must wait it out and
     declare ready only for the pid it started."""
     cfg = config(tmp_path, extra=PHASED + ("--sim-drain-seconds", "2"))
-    old = await ServerManager(cfg).up()
+    old = await headless(cfg).up()
     groups.track(old.pgid)
     assert old.phase == "ready"
 
@@ -29,8 +28,8 @@ async def test_old_process_race_ready_only_for_the_new_pid(tmp_path, state_dir, 
     assert not result.ready and f"pid {old.pid}" in result.reason and result.owner_pid == old.pid
 
     phases = []
-    manager = ServerManager(cfg.with_knobs({"window": 1024}), on_progress=lambda p: phases.append(p))
-    new = await manager.restart()
+    session = headless(cfg.with_knobs({"window": 1024}), phases=phases)
+    new = await session.restart()
     groups.track(new.pgid)
     assert new.phase == "ready", new.reason
     assert new.pid != old.pid
@@ -54,9 +53,9 @@ async def test_foreign_port_owner_is_refused_before_launch(tmp_path, state_dir, 
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        manager = ServerManager(config(tmp_path, port=port))
+        session = headless(config(tmp_path, port=port))
         with pytest.raises(ServerError) as info:
-            await manager.up()
+            await session.up()
         import os
 
         assert f"port {port} is in use by pid {os.getpid()}" in info.value.message
@@ -68,12 +67,12 @@ async def test_foreign_port_owner_is_refused_before_launch(tmp_path, state_dir, 
 async def test_children_left_in_the_group_are_killed(tmp_path, state_dir, groups):
     """Scheduler-like children that ignore nothing but outlive a SIGKILLed parent: stop kills the group."""
     cfg = config(tmp_path, extra=FAST + ("--sim-children", "2", "--sim-hang-at", "shutdown"), stop_timeout_s=1)
-    manager = ServerManager(cfg)
-    state = await manager.up()
+    session = headless(cfg)
+    state = await session.up()
     groups.track(state.pgid)
     members = group_members(state.pgid)
     assert len(members) == 3
-    stopped = await manager.down()
+    stopped = await session.stop()
     assert stopped is not None
     assert group_members(state.pgid) == []
     assert port_owner(state.port) is None
@@ -81,10 +80,10 @@ async def test_children_left_in_the_group_are_killed(tmp_path, state_dir, groups
 
 async def test_up_twice_reattaches_instead_of_restarting(tmp_path, state_dir, groups):
     cfg = config(tmp_path)
-    first = await ServerManager(cfg).up()
+    first = await headless(cfg).up()
     groups.track(first.pgid)
     notes = []
-    second = await ServerManager(cfg, on_note=notes.append).up()
+    second = await headless(cfg, notes=notes).up()
     assert second.pid == first.pid and second.phase == "ready"
     assert any("re-attached" in n for n in notes)
 
@@ -94,7 +93,7 @@ async def test_status_reports_stale_when_the_pid_is_gone(tmp_path, state_dir, gr
     import signal
 
     cfg = config(tmp_path)
-    state = await ServerManager(cfg).up()
+    state = await headless(cfg).up()
     groups.track(state.pgid)
     os.killpg(state.pgid, signal.SIGKILL)
     for _ in range(300):
@@ -106,16 +105,16 @@ async def test_status_reports_stale_when_the_pid_is_gone(tmp_path, state_dir, gr
     except ChildProcessError:  # reaped already (subprocess reaps a dropped Popen's child on the next spawn)
         pass
     assert not psutil.pid_exists(state.pid)
-    current = ServerManager(cfg).current()
+    current = headless(cfg).current()
     assert current.phase == "stale" and str(state.pid) in current.reason
 
 
 async def test_mismatch_is_reported_when_the_server_runs_other_knobs(tmp_path, state_dir, groups):
     """Attach to a server that runs window 1024 while asking for 2048: the mismatch is named."""
     (tmp_path / "sim").mkdir()
-    running = await ServerManager(config(tmp_path / "sim", knobs={"window": 1024})).up()
+    running = await headless(config(tmp_path / "sim", knobs={"window": 1024})).up()
     groups.track(running.pgid)
-    attached = await ServerManager(config(tmp_path, backend="endpoint", url=running.url,
+    attached = await headless(config(tmp_path, backend="endpoint", url=running.url,
                                           log_file=running.log_path, knobs={"window": 2048})).up()
     assert attached.phase == "ready"
     window = next(c for c in attached.checks if c.name == "window")
@@ -134,11 +133,11 @@ async def test_restarts_within_one_second_each_get_their_own_log(tmp_path, state
 
     monkeypatch.setattr(time_mod, "strftime", lambda fmt, *a: "20261201-000000")
     cfg = config(tmp_path)
-    first = await ServerManager(cfg).up()
+    first = await headless(cfg).up()
     groups.track(first.pgid)
-    second = await ServerManager(cfg.with_knobs({"window": 1024})).restart()
+    second = await headless(cfg.with_knobs({"window": 1024})).restart()
     groups.track(second.pgid)
-    third = await ServerManager(cfg).restart()
+    third = await headless(cfg).restart()
     groups.track(third.pgid)
     assert [s.phase for s in (first, second, third)] == ["ready"] * 3, third.reason
     logs = [first.log_path, second.log_path, third.log_path]
@@ -166,7 +165,7 @@ async def test_a_launch_cut_short_still_finishes_recording_what_it_spawned():
     runs to its end (then the cancel goes on), so the record names the process and a stop finds it."""
     import asyncio
 
-    from backends.server.lifecycle import _uncancelled
+    from backends.server.lifecycle import uncancelled
 
     gate, recorded = asyncio.Event(), []
 
@@ -175,7 +174,7 @@ async def test_a_launch_cut_short_still_finishes_recording_what_it_spawned():
         recorded.append("server.json")
         return "state"
 
-    task = asyncio.create_task(_uncancelled(spawn_and_record()))
+    task = asyncio.create_task(uncancelled(spawn_and_record()))
     await asyncio.sleep(0)
     task.cancel()
     await asyncio.sleep(0)

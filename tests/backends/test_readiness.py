@@ -5,15 +5,14 @@ import socket
 
 import pytest
 
-from backends.server.lifecycle import ServerManager
 from backends.launch.readiness import ReadinessProbe, owner_check
 from backends.knobs.serverhelp import fetch_help
-from tests.backends.lifecycle_support import config
+from tests.backends.lifecycle_support import config, headless
 
 
 @pytest.fixture
 async def server(tmp_path, state_dir, groups):
-    state = await ServerManager(config(tmp_path)).up()
+    state = await headless(config(tmp_path)).up()
     groups.track(state.pgid)
     assert state.phase == "ready", state.reason
     return state
@@ -54,12 +53,12 @@ async def test_nothing_listening_is_not_ready():
 
 
 def test_sglang_help_is_cached_per_version(tmp_path, state_dir):
-    manager = ServerManager(config(tmp_path, backend="sglang"))
-    first = manager.backend.learn_help()
+    session = headless(config(tmp_path, backend="sglang"))
+    first = session.backend.learn_help()
     assert first.version == "0.5.23" and not first.cached
     assert "--speculative-draft-window-size" in first.text
     assert (state_dir / "help" / "sglang-0.5.23.txt").read_text() == first.text
-    second = manager.backend.learn_help()
+    second = session.backend.learn_help()
     assert second.cached and second.text == first.text
 
 

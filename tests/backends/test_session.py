@@ -14,6 +14,8 @@ from backends.server.session import ServerSession
 from backends.server.events import (
     CommandRefused, ConfigChanged, LogBatch, NoteAdded, PhaseChanged, PidChanged, Settled, Stopped, Verified,
 )
+from backends.logs.events import DraftRunner
+from backends.record.lock import LOCK_FILE
 from backends.server.record import load_state
 from tests.backends.lifecycle_support import PHASED, config, write_config
 from tests.helpers import REPO, ddtune_cmd, ddtune_env
@@ -61,6 +63,9 @@ async def test_up_streams_typed_events_in_order(tmp_path, state_dir, groups):
         await seen.wait(lambda: any("ready to roll" in t for t in seen.lines()), "the ready line in a batch")
         started = [line for batch in seen.of(LogBatch) for line in batch.lines if "Started server process" in line.text]
         assert len(started) == 1 and type(started[0].event).__name__ == "ServerStarted"
+        # verification read that parse: the draft runner line is kept with its event
+        runner = session.log.facts.marked["Initialized DFLASH draft runner"]
+        assert isinstance(runner.event, DraftRunner) and runner.event.window_size == 2048
         assert session.state is state
     finally:
         await session.stop()
@@ -128,4 +133,33 @@ async def test_a_headless_restart_beside_the_session_is_followed_live(tmp_path, 
         assert code == 0, out
         await seen.wait(lambda: session.state is None and seen.of(Stopped), "the stop to be reported")
     finally:
+        await session.close()
+
+
+async def test_a_watching_session_does_not_take_its_own_writes_for_another_ddtune(tmp_path, state_dir, groups):
+    """The watcher reacts only to what other processes do. A restart of the session's own (the lock
+    taken and released, server.json cleared, written at launch, written at ready) is reported once,
+    by ddtune: nothing of it comes back as another ddtune's launch, stop or settle."""
+    session = ServerSession(config(tmp_path))
+    seen = Recorder(session)
+    try:
+        first = await session.up()
+        groups.track(first.pgid)
+        session.watch()
+        before = len(seen.events)
+        new = await session.restart(knobs={"window": 1024})
+        groups.track(new.pgid)
+        assert new.phase == "ready", new.reason
+        # a change of another process's, after ours: once it is heard, every notice before it was
+        (state_dir / LOCK_FILE).write_text('{"pid": 1, "action": "probing"}')
+        await seen.wait(lambda: any(isinstance(e, NoteAdded) and "(pid 1)" in e.text for e in seen.events),
+                        "the foreign lock holder to be reported")
+        later = seen.events[before:]
+        assert [(e.pid, e.by) for e in later if isinstance(e, PidChanged)] == [(new.pid, "ddtune")]
+        assert [e.state.pid for e in later if isinstance(e, Settled)] == [new.pid]
+        assert len([e for e in later if isinstance(e, ConfigChanged)]) == 1 and not seen.of(Stopped)
+        assert not [e for e in later if isinstance(e, NoteAdded) and "another ddtune" in e.text
+                    and "(pid 1)" not in e.text]
+    finally:
+        await session.stop()
         await session.close()

@@ -7,9 +7,8 @@ import time
 
 import psutil
 
-from backends.server.lifecycle import ServerManager
 from backends.launch.process import group_members
-from tests.backends.lifecycle_support import config
+from tests.backends.lifecycle_support import config, headless
 
 CHILDREN = ("--sim-load-seconds", "0.3", "--sim-children", "2", "--sim-orphan-seconds", "300")
 
@@ -39,12 +38,12 @@ def gone(pids) -> bool:
 async def test_down_stops_what_a_dead_leader_left_running(tmp_path, groups, spawn):
     bystander = spawn(["sleep", "600"])  # a process of its own group: must be untouched
     cfg = config(tmp_path, extra=CHILDREN)
-    state = await ServerManager(cfg).up()
+    state = await headless(cfg).up()
     groups.track(state.pgid)
     children = kill_leader_only(state)
 
     notes: list[str] = []
-    stopped = await ServerManager(cfg, on_note=notes.append).down()  # a fresh manager: like a new ddtune
+    stopped = await headless(cfg, notes=notes).stop()  # a fresh session: like a new ddtune
     assert stopped is not None and gone(children)
     assert f"pid {state.pid} had already exited" in stopped.reason
     assert "stopped the 2 process(es) it left running" in stopped.reason
@@ -54,12 +53,12 @@ async def test_down_stops_what_a_dead_leader_left_running(tmp_path, groups, spaw
 
 async def test_up_stops_the_survivors_before_starting_beside_them(tmp_path, groups):
     cfg = config(tmp_path, extra=CHILDREN)
-    old = await ServerManager(cfg).up()
+    old = await headless(cfg).up()
     groups.track(old.pgid)
     children = kill_leader_only(old)
 
     notes: list[str] = []
-    new = await ServerManager(cfg, on_note=notes.append).up()
+    new = await headless(cfg, notes=notes).up()
     groups.track(new.pgid)
     assert new.phase == "ready" and new.pid != old.pid
     assert gone(children)

@@ -11,13 +11,13 @@ import pytest
 
 from backends.knobs.config import ServerConfig
 from backends.record.lanes import Lane, lane_folder, save_lane
-from backends.server.lifecycle import ServerManager
 from backends.core.paths import use_server_dir
 from backends.launch.process import group_members, is_running
 from tests.helpers import free_port_run, run_ddtune
 from workloads.search.store import SearchStore
 from workloads.sweep.plan import SweepConfig, SweepPlan, SweepStore
 from workloads.bench.matrix import BenchPlan
+from tests.backends.lifecycle_support import headless
 
 
 @pytest.fixture
@@ -29,14 +29,14 @@ async def lane5(state_dir):
     lane = Lane(5, ("5",), config.port)
     save_lane(lane, "an earlier sweep")
     with use_server_dir(lane_folder(5)):
-        state = await ServerManager(config).up()
+        state = await headless(config).up()
     assert state.phase == "ready", state.reason
     try:
         yield state
     finally:
         alive = is_running(state.pid, state.create_time)
         with use_server_dir(lane_folder(5)):
-            await ServerManager(config).down()
+            await headless(config).stop()
         assert not group_members(state.pgid)
         assert alive, "the lane 5 server was stopped by the refused command"
 
