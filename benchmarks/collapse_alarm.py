@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 async def main(args: argparse.Namespace) -> None:
     from backends.knobs.config import ServerConfig
-    from backends.server.session import ServerSession
-    from backends.server.events import AlarmCleared, AlarmRaised, DecodeStats
+    from backends.server import ServerSession
+    from backends.server import AlarmCleared, AlarmRaised, DecodeStats
     from workloads.live.proc import LoadProcess
 
     extra = ["--sim-load-seconds", "0.5"] + (["--sim-acceptance", str(args.acceptance)] if args.acceptance else [])

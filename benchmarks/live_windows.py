@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 async def main(args: argparse.Namespace) -> None:
     from backends.knobs.config import ServerConfig
-    from backends.server.session import ServerSession
-    from backends.server.events import DecodeStats
+    from backends.server import ServerSession
+    from backends.server import DecodeStats
     from workloads.client.stream import StreamingClient
     from workloads.live.windows import server_rate
     from workloads.live.load import LoadEngine

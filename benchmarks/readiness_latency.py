@@ -50,7 +50,7 @@ async def first_generation(url: str, stop: asyncio.Event) -> float | None:
 
 async def one_run(load_seconds: float) -> tuple[float, float, float, int, float]:
     from backends.knobs.config import ServerConfig
-    from backends.server.session import ServerSession
+    from backends.server import ServerSession
 
     port = free_port()
     config = ServerConfig(port=port, extra_args=("--sim-load-seconds", str(load_seconds)), ready_timeout_s=120)

@@ -1,6 +1,6 @@
 """The console's controller: a thin reader of the ServerSession, plus telemetry and the coding load.
 
-The session (backends/server/session.py) owns the server: lifecycle, the one log reader, verification,
+The session (backends.server.ServerSession) owns the server: lifecycle, the one log reader, verification,
 and what other ddtune processes do to it. The controller turns the session's events into the
 screen's messages (tui/messages.py) through the ``post`` callable it is given, and runs the
 session's commands in Textual workers. It never touches a widget and never reads a file itself.
@@ -18,12 +18,10 @@ from textual.message import Message
 
 from backends.knobs.config import ServerConfig
 from backends.logs.kind import LogLine, note
-from backends.server.session import ServerSession
-from backends.server.events import (
-    AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded, PhaseChanged,
-    PidChanged, SessionEvent, Settled, Stopped,
+from backends.server import (
+    WORK_PHASES, AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded,
+    PhaseChanged, PidChanged, ServerSession, SessionEvent, Settled, Stopped,
 )
-from backends.server.startup import WORK_PHASES
 from tui import messages as m
 from tui.adapters import knob_rows
 from tui.load_figures import LoadFigures
@@ -241,8 +239,7 @@ class ConsoleController:
 
     # --- telemetry --------------------------------------------------------------------------
     async def _telemetry(self) -> None:
-        from backends.server.lane_gpu import lane_trees
-        from backends.server.telemetry import TelemetryStream
+        from backends.server import TelemetryStream, lane_trees
         from tui.adapters import gpu_view
 
         def server_ref():

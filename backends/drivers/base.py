@@ -18,7 +18,7 @@ from typing import ClassVar
 from backends.core.apikey import api_key, launched_key
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import LaunchPlan
-from backends.launch.process import StopReport
+from backends.launch.ownership import StopReport
 from backends.knobs.serverhelp import ServerHelp
 from backends.record.state import ServerState
 

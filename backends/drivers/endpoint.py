@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 from backends.drivers.base import Backend, tail_file
 from backends.core.errors import ServerError
 from backends.knobs.plan import LaunchPlan
-from backends.launch.process import StopReport
+from backends.launch.ownership import StopReport
 from backends.record.state import ServerState
 
 

@@ -21,8 +21,9 @@ from backends.core.apikey import auth_headers
 from backends.drivers.base import Backend, tail_file
 from backends.knobs.plan import LaunchPlan
 from backends.core.paths import logs_dir
-from backends.launch.ownership import carries_token, crash_point, new_token, owned, server_env_of_launch, stop_owned
-from backends.launch.process import StopReport, create_time, is_running, open_log, reap, spawn
+from backends.launch.ownership import (StopReport, carries_token, crash_point, new_token, owned, server_env_of_launch,
+                                       stop_owned)
+from backends.launch.process import create_time, is_running, open_log, reap, spawn
 from backends.knobs.serverhelp import ServerHelp, fetch_help, installed_version
 from backends.record.state import ServerState
 from backends.core.statefs import StateWriteError

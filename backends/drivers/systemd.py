@@ -19,7 +19,8 @@ from pathlib import Path
 from backends.drivers.base import Backend
 from backends.core.errors import ServerError
 from backends.knobs.plan import LaunchPlan
-from backends.launch.process import StopReport, create_time, is_running
+from backends.launch.ownership import StopReport
+from backends.launch.process import create_time, is_running
 from backends.knobs.serverhelp import ServerHelp, fetch_help, installed_version
 from backends.record.state import ServerState
 

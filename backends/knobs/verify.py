@@ -26,7 +26,6 @@ from backends.logs.parse import parse_line
 # every DFlash server is checked for these, requested or not (the draft runner line reports the
 # first three); compact_cache is derived from the window, the rest are knobs of the table
 BASE_KEYS = ("window_size", "compact_cache", "block_size", "budget")
-EFFECTIVE_KEYS = BASE_KEYS  # the name older readers import
 STATUSES = ("verified", "mismatch", "unverified", "default")
 Status = Literal["verified", "mismatch", "unverified", "default"]
 _SCALARS = (int, float, str, bool, type(None))

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import psutil
 
-from backends.launch.ownership import StopReport  # noqa: F401  (re-exported: the backends' stop() result)
 from backends.core.paths import user_umask
 
 

@@ -78,9 +78,9 @@ def temporary_state_dir(path: str) -> Iterator[None]:
 
 def build_models(config: ServerConfig, out: str, block: int) -> tuple[Check, dict | None]:
     """Run the shipped builder with the server's interpreter (the simulator's: configs only)."""
-    from backends.drivers.registry import flags
+    from backends.server import driver_flags
 
-    sim = flags(config.backend).simulated
+    sim = driver_flags(config.backend).simulated
     python = sys.executable if sim else config.python
     argv = [python, str(BUILDER), "--out", out, "--block-size", str(block)] + (["--no-weights"] if sim else [])
     env = {**os.environ, **config.env}
@@ -200,9 +200,9 @@ async def _collapse_check(session, url: str, key: str | None) -> Check:
 def gpu_check(config: ServerConfig, pids: set[int], sampler=None) -> Check:
     from backends.machine.gpu import GpuSampler
 
-    from backends.drivers.registry import flags
+    from backends.server import driver_flags
 
-    if flags(config.backend).simulated and "--sim-gpu-alloc-gib" not in " ".join(config.extra_args):
+    if driver_flags(config.backend).simulated and "--sim-gpu-alloc-gib" not in " ".join(config.extra_args):
         return Check("gpu", "skip", "the simulator holds no GPU memory (give it --sim-gpu-alloc-gib to test this)")
     sampler = sampler or GpuSampler()
     snap = sampler.sample(pids)
@@ -222,8 +222,7 @@ async def _stop_check(session, pids: set[int], port: int) -> Check:
     import psutil
 
     from backends.launch.process import port_owner
-    from backends.server.release import gpu_holders
-    from backends.server.snapshot import recorded_server
+    from backends.server import gpu_holders, recorded_server
 
     def port_in_use(port: int) -> bool:
         return port_owner(port) is not None

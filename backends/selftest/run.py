@@ -33,11 +33,11 @@ def _skip_rest(checks: list[Check], after: str, stop: bool = True) -> None:
 
 async def run_selftest(config: ServerConfig, on_event: Callable | None = None, *, keep: bool = False,
                        ready_timeout_s: float = 900.0, work_dir: str | None = None) -> Report:
-    from backends.drivers.registry import flags, make_backend
+    from backends.drivers.registry import make_backend
     from backends.launch.process import tree_pids
-    from backends.server.session import ServerSession
+    from backends.server import ServerSession, driver_flags
 
-    if not flags(config.backend).spawns:
+    if not driver_flags(config.backend).spawns:
         raise UsageError(f"selftest starts a server of its own; backend {config.backend!r} cannot",
                          hint='use backend = "sglang" with python = the interpreter that has sglang '
                               '(or no config: the simulator)')

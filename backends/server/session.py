@@ -1,23 +1,19 @@
 """ServerSession: the one owner of "the server we manage" for a config and state dir.
 
-It holds the one config (its driver holds it: ``session.config`` is ``session.backend.config``), the
-server's record (server.json, written only through the session's ``RecordFile``), the one log reader,
-the startup tracker (moved and reported only by its ``Phases``), verification and ``/server_info``,
-and it runs the lifecycle: start, restart, stop, re-attach and adopt a lost launch, one at a time
-per state dir across processes (the lifecycle lock). Readers are thin: the console, the headless
-commands and the sweep engine call its methods and read its events (``backends.server.events``),
-through ``subscribe(callback)`` or ``async for event in session.events()``.
+It holds the one config (``session.config`` is its driver's), the server's record (server.json,
+written only through its ``RecordFile``), the one log reader, the startup tracker (moved and
+reported only by its ``Phases``), verification and ``/server_info``; and it runs the lifecycle
+(start, restart, stop, re-attach, adopt a lost launch), one action at a time per state dir across
+processes. Readers call its methods and read its events: ``subscribe(callback)`` or ``async for
+event in session.events()``.
 
-The safe, visible, verified restart, the same for every driver: stop the old server
-(backends.server.lifecycle) -> wait until its port is free and its pids hold no GPU memory
-(backends.server.release) -> launch, recorded before it exists (backends.server.launchrec) ->
-follow the log through the tracker -> ready only when the pid we started owns the socket and
-generates a token (backends.server.ready) -> verify the requested knobs against what the server
-reports -> record it.
-
-A session also notices what another ddtune does to the same state dir (a headless ``restart`` beside
-the console: backends.server.watcher) and follows the new launch's log from its first line, so its
-phases, pid and verified knobs stay true without anyone re-reading ``server.json`` on a timer.
+The safe, visible, verified restart, the same for every driver: stop the old server (lifecycle.py)
+-> wait until its port is free and its pids hold no GPU memory (release.py) -> launch, recorded
+before it exists (launchrec.py) -> follow the log -> ready only when the pid we started owns the
+socket and generates a token (ready.py) -> verify the requested knobs against what the server
+reports -> record it. What another ddtune does to the same state dir (a headless ``restart`` beside
+the console) reaches the session through watcher.py; it follows that launch's log from its first
+line, so nobody re-reads ``server.json`` on a timer.
 """
 
 from __future__ import annotations

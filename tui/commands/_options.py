@@ -78,21 +78,21 @@ def server_log(args, url: str) -> str | None:
 
 def _managed(url: str):
     """The managed server's record when ``url`` is its URL, else None."""
-    from backends.server.snapshot import recorded_server
+    from backends.server import recorded_server
 
     state = recorded_server()
     return state if state is not None and state.url.rstrip("/") == url.rstrip("/") else None
 
 
 def _managed_key(url: str) -> str | None:
-    from backends.server.snapshot import launched_api_key
+    from backends.server import launched_api_key
 
     state = _managed(url)
     return launched_api_key(state) if state is not None else None
 
 
 def _managed_url() -> str | None:
-    from backends.server.snapshot import recorded_server
+    from backends.server import recorded_server
 
     state = recorded_server()
     url = state.url if state is not None else None

@@ -64,7 +64,7 @@ def requested_config(args, keep_running_knobs: bool = False):
     ``up`` makes the server match the config file; ``restart --set k=v`` changes one knob of the
     server that runs now and keeps the others."""
     from backends.knobs.config import load_preset, parse_set
-    from backends.server.snapshot import is_alive, recorded_server
+    from backends.server import is_alive, recorded_server
 
     config = load_config(args)
     updates: dict[str, Any] = {}
@@ -109,7 +109,7 @@ def note(text: str) -> None:
 
 def printer(event) -> None:
     """Headless view of a ServerSession: phases and notes as plain lines on stderr."""
-    from backends.server.events import NoteAdded, PhaseChanged
+    from backends.server import NoteAdded, PhaseChanged
 
     if isinstance(event, PhaseChanged):
         print_progress(event.progress)
@@ -119,7 +119,7 @@ def printer(event) -> None:
 
 def session(config, args=None):
     """The ServerSession a headless command drives (no log streaming: progress lines only)."""
-    from backends.server.session import ServerSession
+    from backends.server import ServerSession
 
     sess = ServerSession(config, wait_for_lock=not getattr(args, "no_wait", False), stream_log=False)
     sess.subscribe(printer)
@@ -150,7 +150,7 @@ def left_after_interrupt(config, command: str) -> str:
     """What a Ctrl-C during ``up``/``restart`` left behind, said truthfully, and how to get back. A
     server cut off mid-start keeps starting (its model load is not thrown away): its record says that
     nobody follows it, so ``status`` does not claim a start that is being watched."""
-    from backends.server.snapshot import current_server, record_reason
+    from backends.server import current_server, record_reason
 
     state = current_server(note)
     if state is None or state.phase == "stopped":

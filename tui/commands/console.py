@@ -4,14 +4,14 @@ from __future__ import annotations
 
 
 def run(args) -> int:
-    from backends.drivers.registry import flags
+    from backends.server import driver_flags
     from backends.knobs.config import load_config
     from backends.core.paths import find_config
     from tui.app import DdtuneApp
     from tui.controller import ConsoleController
 
     config = load_config(getattr(args, "config", None))
-    simulated = flags(config.backend).simulated
+    simulated = driver_flags(config.backend).simulated
     if find_config(getattr(args, "config", None)) is None:
         config_note = "no config found: running the built-in SGLang simulator"
     else:

@@ -45,8 +45,7 @@ def run(args) -> int:
 
     from backends.knobs.serverhelp import sglang_version
     from backends.launch.process import port_owner
-    from backends.server.release import gpu_holders
-    from backends.server.session import ServerSession
+    from backends.server import ServerSession, gpu_holders
 
     session = ServerSession(config, stream_log=False)  # reads only: its driver and the record as it stands
     driver = session.backend

@@ -28,7 +28,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import asyncio
 
-    from backends.server.lanecontrol import stop_lane_servers
+    from backends.server import stop_lane_servers
     from tui.commands._server import drive, err, load_config, note
 
     config = load_config(args)

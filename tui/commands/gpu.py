@@ -39,7 +39,7 @@ def server_ref(pid: int | None) -> tuple[int, int | None] | None:
     """(pid, pgid) of the server to attribute memory to: --pid, else the managed server's record."""
     if pid is not None:
         return pid, None
-    from backends.server.snapshot import recorded_server
+    from backends.server import recorded_server
 
     state = recorded_server()
     return (state.pid, state.pgid) if state is not None and state.pid is not None else None
@@ -131,8 +131,7 @@ def to_json(sample) -> dict:
 
 def run(args) -> int:
     from backends.core.errors import UsageError
-    from backends.server.lane_gpu import lane_trees
-    from backends.server.telemetry import TelemetryStream
+    from backends.server import TelemetryStream, lane_trees
 
     if not args.interval > 0:
         raise UsageError(f"--interval must be a positive number of seconds, got {args.interval}",

@@ -32,8 +32,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from backends.knobs.plan import knob_text
-    from backends.server.lanes import lane_servers
-    from backends.server.snapshot import current_server
+    from backends.server import current_server, lane_servers
     from tui.commands._server import ago, load_config, note, print_json, status_doc
 
     config = load_config(args)

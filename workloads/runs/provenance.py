@@ -35,7 +35,7 @@ def gpu_models() -> list[str] | None:
 
 def server_state() -> dict | None:
     """The managed server's record (its owner's, read through its codec: backends.server), as JSON."""
-    from backends.server.snapshot import recorded_server
+    from backends.server import recorded_server
 
     state = recorded_server()
     return state.to_json() if state is not None else None

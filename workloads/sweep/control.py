@@ -1,4 +1,4 @@
-"""The sweep's server controller over a backends.server.session ServerSession.
+"""The sweep's server controller over a backends.server ServerSession.
 
 ``apply(config)`` turns a SweepConfig into a ServerConfig (the base config with the slot's knobs, or
 the speculation-off baseline), then ``ServerSession.apply()``: a server already running exactly that
@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import knob_text
-from backends.server.session import ServerSession
+from backends.server import ServerSession
 from workloads.sweep.engine import Applied
 from workloads.sweep.plan import SweepConfig
 
@@ -61,7 +61,7 @@ class ManagedController:
         return baseline_config(self.base) if config.baseline else self.base.with_knobs(config.knobs)
 
     def restart_needed(self, config: SweepConfig) -> bool:
-        from backends.server.snapshot import is_alive, recorded_server
+        from backends.server import is_alive, recorded_server
 
         state = recorded_server()
         wanted = self.config_for(config)
@@ -69,14 +69,14 @@ class ManagedController:
                     and is_alive(state))
 
     def expected_restart_s(self) -> float | None:
-        from backends.server.startup import StartupHistory
+        from backends.server import StartupHistory
 
         medians = StartupHistory.default().medians(self.base.startup_key())
         return sum(medians.values()) if medians else None
 
     async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
         from backends.core.apikey import redact_argv
-        from backends.server.events import NoteAdded, PhaseChanged
+        from backends.server import NoteAdded, PhaseChanged
 
         wanted = self.config_for(config)
         if not self._before_known:
@@ -131,7 +131,7 @@ class ManagedController:
 
     def running_config(self) -> ServerConfig | None:
         """The base config with the knobs of the server running now (None when none of ours runs)."""
-        from backends.server.snapshot import is_alive, recorded_server
+        from backends.server import is_alive, recorded_server
 
         state = recorded_server()
         if state is None or state.phase != "ready" or state.backend != self.base.backend or not is_alive(state):

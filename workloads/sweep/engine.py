@@ -10,7 +10,7 @@ mid-bench keeps its finished cells and runs only the missing ones).
 
 The engine prints nothing: it publishes frozen event objects to ``on_event`` so the CLI prints
 lines and the console fills a screen from the same stream. The server controller is injected
-(``ServerController``): the CLI passes a ``ManagedController`` over backends.server.lifecycle, tests may
+(``ServerController``): the CLI passes a ``ManagedController`` over a backends.server ServerSession, tests may
 pass their own.
 """
 

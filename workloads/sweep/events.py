@@ -103,7 +103,7 @@ class SweepFinished:
 
 @dataclass(frozen=True)
 class LanesStarted:
-    """A parallel sweep's lanes (backends.record.lanes.Lane: index, GPUs, port) and what the user should know."""
+    """A parallel sweep's lanes (backends.server.Lane: index, GPUs, port) and what the user should know."""
 
     lanes: tuple[Any, ...]
     notes: tuple[str, ...] = ()

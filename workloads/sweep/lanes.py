@@ -1,7 +1,7 @@
 """Parallel sweeps: up to N servers at once, one per GPU set (a lane), each measured by the engine
 of a serial sweep.
 
-Each lane is a ``backends.record.lanes.Lane``: its own GPUs (``CUDA_VISIBLE_DEVICES``), its own port (base
+Each lane is a ``backends.server.Lane``: its own GPUs (``CUDA_VISIBLE_DEVICES``), its own port (base
 + i, checked free) and its own folder in the state dir holding its server's record. A lane runs its
 slots one after another with its own ``SweepEngine`` over a ``ManagedController`` bound to the
 lane's config, inside ``lane.scope()``: restart, readiness, verification, bench, eval and the slot
@@ -28,13 +28,12 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import replace
 
-from backends.drivers.registry import flags
-from backends.knobs.config import ServerConfig
 from backends.core.errors import PortTaken, ServerError, UsageError
-from backends.record.laneports import MOVE_SEARCH, bind_clash, ephemeral_note, ephemeral_range, next_free_port
-from backends.record.lanes import Lane, port_owner_pid, record_move, save_lane
-from backends.server.lanecontrol import stop_lane_servers
-from backends.server.lanes import lane_servers, live_lane_pids
+from backends.knobs.config import ServerConfig
+from backends.server import (
+    MOVE_SEARCH, Lane, bind_clash, driver_flags, ephemeral_note, ephemeral_range, lane_servers, live_lane_pids,
+    next_free_port, port_owner_pid, record_move, save_lane, stop_lane_servers,
+)
 from workloads.runs.store import mark_interrupted_runs
 from workloads.runs.attempts import begin_attempt
 from workloads.sweep.control import ManagedController
@@ -82,10 +81,9 @@ class LaneController(ManagedController):
         """The log line of a start that failed binding the lane's port, if that is how it failed."""
         session = self.session
         state = session.state if session is not None else None
-        if applied.ok or session is None or state is None or state.phase != "failed" \
-                or session.log.log_path != state.log_path:
+        if applied.ok or session is None or state is None or state.phase != "failed":
             return None
-        return bind_clash(session.log.facts.fatals, self.lane.port)
+        return bind_clash(session.fatals_of(state), self.lane.port)
 
     async def _move(self, why: str) -> dict:
         old = self.lane.port
@@ -107,7 +105,7 @@ class LaneController(ManagedController):
 
     async def shutdown(self) -> str | None:
         """Stop the lane's server (proved ours first, as ``down`` does); what was done, for the user."""
-        from backends.server.session import ServerSession
+        from backends.server import ServerSession
 
         if not self._started:
             return None
@@ -143,9 +141,9 @@ async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | 
     from backends.machine.gpuset import differences, groups, inventory
     from backends.machine.gpuset import choose as choose_gpus
     from backends.machine.host import server_tree_pids
-    from backends.server.snapshot import is_alive, recorded_server
+    from backends.server import assign_ports, is_alive, recorded_server
 
-    if not flags(base.backend).spawns:
+    if not driver_flags(base.backend).spawns:
         raise UsageError(f"--parallel starts one server per GPU set, and backend {base.backend!r} is not one "
                          "ddtune starts", hint="use backend = \"sglang\" (or \"sim\") in [server]; sweep an "
                                                "endpoint or a systemd unit serially")
@@ -168,8 +166,6 @@ async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | 
         notes += [line for _, line in await stop_lane_servers(base, extra, note=note)]
     by_lane = {s.index: server_tree_pids(s.state.pid, s.state.pgid)
                for s in recorded if s.alive and s.state.pid and s.index < len(sets)}
-    from backends.record.lanes import assign_ports
-
     ports = await asyncio.to_thread(assign_ports, base.port, len(sets), by_lane, port_owner_pid)
     ephemeral = ephemeral_note(ports, ephemeral_range())
     if ephemeral:
