@@ -162,18 +162,31 @@ def clear_launch() -> None:
         pass
 
 
+Identity = tuple[int, int, int, int]  # (device, inode, size, mtime ns) of a server.json
+
+
+def _identity() -> Identity | None:
+    """Which file server.json is now, without reading it: every writer replaces it by a rename (a new
+    inode), so the file this session wrote is known by its identity alone. None: no file."""
+    try:
+        st = os.lstat(state_path())
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
 class RecordFile:
     """A session's pen on its record: every write and removal of server.json by the session goes
-    through it, and it remembers the bytes it left there (None: no file). The session's watcher asks
-    ``changed()`` when the kernel says the file changed: only content that differs from what the
-    session left (or last saw) is another process's doing."""
+    through it, and it remembers which file it left there (None: none). The session's watcher asks
+    ``changed()`` when the kernel says the file changed: only a file other than the one the session
+    left (or last read) is another process's doing, and only that one is read."""
 
     def __init__(self) -> None:
         self._known = False
-        self._left: bytes | None = None
+        self._left: Identity | None = None
 
-    def _remember(self, raw: bytes | None) -> None:
-        self._known, self._left = True, raw
+    def _remember(self, identity: Identity | None) -> None:
+        self._known, self._left = True, identity
 
     def load(self, note: Callable[[str], None] | None = None) -> ServerState | None:
         raw = _read(note)
@@ -187,9 +200,8 @@ class RecordFile:
     def save(self, state: ServerState) -> None:
         if state.token or (state.pid and state.argv):
             save_launch(state)
-        data = _encode(state.to_json())
-        write_atomic(state_path(), data)
-        self._remember(data)  # no await between: the watcher, on this loop, reads it only after
+        write_atomic(state_path(), _encode(state.to_json()))
+        self._remember(_identity())  # no await between: the watcher, on this loop, looks only after
 
     def clear(self) -> None:
         clear_state()
@@ -201,11 +213,12 @@ class RecordFile:
         return said
 
     def changed(self, note: Callable[[str], None] | None = None) -> tuple[bool, ServerState | None]:
-        """(True, the record now) when server.json is not what this session left there or last saw;
-        (False, None) when it is."""
-        raw = _read(note)
-        if self._known and raw == self._left:
+        """(True, the record now) when server.json is not the file this session left there or last
+        read; (False, None), reading nothing, when it is."""
+        identity = _identity()
+        if self._known and identity == self._left:
             return False, None
+        raw = _read(note) if identity is not None else None
         state = _decode(raw, note) if raw is not None else None
-        self._remember(raw if state is not None else None)  # a corrupt one was set aside just now
+        self._remember(identity if state is not None else None)  # a corrupt one was set aside just now
         return True, state

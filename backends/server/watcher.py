@@ -2,9 +2,9 @@
 the console, a sweep's restart, a headless ``up``.
 
 The kernel says when ``server.json`` or the lifecycle lock changed (backends.record.watch), and
-only another process's change comes out of here: a lock its holder's pid says is ours is ours, and a
-record equal to what this session's ``RecordFile`` last left there (or last saw) was written by
-this session. No counter of commands in flight, and no re-reading of its own writes.
+only another process's change comes out of here: a lock whose holder's pid is ours is ours, and the
+server.json this session's ``RecordFile`` last left there (or last read) is known by its identity,
+unread. No counter of commands in flight, and no re-reading of its own writes.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""A session's RecordFile: what it wrote to server.json is its own; anything else there is another
-process's doing, which is all the session's watcher reacts to (no counter of commands in flight)."""
+"""A session's RecordFile: the server.json it wrote is its own, known without reading it; anything else
+there is another process's doing, which is all the session's watcher reacts to (no counter of
+commands in flight)."""
 
 import time
 
@@ -41,6 +42,15 @@ def test_a_corrupt_record_from_elsewhere_is_set_aside_once(state_dir):
     assert pen.changed(notes.append) == (True, None)
     assert notes and "is corrupt" in notes[0] and not (state_dir / "server.json").exists()
     assert pen.changed(notes.append) == (False, None) and len(notes) == 1  # its removal was this pen's
+
+
+def test_its_own_file_is_known_without_reading_it(state_dir, monkeypatch):
+    import backends.server.record as record_io
+
+    pen = RecordFile()
+    pen.save(record())
+    monkeypatch.setattr(record_io, "_read", lambda note: (_ for _ in ()).throw(AssertionError("read")))
+    assert pen.changed() == (False, None)
 
 
 def test_a_pen_that_wrote_nothing_takes_everything_as_news(state_dir):
