@@ -1,10 +1,13 @@
 """The one mover of a session's StartupTracker and the one place its phase is reported from.
 
 Every change of the startup phase, whoever causes it (the lifecycle's steps, a log line, another
-ddtune's restart seen by the watcher), is made here and reported at once as a ``Progress``: no
-callback runs from the log reader through a second object and back. An unchanged phase is reported
-again every HEARTBEAT_S, so a long wait still shows it is alive; while the old server stops or the
-port and GPU are awaited, ``heartbeat()`` ticks those reports (their elapsed times grow).
+ddtune's restart seen by the watcher), is made here and reported as a ``Progress``: no callback runs
+from the log reader through a second object and back. A log line's move is reported at once where a
+reader shows every step (the console, ``every_line``); headless, where each report is a line on
+stderr, the wait for readiness reports the phase as it polls (at most ~10 a second), so a fast start
+does not print each shard and graph size. An unchanged phase is reported again every HEARTBEAT_S, so
+a long wait still shows it is alive; while the old server stops or the port and GPU are awaited,
+``heartbeat()`` ticks those reports (their elapsed times grow).
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ class Phases:
     """``phases.stopping()``, ``.waiting(detail)``, ``.starting(detail)``, ``.log_event(event)``,
     ``.ready(pid)``, ``.failed(reason, pid)``; each reports to ``on_progress``."""
 
-    def __init__(self, tracker: StartupTracker, on_progress: Callable[[Progress], None]) -> None:
+    def __init__(self, tracker: StartupTracker, on_progress: Callable[[Progress], None],
+                 every_line: bool = True) -> None:
         self.tracker = tracker
         self.on_progress = on_progress
+        self.every_line = every_line
         self.pid: int | None = None  # the server the log being read belongs to: a log line's report names it
         self._last: tuple[str, str] | None = None
         self._last_time = 0.0
@@ -51,8 +56,8 @@ class Phases:
         self.tracker.begin_start(time.monotonic(), detail)
 
     def log_event(self, event: LogEvent) -> None:
-        """A parsed line of the server's log: the tracker moves by it, reported when it moved."""
-        if self.tracker.feed(event, time.monotonic()):
+        """A parsed line of the server's log: the tracker moves by it (reported now when ``every_line``)."""
+        if self.tracker.feed(event, time.monotonic()) and self.every_line:
             self.report(self.pid)
 
     def ready(self, pid: int | None) -> None:

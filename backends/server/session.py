@@ -64,10 +64,10 @@ class ServerSession(EventHub):
         self.record = RecordFile()
         self.history = StartupHistory.default()
         self.tracker = StartupTracker(self.history.medians(config.startup_key()))  # this server's own starts
-        self.phases = Phases(self.tracker, self._on_progress)
         # one reader for the session's life; streaming, it keeps reading after ready (the console),
         # else it reads each start's log only until ready (headless: nothing reads it after)
         self.stream_log = stream_log
+        self.phases = Phases(self.tracker, self._on_progress, every_line=stream_log)
         self.log = LogFollower(self.phases, on_lines=self._on_lines if stream_log else None,
                                on_decode=self._on_decode if stream_log else None)
         self.gpu_sampler = gpu_sampler  # None: a fresh backends.machine.gpu.GpuSampler per check

@@ -32,3 +32,16 @@ def test_a_failure_ends_the_start_it_was_judging():
     phases.failed("not ready after 60 s", 7)
     assert (seen[-1].phase, seen[-1].detail, seen[-1].pid) == ("failed", "not ready after 60 s", 7)
     assert not phases.judging
+
+
+def test_headless_reports_a_log_line_s_move_when_the_wait_polls():
+    """Headless, every report is a line on stderr: a log line moves the tracker, and the wait for
+    readiness reports where it stands when it polls (a fast start prints no line per shard)."""
+    seen = []
+    phases = Phases(StartupTracker(), seen.append, every_line=False)
+    phases.starting("pid 42 importing")
+    phases.log_event(WeightLoadBegin(None))
+    phases.log_event(ShardProgress(1, 4, "Loading safetensors checkpoint shards"))
+    assert seen == [] and phases.tracker.detail == "shard 1/4 target"
+    phases.report(42, probing=True)
+    assert [(p.phase, p.detail, p.pid) for p in seen] == [("loading-weights", "shard 1/4 target", 42)]
