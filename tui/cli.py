@@ -101,7 +101,7 @@ def one_line(text: str) -> str:
 def report_errors(action: Callable[[], int]) -> int:
     """Run ``action`` the way every command runs: a DdtuneError becomes one ``ddtune: error:`` line
     (plus a ``hint:`` line) and its exit code (2 bad usage or input, 1 failed run); Ctrl-C is 130."""
-    from backends.core.errors import DdtuneError
+    from backends.core import DdtuneError
 
     try:
         return action()
@@ -166,7 +166,7 @@ class MaskedStream:
         self._is_stderr = is_stderr
 
     def write(self, text: str) -> int:
-        from backends.core.apikey import mask
+        from backends.core import mask
 
         try:
             self._stream.write(mask(text))
@@ -186,7 +186,7 @@ class MaskedStream:
 
 
 def _main(argv: list[str] | None) -> int:
-    from backends.core.paths import private_umask
+    from backends.core import private_umask
 
     private_umask()  # every file ddtune writes is 0600, every dir 0700; launched servers keep the user's umask
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from backends.knobs.config import ServerConfig
-from backends.core.errors import UsageError
+from backends.knobs import ServerConfig
+from backends.core import UsageError
 from workloads.runs.store import home_short
 
 if TYPE_CHECKING:

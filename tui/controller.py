@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from backends.knobs.config import ServerConfig
-from backends.logs.kind import LogLine, note
+from backends.knobs import ServerConfig
+from backends.logs import LogLine, note
 from backends.server.session import ServerSession
 from backends.server.events import (
     AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded, PhaseChanged,
@@ -98,7 +98,7 @@ class ConsoleController:
             self._run_worker(self._await(command), group="server", exclusive=True, exit_on_error=False)
 
     async def _await(self, command) -> None:
-        from backends.core.errors import DdtuneError
+        from backends.core import DdtuneError
 
         try:
             await command

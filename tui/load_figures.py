@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 
 from textual.message import Message
 
-from backends.knobs.plan import KnobValue
+from backends.knobs import KnobValue
 from tui import messages as m
 from workloads.live.ab import ConfigFigures, LiveAB
 from workloads.live.load import LoadPaused, LoadResumed, LoadStopped, StatsUpdated

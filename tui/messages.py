@@ -12,7 +12,7 @@ from typing import Any
 
 from textual.message import Message
 
-from backends.logs.kind import LogLine
+from backends.logs import LogLine
 from tui.views import GpuView, ServerView
 from workloads.live.ab import Comparison
 

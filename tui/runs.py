@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.core.errors import DdtuneError
-from backends.core.paths import runs_dir
+from backends.core import DdtuneError, runs_dir
 from workloads.report.load_runs import LoadRun, compare_loads, read_load_run
 from workloads.stats.metrics import cell_acceptance
 from workloads.report.inputs import read_cells, read_run_file

@@ -104,7 +104,7 @@ def run_parallel(args, plan, kind: str) -> int:
     import os
     import signal
 
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from tui.commands._server import load_config, note
     from workloads.runs.provenance import host_provenance
     from workloads.runs.store import new_run_folder

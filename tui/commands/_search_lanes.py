@@ -8,7 +8,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from backends.knobs.config import ServerConfig
+from backends.knobs import ServerConfig
 
 if TYPE_CHECKING:
     from workloads.sweep.lanes import LanePool
@@ -24,7 +24,7 @@ class SearchLanes:
 def prepare(args, config: ServerConfig, manifest: dict | None) -> SearchLanes:
     """Validate the lane options and pick the lanes (GPU sets, ports); raises UsageError, naming the
     option, before anything runs. ``manifest``: the resumed search's search.json."""
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from tui.commands._lanes import _settings
     from tui.commands._server import note
     from workloads.sweep.lanes import LanePool, plan_lanes

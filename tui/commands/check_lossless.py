@@ -42,7 +42,7 @@ def run(args) -> int:
     import dataclasses
     import os
 
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from tui.commands._options import server_url
     from workloads.grading import lossless
     from workloads.grading.problems import load_problems

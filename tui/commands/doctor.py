@@ -22,8 +22,7 @@ def _line(ok: bool | None, what: str, detail: str = "") -> None:
 
 
 def run(args) -> int:
-    from backends.core.errors import DdtuneError
-    from backends.core.paths import state_dir
+    from backends.core import DdtuneError, state_dir
     from tui.commands._server import load_config
 
     failed = False
@@ -47,7 +46,7 @@ def run(args) -> int:
     from backends.server.release import gpu_holders
     from backends.launch.process import port_owner
 
-    from backends.knobs.serverhelp import sglang_version
+    from backends.knobs import sglang_version
 
     manager = ServerManager(config)
     state = manager.current()
@@ -59,12 +58,12 @@ def run(args) -> int:
             helptext = manager.backend.learn_help()
             cached = f" (cached for SGLang {helptext.version})" if helptext.cached else ""
             _line(True, "server --help", " ".join(manager.backend.command_prefix()) + cached)
-            from backends.knobs.plan import plan_launch
+            from backends.knobs import plan_launch
 
             plan = plan_launch(config, helptext.text, manager.backend.command_prefix(), helptext.version or "unknown")
             routes = ", ".join(f"{k} -> {r.flag or 'env ' + str(r.env)} ({r.source})" for k, r in plan.routes.items())
             _line(True, "knobs", routes or "no knobs set")
-            from backends.core.apikey import redact_argv
+            from backends.core import redact_argv
 
             _line(True, "launch command", " ".join(redact_argv(plan.argv)))
         except DdtuneError as exc:

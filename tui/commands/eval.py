@@ -43,7 +43,7 @@ def run(args) -> int:
     import asyncio
     import json
 
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from workloads.grading.evaluate import regrade, read_responses, summarize
     from workloads.grading.problems import load_problems
 

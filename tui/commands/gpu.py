@@ -39,8 +39,7 @@ def server_ref(pid: int | None) -> tuple[int, int | None] | None:
     """(pid, pgid) of the server to attribute memory to: --pid, else server.json read defensively."""
     if pid is not None:
         return pid, None
-    from backends.core.datafile import loads
-    from backends.core.paths import state_dir
+    from backends.core import loads, state_dir
 
     try:
         data = loads((state_dir() / "server.json").read_text())
@@ -75,9 +74,7 @@ def render_text(sample) -> str:
     lines: list[str] = []
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(gpu.timestamp or host.timestamp))
     if not gpu.available:
-        from backends.machine.gpu import NO_DRIVER_HINT
-
-        if gpu.hint == NO_DRIVER_HINT:
+        if gpu.plainly_unavailable:
             lines.append(f"{gpu.reason}: {gpu.hint}")
         else:
             lines.append(f"GPU telemetry unavailable: {gpu.reason}")
@@ -139,7 +136,7 @@ def to_json(sample) -> dict:
 
 
 def run(args) -> int:
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from backends.server.lane_gpu import lane_trees
     from backends.server.telemetry import TelemetryStream
 

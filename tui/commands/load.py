@@ -72,7 +72,7 @@ def run(args) -> int:
     import json
     import time
 
-    from backends.core.errors import ServerError
+    from backends.core import ServerError
     from tui.commands._options import server_log, server_url
     from workloads.client.stream import StreamingClient
     from workloads.live.load import LoadEngine, LoadStopped, RequestFinished, StatsUpdated

@@ -71,7 +71,7 @@ def add_arguments(parser) -> None:
 
 
 def _start(args, space, running, knob_map, table=None):
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from workloads.search.space import parse_space
 
     if not args.start:
@@ -90,7 +90,7 @@ def _start(args, space, running, knob_map, table=None):
 
 def _plan(args, config, controller, parallel: bool) -> dict:
     """The new search's search.json, validated (UsageError naming the option) before anything runs."""
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from workloads.runs.provenance import host_provenance
     from workloads.runs.store import new_run_folder
     from workloads.search.engine import Target
@@ -121,7 +121,7 @@ def run(args) -> int:
     import os
     import signal
 
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from tui.commands import _search_lanes
     from tui.commands._lanes import wants_lanes
     from tui.commands._search_print import SearchPrinter

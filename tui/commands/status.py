@@ -32,7 +32,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from backends.server.lifecycle import ServerManager
-    from backends.knobs.plan import knob_text
+    from backends.knobs import knob_text
     from tui.commands._server import ago, load_config, note, print_json, status_doc
 
     from backends.record.lanes import lane_servers

@@ -147,7 +147,7 @@ class SearchScreen(Screen):
 
     def start(self) -> None:
         """Check the fields (a bad one: a message naming it, nothing started), then run the search."""
-        from backends.core.errors import DdtuneError
+        from backends.core import DdtuneError
         from tui.console_search import parse_request
 
         console = cast("DdtuneApp", self.app).controller
@@ -176,7 +176,7 @@ class SearchScreen(Screen):
 
     @work(exclusive=True, group="search", exit_on_error=False)
     async def run_search(self, search: ConsoleSearch) -> None:
-        from backends.core.errors import DdtuneError
+        from backends.core import DdtuneError
 
         def progress(plan: object, event: object) -> None:
             self.post_message(SearchEventPosted(event, plan))

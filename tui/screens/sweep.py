@@ -109,7 +109,7 @@ class SweepScreen(Screen):
             text = self.query_one("#gpus", Input).value.strip()
             gpus = None
             if text:
-                from backends.core.errors import UsageError
+                from backends.core import UsageError
                 from backends.machine.gpuset import parse_gpus
 
                 try:
@@ -128,7 +128,7 @@ class SweepScreen(Screen):
     @work(exclusive=True, group="sweep", exit_on_error=False)
     async def run_sweep(self, presets: list[str], baseline: bool, gpus: tuple[str, ...] | None = None) -> None:
         """The controller runs the sweep on the console's session; this screen shows its events."""
-        from backends.core.errors import DdtuneError
+        from backends.core import DdtuneError
         from tui.console_sweep import run_console_sweep
 
         console = cast("DdtuneApp", self.app).controller
