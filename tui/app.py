@@ -211,10 +211,10 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
     def action_search(self) -> None:
         if self.controller is None:
             return
-        from tui.console_search import default_space
         from tui.screens.search import SearchScreen
+        from workloads.search import example_space
 
-        self.push_screen(SearchScreen(default_space(self.controller.config)))
+        self.push_screen(SearchScreen(example_space(self.controller.config)))
 
     def action_help(self) -> None:
         from tui.screens.help import HelpScreen

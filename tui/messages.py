@@ -14,7 +14,7 @@ from textual.message import Message
 
 from backends.logs import LogLine
 from tui.views import GpuView, ServerView
-from workloads.live.ab import Comparison
+from workloads.live import Comparison
 
 
 @dataclass

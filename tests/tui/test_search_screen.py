@@ -10,7 +10,7 @@ import json
 from textual.widgets import Button, DataTable, Input, Static
 
 from tests.tui.test_console_pilot import app_for, panel, wait_until
-from tui.console_search import SearchRequest
+from workloads.search import SearchRequest
 from tui.screens.search import SearchScreen
 from workloads.search.space import EXAMPLE
 

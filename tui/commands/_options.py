@@ -88,9 +88,10 @@ def _managed_key(url: str) -> str | None:
 
 
 def _managed_url() -> str | None:
-    from workloads.runs.provenance import server_state
+    from backends.record.state import load_state
 
-    url = (server_state() or {}).get("url")
+    state = load_state()  # through the record's codec, as _managed_key and server_log read it
+    url = state.url if state is not None else None
     return url.rstrip("/") if isinstance(url, str) and url.startswith(("http://", "https://")) else None
 
 

@@ -84,7 +84,7 @@ def run(args) -> int:
         _line(state.phase != "stale" and state.phase != "failed" or None, "server state",
               f"{state.phase}, " + (f"pid {state.pid}" if state.pid is not None else f"attached to {state.url}")
               + (f" ({state.reason.splitlines()[0]})" if state.reason else ""))
-    from workloads.grading.sandbox import isolation, protections
+    from workloads.grading import isolation, protections
 
     try:
         sandbox = isolation()
