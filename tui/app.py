@@ -206,7 +206,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         from backends.knobs import preset_names
         from tui.screens.sweep import SweepScreen
 
-        self.push_screen(SweepScreen(preset_names()))
+        self.push_screen(SweepScreen(self.controller, preset_names()))
 
     def action_search(self) -> None:
         if self.controller is None:
@@ -214,7 +214,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         from tui.screens.search import SearchScreen
         from workloads.search import example_space
 
-        self.push_screen(SearchScreen(example_space(self.controller.config)))
+        self.push_screen(SearchScreen(self.controller, example_space(self.controller.config)))
 
     def action_help(self) -> None:
         from tui.screens.help import HelpScreen

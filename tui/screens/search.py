@@ -12,7 +12,6 @@ stops a search under way; ``ddtune search --resume --out DIR`` continues it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, cast
 
 from rich.markup import escape
 from rich.text import Text
@@ -27,13 +26,11 @@ from textual.widgets.data_table import RowKey
 
 from backends.core import DdtuneError
 from tui.console_search import ConsoleSearch, interrupted_line, parse_request
+from tui.controller import ConsoleController
 from tui.literal import cell
 from tui.widgets.ordered_input import OrderedInput
 from workloads.report import home_short
 from workloads.search import SearchRequest, SearchSpace
-
-if TYPE_CHECKING:
-    from tui.app import DdtuneApp
 
 COLUMNS = ("configuration", "waves", "tok/s ± 95%", "starts", "state")
 STATE_WIDTH = 18  # the state column's text at most: a 3-knob label and the figures leave this much at 80 columns
@@ -89,8 +86,9 @@ class SearchScreen(Screen):
     SearchScreen.-narrow #fields { margin: 0 1; }
     """
 
-    def __init__(self, space: str, template: SearchRequest | None = None) -> None:
+    def __init__(self, console: ConsoleController, space: str, template: SearchRequest | None = None) -> None:
         super().__init__()
+        self.console = console  # the search runs on its session (or beside it, in lanes)
         self.space_text = space
         self.template = template or SearchRequest(space)
         self.search: ConsoleSearch | None = None
@@ -148,20 +146,16 @@ class SearchScreen(Screen):
 
     def start(self) -> None:
         """Check the fields (a bad one: a message naming it, nothing started), then run the search."""
-        console = cast("DdtuneApp", self.app).controller
-        if console is None:  # the app without a managed server (no config): nothing to search
-            self._say("[red]search refused: no managed server[/red]")
-            return
         value = lambda ident: self.query_one(f"#{ident}", Input).value  # noqa: E731
         try:
-            request = parse_request(console.config, value("space"), value("context"), value("concurrency"),
+            request = parse_request(self.console.config, value("space"), value("context"), value("concurrency"),
                                     value("gpus"), self.template)
         except DdtuneError as exc:
             text = exc.message + (f"; {exc.hint}" if exc.hint else "")
             self.notify(text, severity="error", timeout=10)
             self._say(f"[red]not started: {escape(text)}[/red]")
             return
-        self.search = ConsoleSearch(console, request)
+        self.search = ConsoleSearch(self.console, request)
         self.add_class("-started")  # at 80x24 the options line gives its rows to the results
         self.query_one("#measured", DataTable).clear()  # a second search on this screen starts afresh
         self.query_one("#best", Static).update("")

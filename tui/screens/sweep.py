@@ -12,8 +12,6 @@ final status line) or skipped, so a faster configuration that changed the answer
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -26,12 +24,10 @@ from textual.widgets.data_table import RowKey
 
 import workloads.sweep as sweep
 from backends.core import DdtuneError, UsageError
+from tui.controller import ConsoleController
 from tui.literal import cell, literal
 from tui.widgets.ordered_input import OrderedInput
 from tui.widgets.textbars import duration
-
-if TYPE_CHECKING:
-    from tui.app import DdtuneApp
 
 CONTEXTS, CONCURRENCY, MAX_TOKENS = [60, 1024], [1, 8], 256
 
@@ -55,9 +51,10 @@ class SweepScreen(Screen):
     SweepScreen #gpus { width: 40; }
     """
 
-    def __init__(self, presets: list[str], contexts: list[int] = CONTEXTS, concurrency: list[int] = CONCURRENCY,
-                 max_tokens: int = MAX_TOKENS) -> None:
+    def __init__(self, console: ConsoleController, presets: list[str], contexts: list[int] = CONTEXTS,
+                 concurrency: list[int] = CONCURRENCY, max_tokens: int = MAX_TOKENS) -> None:
         super().__init__()
+        self.console = console  # the sweep runs on its session (or beside it, in lanes)
         self.presets = presets
         self.matrix = (contexts, concurrency, max_tokens)
         self.running = False
@@ -129,15 +126,10 @@ class SweepScreen(Screen):
         """The controller runs the sweep on the console's session; this screen shows its events."""
         from tui.console_sweep import run_console_sweep
 
-        console = cast("DdtuneApp", self.app).controller
         status = self.query_one("#status", Static)
-        if console is None:  # the app without a managed server (no config): nothing to sweep
-            status.update(Text("sweep refused: no managed server", "red"))
-            self.running = False
-            return
         try:
             contexts, concurrency, max_tokens = self.matrix
-            _path, verdict, done = await run_console_sweep(console, presets, baseline, contexts, concurrency,
+            _path, verdict, done = await run_console_sweep(self.console, presets, baseline, contexts, concurrency,
                                                            max_tokens, self._post_event, gpus)
             status.update(verdict)  # markup of the console's own: sweep_verdict escapes what it embeds
             if done:
