@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from backends.knobs.plan import KnobValue, knob_text
+from backends.knobs import KnobCheck, KnobValue, knob_text
 from backends.server.telemetry import History, TelemetrySample
-from backends.knobs.verify import KnobCheck
 from tui.views import GpuRow, GpuView, KnobRow
 
 GIB = float(2**30)

@@ -89,7 +89,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
             self.notify(self.note, timeout=6)
         if self.controller is not None:
             if self.controller.simulated:
-                from backends.sim.args import wrong_rate
+                from backends.sim import wrong_rate
 
                 self.main.say_sim_wrong(wrong_rate(self.controller.config.extra_args))
             self.controller.attach(self.main.post_message, self.run_worker)
@@ -121,7 +121,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         def applied(values: dict[str, str] | None) -> None:
             if values is None:
                 return
-            from backends.knobs.config import parse_knob_value
+            from backends.knobs import parse_knob_value
 
             changed = {k: parse_knob_value("knob editor", k, v, config) for k, v in values.items() if v != current[k]}
             controller.restart_with(changed)
@@ -203,18 +203,18 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
     def action_sweep(self) -> None:
         if self.controller is None:
             return
-        from backends.knobs.config import preset_names
+        from backends.knobs import preset_names
         from tui.screens.sweep import SweepScreen
 
-        self.push_screen(SweepScreen(preset_names()))
+        self.push_screen(SweepScreen(self.controller, preset_names()))
 
     def action_search(self) -> None:
         if self.controller is None:
             return
-        from tui.console_search import default_space
         from tui.screens.search import SearchScreen
+        from workloads.search import example_space
 
-        self.push_screen(SearchScreen(default_space(self.controller.config)))
+        self.push_screen(SearchScreen(self.controller, example_space(self.controller.config)))
 
     def action_help(self) -> None:
         from tui.screens.help import HelpScreen

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from backends.core.errors import DdtuneError
+    from backends.core import DdtuneError
 
 # Order is the order of ``ddtune --help``.
 COMMANDS = [
@@ -126,7 +126,7 @@ def said(exc: DdtuneError) -> int:
 def report_errors(action: Callable[[], int]) -> int:
     """Run ``action`` the way every command runs: a DdtuneError becomes one ``ddtune: error:`` line
     (plus a ``hint:`` line) and its exit code (2 bad usage or input, 1 failed run); Ctrl-C is 130."""
-    from backends.core.errors import DdtuneError
+    from backends.core import DdtuneError
 
     try:
         return action()
@@ -188,7 +188,7 @@ class MaskedStream:
         self._is_stderr = is_stderr
 
     def write(self, text: str) -> int:
-        from backends.core.apikey import mask
+        from backends.core import mask
 
         try:
             self._stream.write(mask(text))
@@ -208,8 +208,7 @@ class MaskedStream:
 
 
 def _main(argv: list[str] | None) -> int:
-    from backends.core.errors import DdtuneError
-    from backends.core.paths import private_umask
+    from backends.core import DdtuneError, private_umask
 
     private_umask()  # every file ddtune writes is 0600, every dir 0700; launched servers keep the user's umask
     argv = list(sys.argv[1:] if argv is None else argv)

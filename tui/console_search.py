@@ -2,7 +2,7 @@
 
 Not widgets. ``parse_request`` reads the screen's fields when Start is pressed: pure, and a bad field
 raises UsageError naming it and the fix, so nothing starts. ``ConsoleSearch.run`` runs in the screen's
-worker, and it is ``ddtune search``'s run: the same search.json (tui.commands.search plans it), the same
+worker, and it is ``ddtune search``'s run: the same search.json (workloads.search plans it), the same
 SearchEngine with a SweepRoundRunner on the console's own ServerSession (ManagedController(config,
 session=...), as the sweep screen's run, so the server panel follows every restart), or with GPUs one
 lane per GPU (a LaneRoundRunner on a LanePool, as ``--parallel``); the same folder, runs/<time>-search,
@@ -18,42 +18,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from backends.knobs.config import ServerConfig
-from backends.core.errors import UsageError
-from workloads.runs.store import home_short
-
-if TYPE_CHECKING:
-    from tui.controller import ConsoleController
-
-
-@dataclass(frozen=True)
-class SearchRequest:
-    """What the screen asks for; the attribute names are ``ddtune search``'s options (its plan reads them)."""
-
-    space: str
-    target_context: int = 4096
-    target_concurrency: int = 8
-    max_tokens: int = 256
-    waves: int = 4
-    rungs: int = 3
-    passes: int = 1
-    max_restarts: int | None = None
-    warmup: int | None = None
-    start: str | None = None
-    out: str | None = None          # the console's searches take the default folder (runs/<time>-search)
-    gpus: tuple[str, ...] | None = None
-
-
-def default_space(config: ServerConfig) -> str:
-    """``ddtune search --help``'s example space, less any knob this config cannot set."""
-    from backends.knobs.plan import known_knobs
-    from workloads.search.space import EXAMPLE
-
-    known = known_knobs(config.knob_map, config.knob_table)
-    return " ".join(axis for axis in EXAMPLE.split() if axis.partition("=")[0] in known)
+from backends.core import UsageError
+from backends.knobs import ServerConfig
+from tui.controller import ConsoleController
+from workloads.report import home_short
+from workloads.search import SearchRequest
 
 
 def _positive(field: str, text: str, example: str) -> int:
@@ -69,8 +39,8 @@ def parse_request(config: ServerConfig, space: str, context: str, concurrency: s
     tokens); UsageError or ConfigError naming the field and the fix. Reads no file."""
     from dataclasses import replace
 
-    from backends.machine.gpuset import parse_gpus
-    from workloads.search.space import parse_search_space
+    from workloads.search import parse_search_space
+    from workloads.sweep import parse_gpus
 
     found = parse_search_space(space, config.knob_map, config.block_size, source="space", table=config.knob_table)
     lanes = None
@@ -101,35 +71,30 @@ class ConsoleSearch:
         """Run the search; its summary. ``on_event``: the engine's events (workloads.search.engine),
         ``on_progress(plan, sweep_event)``: the round's restarts, phases and cells, ``on_note``: what
         the operator should know (lane notes, what was done with each server at the end)."""
-        from tui.commands.search import _plan
-        from workloads.search.engine import SearchEngine, SweepRoundRunner, Target
-        from workloads.search.lanes import LaneRoundRunner
-        from workloads.search.store import SearchStore
-        from workloads.sweep.control import ManagedController
-        from workloads.sweep.events import LaneClosed
-        from workloads.sweep.lanes import LanePool, plan_lanes
+        from workloads.search import (LaneRoundRunner, SearchEngine, SearchStore, SweepRoundRunner, Target, plan_search,
+                                      start_search)
+        from workloads.sweep import LaneClosed, LanePool, LaneSettings, ManagedController
 
         console, request = self.console, self.request
         config = console.config
         controller = ManagedController(config, session=console.session)
-        gpus = request.gpus
+        lanes = LaneSettings.one_per_gpu(request.gpus) if request.gpus else None
         pool = None
-        if gpus:
-            lanes, notes = await plan_lanes(config, len(gpus), gpus)
+        if lanes is not None:
+            found, notes = await lanes.plan(config)
             for note in notes:
                 on_note(note)
-            pool = LanePool(lanes, config)
+            pool = LanePool(found, config)
         else:
             await console.hold_load("search")  # the search needs the server to itself, as a sweep does
 
         def create() -> tuple[SearchStore, float | None]:  # reads server.json, writes the folder: a thread
-            meta = _plan(request, config, controller, pool is not None)
             if pool is None:
-                controller.remember_before(controller.running_config())
-            else:
-                meta["options"] = {**meta["options"], "lanes": len(pool.lanes)}
-                meta["parallel"] = {"parallel": len(pool.lanes), "gpus": list(gpus or ()), "gpus_per_server": 1}
-            return SearchStore.create(meta, None), controller.expected_restart_s()
+                running = controller.running_config()
+                controller.remember_before(running)
+                return start_search(plan_search(request, config, running)), controller.expected_restart_s()
+            plan = plan_search(request, config, None)  # lanes start bare
+            return start_search(plan, None, lanes, len(pool.lanes)), controller.expected_restart_s()
 
         try:
             store, expected = await asyncio.to_thread(create)

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from backends.knobs.config import ServerConfig
-from backends.logs.kind import LogLine, note
+from backends.knobs import ServerConfig
+from backends.logs import LogLine, note
 from backends.server import (
     WORK_PHASES, AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded,
     PhaseChanged, PidChanged, ServerSession, SessionEvent, Settled, Stopped,
@@ -28,8 +28,7 @@ from tui.load_figures import LoadFigures
 from tui.views import ServerView
 
 if TYPE_CHECKING:
-    from workloads.live.ab import ConfigFigures
-    from workloads.live.proc import LoadProcess
+    from workloads.live import ConfigFigures, LoadProcess
 
 _FRACTION = re.compile(r"(\d+)/(\d+)")
 
@@ -96,7 +95,7 @@ class ConsoleController:
             self._run_worker(self._await(command), group="server", exclusive=True, exit_on_error=False)
 
     async def _await(self, command) -> None:
-        from backends.core.errors import DdtuneError
+        from backends.core import DdtuneError
 
         try:
             await command
@@ -321,8 +320,7 @@ class ConsoleController:
             self.post(m.LoadStateChanged(True, f"{self.load_concurrency} streams"))
 
     async def _run_load(self) -> None:
-        from workloads.live.load import LoadPaused, LoadStopped
-        from workloads.live.proc import LoadProcess, LoadStarted, RequestDone
+        from workloads.live import LoadPaused, LoadProcess, LoadStarted, LoadStopped, RequestDone
 
         proc = LoadProcess(window_s=self.load_window_s)
         self.load, self._load_paused = proc, False
@@ -353,7 +351,7 @@ class ConsoleController:
 
     async def _find_no_spec_baseline(self, concurrency: int) -> None:
         """The tok/s plot's reference line: a saved no-speculation tok/s of this model (a thread reads runs/)."""
-        from workloads.live.baseline import find_no_spec_baseline
+        from workloads.live import find_no_spec_baseline
 
         info = self.session.server_info or {}
         models = {str(v) for v in (self.config.model, info.get("model_path"), info.get("served_model_name")) if v}

@@ -5,9 +5,9 @@ only words them for the editor's narrow notes."""
 
 from __future__ import annotations
 
-from backends.knobs.config import ServerConfig, load_preset, preset_names
-from backends.core.errors import DdtuneError
-from backends.knobs.plan import DEFAULT_BLOCK_SIZE, KnobValue, as_count, cross_knob_errors, knob_text
+from backends.knobs import (DEFAULT_BLOCK_SIZE, KnobValue, ServerConfig, as_count, cross_knob_errors, knob_text,
+                            load_preset, preset_names)
+from backends.core import DdtuneError
 
 
 def validate_knobs(values: dict[str, str], config: ServerConfig) -> dict[str, str]:
@@ -34,7 +34,7 @@ def validate_knobs(values: dict[str, str], config: ServerConfig) -> dict[str, st
 def knob_help(name: str, config: ServerConfig | None = None) -> str:
     """The knob's one help line (what it is, its unit, what none means), for the editor."""
     if config is None:
-        from backends.knobs.plan import knob_spec
+        from backends.knobs import knob_spec
 
         return knob_spec(name).describe()
     return config.knob_table.spec(name, config.knob_map.get(name)).describe()

@@ -13,11 +13,10 @@ from collections.abc import Callable, Mapping
 
 from textual.message import Message
 
-from backends.knobs.plan import KnobValue
+from backends.knobs import KnobValue
 from tui import messages as m
-from workloads.live.ab import ConfigFigures, LiveAB
-from workloads.live.load import LoadPaused, LoadResumed, LoadStopped, StatsUpdated
-from workloads.live.proc import LoadProcEvent, LoadStarted, RequestDone
+from workloads.live import (ConfigFigures, LiveAB, LoadPaused, LoadProcEvent, LoadResumed, LoadStarted, LoadStopped,
+                            RequestDone, StatsUpdated)
 
 
 MIN_MEASURED_S = 0.9

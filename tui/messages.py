@@ -12,9 +12,9 @@ from typing import Any
 
 from textual.message import Message
 
-from backends.logs.kind import LogLine
+from backends.logs import LogLine
 from tui.views import GpuView, ServerView
-from workloads.live.ab import Comparison
+from workloads.live import Comparison
 
 
 @dataclass

@@ -6,12 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.core.errors import DdtuneError
-from backends.core.paths import runs_dir
-from workloads.report.load_runs import LoadRun, compare_loads, read_load_run
-from workloads.stats.metrics import cell_acceptance
-from workloads.report.inputs import read_cells, read_run_file
-from workloads.runs.attempts import status_of
+from backends.core import DdtuneError, runs_dir
+from workloads.report import (LoadRun, cell_acceptance, compare_loads, read_cells, read_load_run, read_run_file,
+                              report_text, status_of)
 
 
 @dataclass(frozen=True)
@@ -168,11 +165,9 @@ def compare_runs(a: RunRow, b: RunRow) -> Comparison:
 def open_text(row: RunRow) -> str:
     """What Enter on a run shows (plain text; call it from a thread): ``ddtune report``'s markdown for
     a sweep, bench, eval or load run; a search's summary and the report command of each round."""
-    from workloads.report.text import render
-
     path = row.path
     if row.kind == "search":
-        from workloads.search.report import summary_lines
+        from workloads.search import summary_lines  # the search family only when a search is opened
 
         rounds = sorted(p.name for p in path.glob("round-*") if (p / "sweep.json").is_file())
         lines = [f"# knob search {row.id}: {row.status}", "", f"folder: {path}", ""]
@@ -185,7 +180,7 @@ def open_text(row: RunRow) -> str:
                       f"a round's full report: ddtune report {path}/{rounds[-1]}"]
         return "\n".join(lines)
     try:
-        text = render([str(path)], "md")
+        text = report_text([str(path)], "md")
     except DdtuneError as exc:
         text = f"{exc.message}" + (f"\n({exc.hint})" if exc.hint else "")
     return f"{text}\n\nthe same from a shell: ddtune report {path}"

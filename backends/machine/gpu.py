@@ -92,6 +92,12 @@ class GpuSnapshot:
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
     @property
+    def plainly_unavailable(self) -> bool:
+        """Unavailable for a reason that needs no fix from ddtune's side (no driver, NVML not loadable):
+        the hint only says that everything else works, so a reader can print both on one line."""
+        return not self.available and self.hint == NO_DRIVER_HINT
+
+    @property
     def memory_used(self) -> int:
         return sum(d.memory_used or 0 for d in self.devices)
 

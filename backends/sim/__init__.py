@@ -1,10 +1,12 @@
-"""The SGLang simulator (``ddtune sim``, ``python -m backends.sim``): see runner.py for behaviour."""
+"""The SGLang simulator (``ddtune sim``, ``python -m backends.sim``): see runner.py for behaviour.
 
-from __future__ import annotations
+The face: ``main`` runs it with SGLang-style argv; ``wrong_rate`` reads the share of coding answers a
+simulator started with a config's extra args gets wrong on purpose.
+"""
 
+from backends.core.faces import lazy_face
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the simulator with SGLang-style argv; returns the process exit code."""
-    from backends.sim.runner import main as run_main
-
-    return run_main(argv)
+__all__, __getattr__ = lazy_face(__name__, {
+    "backends.sim.args": ("wrong_rate",),
+    "backends.sim.runner": ("main",),
+})

@@ -91,3 +91,12 @@ def feed(screen, server=READY_MISMATCH, gpu=EIGHT_GPUS, points=40, requests=12, 
             "problem": ["fib", "gcd", "is_palindrome", "word_count"][i % 4], "tokens": 300 + i,
             "tok_s": 190.0 + i, "accept_len": 6.0 + i / 10, "ttft_s": 0.041,
             "verdict": "fail" if i % 5 == 4 else "pass"}))
+
+
+def idle_console():
+    """A console controller never attached (no server started): for a screen that needs one to be
+    built but runs nothing on it."""
+    from backends.knobs.config import config_from_dict
+    from tui.controller import ConsoleController
+
+    return ConsoleController(config_from_dict({}, "defaults"), simulated=True)

@@ -20,7 +20,7 @@ def shown_keys(app) -> dict[str, str]:
 
 
 async def test_help_and_quit_fit_on_every_screen_at_80x24(state_dir):
-    from tui.controller import ConsoleController
+    from tests.tui.fixtures import idle_console
     from tui.screens.results import ResultsScreen
     from tui.screens.search import SearchScreen
     from tui.screens.sweep import SweepScreen
@@ -31,7 +31,7 @@ async def test_help_and_quit_fit_on_every_screen_at_80x24(state_dir):
         keys = shown_keys(app)
         assert keys.get("Help") == "question_mark" and keys.get("Quit") == "q", keys
         assert {"Knobs", "Load", "Results", "Sweep"} <= set(keys), keys
-        for screen in (ResultsScreen(), SweepScreen(["b4-t4-w2048", "b8-t4-w2048"])):
+        for screen in (ResultsScreen(), SweepScreen(idle_console(), ["b4-t4-w2048", "b8-t4-w2048"])):
             await app.push_screen(screen)
             await pilot.pause()
             keys = shown_keys(app)
@@ -39,8 +39,7 @@ async def test_help_and_quit_fit_on_every_screen_at_80x24(state_dir):
                 and keys.get("Quit") == "q", (screen, keys)
             app.pop_screen()
             await pilot.pause()
-        app.controller = ConsoleController(config_from_dict({}, "defaults"), simulated=True)  # not attached
-        await app.push_screen(SearchScreen("budget=4,8"))  # its space field has focus: ? and q are text
+        await app.push_screen(SearchScreen(idle_console(), "budget=4,8"))  # its space field has focus: ? and q: text
         await pilot.pause()
         assert shown_keys(app) == {"Back": "escape", "Help": "f1", "Quit": "ctrl+q", "palette": "ctrl+p"}
         await pilot.press("f1")
@@ -48,6 +47,7 @@ async def test_help_and_quit_fit_on_every_screen_at_80x24(state_dir):
 
 
 async def test_knob_editor_hints_and_sweep_refusal_are_whole_at_80x24():
+    from tests.tui.fixtures import idle_console
     from tui.knob_rules import editor_values, validate_knobs
     from tui.screens.knob_editor import KnobEditor
     from tui.screens.sweep import SweepScreen
@@ -68,7 +68,7 @@ async def test_knob_editor_hints_and_sweep_refusal_are_whole_at_80x24():
         editor.dismiss(None)
         await pilot.pause()
 
-        sweep = SweepScreen(["b4-t4-w2048"])
+        sweep = SweepScreen(idle_console(), ["b4-t4-w2048"])
         await app.push_screen(sweep)
         sweep.query_one("#gpus").value = "0,x"
         sweep.query_one("#start").press()

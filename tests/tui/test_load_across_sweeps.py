@@ -28,7 +28,7 @@ async def test_the_load_resumes_after_a_console_sweep(tmp_path, groups):
         table = app.main.query_one(RequestsTable)
         await wait_until(pilot, lambda: panel(app).phase == "ready" and table.total >= 2, what="load running")
         groups.track_state()
-        screen = SweepScreen(["b4-t4-w2048"], contexts=[60], concurrency=[2], max_tokens=16)
+        screen = SweepScreen(app.controller, ["b4-t4-w2048"], contexts=[60], concurrency=[2], max_tokens=16)
         app.push_screen(screen)
         await pilot.pause()
         screen.query_one("#baseline").value = False
@@ -53,7 +53,7 @@ async def test_the_load_resumes_after_leaving_a_search_with_esc(tmp_path, groups
         table = app.main.query_one(RequestsTable)
         await wait_until(pilot, lambda: panel(app).phase == "ready" and table.total >= 2, what="load running")
         groups.track_state()
-        screen = SearchScreen(SMALL.space, SMALL)
+        screen = SearchScreen(app.controller, SMALL.space, SMALL)
         app.push_screen(screen)
         await pilot.pause()
         await pilot.click("#start")

@@ -10,7 +10,7 @@ import json
 from textual.widgets import Button, DataTable, Input, Static
 
 from tests.tui.test_console_pilot import app_for, panel, wait_until
-from tui.console_search import SearchRequest
+from workloads.search import SearchRequest
 from tui.screens.search import SearchScreen
 from workloads.search.space import EXAMPLE
 
@@ -29,7 +29,7 @@ async def start_small_search(app, pilot, groups) -> tuple[SearchScreen, dict]:
     await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
     groups.track_state()
     knobs_before = {r.name: r.requested for r in panel(app).knobs}
-    screen = SearchScreen(SMALL.space, SMALL)
+    screen = SearchScreen(app.controller, SMALL.space, SMALL)
     app.push_screen(screen)
     await pilot.pause()
     await pilot.click("#start")
@@ -157,7 +157,7 @@ async def test_quitting_mid_search_on_lanes_stops_every_lane_server(tmp_path, gr
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
         groups.track_state()
-        screen = SearchScreen(SMALL.space, SMALL)
+        screen = SearchScreen(app.controller, SMALL.space, SMALL)
         app.push_screen(screen)
         await pilot.pause()
         screen.query_one("#gpus", Input).value = "2,3"

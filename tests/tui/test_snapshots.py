@@ -63,13 +63,14 @@ def test_search_screen(snap_compare, size, rounds):
     configurations (a failed one in red), the best in green with the `ddtune up` line, the restarts
     against the grid's; and at 80x24 mid-search, the round raced with its candidates, one
     configuration's server loading and the failure's toast."""
+    from tests.tui.fixtures import idle_console
     from tests.tui.search_fixtures import SPACE, search_events
     from tui.screens.search import SearchEventPosted, SearchScreen
     from workloads.sweep.events import ServerPhaseChanged, SlotStarted
     from workloads.sweep.plan import Slot
 
     async def run_before(pilot):
-        screen = SearchScreen(SPACE.text())
+        screen = SearchScreen(idle_console(), SPACE.text())
         await pilot.app.push_screen(screen)
         screen.add_class("-started")
         events = search_events(rounds)
@@ -114,10 +115,11 @@ def test_results_list_at_80x24(snap_compare, state_dir):
 
 def test_sweep_form_with_a_bad_gpu_list_at_80x24(snap_compare):
     """The sweep form at 80x24 refusing a bad GPU list: the whole reason on screen, and the keys."""
+    from tests.tui.fixtures import idle_console
     from tui.screens.sweep import SweepScreen
 
     async def run_before(pilot):
-        screen = SweepScreen(["b4-t4-w2048", "b8-t4-w2048", "b16-t8-w2048"])
+        screen = SweepScreen(idle_console(), ["b4-t4-w2048", "b8-t4-w2048", "b16-t8-w2048"])
         await pilot.app.push_screen(screen)
         screen.query_one("#gpus").value = "0,x"
         screen.query_one("#start").press()
@@ -150,13 +152,11 @@ def test_knob_editor_with_hints_at_80x24(snap_compare):
 
 def test_search_form_with_a_bad_space_at_80x24(snap_compare):
     """The search form at 80x24 refusing a bad space: the reason on screen whole, and the keys."""
-    from backends.knobs.config import config_from_dict
-    from tui.controller import ConsoleController
+    from tests.tui.fixtures import idle_console
     from tui.screens.search import SearchScreen
 
     async def run_before(pilot):
-        pilot.app.controller = ConsoleController(config_from_dict({}, "defaults"), simulated=True)  # not attached
-        screen = SearchScreen("budget=4,8,x topk=2,4")
+        screen = SearchScreen(idle_console(), "budget=4,8,x topk=2,4")
         await pilot.app.push_screen(screen)
         screen.start()
         await pilot.pause()

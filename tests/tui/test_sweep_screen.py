@@ -18,7 +18,8 @@ async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups
         groups.track_state()
         knobs_before = {r.name: r.requested for r in panel(app).knobs}
         first_pid = panel(app).pid
-        screen = SweepScreen(["b4-t4-w2048", "b8-t4-w2048"], contexts=[60], concurrency=[2], max_tokens=48)
+        screen = SweepScreen(app.controller, ["b4-t4-w2048", "b8-t4-w2048"], contexts=[60], concurrency=[2],
+                             max_tokens=48)
         app.push_screen(screen)
         await pilot.pause()
         assert list(screen.query_one("#presets", SelectionList).selected) == ["b4-t4-w2048", "b8-t4-w2048"]
@@ -61,9 +62,11 @@ async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups
 async def test_the_picker_shows_what_is_picked_without_colour():
     from tui.app import DdtuneApp
 
+    from tests.tui.fixtures import idle_console
+
     app = DdtuneApp(None)
     async with app.run_test(size=(120, 30)) as pilot:
-        screen = SweepScreen(["b4-t4-w2048", "b8-t4-w2048", "b16-t4-w2048"])
+        screen = SweepScreen(idle_console(), ["b4-t4-w2048", "b8-t4-w2048", "b16-t4-w2048"])
         app.push_screen(screen)
         await pilot.pause()
         picks = screen.query_one("#presets", SelectionList)
@@ -92,7 +95,8 @@ async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
         state = groups.track_state()
-        screen = SweepScreen(["b4-t4-w2048", "b8-t4-w2048"], contexts=[60], concurrency=[2], max_tokens=48)
+        screen = SweepScreen(app.controller, ["b4-t4-w2048", "b8-t4-w2048"], contexts=[60], concurrency=[2],
+                             max_tokens=48)
         app.push_screen(screen)
         await pilot.pause()
         screen.query_one("#baseline").value = False
@@ -139,7 +143,7 @@ async def test_a_lossless_mismatch_is_in_the_table_in_red_and_named_in_the_verdi
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
         groups.track_state()
-        screen = SweepScreen(["b8-t4-w2048"], contexts=[60], concurrency=[1], max_tokens=16)
+        screen = SweepScreen(app.controller, ["b8-t4-w2048"], contexts=[60], concurrency=[1], max_tokens=16)
         app.push_screen(screen)
         await pilot.pause()
         assert screen.query_one("#baseline").value  # on by default

@@ -83,7 +83,7 @@ async def test_planning_lanes_notes_ports_in_the_ephemeral_range(state_dir):
 def test_sweep_and_search_output_say_where_a_lane_moved():
     import io
 
-    from tui.commands._lanes import LanePrinter
+    from tui.commands._sweep_print import LanePrinter
     from tui.commands._search_print import SearchPrinter
     from workloads.sweep.events import LaneMoved
 

@@ -11,7 +11,7 @@ import asyncio
 import time
 
 from tests.simproc import launch
-from workloads.sweep.engine import Applied
+from workloads.sweep import Applied
 
 BASE = ("--sim-load-seconds", "0.2")
 

@@ -3,7 +3,7 @@ the change against the previous configuration or the pinned baseline."""
 
 import pytest
 
-from workloads.live.ab import LiveAB, change_pct, names
+from workloads.live.ab import LiveAB, change_pct, config_names
 from workloads.live.windows import Window
 
 W2048 = {"budget": None, "topk": None, "window": 2048}
@@ -74,9 +74,9 @@ def test_a_mark_to_the_same_knobs_changes_nothing():
 
 
 def test_names_say_what_differs():
-    assert names(W2048, W1024) == ("window=2048", "window=1024")
-    assert names({"window": None, "topk": 4}, {"window": 1024, "topk": 4}) == ("window=none", "window=1024")
-    assert names(W2048, W2048) == ("", "")
+    assert config_names(W2048, W1024) == ("window=2048", "window=1024")
+    assert config_names({"window": None, "topk": 4}, {"window": 1024, "topk": 4}) == ("window=none", "window=1024")
+    assert config_names(W2048, W2048) == ("", "")
 
 
 def test_change_without_an_interval_is_the_bare_percentage():

@@ -80,9 +80,9 @@ def test_default_url_comes_from_config_then_server_json(tmp_path, state_dir, mon
     monkeypatch.delenv("DDTUNE_API_KEY", raising=False)
     args = argparse.Namespace(url=None, api_key=None, config=None)
     assert server_url(args) == ("http://127.0.0.1:30000", None)
-    (state_dir / "server.json").write_text(json.dumps({
-        "backend": "sim", "pid": None, "pgid": None, "host": "127.0.0.1", "port": 31005,
-        "url": "http://127.0.0.1:31005", "config_hash": "x", "knobs": {}, "log_path": None, "started_at": 1.0}))
+    (state_dir / "server.json").write_text(json.dumps(  # a whole record: it is read through its codec
+        {"backend": "sim", "pid": None, "pgid": None, "host": "127.0.0.1", "port": 31005,
+         "url": "http://127.0.0.1:31005", "config_hash": "x", "knobs": {}, "log_path": None, "started_at": 1.0}))
     assert server_url(args)[0] == "http://127.0.0.1:31005"
     (tmp_path / "ddtune.toml").write_text('[server]\nhost = "0.0.0.0"\nport = 31234\n')
     assert server_url(args)[0] == "http://127.0.0.1:31234"

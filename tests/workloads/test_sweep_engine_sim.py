@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from tests.workloads.sim_controller import SimController
-from workloads.sweep import engine as ev
+import workloads.sweep as ev
 from workloads.bench.matrix import BenchPlan
 from workloads.report.compare import build_report
 from workloads.report.inputs import read_sweep

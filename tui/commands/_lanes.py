@@ -3,8 +3,6 @@ parallel sweep (workloads.sweep.lanes), with its signal handling and its lane-ta
 
 from __future__ import annotations
 
-import sys
-
 from tui.commands._options import positive_int
 
 
@@ -20,115 +18,46 @@ def add_lane_options(parser) -> None:
 
 def wants_lanes(args, manifest: dict | None = None) -> bool:
     """A parallel sweep: asked for now, or the resumed sweep ran as one."""
+    from workloads.sweep import ran_in_lanes
+
     asked = any(getattr(args, k, None) is not None for k in ("parallel", "gpus", "gpus_per_server"))
-    return asked or bool(manifest and isinstance(manifest.get("parallel"), dict))
+    return asked or ran_in_lanes(manifest)
 
 
-def _settings(args, manifest: dict | None) -> dict:
-    """--parallel/--gpus/--gpus-per-server, falling back to what the resumed sweep recorded."""
-    from backends.machine.gpuset import parse_gpus
+def lane_settings(args, manifest: dict | None):
+    """--parallel/--gpus/--gpus-per-server, falling back to what the resumed sweep or search recorded."""
+    from workloads.sweep import LaneSettings
 
-    found = (manifest or {}).get("parallel")
-    recorded: dict = found if isinstance(found, dict) else {}
-    gpus = parse_gpus(args.gpus) if getattr(args, "gpus", None) is not None else None
-    if gpus is None and isinstance(recorded.get("gpus"), list):
-        gpus = tuple(str(g) for g in recorded["gpus"])
-    per_server = getattr(args, "gpus_per_server", None) or recorded.get("gpus_per_server") or 1
-    parallel = getattr(args, "parallel", None) or recorded.get("parallel")
-    if parallel is None:
-        parallel = max(1, len(gpus) // per_server) if gpus else 1
-    return {"parallel": int(parallel), "gpus": list(gpus) if gpus is not None else None,
-            "gpus_per_server": int(per_server)}
+    return LaneSettings.resolve(getattr(args, "parallel", None), getattr(args, "gpus", None),
+                                getattr(args, "gpus_per_server", None), manifest)
 
 
-class LanePrinter:
-    """The serial sweep's printer, each lane's lines tagged ``lane N:``."""
-
-    def __init__(self, stream=sys.stderr) -> None:
-        from tui.commands._sweep import EventPrinter
-
-        self.stream = stream
-        self.lines = EventPrinter(_Tagged(stream))
-        self.gpus: dict[int, str] = {}
-
-    def __call__(self, event) -> None:
-        from workloads.sweep import events as s
-
-        if isinstance(event, s.LanesStarted):
-            for lane in event.lanes:
-                self.gpus[lane.index] = lane.visible_devices
-                devices = ", ".join(d.describe() for d in lane.devices)
-                self._write(f"lane {lane.index}: {devices or 'GPU ' + lane.visible_devices}, port {lane.port}")
-            for note in event.notes:
-                self._write(f"note: {note}")
-        elif isinstance(event, s.LaneEvent):
-            self.lines.stream.tag = f"[lane {event.lane} GPU {self.gpus.get(event.lane, '?')}] "
-            try:
-                self.lines(event.event)
-            finally:
-                self.lines.stream.tag = ""
-        elif isinstance(event, s.LaneMoved):
-            self._write(moved_line(event))
-        elif isinstance(event, s.LaneClosed):
-            self._write(f"lane {event.lane}: {event.what}")
-        else:
-            self.lines(event)
-
-    def _write(self, text: str) -> None:
-        self.stream.write(f"sweep: {text}\n")
-        self.stream.flush()
-
-
-def moved_line(event) -> str:
-    """A LaneMoved event, for the user."""
-    return (f"lane {event.lane}: port {event.old_port} was taken before its server could bind it ({event.why}); "
-            f"the lane moved to port {event.new_port} and starts again there")
-
-
-class _Tagged:
-    """A stream that starts every line with ``tag``."""
-
-    def __init__(self, stream) -> None:
-        self.stream, self.tag = stream, ""
-
-    def write(self, text: str) -> int:
-        return self.stream.write(self.tag + text if self.tag else text)
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-
-def run_parallel(args, plan, kind: str) -> int:
-    """Create or resume the sweep, run its lanes, print the report; 0 when every run succeeded."""
+def prepare_parallel(args, plan, kind: str):
+    """Create or resume the sweep and plan its lanes; (the coroutine function that runs it, its folder)
+    for tui.commands._sweep.run_and_report. Bad options raise UsageError before anything starts."""
     import asyncio
     import os
     import signal
 
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from tui.commands._server import load_config, note
-    from workloads.runs.provenance import host_provenance
-    from workloads.runs.store import new_run_folder
-    from workloads.sweep.lanes import LaneSweep, plan_lanes
-    from workloads.sweep.plan import SweepStore
+    from tui.commands._sweep_print import LanePrinter
+    from workloads.sweep import LaneSweep, SweepStore, check_out_folder, ran_in_lanes, start_sweep
 
     config = load_config(args)
     store = SweepStore.open(args.out, kind) if args.resume else None
     manifest = store.read() if store is not None else None
-    if store is not None and not isinstance((manifest or {}).get("parallel"), dict):
+    if store is not None and not ran_in_lanes(manifest):
         raise UsageError(f"--resume --out {store.path}: that sweep ran on one server, not in parallel lanes",
                          hint="resume it without --parallel, --gpus and --gpus-per-server")
-    settings = _settings(args, manifest)
+    settings = lane_settings(args, manifest)
     if store is not None and plan is None:
         plan = store.plan()
-    if store is None and args.out:
-        new_run_folder(args.out, "sweep.json", "sweep")  # refused before lanes are planned
-    lanes, notes = asyncio.run(plan_lanes(config, settings["parallel"], tuple(settings["gpus"])
-                                          if settings["gpus"] is not None else None,
-                                          settings["gpus_per_server"], note=note))
     if store is None:
-        store = SweepStore.create(plan, {"config_source": config.source, "backend": config.backend,
-                                         "model": config.model, "host": host_provenance(), "server_before": None,
-                                         "parallel": settings}, args.out, kind)
+        check_out_folder(args.out)  # refused before lanes are planned
+    lanes, notes = asyncio.run(settings.plan(config, note=note))
+    if store is None:
+        store = start_sweep(plan, config, None, lanes=settings, out=args.out, kind=kind)
     printer = LanePrinter()
     api_key = args.api_key or os.environ.get("DDTUNE_API_KEY") or None
     sweep = LaneSweep(plan, store, lanes, config, api_key=api_key, on_event=printer, keep_server=args.keep_server,
@@ -143,6 +72,4 @@ def run_parallel(args, plan, kind: str) -> int:
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
 
-    from tui.commands._sweep import run_and_report
-
-    return run_and_report(main, args, kind, store.path)
+    return main, store.path

@@ -32,7 +32,7 @@ def positive_float(text: str) -> float:
 
 
 def url_type(text: str) -> str:
-    from backends.core.fields import url_problem
+    from backends.core import url_problem
 
     problem = url_problem(text)
     if problem is not None:
@@ -52,7 +52,7 @@ def server_url(args) -> tuple[str, str | None]:
     """The URL and API key. URL: --url, else the config's [server] host/port, else the managed
     server's recorded url, else the default. Key: --api-key, else the --api-key ddtune
     launched that server with (when the URL is the managed server's), else $DDTUNE_API_KEY."""
-    from backends.core.apikey import remember
+    from backends.core import remember
 
     url = args.url or _configured_url(getattr(args, "config", None)) or _managed_url() or DEFAULT_URL
     key = args.api_key or _managed_key(url) or os.environ.get("DDTUNE_API_KEY") or None
@@ -102,8 +102,8 @@ def _managed_url() -> str | None:
 def _configured_url(explicit: str | None) -> str | None:
     """The configured server's URL, when a config file is found. The file is read and checked in
     full: a broken config is an error here too, not a silent fall back to another server."""
-    from backends.knobs.config import load_config
-    from backends.core.paths import find_config
+    from backends.knobs import load_config
+    from backends.core import find_config
 
     path = find_config(explicit)
     if path is None:

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from backends.knobs.config import ServerConfig
-
-if TYPE_CHECKING:
-    from workloads.sweep.lanes import LanePool
+from backends.knobs import ServerConfig
+from workloads.search import LaneRoundRunner
+from workloads.sweep import LanePool, LaneSettings
 
 
 @dataclass
 class SearchLanes:
-    settings: dict          # parallel, gpus, gpus_per_server: recorded in search.json for --resume
+    settings: LaneSettings  # parallel, gpus, gpus_per_server: recorded in search.json for --resume
     pool: LanePool
     notes: tuple[str, ...]
 
@@ -24,26 +22,21 @@ class SearchLanes:
 def prepare(args, config: ServerConfig, manifest: dict | None) -> SearchLanes:
     """Validate the lane options and pick the lanes (GPU sets, ports); raises UsageError, naming the
     option, before anything runs. ``manifest``: the resumed search's search.json."""
-    from backends.core.errors import UsageError
-    from tui.commands._lanes import _settings
+    from backends.core import UsageError
+    from tui.commands._lanes import lane_settings
     from tui.commands._server import note
-    from workloads.sweep.lanes import LanePool, plan_lanes
+    from workloads.sweep import ran_in_lanes
 
-    if manifest is not None and not isinstance(manifest.get("parallel"), dict):
+    if manifest is not None and not ran_in_lanes(manifest):
         raise UsageError("--resume: that search ran on one server, not in parallel lanes",
                          hint="resume it without --parallel, --gpus and --gpus-per-server")
-    settings = _settings(args, manifest)
-    gpus = tuple(settings["gpus"]) if settings["gpus"] is not None else None
-    lanes, notes = asyncio.run(plan_lanes(config, settings["parallel"], gpus, settings["gpus_per_server"],
-                                          note=note))
+    settings = lane_settings(args, manifest)
+    lanes, notes = asyncio.run(settings.plan(config, note=note))
     return SearchLanes(settings, LanePool(lanes, config, keep_server=args.keep_server), tuple(notes))
 
 
 def runner(found: SearchLanes, config: ServerConfig, target, store, printer, api_key: str | None):
-    from workloads.search.lanes import LaneRoundRunner
-
-    return LaneRoundRunner(found.pool, config, target, store, api_key=api_key,
-                           on_event=printer.progress)
+    return LaneRoundRunner(found.pool, config, target, store, api_key=api_key, on_event=printer.progress)
 
 
 def describe(found: SearchLanes) -> list[str]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import statistics
 import sys
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from workloads.search.space import SearchSpace
+import workloads.search as ev
+import workloads.sweep as sw
+from tui.commands._sweep_print import moved_line
+from workloads.search import SearchSpace, decision_line, round_title, tok_text
 
 
 class SearchPrinter:
@@ -30,9 +31,6 @@ class SearchPrinter:
         return f", about {total / 60:.1f} min of restarts" if total >= 120 else f", about {total:.0f} s of restarts"
 
     def __call__(self, event) -> None:
-        from workloads.search import engine as ev
-        from workloads.search.report import decision_line, round_title, tok
-
         if isinstance(event, ev.SearchStarted):
             self.space = event.space
             self.expected_restart_s = event.expected_restart_s
@@ -59,7 +57,7 @@ class SearchPrinter:
                     n = est.n if est is not None else 0
                     gpus = ",".join(obs.gpus)
                     where = f" (this round on lane {obs.lane}, GPU {gpus})" if obs.lane is not None else ""
-                    self._w(f"    {label}: {tok(est)} over {n} wave(s){where}")
+                    self._w(f"    {label}: {tok_text(est)} over {n} wave(s){where}")
             for decision in event.decisions:
                 self._w(decision_line(self.space, decision))
         elif isinstance(event, ev.SearchFinished):
@@ -69,19 +67,14 @@ class SearchPrinter:
     def progress(self, plan, event) -> None:
         """A sweep event of the round under way: a line per restart and per server outcome; on
         lanes (--parallel) each line names its lane and GPUs."""
-        from workloads.sweep import engine as sw
-        from workloads.sweep import events as se
-
         tag = ""
-        if isinstance(event, se.LanesStarted):
+        if isinstance(event, sw.LanesStarted):
             self.gpus = {lane.index: lane.visible_devices for lane in event.lanes}
             return
-        if isinstance(event, se.LaneMoved):
-            from tui.commands._lanes import moved_line
-
+        if isinstance(event, sw.LaneMoved):
             self._w(f"search: {moved_line(event)}")
             return
-        if isinstance(event, se.LaneEvent):
+        if isinstance(event, sw.LaneEvent):
             tag = f"[lane {event.lane} GPU {self.gpus.get(event.lane, '?')}] "
             event = event.event
         if isinstance(event, sw.SlotStarted):

@@ -44,7 +44,7 @@ def add_knob_arguments(parser, preset: bool = True) -> None:
 
 def knobs_epilog() -> str:
     """The knob table as --help text: name, what it is and its unit, what "none" leaves."""
-    from backends.knobs.plan import KNOBS
+    from backends.knobs import KNOBS
 
     width = max(len(name) for name in KNOBS) + 2
     lines = [f"  {spec.name:<{width}}{spec.describe()}" for spec in KNOBS.values()]
@@ -53,7 +53,7 @@ def knobs_epilog() -> str:
 
 
 def load_config(args):
-    from backends.knobs.config import load_config as load
+    from backends.knobs import load_config as load
 
     return load(getattr(args, "config", None))
 
@@ -63,7 +63,7 @@ def requested_config(args, keep_running_knobs: bool = False):
 
     ``up`` makes the server match the config file; ``restart --set k=v`` changes one knob of the
     server that runs now and keeps the others."""
-    from backends.knobs.config import load_preset, parse_set
+    from backends.knobs import load_preset, parse_set
     from backends.server import is_alive, recorded_server
 
     config = load_config(args)
@@ -80,7 +80,7 @@ def requested_config(args, keep_running_knobs: bool = False):
         known = config.knob_table.known(config.knob_map)
         unknown = [k for k in updates if k not in known]
         if unknown:
-            from backends.core.errors import UsageError
+            from backends.core import UsageError
 
             raise UsageError(
                 f"--set {unknown[0]}: unknown knob",
@@ -176,7 +176,7 @@ def report_final(state, allow_mismatch: bool = False) -> int:
     who = f"pid {state.pid}" if state.pid else "attached"
     err(f"ready{took}: {who} at {state.url}")
     eff = state.effective or {}
-    from backends.knobs.verify import BASE_KEYS
+    from backends.knobs import BASE_KEYS
 
     keys = [*BASE_KEYS, *(k for k in eff if k not in BASE_KEYS)]  # and what the declared knobs report
     err("effective: " + ", ".join(f"{k}={eff.get(k)}" for k in keys))
@@ -193,7 +193,7 @@ def report_final(state, allow_mismatch: bool = False) -> int:
 
 
 def status_doc(state, config) -> dict[str, Any]:
-    from backends.core.apikey import redact_argv
+    from backends.core import redact_argv
 
     if state is None:
         return {
@@ -246,9 +246,7 @@ def server_acceptance(state) -> dict | None:
     #running-req: backends/logs/acceptance.py); None for a plain server or without either."""
     import httpx
 
-    from backends.logs.events import DecodeBatch
-    from backends.logs.parse import parse_line
-    from backends.logs.acceptance import SpecCounters, counter_acceptance, log_acceptance, parse_counters
+    from backends.logs import DecodeBatch, SpecCounters, counter_acceptance, log_acceptance, parse_counters, parse_line
 
     if not _speculative(state):
         return None
@@ -278,7 +276,7 @@ RECENT_LOG_BYTES = 1 << 20  # the tail of the server log that status judges the 
 
 def recent_alarms(state) -> list:
     """The guards, judged on the recent log (its last MiB): what a speculative server's decode lines say."""
-    from backends.logs.alarms import alarms_from_log
+    from backends.logs import alarms_from_log
 
     lines = _recent_lines(state)
     return alarms_from_log(lines, _speculative(state)) if lines else []
@@ -286,7 +284,7 @@ def recent_alarms(state) -> list:
 
 def _recent_lines(state) -> list[str]:
     """The server log's last RECENT_LOG_BYTES, as lines."""
-    from backends.logs.splitter import LineSplitter
+    from backends.logs import LineSplitter
 
     if not state.log_path:
         return []

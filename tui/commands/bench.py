@@ -51,8 +51,7 @@ def run(args) -> int:
     import asyncio
 
     from tui.commands._options import server_log, server_url
-    from workloads.bench.matrix import BenchPlan
-    from workloads.bench.session import run_bench
+    from workloads.bench import BenchPlan, run_bench
 
     url, api_key = server_url(args)
     plan = BenchPlan(tuple(dict.fromkeys(args.contexts)), tuple(dict.fromkeys(args.concurrency)), args.max_tokens,

@@ -42,10 +42,10 @@ def run(args) -> int:
     import dataclasses
     import os
 
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from tui.commands._options import server_url
-    from workloads.grading import lossless
-    from workloads.grading.problems import load_problems
+    from workloads.grading import (baseline_doc, baseline_prompts, check_matches, compare_outputs, load_problems,
+                                   read_baseline, record_outputs, write_baseline)
 
     if args.baseline and args.save_baseline:
         raise UsageError("--baseline checks against a baseline, --save-baseline records one: give one of them",
@@ -54,7 +54,7 @@ def run(args) -> int:
         raise UsageError(f"--save-baseline {args.save_baseline}: its directory does not exist",
                          hint="create the directory or pick another path")
     url, api_key = server_url(args)
-    baseline = lossless.read_baseline(args.baseline) if args.baseline else None
+    baseline = read_baseline(args.baseline) if args.baseline else None
     if baseline is not None and args.max_tokens is not None and args.max_tokens != baseline.max_tokens:
         raise UsageError(f"--max-tokens {args.max_tokens}: the baseline was recorded with {baseline.max_tokens}",
                          hint="leave --max-tokens out to use the baseline's, or record a new baseline")
@@ -65,12 +65,12 @@ def run(args) -> int:
     if baseline is not None and n < len(baseline.outputs):  # the first N of the baseline's prompts
         baseline = dataclasses.replace(baseline, outputs=baseline.outputs[:n])
     max_tokens = baseline.max_tokens if baseline else (args.max_tokens or DEFAULT_MAX_TOKENS)
-    items = lossless.prompts(load_problems(), n)
+    items = baseline_prompts(load_problems(), n)
 
     def admit(ident: dict) -> None:
         """Stop before sending anything when the server and the request do not fit together."""
         if baseline is not None:
-            lossless.check_matches(baseline, ident["model"], items)
+            check_matches(baseline, ident["model"], items)
             return
         if ident["speculative"]:
             raise UsageError(f"the server runs speculative decoding ({ident['algorithm']}): a check compares it "
@@ -85,10 +85,10 @@ def run(args) -> int:
                                   "or check a speculative server with --baseline FILE")
 
     progress = _Progress(sys.stderr)
-    ident, outputs, unit = asyncio.run(lossless.record(url, api_key, items, max_tokens, admit, progress.update))
+    ident, outputs, unit = asyncio.run(record_outputs(url, api_key, items, max_tokens, admit, progress.update))
     progress.close()
     if baseline is None:
-        lossless.write_baseline(args.save_baseline, lossless.baseline_doc(ident, outputs, unit, max_tokens, url))
+        write_baseline(args.save_baseline, baseline_doc(ident, outputs, unit, max_tokens, url))
         if ident["speculative"] is None:
             sys.stderr.write("warning: /server_info unreadable: make sure speculation was off for this baseline\n")
         summary = {"saved_baseline": args.save_baseline, "prompts": len(outputs), "max_tokens": max_tokens,
@@ -101,7 +101,7 @@ def run(args) -> int:
             sys.stdout.write(f"baseline of {len(outputs)} prompts x {max_tokens} max tokens ({_unit(unit)}) from "
                              f"{ident['model']} saved to {args.save_baseline}\n")
         return 0
-    report = lossless.compare(baseline, outputs, unit)
+    report = compare_outputs(baseline, outputs, unit)
     report.update(server={"url": url, "speculative": ident["speculative"], "algorithm": ident["algorithm"],
                           "version": ident["version"]})
     if args.json:

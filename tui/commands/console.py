@@ -4,9 +4,9 @@ from __future__ import annotations
 
 
 def run(args) -> int:
+    from backends.core import find_config
+    from backends.knobs import load_config
     from backends.server import driver_flags
-    from backends.knobs.config import load_config
-    from backends.core.paths import find_config
     from tui.app import DdtuneApp
     from tui.controller import ConsoleController
 
@@ -18,7 +18,7 @@ def run(args) -> int:
         config_note = f"config: {config.source}"
     load = getattr(args, "load", None)
     if load is not None and load < 1:
-        from backends.core.errors import UsageError
+        from backends.core import UsageError
 
         raise UsageError(f"--load {load}: the coding load needs at least 1 stream", hint="e.g. ddtune --load 8")
     controller = ConsoleController(config, simulated=simulated, load_concurrency=load or 8,

@@ -22,8 +22,7 @@ def _line(ok: bool | None, what: str, detail: str = "") -> None:
 
 
 def run(args) -> int:
-    from backends.core.errors import DdtuneError
-    from backends.core.paths import state_dir
+    from backends.core import DdtuneError, state_dir
     from tui.commands._server import load_config
 
     failed = False
@@ -43,7 +42,7 @@ def run(args) -> int:
         failed = True
         _line(False, "state dir", f"{exc} (fix: set DDTUNE_STATE_DIR to a writable directory)")
 
-    from backends.knobs.serverhelp import sglang_version
+    from backends.knobs import sglang_version
     from backends.launch.process import port_owner
     from backends.server import ServerSession, gpu_holders
 
@@ -58,12 +57,12 @@ def run(args) -> int:
             helptext = driver.learn_help()
             cached = f" (cached for SGLang {helptext.version})" if helptext.cached else ""
             _line(True, "server --help", " ".join(driver.command_prefix()) + cached)
-            from backends.knobs.plan import plan_launch
+            from backends.knobs import plan_launch
 
             plan = plan_launch(config, helptext.text, driver.command_prefix(), helptext.version or "unknown")
             routes = ", ".join(f"{k} -> {r.flag or 'env ' + str(r.env)} ({r.source})" for k, r in plan.routes.items())
             _line(True, "knobs", routes or "no knobs set")
-            from backends.core.apikey import redact_argv
+            from backends.core import redact_argv
 
             _line(True, "launch command", " ".join(redact_argv(plan.argv)))
         except DdtuneError as exc:
@@ -85,7 +84,7 @@ def run(args) -> int:
         _line(state.phase != "stale" and state.phase != "failed" or None, "server state",
               f"{state.phase}, " + (f"pid {state.pid}" if state.pid is not None else f"attached to {state.url}")
               + (f" ({state.reason.splitlines()[0]})" if state.reason else ""))
-    from workloads.grading.sandbox import isolation, protections
+    from workloads.grading import isolation, protections
 
     try:
         sandbox = isolation()

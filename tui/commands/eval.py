@@ -43,9 +43,8 @@ def run(args) -> int:
     import asyncio
     import json
 
-    from backends.core.errors import UsageError
-    from workloads.grading.evaluate import regrade, read_responses, summarize
-    from workloads.grading.problems import load_problems
+    from backends.core import UsageError
+    from workloads.grading import load_problems, read_responses, regrade, summarize
 
     problems = load_problems()
     if args.regrade:
@@ -70,7 +69,7 @@ def run(args) -> int:
         return 0
 
     from tui.commands._options import server_url
-    from workloads.grading.eval_runner import run_eval
+    from workloads.grading import run_eval
 
     url, api_key = server_url(args)
     doc = asyncio.run(run_eval(url, api_key=api_key, problem_ids=args.problems, max_tokens=args.max_tokens,

@@ -66,9 +66,7 @@ def render_text(sample) -> str:
     lines: list[str] = []
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(gpu.timestamp or host.timestamp))
     if not gpu.available:
-        from backends.machine.gpu import NO_DRIVER_HINT
-
-        if gpu.hint == NO_DRIVER_HINT:
+        if gpu.plainly_unavailable:
             lines.append(f"{gpu.reason}: {gpu.hint}")
         else:
             lines.append(f"GPU telemetry unavailable: {gpu.reason}")
@@ -130,7 +128,7 @@ def to_json(sample) -> dict:
 
 
 def run(args) -> int:
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from backends.server import TelemetryStream, lane_trees
 
     if not args.interval > 0:

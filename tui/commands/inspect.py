@@ -29,11 +29,8 @@ def run(args) -> int:
     import json
     import os
 
-    from backends.logs.alarms import AcceptanceWatch
-    from backends.core.errors import UsageError
-    from backends.logs.deprecations import deprecation
-    from backends.logs.events import DecodeBatch
-    from backends.logs.summary import SummaryBuilder, read_log_lines
+    from backends.logs import AcceptanceWatch, DecodeBatch, SummaryBuilder, deprecation, read_log_lines
+    from backends.core import UsageError
     from backends.server.startup import StartupTracker
 
     path = args.logfile

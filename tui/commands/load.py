@@ -70,19 +70,12 @@ def status_line(s) -> str:
 def run(args) -> int:
     import asyncio
     import json
-    import time
 
-    from backends.core.errors import ServerError
+    from backends.core import ServerError
     from tui.commands._options import server_log, server_url
-    from workloads.client.stream import StreamingClient
-    from workloads.live.load import LoadEngine, LoadStopped, RequestFinished, StatsUpdated
-    from workloads.live.record import load_summary
-    from workloads.grading.problems import load_problems, select_problems
-    from workloads.runs.provenance import host_provenance, server_provenance
-    from workloads.runs.store import RunStore
+    from workloads.live import RequestFinished, StatsUpdated, run_load
 
     url, api_key = server_url(args)
-    problems = select_problems(load_problems(), args.problems)
     out = sys.stdout
 
     def on_event(event) -> None:
@@ -97,36 +90,9 @@ def run(args) -> int:
                       f"accept {_f(r.acceptance, '.2f')}  {r.e2e_s * 1000:7.0f} ms\n")
         out.flush()
 
-    async def main():
-        async with StreamingClient(url, api_key=api_key, concurrency=args.concurrency) as client:
-            server = await server_provenance(client)
-            if server["server_info"] is None:
-                await client.get_json("/v1/models")
-            store = RunStore.create("load", {"plan": {"concurrency": args.concurrency, "duration_s": args.duration,
-                                                      "max_tokens": args.max_tokens,
-                                                      "problems": [p.id for p in problems]},
-                                             "server": server, "host": host_provenance(), "started_at": time.time()})
-            engine = LoadEngine(client, problems, concurrency=args.concurrency, max_tokens=args.max_tokens,
-                                on_event=on_event, store=store, roll_s=args.window, log_path=server_log(args, url))
-            import signal
-
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):  # stop cleanly: finish grading, print the summary
-                loop.add_signal_handler(sig, engine.stop, "interrupted")
-            stopped: list[LoadStopped] = []
-            engine.add_listener(lambda e: stopped.append(e) if isinstance(e, LoadStopped) else None)
-            try:
-                stats = await engine.run(args.duration)
-            finally:
-                store.close()
-            stop = stopped[-1]
-            summary = {**load_summary(stats, stop.reason, stop.error, stats.elapsed_s, str(store.path)),
-                       "token_count": "approx" if engine.windows.approx_seen else "exact",
-                       "window_s": args.window, "windows": [w.to_json() for w in engine.windows.closed]}
-            store.update_run(status="failed" if stop.error else "done", finished_at=time.time(), summary=summary)
-            return summary
-
-    summary = asyncio.run(main())
+    summary = asyncio.run(run_load(url, api_key, concurrency=args.concurrency, max_tokens=args.max_tokens,
+                                   duration_s=args.duration, problems=args.problems, window_s=args.window,
+                                   log_path=server_log(args, url), on_event=on_event))
     if args.json:
         out.write(json.dumps(summary) + "\n")
     else:

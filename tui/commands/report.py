@@ -35,9 +35,9 @@ def add_arguments(parser) -> None:
 
 
 def render(runs: list[str], fmt: str) -> str:
-    from workloads.report.text import render as render_runs
+    from workloads.report import report_text
 
-    return render_runs(runs, fmt)
+    return report_text(runs, fmt)
 
 
 def run(args) -> int:

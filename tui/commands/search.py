@@ -70,49 +70,12 @@ def add_arguments(parser) -> None:
     add_lane_options(parser)
 
 
-def _start(args, space, running, knob_map, table=None):
-    from backends.core.errors import UsageError
-    from workloads.search.space import parse_space
+def request(args):
+    """The options as the search's request (workloads.search.SearchRequest)."""
+    from workloads.search import SearchRequest
 
-    if not args.start:
-        return running if running is not None else space.middle()
-    given = parse_space(args.start, knob_map, source="--start", table=table)
-    values = {name: vals[0] for name, vals in given.axes if len(vals) == 1}
-    if set(values) != set(space.knobs) or len(values) != len(given.axes):
-        raise UsageError(f"--start: give one value for each knob of the space ({', '.join(space.knobs)})",
-                         hint=f"e.g. --start '{space.label(space.middle())}'")
-    point = space.find(values)
-    if point is None:
-        raise UsageError(f"--start {args.start!r} is not a configuration of the space",
-                         hint=f"pick values from --space '{space.text()}'")
-    return point
-
-
-def _plan(args, config, controller, parallel: bool) -> dict:
-    """The new search's search.json, validated (UsageError naming the option) before anything runs."""
-    from backends.core.errors import UsageError
-    from workloads.runs.provenance import host_provenance
-    from workloads.runs.store import new_run_folder
-    from workloads.search.engine import Target
-    from workloads.search.space import parse_search_space
-    from workloads.search.strategy import SearchOptions
-
-    if not args.space:
-        raise UsageError("name the space to search", hint="ddtune search --space 'budget=4,8,16 topk=2,4,6'")
-    if args.out:
-        new_run_folder(args.out, "search.json", "search")  # refused before lanes are planned
-    space = parse_search_space(args.space, config.knob_map, config.block_size, table=config.knob_table)
-    options = SearchOptions(args.waves, 2, args.rungs, args.passes, args.max_restarts)
-    target = Target(args.target_context, args.target_concurrency, args.max_tokens,
-                    1 if args.warmup is None else args.warmup)
-    running_config = None if parallel else controller.running_config()  # lanes start bare
-    running = space.find(running_config.knobs) if running_config is not None else None
-    start = _start(args, space, running, config.knob_map, config.knob_table)
-    return {
-        "space": space.to_json(), "options": options.to_json(), "target": target.to_json(),
-        "start": list(start), "running_at_start": list(running) if running is not None else None,
-        "config_source": config.source, "backend": config.backend, "model": config.model, "host": host_provenance(),
-        "server_before": None if running_config is None else {"knobs": running_config.knobs}}
+    return SearchRequest(args.space or "", args.target_context, args.target_concurrency, args.max_tokens, args.waves,
+                         args.rungs, args.passes, args.max_restarts, args.warmup, args.start, args.out)
 
 
 def run(args) -> int:
@@ -121,15 +84,14 @@ def run(args) -> int:
     import os
     import signal
 
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from tui.commands import _search_lanes
     from tui.commands._lanes import wants_lanes
     from tui.commands._search_print import SearchPrinter
     from tui.commands._server import load_config
-    from workloads.search.engine import SearchEngine, SweepRoundRunner, Target
-    from workloads.search.report import summary_lines
-    from workloads.search.store import SearchStore
-    from workloads.sweep.control import ManagedController
+    from workloads.search import (SearchEngine, SearchStore, SweepRoundRunner, Target, plan_search, start_search,
+                                  summary_lines)
+    from workloads.sweep import ManagedController
 
     config = load_config(args)
     controller = ManagedController(config)
@@ -141,7 +103,9 @@ def run(args) -> int:
         store = SearchStore.open(args.out)
     manifest = store.read() if store is not None else None
     parallel = wants_lanes(args, manifest)
-    meta = _plan(args, config, controller, parallel) if store is None else None
+    meta = None
+    if store is None:  # planned and checked before any lane is
+        meta = plan_search(request(args), config, None if parallel else controller.running_config())  # lanes: bare
     lanes = _search_lanes.prepare(args, config, manifest) if parallel else None
     if store is not None:
         before = (manifest or {}).get("server_before")
@@ -149,10 +113,8 @@ def run(args) -> int:
     else:
         assert meta is not None
         controller.remember_before(controller.running_config())
-        if lanes is not None:
-            meta["options"] = {**meta["options"], "lanes": len(lanes.pool.lanes)}
-            meta["parallel"] = lanes.settings
-        store = SearchStore.create(meta, args.out)
+        store = (start_search(meta, args.out) if lanes is None
+                 else start_search(meta, args.out, lanes.settings, len(lanes.pool.lanes)))
     target = Target.from_json(store.read()["target"])
     printer = SearchPrinter()
     expected = controller.expected_restart_s()

@@ -46,11 +46,11 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import asyncio
 
-    from backends.selftest.run import run_selftest
+    from backends.selftest import run_selftest
     from tui.commands._server import err, load_config, print_json, printer
 
     if args.timeout <= 0:
-        from backends.core.errors import UsageError
+        from backends.core import UsageError
 
         raise UsageError(f"--timeout {args.timeout}: must be > 0", hint="e.g. --timeout 600")
     config = load_config(args)

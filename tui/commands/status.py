@@ -31,7 +31,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from backends.knobs.plan import knob_text
+    from backends.knobs import knob_text
     from backends.server import current_server, lane_servers
     from tui.commands._server import ago, load_config, note, print_json, status_doc
 

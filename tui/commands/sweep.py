@@ -58,10 +58,10 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from backends.core.errors import UsageError
+    from backends.core import UsageError
     from tui.commands._server import load_config
     from tui.commands._sweep import run_sweep
-    from workloads.sweep.spec import build_plan
+    from workloads.sweep import build_plan
 
     plan = None
     if args.resume:

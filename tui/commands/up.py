@@ -43,7 +43,7 @@ def run(args) -> int:
 
     config = requested_config(args)
     if args.no_speculation:
-        from workloads.sweep.control import baseline_config
+        from workloads.sweep import baseline_config
 
         config = baseline_config(config)
     keep = not (args.apply_config or args.preset or args.sets or args.no_speculation)

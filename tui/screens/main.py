@@ -110,7 +110,7 @@ class MainScreen(Screen):
         self.plots.set_no_spec_baseline(message.tok_s, message.source)
 
     def on_config_marked(self, message: m.ConfigMarked) -> None:
-        from backends.logs.kind import note  # the plot may cut or drop the label: its full text is here
+        from backends.logs import note  # the plot may cut or drop the label: its full text is here
 
         self.log_pane.append((note(f"--- ddtune: plot marker {self.plots.mark(message.t, message.label)}"),))
 

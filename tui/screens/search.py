@@ -12,7 +12,6 @@ stops a search under way; ``ddtune search --resume --out DIR`` continues it.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, cast
 
 from rich.markup import escape
 from rich.text import Text
@@ -25,14 +24,13 @@ from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Static
 from textual.widgets.data_table import RowKey
 
+from backends.core import DdtuneError
+from tui.console_search import ConsoleSearch, interrupted_line, parse_request
+from tui.controller import ConsoleController
 from tui.literal import cell
 from tui.widgets.ordered_input import OrderedInput
-from tui.console_search import ConsoleSearch, SearchRequest, interrupted_line
-from workloads.runs.store import home_short
-
-if TYPE_CHECKING:
-    from tui.app import DdtuneApp
-    from workloads.search.space import SearchSpace
+from workloads.report import home_short
+from workloads.search import SearchRequest, SearchSpace
 
 COLUMNS = ("configuration", "waves", "tok/s ± 95%", "starts", "state")
 STATE_WIDTH = 18  # the state column's text at most: a 3-knob label and the figures leave this much at 80 columns
@@ -88,8 +86,9 @@ class SearchScreen(Screen):
     SearchScreen.-narrow #fields { margin: 0 1; }
     """
 
-    def __init__(self, space: str, template: SearchRequest | None = None) -> None:
+    def __init__(self, console: ConsoleController, space: str, template: SearchRequest | None = None) -> None:
         super().__init__()
+        self.console = console  # the search runs on its session (or beside it, in lanes)
         self.space_text = space
         self.template = template or SearchRequest(space)
         self.search: ConsoleSearch | None = None
@@ -147,23 +146,16 @@ class SearchScreen(Screen):
 
     def start(self) -> None:
         """Check the fields (a bad one: a message naming it, nothing started), then run the search."""
-        from backends.core.errors import DdtuneError
-        from tui.console_search import parse_request
-
-        console = cast("DdtuneApp", self.app).controller
-        if console is None:  # the app without a managed server (no config): nothing to search
-            self._say("[red]search refused: no managed server[/red]")
-            return
         value = lambda ident: self.query_one(f"#{ident}", Input).value  # noqa: E731
         try:
-            request = parse_request(console.config, value("space"), value("context"), value("concurrency"),
+            request = parse_request(self.console.config, value("space"), value("context"), value("concurrency"),
                                     value("gpus"), self.template)
         except DdtuneError as exc:
             text = exc.message + (f"; {exc.hint}" if exc.hint else "")
             self.notify(text, severity="error", timeout=10)
             self._say(f"[red]not started: {escape(text)}[/red]")
             return
-        self.search = ConsoleSearch(console, request)
+        self.search = ConsoleSearch(self.console, request)
         self.add_class("-started")  # at 80x24 the options line gives its rows to the results
         self.query_one("#measured", DataTable).clear()  # a second search on this screen starts afresh
         self.query_one("#best", Static).update("")
@@ -176,8 +168,6 @@ class SearchScreen(Screen):
 
     @work(exclusive=True, group="search", exit_on_error=False)
     async def run_search(self, search: ConsoleSearch) -> None:
-        from backends.core.errors import DdtuneError
-
         def progress(plan: object, event: object) -> None:
             self.post_message(SearchEventPosted(event, plan))
 
@@ -230,25 +220,25 @@ class SearchScreen(Screen):
         self.query_one("#round", Static).update(markup)
 
     def on_search_event_posted(self, message: SearchEventPosted) -> None:
-        from workloads.search import events as ev
+        from workloads.search import RoundFinished, RoundStarted, SearchFinished, SearchStarted
 
         event = message.event
         if message.note:
             self.notify(str(event), timeout=8)
         elif message.plan is not None:
             self._progress(event)
-        elif isinstance(event, ev.SearchStarted):
+        elif isinstance(event, SearchStarted):
             self.space, self.grid = event.space, event.space.size
             shape = " x ".join(f"{name} {len(values)}" for name, values in event.space.axes)
             one_pass = 1 + sum(len(values) - 1 for _, values in event.space.axes)
             self._say(f"search of {event.space.size} configurations ({shape}): one pass starts about {one_pass}; "
                       f"from {escape(event.space.label(event.start))}\nfolder {escape(home_short(event.path))}")
             self._restarts()
-        elif isinstance(event, ev.RoundStarted) and self.space is not None:
+        elif isinstance(event, RoundStarted) and self.space is not None:
             self._round_started(event)
-        elif isinstance(event, ev.RoundFinished) and self.space is not None:
+        elif isinstance(event, RoundFinished) and self.space is not None:
             self._round_finished(event)
-        elif isinstance(event, ev.SearchFinished):
+        elif isinstance(event, SearchFinished):
             self._finished(event)
 
     def _cell(self, label: str, column: int, value: str | Text) -> None:
@@ -260,7 +250,7 @@ class SearchScreen(Screen):
         self.query_one("#restarts", Static).update(f"restarts: {self.restarts} of a full grid's {self.grid}{extra}")
 
     def _round_started(self, event) -> None:
-        from workloads.search.report import round_title
+        from workloads.search import round_title
 
         space = self.space
         assert space is not None
@@ -277,20 +267,20 @@ class SearchScreen(Screen):
 
     def _progress(self, event: object) -> None:
         """A sweep event of the round under way: the configuration's state in the table."""
-        from workloads.sweep import events as s
+        from workloads.sweep import LaneEvent, ServerApplied, ServerPhaseChanged, SlotStarted
 
         where = ""
-        if isinstance(event, s.LaneEvent):
+        if isinstance(event, LaneEvent):
             where, event = f"lane {event.lane}: ", event.event
-        if isinstance(event, s.SlotStarted):
+        if isinstance(event, SlotStarted):
             self._cell(event.slot.config, 4, where + ("restarting" if event.restart else "measuring"))
-        elif isinstance(event, s.ServerPhaseChanged):
+        elif isinstance(event, ServerPhaseChanged):
             self._cell(event.slot.config, 4, where + phase_text(event.phase, event.detail))
-        elif isinstance(event, s.ServerApplied):
+        elif isinstance(event, ServerApplied):
             self._cell(event.slot.config, 4, where + ("measuring" if event.applied.ok else "server FAILED"))
 
     def _round_finished(self, event) -> None:
-        from workloads.search.report import decision_line
+        from workloads.search import decision_line
 
         space = self.space
         assert space is not None
@@ -334,7 +324,7 @@ class SearchScreen(Screen):
 
 def best_text(summary: dict) -> Text:
     """summary_lines (what ``ddtune search`` prints at the end) with the best and its verdict marked."""
-    from workloads.search.report import summary_lines
+    from workloads.search import summary_lines
 
     out = Text()
     for i, line in enumerate(summary_lines(summary)):

@@ -1,6 +1,6 @@
 """The sweep screen: pick presets, run a quick sweep on the managed server, watch it fill in live.
 
-The engine is workloads.sweep.engine.SweepEngine (the same as `ddtune sweep`), driven from a worker; its
+The engine is workloads.sweep's SweepEngine (the same as `ddtune sweep`), driven from a worker; its
 events come back as messages. A small matrix keeps it quick; `ddtune sweep` takes the full options.
 With GPUs named the sweep runs in parallel lanes (workloads.sweep.lanes, as `ddtune sweep
 --parallel`): one server per GPU beside the console's own, and one row per lane with its phase and
@@ -12,8 +12,6 @@ final status line) or skipped, so a faster configuration that changed the answer
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -24,12 +22,12 @@ from textual.screen import Screen
 from textual.widgets import Button, Checkbox, DataTable, Footer, Header, Input, SelectionList, Static
 from textual.widgets.data_table import RowKey
 
+import workloads.sweep as sweep
+from backends.core import DdtuneError, UsageError
+from tui.controller import ConsoleController
 from tui.literal import cell, literal
 from tui.widgets.ordered_input import OrderedInput
 from tui.widgets.textbars import duration
-
-if TYPE_CHECKING:
-    from tui.app import DdtuneApp
 
 CONTEXTS, CONCURRENCY, MAX_TOKENS = [60, 1024], [1, 8], 256
 
@@ -53,9 +51,10 @@ class SweepScreen(Screen):
     SweepScreen #gpus { width: 40; }
     """
 
-    def __init__(self, presets: list[str], contexts: list[int] = CONTEXTS, concurrency: list[int] = CONCURRENCY,
-                 max_tokens: int = MAX_TOKENS) -> None:
+    def __init__(self, console: ConsoleController, presets: list[str], contexts: list[int] = CONTEXTS,
+                 concurrency: list[int] = CONCURRENCY, max_tokens: int = MAX_TOKENS) -> None:
         super().__init__()
+        self.console = console  # the sweep runs on its session (or beside it, in lanes)
         self.presets = presets
         self.matrix = (contexts, concurrency, max_tokens)
         self.running = False
@@ -109,11 +108,8 @@ class SweepScreen(Screen):
             text = self.query_one("#gpus", Input).value.strip()
             gpus = None
             if text:
-                from backends.core.errors import UsageError
-                from backends.machine.gpuset import parse_gpus
-
                 try:
-                    gpus = parse_gpus(text)
+                    gpus = sweep.parse_gpus(text)
                 except UsageError as exc:
                     self.notify(f"{exc.message}; {exc.hint}", severity="error")
                     self.query_one("#status", Static).update(  # stays on screen after the toast
@@ -128,18 +124,12 @@ class SweepScreen(Screen):
     @work(exclusive=True, group="sweep", exit_on_error=False)
     async def run_sweep(self, presets: list[str], baseline: bool, gpus: tuple[str, ...] | None = None) -> None:
         """The controller runs the sweep on the console's session; this screen shows its events."""
-        from backends.core.errors import DdtuneError
         from tui.console_sweep import run_console_sweep
 
-        console = cast("DdtuneApp", self.app).controller
         status = self.query_one("#status", Static)
-        if console is None:  # the app without a managed server (no config): nothing to sweep
-            status.update(Text("sweep refused: no managed server", "red"))
-            self.running = False
-            return
         try:
             contexts, concurrency, max_tokens = self.matrix
-            _path, verdict, done = await run_console_sweep(console, presets, baseline, contexts, concurrency,
+            _path, verdict, done = await run_console_sweep(self.console, presets, baseline, contexts, concurrency,
                                                            max_tokens, self._post_event, gpus)
             status.update(verdict)  # markup of the console's own: sweep_verdict escapes what it embeds
             if done:
@@ -153,49 +143,43 @@ class SweepScreen(Screen):
         self.post_message(SweepEventPosted(event))
 
     def on_sweep_event_posted(self, message: SweepEventPosted) -> None:
-        from workloads.sweep import events as s
-        from workloads.stats.metrics import cell_acceptance
-
         event, table, status = message.event, self.query_one("#slots", DataTable), self.query_one("#status", Static)
-        if isinstance(event, (s.LanesStarted, s.LaneEvent, s.LaneMoved, s.LaneClosed)):
+        if isinstance(event, (sweep.LanesStarted, sweep.LaneEvent, sweep.LaneMoved, sweep.LaneClosed)):
             event = self._lane_event(event)
             if event is None:
                 return
-        if isinstance(event, s.SweepStarted):
+        if isinstance(event, sweep.SweepStarted):
             for slot in event.slots:
                 self.rows[slot.index] = table.add_row(str(slot.index + 1), cell(slot.config),
                                                       "done" if slot.index in event.done else "waiting", "-", "-", "")
             status.update(literal(f"sweep {event.path}: {len(event.slots)} runs, ETA {duration(event.eta_s)}"))
-        elif isinstance(event, s.SlotStarted):
+        elif isinstance(event, sweep.SlotStarted):
             self._cell(event.slot.index, 2, "restarting" if event.restart else "running")
             status.update(literal(f"run {event.slot.index + 1}: {event.slot.config}, ETA {duration(event.eta_s)}"))
-        elif isinstance(event, s.ServerPhaseChanged):
+        elif isinstance(event, sweep.ServerPhaseChanged):
             self._cell(event.slot.index, 6, f"{event.phase} {event.detail}"[:40])
-        elif isinstance(event, s.CellFinished):
+        elif isinstance(event, sweep.CellFinished):
             self._cell(event.slot.index, 2, f"cells {event.cells_done}/{event.cells_total}")
             best = max(float(event.cell.get("output_tok_s") or 0), self.best.get(event.slot.index, 0.0))
             self.best[event.slot.index] = best
             self._cell(event.slot.index, 3, f"{best:.0f}")
-            accept = cell_acceptance(event.cell)
+            accept = sweep.cell_acceptance(event.cell)
             self._cell(event.slot.index, 4, "-" if accept is None else f"{accept:.2f}")
             status.update(f"run {event.slot.index + 1}: cell {event.cells_done}/{event.cells_total}, "
                           f"ETA {duration(event.eta_s)}")
-        elif isinstance(event, s.LosslessChecked):
+        elif isinstance(event, sweep.LosslessChecked):
             self._cell(event.slot.index, 5, lossless_cell(event.result))
             if event.result.get("status") == "compared" and event.result.get("diverged"):
-                from workloads.sweep.lossless import describe
-
-                self.notify(f"{event.slot.config}: {describe(event.result)}", severity="error", timeout=10)
-        elif isinstance(event, s.SlotFinished):
+                self.notify(f"{event.slot.config}: {sweep.describe_lossless(event.result)}", severity="error",
+                            timeout=10)
+        elif isinstance(event, sweep.SlotFinished):
             self._cell(event.record.slot.index, 2, event.record.status)
             self._cell(event.record.slot.index, 6, (event.record.reason or "")[:60])
 
     def _lane_event(self, event):
         """Fill the lane's row; return the event inside a LaneEvent for the slot table (else None)."""
-        from workloads.sweep import events as s
-
         lanes = self.query_one("#lanes", DataTable)
-        if isinstance(event, s.LanesStarted):
+        if isinstance(event, sweep.LanesStarted):
             lanes.display = True
             for lane in event.lanes:
                 self.lane_rows[lane.index] = lanes.add_row(str(lane.index), cell(lane.visible_devices),
@@ -203,26 +187,26 @@ class SweepScreen(Screen):
             for note in event.notes:
                 self.notify(note, timeout=8)
             return None
-        if isinstance(event, s.LaneClosed):
+        if isinstance(event, sweep.LaneClosed):
             self._lane_cell(event.lane, 3, event.what[:40])
             return None
-        if isinstance(event, s.LaneMoved):
+        if isinstance(event, sweep.LaneMoved):
             self._lane_cell(event.lane, 2, str(event.new_port))
             self.notify(f"lane {event.lane}: port {event.old_port} was taken; moved to {event.new_port}", timeout=8)
             return None
         inner, index = event.event, event.lane
-        if isinstance(inner, s.SlotStarted):
+        if isinstance(inner, sweep.SlotStarted):
             slot = inner.slot
             self._lane_cell(index, 3, "restarting" if inner.restart else "running")
             self._lane_cell(index, 4, f"{slot.index + 1} {slot.config} r{slot.repeat}")
             self._lane_cell(index, 5, "-")
-        elif isinstance(inner, s.ServerPhaseChanged):
+        elif isinstance(inner, sweep.ServerPhaseChanged):
             self._lane_cell(index, 3, f"{inner.phase} {inner.detail}"[:40])
-        elif isinstance(inner, s.ServerApplied):
+        elif isinstance(inner, sweep.ServerApplied):
             self._lane_cell(index, 3, "measuring" if inner.applied.ok else "server FAILED")
-        elif isinstance(inner, s.CellFinished):
+        elif isinstance(inner, sweep.CellFinished):
             self._lane_cell(index, 5, f"cells {inner.cells_done}/{inner.cells_total}")
-        elif isinstance(inner, s.SlotFinished):
+        elif isinstance(inner, sweep.SlotFinished):
             self._lane_cell(index, 3, inner.record.status)
         return inner
 

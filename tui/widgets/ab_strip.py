@@ -13,8 +13,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from workloads.stats.estimate import Estimate, Ratio
-from workloads.live.ab import Comparison, ConfigFigures, change_pct, names
+from workloads.live import Comparison, ConfigFigures, Estimate, Ratio, change_pct, config_names
 
 SEP = " │ "
 
@@ -116,7 +115,7 @@ class ABStrip(Widget):
                 return [_fit([*_parts(now, now.name), (6, Text(tail, style="dim"))], width)]
             tag = "baseline" if c.pinned else "now"
             return [*_grid([_row(tag, now, now.name, Text(), Text())], width)[:height - 1], Text(tail, style="dim")]
-        now_name, ref_name = names(now.knobs, ref.knobs)
+        now_name, ref_name = config_names(now.knobs, ref.knobs)
         tag = "baseline" if c.pinned else "before"
         if height <= 1:
             tok = Text(f"{change_pct(c.tok_s) or '-'} tok/s vs {ref_name or tag}", style=_change_style(c.tok_s))

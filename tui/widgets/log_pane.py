@@ -32,9 +32,7 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
-from backends.logs.events import DraftRunner, ServerReady
-from backends.logs.kind import KINDS, LogLine
-from backends.logs.kind import note as note_line
+from backends.logs import DraftRunner, KINDS, LogLine, ServerReady, note as note_line
 from tui.literal import literal
 
 FILTERS = ("all", "errors", "draft", "decode")

@@ -52,7 +52,7 @@ class Baseline:
     path: str
 
 
-def prompts(problems: tuple[Problem, ...], n: int) -> list[tuple[str, str]]:
+def baseline_prompts(problems: tuple[Problem, ...], n: int) -> list[tuple[str, str]]:
     """(id, text) of the first ``n`` problems: the fixed prompts of the check."""
     if n > len(problems):
         raise UsageError(f"--prompts {n}: there are only {len(problems)} coding problems to send",
@@ -127,7 +127,7 @@ async def generate(http: httpx.AsyncClient, pid: str, text: str, max_tokens: int
     return Output(pid, text, tuple(out_text.split()), out_text), "words"
 
 
-async def record(url: str, api_key: str | None, items: list[tuple[str, str]], max_tokens: int,
+async def record_outputs(url: str, api_key: str | None, items: list[tuple[str, str]], max_tokens: int,
                  admit: Callable[[dict], None] | None = None,
                  progress: Callable[[int, int], None] | None = None) -> tuple[dict, list[Output], str]:
     """The server's identity, every prompt's output (one at a time) and the unit they were compared
@@ -227,7 +227,7 @@ def check_matches(baseline: Baseline, model: str, items: list[tuple[str, str]]) 
                               "record the baseline again")
 
 
-def compare(baseline: Baseline, outputs: list[Output], unit: str) -> dict:
+def compare_outputs(baseline: Baseline, outputs: list[Output], unit: str) -> dict:
     """The report: per prompt whether it diverged and where, the divergence rate."""
     same = unit == baseline.unit   # else both sides are compared as words
     results = []

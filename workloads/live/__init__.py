@@ -1,3 +1,19 @@
 """The live coding load the console plots: a worker process that keeps prompts in flight, its windows,
 the A/B of one configuration after another, and the runs it records.
+
+The face: ``LoadProcess`` (the console's load, in a worker process) and the events it reports;
+``LiveAB`` and its figures for the A/B strip (with the estimates they carry); the saved
+no-speculation baseline of the tok/s plot; and ``run_load``, the same load in the foreground
+(``ddtune load``).
 """
+
+from backends.core.faces import lazy_face
+
+__all__, __getattr__ = lazy_face(__name__, {
+    "workloads.live.ab": ("Comparison", "ConfigFigures", "LiveAB", "change_pct", "config_names"),
+    "workloads.live.baseline": ("find_no_spec_baseline",),
+    "workloads.live.foreground": ("run_load",),
+    "workloads.live.load": ("LoadPaused", "LoadResumed", "LoadStopped", "RequestFinished", "StatsUpdated"),
+    "workloads.live.proc": ("LoadProcEvent", "LoadProcess", "LoadStarted", "RequestDone"),
+    "workloads.stats.estimate": ("Estimate", "Ratio"),
+})

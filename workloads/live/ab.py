@@ -86,7 +86,7 @@ class _Config:
                              self.graded, self.approx, source if acceptance else None)
 
 
-def names(a: Mapping[str, KnobValue], b: Mapping[str, KnobValue]) -> tuple[str, str]:
+def config_names(a: Mapping[str, KnobValue], b: Mapping[str, KnobValue]) -> tuple[str, str]:
     """What tells two configurations apart, each as ``knob=value`` (``window=1024``), from the
     knobs that differ; ``""`` for both when none does."""
     keys = [k for k in (*a, *(k for k in b if k not in a)) if a.get(k) != b.get(k)]

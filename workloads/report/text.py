@@ -1,5 +1,5 @@
 """What ``ddtune report`` prints for its RUN arguments, and what the console's results screen shows
-when a run is opened (Enter): the bench/sweep report (workloads/report/compare.py, report_format.py) for
+when a run is opened (Enter): the bench/sweep report (workloads/report/compare.py, render.py) for
 sweeps, bench and eval runs, and the load report (workloads/report/load_runs.py) for load runs. Pure
 over the runs' files; the screen calls it from a worker thread.
 """
@@ -10,14 +10,19 @@ import json
 from pathlib import Path
 
 from backends.core.errors import UsageError
+from workloads.report.compare import Report, build_report
+from workloads.report.inputs import load_inputs, read_sweep
 from workloads.report.load_runs import is_load_run, load_csv, load_json, load_markdown, read_load_run
+from workloads.report.render import to_csv, to_json, to_markdown
 
 
-def render(runs: list[str], fmt: str = "md") -> str:
-    from workloads.report.compare import build_report
-    from workloads.report.render import to_csv, to_json, to_markdown
-    from workloads.report.inputs import load_inputs
+def sweep_report(path: str | Path) -> Report:
+    """One sweep folder's comparison: what ``ddtune report DIR`` prints for it, and what a sweep
+    prints when it ends."""
+    return build_report(read_sweep(Path(path)))
 
+
+def report_text(runs: list[str], fmt: str = "md") -> str:
     loads = [read_load_run(Path(r).expanduser()) for r in runs if is_load_run(Path(r).expanduser())]
     others = [r for r in runs if not is_load_run(Path(r).expanduser())]
     report = build_report(load_inputs(others)) if others else None

@@ -27,8 +27,8 @@ from typing import Protocol
 from backends.core.errors import UsageError
 from workloads.bench.matrix import BenchPlan
 from workloads.runs.attempts import begin_attempt, recording_end
-from workloads.search.events import (  # noqa: F401  (re-exported: readers name them from here too)
-    RoundFinished, RoundProgress, RoundStarted, SearchEvent, SearchFinished, SearchStarted,
+from workloads.search.events import (
+    RoundFinished, RoundStarted, SearchEvent, SearchFinished, SearchStarted,
 )
 from workloads.search.report import summarize
 from workloads.search.space import SearchSpace

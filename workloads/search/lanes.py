@@ -29,10 +29,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from backends.knobs.config import ServerConfig
-from workloads.search.engine import RoundPlan, Target, observations, round_sweep
+from workloads.search.engine import Target, observations, round_sweep
 from workloads.search.space import Point, SearchSpace
 from workloads.search.store import SearchStore
-from workloads.search.strategy import Observation
+from workloads.search.strategy import Observation, RoundPlan
 from workloads.sweep.lanes import LanePool, LaneSweep
 from workloads.sweep.plan import Slot
 

@@ -96,7 +96,7 @@ def decision_json(space: SearchSpace, d: Decision) -> dict:
 
 
 # --- text ------------------------------------------------------------------------------------
-def tok(est: Estimate | dict | None) -> str:
+def tok_text(est: Estimate | dict | None) -> str:
     if est is None:
         return "no data"
     data = est.to_json() if isinstance(est, Estimate) else est
@@ -152,10 +152,10 @@ def summary_lines(summary: dict) -> list[str]:
     if best is None:
         lines.append("search found no configuration that ran (see the failures above)")
     else:
-        lines.append(f"best: {best['label']}: {tok(best['tok_s'])} ({best['waves']} waves{_on(best)})")
+        lines.append(f"best: {best['label']}: {tok_text(best['tok_s'])} ({best['waves']} waves{_on(best)})")
         if rival is not None:
             verdict = "clear at 95%" if summary["clear"] else "not clear at 95%"
-            lines.append(f"  ahead of {rival['label']} ({tok(rival['tok_s'])}{_on(rival)}) by "
+            lines.append(f"  ahead of {rival['label']} ({tok_text(rival['tok_s'])}{_on(rival)}) by "
                          f"{pct(summary['margin'])}: {verdict}")
         if summary.get("fairness"):
             lines.append(f"  warning: {summary['fairness']}")

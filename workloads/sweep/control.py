@@ -16,7 +16,7 @@ from dataclasses import replace
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import knob_text
 from backends.server import ServerSession
-from workloads.sweep.engine import Applied
+from workloads.sweep.events import Applied
 from workloads.sweep.plan import SweepConfig
 
 # extra_args that turn speculation on; the baseline drops them (flag + value)

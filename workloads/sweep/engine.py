@@ -31,8 +31,8 @@ from workloads.grading.problems import load_problems
 from workloads.runs.provenance import host_provenance, server_provenance
 from workloads.runs.store import RunStore, mark_interrupted_runs
 from workloads.runs.attempts import begin_attempt, recording_end
-from workloads.sweep.events import (  # noqa: F401  (re-exported: the engine's public names)
-    Applied, CellFinished, EvalFinished, LosslessChecked, ServerApplied, ServerController, ServerPhaseChanged,
+from workloads.sweep.events import (
+    CellFinished, EvalFinished, LosslessChecked, ServerApplied, ServerController, ServerPhaseChanged,
     SlotFinished, SlotStarted, SweepEvent, SweepFinished, SweepStarted,
 )
 from workloads.sweep.lossless import check_slot

@@ -37,8 +37,8 @@ from backends.server import (
 from workloads.runs.store import mark_interrupted_runs
 from workloads.runs.attempts import begin_attempt
 from workloads.sweep.control import ManagedController
-from workloads.sweep.engine import Applied, SweepEngine, recording_outcome
-from workloads.sweep.events import LaneClosed, LaneEvent, LaneMoved, LanesStarted, SlotFinished, SweepStarted
+from workloads.sweep.engine import SweepEngine, recording_outcome
+from workloads.sweep.events import Applied, LaneClosed, LaneEvent, LaneMoved, LanesStarted, SlotFinished, SweepStarted
 from workloads.sweep.plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 

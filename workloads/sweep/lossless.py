@@ -22,7 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from backends.core.errors import DdtuneError
-from workloads.grading import lossless
+from workloads.grading.lossless import (baseline_doc, baseline_prompts, check_matches, compare_outputs,
+                                        read_baseline, record_outputs, write_baseline)
 from workloads.grading.problems import load_problems
 from workloads.sweep.plan import SweepConfig
 
@@ -40,17 +41,17 @@ async def check_slot(folder: Path, config: SweepConfig, url: str, api_key: str |
             if not config.baseline:
                 return {"status": "no baseline yet"}
             problems = load_problems()
-            items = lossless.prompts(problems, min(PROMPTS, len(problems)))
-            ident, outputs, unit = await lossless.record(url, api_key, items, MAX_TOKENS)
-            lossless.write_baseline(str(path), lossless.baseline_doc(ident, outputs, unit, MAX_TOKENS, url))
+            items = baseline_prompts(problems, min(PROMPTS, len(problems)))
+            ident, outputs, unit = await record_outputs(url, api_key, items, MAX_TOKENS)
+            write_baseline(str(path), baseline_doc(ident, outputs, unit, MAX_TOKENS, url))
             return {"status": "recorded", "baseline": FILE, "prompts": len(outputs), "max_tokens": MAX_TOKENS,
                     "unit": unit}
-        baseline = lossless.read_baseline(str(path))
+        baseline = read_baseline(str(path))
         items = [(o.id, o.prompt) for o in baseline.outputs]
-        ident, outputs, unit = await lossless.record(
+        ident, outputs, unit = await record_outputs(
             url, api_key, items, baseline.max_tokens,
-            admit=lambda ident: lossless.check_matches(baseline, ident["model"], items))
-        found = lossless.compare(baseline, outputs, unit)
+            admit=lambda ident: check_matches(baseline, ident["model"], items))
+        found = compare_outputs(baseline, outputs, unit)
     except (DdtuneError, OSError) as exc:
         return {"status": "error", "error": str(getattr(exc, "message", exc))}
     return {"status": "compared", "prompts": found["prompts"], "diverged": found["diverged"],
@@ -58,7 +59,7 @@ async def check_slot(folder: Path, config: SweepConfig, url: str, api_key: str |
             "max_tokens": found["max_tokens"], "unit": found["unit"]}
 
 
-def describe(result: dict) -> str:
+def describe_lossless(result: dict) -> str:
     """One line for the sweep's log; a divergence in capitals."""
     status = result.get("status")
     if status == "recorded":

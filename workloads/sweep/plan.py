@@ -132,12 +132,6 @@ class SweepPlan:
                    int(data.get("warmup_requests", 2)))
 
 
-def interleaved_pairs(a: SweepConfig, b: SweepConfig, rounds: int, bench: BenchPlan,
-                      eval_settings: EvalSettings | None = None) -> SweepPlan:
-    """The A/B plan: A B B A A B ... (serpentine), ``rounds`` runs of each."""
-    return SweepPlan((a, b), bench, rounds, eval_settings)
-
-
 @dataclass(frozen=True)
 class SlotRecord:
     """What one finished slot left: status ``done`` or ``failed`` (with ``reason``) and where its data is."""

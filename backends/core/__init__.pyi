@@ -1,0 +1,10 @@
+# The types of what backends.core offers (its __init__.py loads each module on first use).
+
+from backends.core.apikey import mask as mask, redact_argv as redact_argv, remember as remember
+from backends.core.datafile import loads as loads
+from backends.core.errors import (ConfigError as ConfigError, DdtuneError as DdtuneError, PortTaken as PortTaken,
+                                  ServerError as ServerError, TelemetryUnavailable as TelemetryUnavailable,
+                                  UsageError as UsageError)
+from backends.core.fields import url_problem as url_problem
+from backends.core.paths import (find_config as find_config, private_umask as private_umask, runs_dir as runs_dir,
+                                 state_dir as state_dir)

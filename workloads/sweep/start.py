@@ -1,0 +1,115 @@
+"""How a sweep begins: its folder and manifest (sweep.json), written one way for every caller.
+
+``ddtune sweep`` and ``ddtune ab`` (on the managed server or in parallel lanes) and the console's sweep
+screen all create a sweep here, and a knob search puts the same facts into its search.json
+(workloads.search.start). The manifest says where the measurements came from (config file, backend,
+model, host) and what the managed server ran before (``server_before``: its knobs, or null when none
+ran or when the sweep runs in lanes, whose servers start bare), so that the sweep, and a ``--resume``
+of it, returns the server there at the end. A sweep in lanes records its lane settings
+(``parallel``) so that ``--resume`` plans the same lanes again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from backends.knobs.config import ServerConfig
+from backends.machine.gpuset import parse_gpus
+from backends.record.lanes import Lane
+from workloads.runs.provenance import host_provenance
+from workloads.runs.store import new_run_folder
+from workloads.sweep.control import ManagedController
+from workloads.sweep.lanes import plan_lanes
+from workloads.sweep.plan import SweepPlan, SweepStore
+
+UNRECORDED = "unknown"  # server_before in a sweep older than the field: the controller finds out at its first start
+
+
+@dataclass(frozen=True)
+class LaneSettings:
+    """Parallel lanes as asked (``--parallel N --gpus LIST --gpus-per-server K``), and as a sweep's or
+    search's manifest records them (``parallel``), so that ``--resume`` plans the same lanes."""
+
+    parallel: int
+    gpus: tuple[str, ...] | None = None  # None: every GPU no other process uses
+    gpus_per_server: int = 1
+
+    @classmethod
+    def one_per_gpu(cls, gpus: tuple[str, ...]) -> LaneSettings:
+        """A server on each GPU named, beside the console's own (its sweep and search screens)."""
+        return cls(len(gpus), tuple(gpus), 1)
+
+    @classmethod
+    def resolve(cls, parallel: int | None, gpus: str | None, gpus_per_server: int | None,
+                manifest: dict | None = None) -> LaneSettings:
+        """The options given now (None: not given), each falling back to what the resumed sweep or
+        search recorded (``manifest``); ``parallel`` then defaults to as many servers as the GPUs
+        named make. A bad ``gpus`` raises UsageError naming --gpus."""
+        found = (manifest or {}).get("parallel")
+        recorded: dict = found if isinstance(found, dict) else {}
+        chosen = parse_gpus(gpus) if gpus is not None else None
+        if chosen is None and isinstance(recorded.get("gpus"), list):
+            chosen = tuple(str(g) for g in recorded["gpus"])
+        per_server = gpus_per_server or recorded.get("gpus_per_server") or 1
+        count = parallel or recorded.get("parallel")
+        if count is None:
+            count = max(1, len(chosen) // per_server) if chosen else 1
+        return cls(int(count), chosen, int(per_server))
+
+    def to_json(self) -> dict:
+        return {"parallel": self.parallel, "gpus": list(self.gpus) if self.gpus is not None else None,
+                "gpus_per_server": self.gpus_per_server}
+
+    async def plan(self, base: ServerConfig,
+                   note: Callable[[str], None] | None = None) -> tuple[list[Lane], list[str]]:
+        """The lanes (GPU sets, ports) for these settings: workloads.sweep.lanes.plan_lanes."""
+        return await plan_lanes(base, self.parallel, self.gpus, self.gpus_per_server, note=note)
+
+
+def ran_in_lanes(manifest: dict | None) -> bool:
+    """Whether the sweep or search this manifest describes ran in parallel lanes."""
+    return manifest is not None and isinstance(manifest.get("parallel"), dict)
+
+
+def origin(config: ServerConfig, before: ServerConfig | None, lanes: LaneSettings | None = None) -> dict:
+    """Where a sweep's or search's measurements come from, as its manifest records it."""
+    meta = {"config_source": config.source, "backend": config.backend, "model": config.model,
+            "host": host_provenance(), "server_before": None if before is None else {"knobs": before.knobs}}
+    if lanes is not None:
+        meta["parallel"] = lanes.to_json()
+    return meta
+
+
+def check_out_folder(out: str | Path | None) -> None:
+    """A new sweep's ``--out DIR``, checked before anything is planned or started (planning lanes may
+    stop lane servers): UsageError when DIR already records a sweep or is a file."""
+    if out:
+        new_run_folder(out, "sweep.json", "sweep")
+
+
+def start_sweep(plan: SweepPlan, config: ServerConfig, before: ServerConfig | None, *,
+                lanes: LaneSettings | None = None, out: str | Path | None = None, kind: str = "sweep") -> SweepStore:
+    """Create a sweep's folder (``out``, else runs/<time>-<kind>) and its manifest. ``before``: the config
+    the managed server ran when the sweep began (None: none ran, or the sweep runs in ``lanes``)."""
+    return SweepStore.create(plan, origin(config, before, lanes), out, kind)
+
+
+def begin_serial(plan: SweepPlan, controller: ManagedController, *, out: str | Path | None = None,
+                 kind: str = "sweep") -> SweepStore:
+    """A new sweep on the managed server: what it runs now is where the controller returns it at the
+    end, and the manifest records it (reads server.json: call it from a worker or the command)."""
+    running = controller.running_config()
+    controller.remember_before(running)
+    return start_sweep(plan, controller.base, running, out=out, kind=kind)
+
+
+def resume_serial(controller: ManagedController, out: str | Path | None, kind: str = "sweep") -> SweepStore:
+    """An interrupted sweep on the managed server (``out``, else the latest of its kind): the
+    controller returns the server to what it ran before the sweep first began."""
+    store = SweepStore.open(out, kind)
+    before = store.read().get("server_before", UNRECORDED)
+    if before != UNRECORDED:
+        controller.remember_before(before["knobs"] if isinstance(before, dict) else None)
+    return store
