@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from backends.knobs import KnobCheck, KnobValue, knob_text
-from backends.server.telemetry import History, TelemetrySample
+from backends.server import History, TelemetrySample
 from tui.views import GpuRow, GpuView, KnobRow
 
 GIB = float(2**30)

@@ -2,7 +2,8 @@
 secret, the user's files read one way, and a state dir it can trust.
 
 The face: the error hierarchy every command reports through; API keys remembered and masked in what
-is printed; a URL checked; the config file found; the state dir and its runs/, created private.
+is printed; a URL checked; the config file found; the state dir and its runs/, created private;
+ddtune's own version.
 """
 
 from backends.core.faces import lazy_face
@@ -14,4 +15,5 @@ __all__, __getattr__ = lazy_face(__name__, {
                              "UsageError"),
     "backends.core.fields": ("url_problem",),
     "backends.core.paths": ("find_config", "private_umask", "runs_dir", "state_dir"),
+    "backends.core.version": ("ddtune_version",),
 })

@@ -3,7 +3,7 @@
 Backends only do I/O for one kind of server (a process, a systemd unit, a URL). The safe restart
 sequence (stop, wait for port and GPU, launch, track, probe, verify) is the server's owner's
 (``backends.server.ServerSession``) and the same for all of them: where a driver differs, the owner
-reads a flag below (``backends.drivers.registry.flags`` gives them by name), never the class.
+reads a flag below (``backends.drivers.registry.driver_flags`` gives them by name), never the class.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The one table of drivers: ``[server] backend`` name -> driver class, and what each can do.
 
-Callers ask a driver's flags (``flags(name)``: can it start, stop, does it stop by unit, attach to
+Callers ask a driver's flags (``driver_flags(name)``: can it start, stop, does it stop by unit, attach to
 someone else's server, spawn its own process, own GPU memory, simulate) and never its class or its
 name: a new driver is one row here and one class, and no caller changes.
 """
@@ -46,7 +46,7 @@ class DriverFlags:
 NO_DRIVER = DriverFlags()
 
 
-def flags(name: str) -> DriverFlags:
+def driver_flags(name: str) -> DriverFlags:
     """The flags of the driver called ``name`` (NO_DRIVER for a name no driver has)."""
     driver = DRIVERS.get(name)
     return DriverFlags.of(driver) if driver is not None else NO_DRIVER
@@ -72,4 +72,5 @@ def alive(state: ServerState) -> bool:
     carrying the record's launch token. A record without a create time proves nothing: not alive."""
     if state.create_time is None or not is_running(state.pid, state.create_time):
         return False
-    return flags(state.backend).stops_by_unit or (state.pid is not None and carries_token(state.pid, state.token))
+    return driver_flags(state.backend).stops_by_unit or (state.pid is not None
+                                                          and carries_token(state.pid, state.token))

@@ -9,41 +9,29 @@
 
 Events are frozen, past-tense facts (PhaseChanged, LogBatch, Settled, ...). The record is a typed
 ``ServerState``: nobody outside this family reads server.json (an import contract guards its I/O,
-backends.server.record). Import from here, not from the family's modules.
+backends.server.record). Import from here, not from the family's modules. Like every family face,
+it loads a module when one of its names is first used (backends/core/faces.py); the stub beside it
+(__init__.pyi) types them.
 """
 
-from backends.drivers.registry import DriverFlags
-from backends.drivers.registry import flags as driver_flags
-from backends.record.laneports import MOVE_SEARCH, bind_clash, ephemeral_note, ephemeral_range, next_free_port
-from backends.record.lanes import Lane, assign_ports, port_owner_pid, record_move, save_lane
-from backends.record.state import ServerState
-from backends.server.events import (
-    AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, FatalSeen, LogBatch, NoteAdded,
-    PhaseChanged, PidChanged, SessionEvent, Settled, Stopped, Verified,
-)
-from backends.server.lane_gpu import LaneShare, LaneTree, lane_shares, lane_trees
-from backends.server.lanecontrol import stop_lane_servers
-from backends.server.lanes import LaneServer, lane_servers, live_lane_pids
-from backends.server.release import gpu_holders
-from backends.server.session import ServerSession
-from backends.server.snapshot import current_server, is_alive, launched_api_key, record_reason, recorded_server
-from backends.server.startup import WORK_PHASES, Progress, StartupHistory
-from backends.server.telemetry import History, TelemetrySample, TelemetryStream
+from backends.core.faces import lazy_face
 
-__all__ = [
-    # the owner and what it says
-    "ServerSession", "SessionEvent", "PhaseChanged", "NoteAdded", "LogBatch", "DecodeStats", "FatalSeen",
-    "PidChanged", "ConfigChanged", "Verified", "Settled", "Stopped", "CommandRefused", "AlarmRaised",
-    "AlarmCleared", "Progress", "WORK_PHASES", "StartupHistory",
-    # the record, read-only
-    "ServerState", "current_server", "recorded_server", "is_alive", "launched_api_key", "record_reason",
-    # drivers, as flags
-    "DriverFlags", "driver_flags",
-    # a parallel sweep's lanes
-    "Lane", "LaneServer", "lane_servers", "live_lane_pids", "stop_lane_servers", "save_lane", "record_move",
-    "assign_ports", "port_owner_pid", "MOVE_SEARCH", "bind_clash", "ephemeral_note", "ephemeral_range",
-    "next_free_port",
-    # GPU memory and telemetry
-    "TelemetryStream", "TelemetrySample", "History", "LaneTree", "LaneShare", "lane_trees", "lane_shares",
-    "gpu_holders",
-]
+__all__, __getattr__ = lazy_face(__name__, {
+    "backends.server.events": ("AlarmCleared", "AlarmRaised", "CommandRefused", "ConfigChanged", "DecodeStats",
+                               "FatalSeen", "LogBatch", "NoteAdded", "PhaseChanged", "PidChanged", "SessionEvent",
+                               "Settled", "Stopped", "Verified"),
+    "backends.server.lane_gpu": ("lane_shares", "lane_trees", "LaneShare", "LaneTree"),
+    "backends.server.lanecontrol": ("stop_lane_servers",),
+    "backends.server.lanes": ("lane_servers", "LaneServer", "live_lane_pids"),
+    "backends.server.release": ("gpu_holders",),
+    "backends.server.session": ("ServerSession",),
+    "backends.server.snapshot": ("current_server", "is_alive", "launched_api_key", "record_reason",
+                                 "recorded_server"),
+    "backends.server.startup": ("Progress", "StartupHistory", "StartupTracker", "WORK_PHASES"),
+    "backends.server.telemetry": ("History", "TelemetrySample", "TelemetryStream"),
+    "backends.drivers.registry": ("driver_flags", "DriverFlags"),
+    "backends.launch.process": ("port_owner",),
+    "backends.record.laneports": ("bind_clash", "ephemeral_note", "ephemeral_range", "MOVE_SEARCH", "next_free_port"),
+    "backends.record.lanes": ("assign_ports", "Lane", "port_owner_pid", "record_move", "save_lane"),
+    "backends.record.state": ("ServerState",),
+})

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from backends.core.errors import UsageError
 from backends.drivers.base import Backend
-from backends.drivers.registry import alive, driver_of, flags
+from backends.drivers.registry import alive, driver_of, driver_flags
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import knob_text
 from backends.launch.ownership import NotOurs, describe_stop
@@ -32,7 +32,7 @@ async def stop_for_restart(old: ServerState | None, driver: Backend, record: Rec
     still hold its port, the pids whose GPU memory the launch waits for)."""
     stopped: set[int] = set()
     gpu: set[int] = set()
-    if old is not None and flags(old.backend).spawns and old.pid is not None:
+    if old is not None and driver_flags(old.backend).spawns and old.pid is not None:
         stopper = driver_of(old, driver)
         if alive(old):
             for hook in before_stop:  # the console pauses its load: requests are cancelled, not failed
@@ -64,7 +64,7 @@ async def stop_for_down(state: ServerState | None, driver: Backend, record: Reco
     """Stop the recorded server (or what its dead leader left running) and clear its record; the
     returned state's ``reason`` says what was stopped. None when nothing was recorded. Raises NotOurs
     (the record set aside) when the record proves nothing, UsageError for a server ddtune attached to."""
-    if flags(state.backend).attaches if state is not None else driver.ATTACHES:
+    if driver_flags(state.backend).attaches if state is not None else driver.ATTACHES:
         url = state.url if state is not None else driver.config.base_url
         raise UsageError(f"cannot stop an endpoint server: ddtune only attaches to {url}, it did not start it",
                          hint="stop it where it runs; `ddtune down` stops servers ddtune started "
@@ -73,7 +73,7 @@ async def stop_for_down(state: ServerState | None, driver: Backend, record: Reco
         return None
     if not driver.CAN_STOP:
         await driver.stop(state)  # raises: cannot stop
-    if flags(state.backend).stops_by_unit:
+    if driver_flags(state.backend).stops_by_unit:
         await driver.stop(state)
         summary = f"stopped unit {state.unit or driver.config.unit}"
     else:

@@ -26,7 +26,7 @@ from typing import Any
 from backends.core.apikey import shown_argv
 from backends.core.errors import DdtuneError
 from backends.drivers.base import Backend
-from backends.drivers.registry import flags, make_backend
+from backends.drivers.registry import driver_flags, make_backend
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import LaunchPlan, plan_for_endpoint, plan_launch
 from backends.knobs.verify import verify
@@ -372,7 +372,7 @@ class ServerSession(EventHub):
                 self.log.stop()
                 self._emit(Stopped("the server was stopped by another ddtune"))
             return
-        if flags(state.backend).attaches:
+        if driver_flags(state.backend).attaches:
             return
         launched = old is None or (state.pid, state.started_at) != (old.pid, old.started_at)
         if launched:

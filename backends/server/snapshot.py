@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from backends.core.apikey import launched_key
-from backends.drivers.registry import alive, flags
+from backends.drivers.registry import alive, driver_flags
 from backends.record.state import ServerState
 from backends.server.record import load_state, save_state
 
@@ -31,7 +31,7 @@ def current_server(note: Note | None = None) -> ServerState | None:
 
 
 def as_it_stands(state: ServerState | None) -> ServerState | None:
-    if state is None or flags(state.backend).attaches:
+    if state is None or driver_flags(state.backend).attaches:
         return state
     if state.phase in ("ready", "starting") and not alive(state):
         return state.with_(phase="stale", reason=f"pid {state.pid} is no longer the server ddtune started")

@@ -7,7 +7,7 @@ import time
 import psutil
 import pytest
 
-from backends.drivers.registry import DRIVERS, NO_DRIVER, DriverFlags, alive, driver_of, flags, make_backend
+from backends.drivers.registry import DRIVERS, NO_DRIVER, DriverFlags, alive, driver_of, driver_flags, make_backend
 from backends.knobs.config import BACKENDS, ServerConfig
 from backends.record.state import ServerState
 
@@ -27,11 +27,11 @@ def test_every_backend_the_config_accepts_has_a_driver():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_flags_of_each_driver(name):
-    assert flags(name) == EXPECTED[name]
+    assert driver_flags(name) == EXPECTED[name]
 
 
 def test_a_name_no_driver_has_gets_no_flags():
-    assert flags("hand-edited") == NO_DRIVER and not any(vars(NO_DRIVER).values())
+    assert driver_flags("hand-edited") == NO_DRIVER and not any(vars(NO_DRIVER).values())
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -43,8 +43,7 @@ def run(args) -> int:
         _line(False, "state dir", f"{exc} (fix: set DDTUNE_STATE_DIR to a writable directory)")
 
     from backends.knobs import sglang_version
-    from backends.launch.process import port_owner
-    from backends.server import ServerSession, gpu_holders
+    from backends.server import ServerSession, gpu_holders, port_owner
 
     session = ServerSession(config, stream_log=False)  # reads only: its driver and the record as it stands
     driver = session.backend

@@ -31,7 +31,7 @@ def run(args) -> int:
 
     from backends.logs import AcceptanceWatch, DecodeBatch, SummaryBuilder, deprecation, read_log_lines
     from backends.core import UsageError
-    from backends.server.startup import StartupTracker
+    from backends.server import StartupTracker
 
     path = args.logfile
     if not os.path.exists(path):

@@ -1,0 +1,30 @@
+# The types of what backends.server offers (its __init__.py loads each module on first use).
+
+from backends.drivers.registry import driver_flags as driver_flags, DriverFlags as DriverFlags
+from backends.launch.process import port_owner as port_owner
+from backends.record.laneports import (bind_clash as bind_clash, ephemeral_note as ephemeral_note,
+                                       ephemeral_range as ephemeral_range, MOVE_SEARCH as MOVE_SEARCH,
+                                       next_free_port as next_free_port)
+from backends.record.lanes import (assign_ports as assign_ports, Lane as Lane, port_owner_pid as port_owner_pid,
+                                   record_move as record_move, save_lane as save_lane)
+from backends.record.state import ServerState as ServerState
+from backends.server.events import (AlarmCleared as AlarmCleared, AlarmRaised as AlarmRaised,
+                                    CommandRefused as CommandRefused, ConfigChanged as ConfigChanged,
+                                    DecodeStats as DecodeStats, FatalSeen as FatalSeen, LogBatch as LogBatch,
+                                    NoteAdded as NoteAdded, PhaseChanged as PhaseChanged, PidChanged as PidChanged,
+                                    SessionEvent as SessionEvent, Settled as Settled, Stopped as Stopped,
+                                    Verified as Verified)
+from backends.server.lane_gpu import (lane_shares as lane_shares, lane_trees as lane_trees, LaneShare as LaneShare,
+                                      LaneTree as LaneTree)
+from backends.server.lanecontrol import stop_lane_servers as stop_lane_servers
+from backends.server.lanes import (lane_servers as lane_servers, LaneServer as LaneServer,
+                                   live_lane_pids as live_lane_pids)
+from backends.server.release import gpu_holders as gpu_holders
+from backends.server.session import ServerSession as ServerSession
+from backends.server.snapshot import (current_server as current_server, is_alive as is_alive,
+                                      launched_api_key as launched_api_key, record_reason as record_reason,
+                                      recorded_server as recorded_server)
+from backends.server.startup import (Progress as Progress, StartupHistory as StartupHistory,
+                                     StartupTracker as StartupTracker, WORK_PHASES as WORK_PHASES)
+from backends.server.telemetry import (History as History, TelemetrySample as TelemetrySample,
+                                       TelemetryStream as TelemetryStream)
