@@ -66,15 +66,12 @@ def gpu_procs() -> dict[int, dict[int, int]]:
 
 
 def lane_servers(state: Path) -> dict[int, dict]:
-    out = {}
-    for path in sorted((state / "lanes").glob("*/server.json")):
-        try:
-            doc = json.loads(path.read_text())
-            lane = json.loads((path.parent / "lane.json").read_text())
-        except (OSError, ValueError):
-            continue
-        out[int(path.parent.name)] = {"pid": doc.get("pid"), "phase": doc.get("phase"), "gpus": lane.get("gpus")}
-    return out
+    """The lane servers ddtune recorded under ``state``, read through the server's face (the record's
+    codec), as any part of ddtune reads them."""
+    os.environ["DDTUNE_STATE_DIR"] = str(state)
+    from backends.server import lane_servers as recorded
+
+    return {s.index: {"pid": s.state.pid, "phase": s.state.phase, "gpus": list(s.gpus)} for s in recorded()}
 
 
 class Watch(threading.Thread):
