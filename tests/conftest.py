@@ -8,12 +8,21 @@ from tests.backends.lifecycle_support import groups  # noqa: F401  (fixture: kil
 from tests.backends.state_support import no_leftovers  # noqa: F401  (fixture: nothing a test's ddtune launched is left)
 
 
+@pytest.fixture(autouse=True)
+def _private_dirs(tmp_path, monkeypatch):
+    """Every test, and every process it starts, gets its own state dir and config home (neither made
+    until something writes it): a ddtune a test runs without naming them must not write runs into the
+    user's ~/.local/state/ddtune (the hostile bench/eval test did), read a config from ~/.config, or
+    meet another test's records there when tests run side by side (pytest -n)."""
+    monkeypatch.setenv("DDTUNE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+
+
 @pytest.fixture
-def state_dir(tmp_path, monkeypatch):
-    """A private DDTUNE_STATE_DIR for the test (and the processes it starts)."""
+def state_dir(tmp_path):
+    """The test's private DDTUNE_STATE_DIR (set for the test and the processes it starts), made."""
     path = tmp_path / "state"
     path.mkdir()
-    monkeypatch.setenv("DDTUNE_STATE_DIR", str(path))
     return path
 
 
