@@ -9,13 +9,20 @@ from tests.backends.state_support import no_leftovers  # noqa: F401  (fixture: n
 
 
 @pytest.fixture(autouse=True)
-def _private_dirs(tmp_path, monkeypatch):
-    """Every test, and every process it starts, gets its own state dir and config home (neither made
-    until something writes it): a ddtune a test runs without naming them must not write runs into the
-    user's ~/.local/state/ddtune (the hostile bench/eval test did), read a config from ~/.config, or
-    meet another test's records there when tests run side by side (pytest -n)."""
+def _hermetic_env(tmp_path, monkeypatch):
+    """What every test, and every process it starts, inherits:
+
+    - its own state dir and config home (neither made until something writes it): a ddtune a test runs
+      without naming them must not write runs into the user's ~/.local/state/ddtune (the hostile
+      bench/eval test did), read a config from ~/.config, or meet another test's records there when
+      tests run side by side (pytest -n);
+    - no COLUMNS or LINES: they override the real terminal size for every program that asks
+      (shutil.get_terminal_size, Rich), so a program in a tmux pane or pty would draw at their size.
+      pytest-xdist's workers have COLUMNS=80 LINES=24, and so may a user's shell."""
     monkeypatch.setenv("DDTUNE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture
