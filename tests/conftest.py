@@ -8,12 +8,28 @@ from tests.backends.lifecycle_support import groups  # noqa: F401  (fixture: kil
 from tests.backends.state_support import no_leftovers  # noqa: F401  (fixture: nothing a test's ddtune launched is left)
 
 
+@pytest.fixture(autouse=True)
+def _hermetic_env(tmp_path, monkeypatch):
+    """What every test, and every process it starts, inherits:
+
+    - its own state dir and config home (neither made until something writes it): a ddtune a test runs
+      without naming them must not write runs into the user's ~/.local/state/ddtune (the hostile
+      bench/eval test did), read a config from ~/.config, or meet another test's records there when
+      tests run side by side (pytest -n);
+    - no COLUMNS or LINES: they override the real terminal size for every program that asks
+      (shutil.get_terminal_size, Rich), so a program in a tmux pane or pty would draw at their size.
+      pytest-xdist's workers have COLUMNS=80 LINES=24, and so may a user's shell."""
+    monkeypatch.setenv("DDTUNE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture
-def state_dir(tmp_path, monkeypatch):
-    """A private DDTUNE_STATE_DIR for the test (and the processes it starts)."""
+def state_dir(tmp_path):
+    """The test's private DDTUNE_STATE_DIR (set for the test and the processes it starts), made."""
     path = tmp_path / "state"
     path.mkdir()
-    monkeypatch.setenv("DDTUNE_STATE_DIR", str(path))
     return path
 
 

@@ -30,6 +30,7 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import psutil
@@ -87,7 +88,7 @@ def token_holders(token: str) -> dict[int, float]:
     found with no record of its pid (the launching ddtune was killed before it wrote one)."""
     found: dict[int, float] = {}
     needle = f"{TOKEN_ENV}={token}".encode()
-    for proc in psutil.process_iter():
+    for proc in _live_processes():
         if proc.pid == os.getpid():
             continue
         try:
@@ -196,7 +197,7 @@ def owned(pid: int, pgid: int, create_time: float, token: str | None = None, *, 
             return Owned(pgid=pgid, leader=pid, leader_alive=False, pids={}, create_time=create_time,
                          token=token, proven=need)
     found: dict[int, float] = {}
-    for proc in psutil.process_iter():
+    for proc in _live_processes():
         if proc.pid == me:
             continue
         try:
@@ -218,6 +219,18 @@ def owned(pid: int, pgid: int, create_time: float, token: str | None = None, *, 
                 found[child.pid] = started_at
     return Owned(pgid=pgid, leader=pid, leader_alive=leader_alive, pids=found, create_time=create_time,
                  token=token, proven=need)
+
+
+def _live_processes() -> Iterator[psutil.Process]:
+    """Every live process, each read afresh. Not ``psutil.process_iter()``: it keeps the Process it
+    made for a pid from one call to the next, and once that pid is reused (pids wrap: pid_max is often
+    32768) the kept object still gives the old process's create time, so a survivor of ours looked
+    older than its server and was left running."""
+    for pid in psutil.pids():
+        try:
+            yield psutil.Process(pid)
+        except psutil.NoSuchProcess:
+            continue
 
 
 def _descendants(pid: int) -> list[psutil.Process]:

@@ -229,7 +229,7 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
     g.add_argument("--sim-fail-at", choices=PHASES, default=None,
                    help="Die during this startup phase with SGLang's fatal text.")
     g.add_argument("--sim-hang-at", choices=HANG_PHASES, default=None,
-                   help="Stop making progress in this phase (shutdown: ignore SIGTERM).")
+                   help="Stop making progress in this phase until SIGUSR1 (shutdown: ignore SIGTERM).")
     g.add_argument("--sim-drain-seconds", type=_positive_float, default=0.0,
                    help="After SIGTERM keep answering for this many seconds, then exit 0.")
     g.add_argument("--sim-children", type=int, default=0,

@@ -65,6 +65,7 @@ class Runner:
         self.log = LogWriter()
         self.children: list[subprocess.Popen] = []
         self.stop = asyncio.Event()
+        self.released = asyncio.Event()  # SIGUSR1: ends a --sim-hang-at load, capture or warmup hang
         self.gpu: object | None = None  # --sim-gpu-alloc-gib: the held allocation (backends.sim.gpualloc.Held)
 
     def spawn_children(self) -> None:
@@ -135,10 +136,12 @@ class Runner:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._on_signal)
         a = self.args
+        if a.hang_at is not None:  # before the first line: a test holds a phase as long as it needs
+            loop.add_signal_handler(signal.SIGUSR1, self.released.set)
         self.spawn_children()
         if a.gpu_alloc_gib:
             self.hold_gpu_memory(a.gpu_alloc_gib)
-        startup = Startup(a, self.log)
+        startup = Startup(a, self.log, self.released)
         try:
             if not await self._until_stopped(startup.load()):
                 self.stop_children()
@@ -171,7 +174,7 @@ class Runner:
         await asyncio.sleep(a.load_seconds * 0.05)
         self.log.access("127.0.0.1:40000", "GET", "/model_info", 200)
         if a.hang_at == "warmup":
-            await asyncio.Event().wait()
+            await self.released.wait()
         if a.fail_at == "warmup":
             self.log.info("Initialization failed. warmup error: Traceback (most recent call last):\n"
                           "  File \"/usr/local/lib/python3.12/dist-packages/sglang/srt/entrypoints/http_server.py\", "

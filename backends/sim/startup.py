@@ -3,7 +3,8 @@
 ``Startup.load()`` covers everything before the HTTP port opens (server args, weights, draft runner,
 KV cache, CUDA graphs, engine summary); ``Startup.after_bind()`` prints uvicorn's lines. Pacing
 splits ``--sim-load-seconds`` over the phases. Fatal faults print SGLang's text and raise
-:class:`StartupFailed`; hangs wait forever (signals still work).
+:class:`StartupFailed`; a hang waits until ``released`` is set (SIGUSR1, see runner.py), else
+forever (stop signals still work).
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ class StartupFailed(Exception):
 
 
 class Startup:
-    def __init__(self, args: SimArgs, log: LogWriter) -> None:
+    def __init__(self, args: SimArgs, log: LogWriter, released: asyncio.Event | None = None) -> None:
         self.args = args
         self.log = log
+        self.released = released or asyncio.Event()  # ends a --sim-hang-at hang
         self.timings: dict[str, float] = {}
         self.graph_s: dict[str, float] = {}  # CUDA graph capture seconds, by graph name
         self.avail = GPU_AVAIL_GB  # free GPU memory now, as the next line reports it
@@ -66,7 +68,7 @@ class Startup:
 
     async def hang_if(self, phase: str) -> None:
         if self.args.hang_at == phase:
-            await asyncio.Event().wait()
+            await self.released.wait()
 
     def server_args_line(self) -> str:
         a = self.args.server_args

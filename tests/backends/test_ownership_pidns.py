@@ -59,3 +59,20 @@ def test_up_over_a_forged_record_starts_without_signalling_anyone(tmp_path, case
     assert result["rc"] == 0, result["stderr"]
     assert "refusing to signal pid" in result["stderr"] and "ready" in result["stderr"]
     # the namespace's end killed the server this up started; nothing of it outlives the test
+
+
+def test_a_survivor_on_a_reused_pid_is_still_ours():
+    """psutil.process_iter() keeps the Process it made for a pid; once the pid was reused, that stale
+    object gave the old process's create time, and a dead server's child on that pid was not found
+    as a survivor (so `down` left it running). Possible wherever pids wrap (pid_max is 32768 on the
+    test machine); made certain here by handing the child the old pid (ns_last_pid)."""
+    unshare = shutil.which("unshare")
+    assert unshare, "these tests need unshare(1) (util-linux)"
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    out = subprocess.run([unshare, *user, "--pid", "--fork", "--mount-proc", sys.executable,
+                          str(SCRIPT.with_name("pidns_reused_pid.py")), str(REPO)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["child"] == result["old"], result  # the child really runs on the reused pid
+    assert result["survivors"] == result["holders"] == [result["child"]], result

@@ -84,6 +84,18 @@ def test_ddtree_and_old_release_lines(start_sim):
     assert "draft_window_size=None, compact_cache=False" in plain.text()
 
 
+@pytest.mark.parametrize("phase, holding", [("load", "Load weight begin."),
+                                            ("capture", "Capture target verify CUDA graph begin."),
+                                            ("warmup", '"GET /model_info HTTP/1.1" 200')])
+def test_a_hang_holds_its_phase_until_sigusr1_then_the_start_goes_on(start_sim, phase, holding):
+    """What a test uses to hold a phase as long as it needs (the sweep screen's lanes in loading-weights)."""
+    sim = start_sim(*DFLASH, "--sim-hang-at", phase, wait=None)
+    sim.wait_for(holding)
+    assert READY_LINE not in sim.text() and sim.proc.poll() is None
+    sim.signal(signal.SIGUSR1)
+    sim.wait_for(READY_LINE)
+
+
 def test_readiness_refused_then_models_before_health_then_ready(start_sim):
     sim = start_sim(*DFLASH, "--sim-hang-at", "capture", wait=None)
     sim.wait_for("Capture target verify CUDA graph begin.")

@@ -85,14 +85,22 @@ async def test_the_picker_shows_what_is_picked_without_colour():
 
 async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_path, groups, state_dir):
     import json
+    import os
+    import signal
 
     from textual.widgets import Input
 
     from tests.helpers import free_port_run
 
-    # lane ports below the ephemeral range (tests/helpers.py); lane servers slow enough to show loading-weights
-    app = app_for(tmp_path, port=free_port_run(4), extra=PHASED)
+    # Lane ports below the ephemeral range (tests/helpers.py). Every server here, the console's and the
+    # lanes', holds in loading-weights (--sim-hang-at load) until the test sends it SIGUSR1, so the lane
+    # table shows that phase however loaded the machine: a lane reads its log without a stream and
+    # reports its phase once per readiness poll, and a loaded poll slept through a 0.5 s start.
+    app = app_for(tmp_path, port=free_port_run(4), extra=(*PHASED, "--sim-hang-at", "load"))
     async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: panel(app).phase == "loading-weights", timeout=60, what="first loading")
+        groups.track_state()
+        os.kill(panel(app).pid, signal.SIGUSR1)
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
         state = groups.track_state()
         screen = SweepScreen(app.controller, ["b4-t4-w2048", "b8-t4-w2048"], contexts=[60], concurrency=[2],
@@ -111,11 +119,37 @@ async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_
         lanes = screen.query_one("#lanes", DataTable)
         status = screen.query_one("#status", Static)
         phases: set[str] = set()
+        loading: set = set()  # the lane rows that have shown loading-weights
+        # every phase the lane table is given, however briefly it stays there (a later note may follow it)
+        update_cell = lanes.update_cell
+
+        def record_phase(row_key, column_key, value, **kw):
+            if column_key == lanes.ordered_columns[3].key:
+                phases.add(str(value).split(" ")[0])
+                if str(value).startswith("loading-weights"):
+                    loading.add(row_key)
+            return update_cell(row_key, column_key, value, **kw)
+
+        lanes.update_cell = record_phase
+        lane_pids: set[int] = set()
+
+        def lane_servers() -> None:
+            for path in (state_dir / "lanes").glob("*/server.json"):
+                doc = json.loads(path.read_text())
+                groups.track(doc.get("pgid"))
+                lane_pids.add(doc["pid"])
+
+        def both_loading() -> bool:
+            lane_servers()
+            return len(loading) == 2
+
+        await wait_until(pilot, both_loading, timeout=90, what="both lane servers loading")
+        assert len(lane_pids) == 2 and state["pid"] not in lane_pids
+        for pid in lane_pids:
+            os.kill(pid, signal.SIGUSR1)
 
         def finished() -> bool:
-            for path in (state_dir / "lanes").glob("*/server.json"):
-                groups.track(json.loads(path.read_text()).get("pgid"))
-            phases.update(str(lanes.get_row_at(i)[3]).split(" ")[0] for i in range(lanes.row_count))
+            lane_servers()
             return "best overall" in str(status.render()) or "finished" in str(status.render())
 
         await wait_until(pilot, finished, timeout=120, what="the lane sweep to finish")

@@ -60,6 +60,12 @@ def graded(events):
     return [e for e in events if isinstance(e, RequestDone) and e.ok and e.verdict in GRADES]
 
 
+def after_resume(events):
+    """The events after the (first) LoadResumed; none before it."""
+    marks = [i for i, e in enumerate(events) if isinstance(e, LoadResumed)]
+    return events[marks[0] + 1:] if marks else []
+
+
 def test_stats_and_requests_cross_the_pipe_unchanged():
     stats = LoadStats(12.345678901234567, 32, 7, 101, 2, 54321, WindowStats(1.0, 1234.5678901234567, 3.1415926535, 4),
                       WindowStats(5.0, 987.654321, None, 40, approx=True), {"pass": 90, "fail": 11}, 3, True,
@@ -139,7 +145,9 @@ def test_pause_cancels_in_flight_and_resume_continues(start_sim, workers):
         await until(events, lambda s: sum(isinstance(e, StatsUpdated) for e in s) >= 3)  # paused for a while
         quiet.append(metrics(sim.url))
         load.resume()
-        resumed = await until(events, lambda s: len(graded(s)) >= 2)
+        # events sent before the resume reached the pipe first: ticks of the paused load, and grades of
+        # answers that were in before the pause (grading goes on while paused); then LoadResumed
+        resumed = await until(events, lambda s: len(graded(after_resume(s))) >= 2)
         await load.stop("stopped")
         rest = [event async for event in events]
         return first, paused, quiet, resumed, rest
@@ -152,7 +160,13 @@ def test_pause_cancels_in_flight_and_resume_continues(start_sim, workers):
     assert mark.stats.errors == 0 and all(not e.ok and e.detail.startswith("cancelled") for e in cancelled)
     # while paused the server has nothing running and gets nothing new
     assert quiet[1]["num_running_reqs"] == 0 and quiet[1]["num_requests_total"] == quiet[0]["num_requests_total"]
-    assert isinstance(resumed[0], LoadResumed) and not resumed[0].stats.paused
+    marks = [i for i, e in enumerate(resumed) if isinstance(e, LoadResumed)]
+    assert len(marks) == 1 and not resumed[marks[0]].stats.paused
+    # before it only what the paused load still said: paused ticks and late grades, no new request
+    late = resumed[:marks[0]]
+    assert all(isinstance(e, StatsUpdated) and e.stats.paused or isinstance(e, RequestDone) and e.ok
+               and e.verdict in GRADES for e in late), late
+    assert len(graded(after_resume(resumed))) >= 2  # the load continues: new requests graded after it
     everything = first + paused + resumed + rest
     assert not any(isinstance(e, RequestDone) and e.verdict == "error" for e in everything)
     assert isinstance(rest[-1], LoadStopped) and rest[-1].reason == "stopped"
