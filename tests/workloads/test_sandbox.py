@@ -1,9 +1,12 @@
 """The sandbox contains what generated code may do: loops, fork bombs, huge allocations, full disks,
 escapes. Each test runs in every mode (bwrap, unshare, the rlimit fallback) unless it says why not."""
 
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from backends.core.errors import ConfigError
 from backends.core.paths import problems_file
@@ -172,3 +175,30 @@ def test_a_checkout_inside_a_visible_root_shows_none_of_ddtune_s_packages(sandbo
     code = f"import os\ndef f():\n    return [os.path.exists(p) for p in {hidden + [str(REPO / 'README.md')]!r}]"
     result = run_tests(code, "f", [f"f() == {[False] * len(hidden) + [True]!r}"])
     assert result.verdict == "pass", result.detail
+
+
+_any_char = st.characters(categories=["Cs", "Cc", "L", "N", "P", "S", "Z"])  # lone surrogates, controls, astral
+_plain = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(_any_char),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(_plain)
+def test_the_childs_encoder_writes_what_json_dumps_writes(value):
+    """The child sends its results without importing json (sandbox_child.dumps); the trusted side
+    reads them with json: for every kind of plain data both give the same line, surrogates, NaN,
+    huge ints and control characters included."""
+    from workloads.grading.sandbox_child import dumps, plain
+
+    record = {"value": plain(value)}
+    assert dumps(record) == json.dumps(record, separators=(",", ":"))
+
+
+def test_the_childs_encoder_refuses_what_json_refuses():
+    from workloads.grading.sandbox_child import dumps
+
+    with pytest.raises(ValueError):  # past the int-to-str conversion limit, as json.dumps
+        dumps({"value": 10 ** 5000})
+    with pytest.raises(ValueError):
+        json.dumps({"value": 10 ** 5000})

@@ -28,7 +28,7 @@ Layers, outermost first:
 from __future__ import annotations
 
 import fcntl
-import json
+import marshal
 import os
 import select
 import selectors
@@ -148,12 +148,15 @@ class _Namespace:
         except OSError:  # a kernel without CONFIG_PROC_CHILDREN
             return [pid for pid, _, ppid, _ in _processes() if ppid == self.wrapper_pid]
 
-    def members(self) -> list[int]:
+    def members(self, among: list[int] | None = None) -> list[int]:
+        """Pids in the namespace, in pid order (its pid 1 first). ``among``: the only candidates (the run's
+        cgroup holds every process of the run; else all of /proc is read, a few hundred readlinks
+        on a busy host, every 50 ms of every graded answer)."""
         found = []
-        for entry in os.listdir("/proc"):
+        for pid in sorted(among) if among is not None else (int(e) for e in os.listdir("/proc") if e.isdigit()):
             try:
-                if entry.isdigit() and os.readlink(f"/proc/{entry}/ns/pid") == self.link:
-                    found.append(int(entry))
+                if os.readlink(f"/proc/{pid}/ns/pid") == self.link:
+                    found.append(pid)
             except OSError:
                 pass
         return found
@@ -207,7 +210,7 @@ def run_tests(code: str, function: str, tests: tuple[str, ...] | list[str],
                            "nproc": _nproc_limit(limits.max_procs) if workdir else _fresh_nproc(limits)}}
         group = _cgroup(found.kind, limits)
         try:
-            return _supervise(found.kind, json.dumps(task).encode(), checks, limits, workdir, group, start)
+            return _supervise(found.kind, marshal.dumps(task), checks, limits, workdir, group, start)
         finally:
             if group is not None:
                 sandbox_cgroup.remove(group)
@@ -297,7 +300,8 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
                 time.sleep(0.001)  # pid 1 appears within milliseconds; hold it before the answer runs
                 continue
             if polls % 5 == 0:
-                members = ns.members()[1:] if ns is not None else group_members(proc.pid)
+                among = sandbox_cgroup.processes(group) if group is not None else None
+                members = ns.members(among)[1:] if ns is not None else group_members(proc.pid)
                 peak = max(peak, len(members))
                 if len(members) > limits.max_procs:
                     stopped = "error", _too_many_processes(limits)
