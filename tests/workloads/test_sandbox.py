@@ -202,3 +202,24 @@ def test_the_childs_encoder_refuses_what_json_refuses():
         dumps({"value": 10 ** 5000})
     with pytest.raises(ValueError):
         json.dumps({"value": 10 ** 5000})
+
+
+def test_the_grader_sleeps_while_the_answer_runs(monkeypatch):
+    """Supervising an answer wakes the grader for its output, its exit and the watchdog's looks (every
+    50 ms, then 150 ms), not on a 10 ms poll, and never spins on a pipe whose writers have gone."""
+    import selectors
+
+    from workloads.grading import sandbox
+
+    timeouts: list[float | None] = []
+
+    class Counting(selectors.DefaultSelector):  # type: ignore[misc, valid-type]
+        def select(self, timeout=None):
+            timeouts.append(timeout)
+            return super().select(timeout)
+
+    monkeypatch.setattr(sandbox.selectors, "DefaultSelector", Counting)
+    code = "import time\ndef f():\n    time.sleep(1.5)\n    return 1"
+    assert run_tests(code, "f", ["f() == 1", "f() == 1"]).verdict == "pass"
+    assert len(timeouts) < 40  # 3 s of running at most ~25 looks, and a few outputs; a 10 ms poll woke ~150 times
+    assert sum(1 for t in timeouts if t is not None and t < 0.001) < 5  # no busy loop

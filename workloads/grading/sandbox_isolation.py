@@ -90,6 +90,14 @@ def _links() -> list[tuple[str, str]]:
             if os.path.islink(f"/{d}")]
 
 
+@functools.cache
+def _layout() -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """(roots, their ancestors, /lib-style links, hidden folders): the sandbox's view of this host,
+    the same for every answer this process grades (realpaths and site lookups, worked out once)."""
+    roots = _roots()
+    return tuple(roots), tuple(_ancestors(roots)), tuple(_links()), tuple(_hidden(roots))
+
+
 def as_root() -> bool:
     """Root builds the namespaces itself and then drops to an unprivileged id: a user namespace
     made by root maps the child back to host uid 0, whose owner permissions open /proc/sys."""
@@ -122,14 +130,14 @@ def bwrap_argv(bwrap: str, uid: int | None) -> list[str]:
             "--die-with-parent", "--new-session", "--clearenv"]
     argv += ["--cap-drop", "ALL"] if uid is None else []
     argv += ["--unshare-user", "--disable-userns"] if uid is None else []
-    roots = _roots()
-    for parent in _ancestors(roots):  # made 0755: bwrap copies a parent's mode, and /root is 0700
+    roots, ancestors, links, hidden = _layout()
+    for parent in ancestors:  # made 0755: bwrap copies a parent's mode, and /root is 0700
         argv += ["--perms", "0755", "--dir", parent]
     for root in roots:
         argv += ["--ro-bind", root, root]
-    for target, link in _links():
+    for target, link in links:
         argv += ["--symlink", target, link]
-    for path in _hidden(roots):
+    for path in hidden:
         argv += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--size", str(TMPFS_BYTES),
              "--perms", "1777", "--tmpfs", "/tmp", "--remount-ro", "/", "--chdir", "/tmp", "--"]
@@ -140,15 +148,15 @@ def unshare_argv(unshare: str, uid: int | None) -> list[str]:
     """util-linux only: the namespace's pid 1 is a shell that builds the root, pivots into it and
     runs the child (never exec'd, so the child is not an unkillable pid 1) through setpriv: to
     ``uid`` as root (no user namespace), else with every capability of its user namespace dropped."""
-    roots = _roots()
+    roots, _, links, hidden = _layout()
     q = shlex.quote
     lines = ["set -eu", f"mount -t tmpfs -o size={TMPFS_BYTES},mode=755,nosuid,nodev tmpfs /tmp", "cd /tmp",
              "mkdir -p proc dev tmp old"]
     for root in roots:
         lines += [f"mkdir -p .{q(root)}", f"mount --bind -o ro,nosuid,nodev {q(root)} .{q(root)}"]
-    for target, link in _links():
+    for target, link in links:
         lines.append(f"ln -s {q(target)} .{q(link)}")
-    for path in _hidden(roots):
+    for path in hidden:
         lines.append(f"mount -t tmpfs -o size=4k,ro,nosuid,nodev tmpfs .{q(path)}")
     for node in ("null", "zero", "random", "urandom"):
         lines += [f"touch dev/{node}", f"mount --bind /dev/{node} dev/{node}"]
