@@ -43,8 +43,8 @@ from backends.core.plaintext import plain
 from workloads.grading.checks import Check, parse_test
 from workloads.grading import sandbox_cgroup
 from workloads.grading.sandbox_judge import judge, signal_of
-from workloads.grading.sandbox_isolation import (Isolation, Protection, as_root, isolation, make_workdir, protections,
-                                                 run_argv, seccomp_hex, sweep_once, warn_if_weak)
+from workloads.grading.sandbox_isolation import (Isolation, Protection, as_root, child_code, isolation, make_workdir,
+                                                 protections, run_argv, seccomp_hex, sweep_once, warn_if_weak)
 
 __all__ = ["Isolation", "Protection", "SandboxLimits", "SandboxResult", "isolation", "protections", "run_tests"]
 MAX_RESULT_BYTES = 8 << 20
@@ -211,7 +211,7 @@ def run_tests(code: str, function: str, tests: tuple[str, ...] | list[str],
                            "nproc": _nproc_limit(limits.max_procs) if workdir else _fresh_nproc(limits)}}
         group = _cgroup(found.kind, limits)
         try:
-            return _supervise(found.kind, marshal.dumps(task), checks, limits, workdir, group, start)
+            return _supervise(found.kind, child_code() + marshal.dumps(task), checks, limits, workdir, group, start)
         finally:
             if group is not None:
                 sandbox_cgroup.remove(group)

@@ -1,4 +1,6 @@
-"""The code that runs inside the grading sandbox; the parent passes this file's text to ``python -I -S -c``.
+"""The code that runs inside the grading sandbox; the parent compiles this file once and sends it
+at the head of the child's stdin, which ``python -I -S -c CHILD_BOOT`` reads and runs
+(workloads/grading/sandbox_isolation.py).
 
 It only computes. It reads the task (the answer's code, the function name, the left-hand sides of
 the hidden tests, limits) from stdin, in ``marshal`` form, runs the answer, evaluates each left-hand

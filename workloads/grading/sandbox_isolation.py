@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import marshal
 import os
 import pwd
 import re
@@ -36,6 +37,9 @@ from workloads.grading.sandbox_seccomp import program as seccomp_program
 KINDS = ("bwrap", "unshare", "rlimit")
 TMPFS_BYTES = 64 << 20
 CHILD_SOURCE = Path(__file__).with_name("sandbox_child.py").read_text(encoding="utf-8")
+# The child's code reaches it compiled, at the head of its stdin: compiling sandbox_child.py under
+# ``-c`` cost each graded answer about as much CPU as the interpreter's start. This line reads it.
+CHILD_BOOT = "import marshal,sys;exec(marshal.loads(sys.stdin.buffer.read(int(sys.argv.pop(1)))))"
 TEMP_PREFIX = "ddtune-sandbox-"
 UID_BASE, UID_SPAN = 0x6DD00000, 1 << 20  # where a root grader's per-run uids come from
 _lock = threading.Lock()
@@ -196,10 +200,19 @@ class Facts:
     nested_userns_refused: bool
 
 
+@functools.cache
+def child_code() -> bytes:
+    """sandbox_child.py compiled once per process (``marshal``; the child runs this same interpreter):
+    what ``run_argv``'s command reads first on its stdin, before the task."""
+    return marshal.dumps(compile(CHILD_SOURCE, "<sandbox child>", "exec"))
+
+
 def run_argv(kind: str) -> tuple[list[str], dict[str, str]]:
-    """The command line up to the interpreter for one run, and its environment."""
+    """The command line up to the child's own arguments for one run, and its environment. The child's
+    stdin must begin with ``child_code()``."""
     uid = sandbox_uid() if as_root() and kind != "rlimit" else None
-    return [*wrapper(kind, uid), interpreter(), "-I", "-S", "-u", "-c", CHILD_SOURCE], wrapper_env(kind)
+    return ([*wrapper(kind, uid), interpreter(), "-I", "-S", "-u", "-c", CHILD_BOOT, str(len(child_code()))],
+            wrapper_env(kind))
 
 
 def _secret() -> str:
@@ -223,19 +236,20 @@ def facts(kind: str) -> Facts | str:
         return f"{' and '.join(missing)} not installed"
     argv, env = run_argv(kind)
     try:
-        done = subprocess.run([*argv, "facts", seccomp_hex(), _secret()], env=env, capture_output=True, text=True,
-                              timeout=20, stdin=subprocess.DEVNULL, umask=0o022, cwd="/")
+        done = subprocess.run([*argv, "facts", seccomp_hex(), _secret()], env=env, capture_output=True,
+                              timeout=20, input=child_code(), umask=0o022, cwd="/")
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run it: {exc}"
+    stdout, stderr = done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
     try:
-        seen = json.loads(done.stdout.strip().splitlines()[-1])
+        seen = json.loads(stdout.strip().splitlines()[-1])
         found = Facts(uid=int(seen["uid"]), no_capabilities=int(seen["cap_eff"], 16) == 0,
                       proc_sys_read_only=not seen["proc_sys_writable"], root_read_only=not seen["root_writable"],
                       seccomp=seen["seccomp"], nested_userns_refused=seen["unshare_user"] is False)
         if kind != "rlimit" and seen["own_files_visible"]:
             return f"ddtune's own files ({_secret()}, the hidden tests' answers) are visible inside it"
     except (ValueError, KeyError, IndexError, TypeError):
-        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        why = (stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return f"cannot run Python inside it: {why[:200]}"
     return found
 
