@@ -27,6 +27,7 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
+from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
@@ -62,12 +63,24 @@ def row_cells(row: dict[str, Any]) -> Cells:
             row.get("verdict") or "-")
 
 
+HEADER_WIDTHS = tuple(cell_len(header) for header, _ in COLUMNS)
+
+
+def text_widths(cells: Cells) -> tuple[int, ...]:
+    return tuple(len(text) if text.isascii() else cell_len(text) for text in cells)
+
+
 def column_widths(rows: list[Cells], width: int) -> tuple[int, ...]:
     """Each column's text width: its widest text (or header), one space either side, and the
     slack shared among the columns in proportion to their widths (each share rounded up, in
     order, from what is left: the table fills the box as a Rich ``Table(expand=True)`` did). Where
     that is wider than ``width``, the problem and then the verdict column are cut (to CUT_TO)."""
-    widths = [max([cell_len(header)] + [cell_len(cells[i]) for cells in rows]) for i, (header, _) in enumerate(COLUMNS)]
+    return fit_columns([text_widths(cells) for cells in rows], width)
+
+
+def fit_columns(rows: list[tuple[int, ...]], width: int) -> tuple[int, ...]:
+    """``column_widths`` from each row's text widths (``text_widths``, kept per row as it arrives)."""
+    widths = [max(column) for column in zip(HEADER_WIDTHS, *rows, strict=True)]
     over = sum(widths) + 2 * len(widths) - width
     for i, least in CUT_TO.items():
         cut = min(max(over, 0), widths[i] - least)
@@ -107,9 +120,11 @@ class RequestsTable(Widget, can_focus=True):
         super().__init__(**kwargs)
         self.rows: deque[dict[str, Any]] = deque(maxlen=max_rows)
         self._cells: deque[Cells] = deque(maxlen=max_rows)  # each row's texts, made once, beside it
+        self._widths: deque[tuple[int, ...]] = deque(maxlen=max_rows)  # and their widths
         self._added = self._flushed = 0  # rows added ever, and as of the last flush (newer ones wait for the next)
-        self._frame: tuple[tuple, list[dict[str, Any]], list[Cells], tuple[int, ...], bool, int] | None = None
+        self._frame: tuple[tuple, list[dict[str, Any]], list[Cells], tuple[int, ...], bool, int, Style] | None = None
         self._strips: LRUCache[tuple, Strip] = LRUCache(256)
+        self._painting: tuple[list[dict[str, Any]], list[Cells], tuple[int, ...], bool, int, Style] | None = None
         self.passed = 0
         self.total = 0
         self.sim_wrong: float | None = None  # on the simulator: its --sim-wrong-rate
@@ -133,7 +148,9 @@ class RequestsTable(Widget, can_focus=True):
             self.total += 1
             self.passed += verdict == "pass"
         self.rows.append(row)
-        self._cells.append(row_cells(row))
+        cells = row_cells(row)
+        self._cells.append(cells)
+        self._widths.append(text_widths(cells))
         self._added += 1
         self._dirty = True
 
@@ -173,9 +190,10 @@ class RequestsTable(Widget, can_focus=True):
             self.picked = shown[event.y - 1]
             self.refresh()
 
-    def _frame_now(self) -> tuple[list[dict[str, Any]], list[Cells], tuple[int, ...], bool, int]:
+    def _frame_now(self) -> tuple[list[dict[str, Any]], list[Cells], tuple[int, ...], bool, int, Style]:
         """What this draw shows: the rows, their texts, the columns, whether accept is ``n/a``, the
-        cursor's row; worked out once per flush, size, focus or cursor move, not per line."""
+        cursor's row and the base style; worked out once per flush, size, focus, cursor move or style
+        change, not per line (the base style walks every ancestor's styles)."""
         key = (self._flushed, self.size, self.has_focus, id(self.picked))
         if self._frame is None or self._frame[0] != key:
             fit = max(self.size.height - 1, 0)
@@ -186,12 +204,20 @@ class RequestsTable(Widget, can_focus=True):
             shown_cells = cells[max(upto - fit, 0):upto][::-1] if fit else []
             none = no_accept(shown)
             cursor = self._cursor(shown) if self.has_focus else -1
-            self._frame = (key, shown, shown_cells, column_widths(cells, self.size.width), none, cursor)
+            self._frame = (key, shown, shown_cells, fit_columns(list(self._widths), self.size.width), none, cursor,
+                           self.rich_style)
         return self._frame[1:]
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._painting = self._frame_now()  # once for the lines of this paint, not per line
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._painting = None
+
     def render_line(self, y: int) -> Strip:
-        shown, cells, widths, none, cursor = self._frame_now()
-        width, base = self.size.width, self.rich_style
+        shown, cells, widths, none, cursor, base = self._painting or self._frame_now()
+        width = self.size.width
         if y == 0:
             texts: Cells = tuple(header for header, _ in COLUMNS)  # type: ignore[assignment]
             key: tuple = ("header", widths, width, base)
@@ -238,3 +264,4 @@ class RequestsTable(Widget, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()  # the theme's colours are in the kept rows
+        self._frame = None
