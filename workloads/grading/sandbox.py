@@ -10,9 +10,10 @@ Layers, outermost first:
   through bubblewrap, else util-linux ``unshare``: a read-only interpreter and /usr, no network, a
   fresh /proc, an empty environment, a sized tmpfs as working directory, and no host directory to
   clean up. As root the child runs as a fresh unprivileged uid; as a user, in a user namespace. It
-  holds no capability and installs a seccomp filter (workloads/grading/sandbox_seccomp.py) before the answer
-  runs. The namespace's pid 1 is SIGKILLed after every run, so nothing it started (a ``setsid``
-  double fork included) outlives the run; ``--die-with-parent``/pdeathsig cover ddtune dying;
+  holds no capability and runs under a seccomp filter (workloads/grading/sandbox_seccomp.py), installed
+  by bwrap before the interpreter starts, else by the child itself before the answer runs. The
+  namespace's pid 1 is SIGKILLed after every run, so nothing it started (a ``setsid`` double fork
+  included) outlives the run; ``--die-with-parent``/pdeathsig cover ddtune dying;
 - limits for the whole answer: a cgroup (workloads/grading/sandbox_cgroup.py) caps the memory and the
   processes of all the answer's processes where one can be had; else the watchdog below sums the
   namespace's resident memory and counts its processes;
@@ -43,8 +44,9 @@ from backends.core.plaintext import plain
 from workloads.grading.checks import Check, parse_test
 from workloads.grading import sandbox_cgroup
 from workloads.grading.sandbox_judge import judge, signal_of
-from workloads.grading.sandbox_isolation import (Isolation, Protection, as_root, child_code, isolation, make_workdir,
-                                                 protections, run_argv, seccomp_hex, sweep_once, warn_if_weak)
+from workloads.grading.sandbox_isolation import (Isolation, Protection, as_root, child_code, child_filter, filter_fd,
+                                                 isolation, make_workdir, protections, run_argv, sweep_once,
+                                                 warn_if_weak)
 
 __all__ = ["Isolation", "Protection", "SandboxLimits", "SandboxResult", "isolation", "protections", "run_tests"]
 MAX_RESULT_BYTES = 8 << 20
@@ -203,18 +205,20 @@ def run_tests(code: str, function: str, tests: tuple[str, ...] | list[str],
     start = time.monotonic()
     workdir = make_workdir() if found.kind == "rlimit" else None
     try:
-        task = {"code": code, "function": function, "calls": [c.call for c in checks], "cwd": workdir,
-                "tripwire": audit and workdir is not None, "parent": os.getpid() if workdir else None,
-                "seccomp": seccomp_hex(),
-                "limits": {"cpu_s": limits.cpu_s, "memory_bytes": limits.memory_bytes,
-                           "file_bytes": limits.file_bytes, "open_files": limits.open_files,
-                           "nproc": _nproc_limit(limits.max_procs) if workdir else _fresh_nproc(limits)}}
-        group = _cgroup(found.kind, limits)
-        try:
-            return _supervise(found.kind, child_code() + marshal.dumps(task), checks, limits, workdir, group, start)
-        finally:
-            if group is not None:
-                sandbox_cgroup.remove(group)
+        with filter_fd(found.kind) as seccomp_fd:
+            task = {"code": code, "function": function, "calls": [c.call for c in checks], "cwd": workdir,
+                    "tripwire": audit and workdir is not None, "parent": os.getpid() if workdir else None,
+                    "seccomp": child_filter(seccomp_fd),
+                    "limits": {"cpu_s": limits.cpu_s, "memory_bytes": limits.memory_bytes,
+                               "file_bytes": limits.file_bytes, "open_files": limits.open_files,
+                               "nproc": _nproc_limit(limits.max_procs) if workdir else _fresh_nproc(limits)}}
+            group = _cgroup(found.kind, limits)
+            try:
+                return _supervise(found.kind, child_code() + marshal.dumps(task), checks, limits, workdir, group,
+                                  start, seccomp_fd)
+            finally:
+                if group is not None:
+                    sandbox_cgroup.remove(group)
     finally:
         if workdir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -251,7 +255,7 @@ def _rss(pids: list[int]) -> int:
 
 
 def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimits, workdir: str | None,
-               group: sandbox_cgroup.Cgroup | None, start: float) -> SandboxResult:
+               group: sandbox_cgroup.Cgroup | None, start: float, seccomp_fd: int | None) -> SandboxResult:
     stdin_r, stdin_w = os.pipe()
     results_r, results_w = os.pipe()
     try:
@@ -266,11 +270,12 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
             os.close(results_r)
             return SandboxResult("error", f"the answer is too large to grade ({len(task)} bytes)", "",
                                  time.monotonic() - start)
-        argv, env = run_argv(kind)
+        argv, env = run_argv(kind, seccomp_fd)
         argv = [*(sandbox_cgroup.enter_argv(group) if group else []), *argv, str(results_w)]
+        passed = (results_w,) if seccomp_fd is None else (results_w, seccomp_fd)
         try:
             proc = subprocess.Popen(argv, cwd=workdir or "/", stdin=stdin_r, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, pass_fds=(results_w,), start_new_session=True,
+                                    stderr=subprocess.STDOUT, pass_fds=passed, start_new_session=True,
                                     env=clean_env(workdir) if workdir else env, umask=0o022)
         except OSError:
             os.close(results_r)

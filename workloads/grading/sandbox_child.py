@@ -154,6 +154,23 @@ def confine(program_hex):
     return None
 
 
+def filtered():
+    """A seccomp filter holds this process (bwrap installed it before the interpreter started)."""
+    try:
+        with open("/proc/self/status") as fh:
+            return any(line.split()[:2] == ["Seccomp:", "2"] for line in fh)
+    except OSError:
+        return False
+
+
+def filter_state(program_hex):
+    """None when the filter holds; else why not. ``wrapper``: bwrap installed it, check; a program:
+    install it here (ctypes); empty: there is none for this machine."""
+    if program_hex == "wrapper":
+        return None if filtered() else "the sandbox's wrapper installed no filter"
+    return confine(program_hex) if program_hex else "no filter for this machine"
+
+
 def facts(program_hex, own_dir):
     """What the sandbox looks like from inside, for the trusted side's probe (``ddtune doctor``)."""
     with open("/proc/self/status") as fh:
@@ -162,7 +179,7 @@ def facts(program_hex, own_dir):
     out = {"uid": os.getuid(), "cap_eff": field.get("CapEff", "?"),
            "proc_sys_writable": os.access("/proc/sys/kernel/core_pattern", os.W_OK),
            "root_writable": os.access("/", os.W_OK), "own_files_visible": os.path.exists(own_dir)}
-    out["seccomp"] = confine(program_hex) if program_hex else "no filter for this machine"
+    out["seccomp"] = filter_state(program_hex)
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
@@ -207,9 +224,9 @@ def main():
     if limits.get("nproc"):
         setlimit(resource.RLIMIT_NPROC, limits["nproc"])
     if task.get("seccomp"):
-        why = confine(task["seccomp"])
+        why = filter_state(task["seccomp"])
         if why is not None:
-            stop({"error": "sandbox: cannot install the seccomp filter: " + why})
+            stop({"error": "sandbox: no seccomp filter: " + why})
     if task.get("tripwire"):
         tripwire(os.path.realpath(os.getcwd()))
     try:
