@@ -44,9 +44,9 @@ from backends.core.plaintext import plain
 from workloads.grading.checks import Check, parse_test
 from workloads.grading import sandbox_cgroup
 from workloads.grading.sandbox_judge import judge, signal_of
-from workloads.grading.sandbox_isolation import (Isolation, Protection, as_root, child_code, child_filter, filter_fd,
-                                                 isolation, make_workdir, protections, run_argv, sweep_once,
-                                                 warn_if_weak)
+from workloads.grading.sandbox_isolation import (Isolation, Protection, as_root, child_code, isolation, make_workdir,
+                                                 protections, run_argv, sweep_once, warn_if_weak)
+from workloads.grading.sandbox_seccomp import child_filter, filter_fd
 
 __all__ = ["Isolation", "Protection", "SandboxLimits", "SandboxResult", "isolation", "protections", "run_tests"]
 MAX_RESULT_BYTES = 8 << 20

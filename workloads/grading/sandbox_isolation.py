@@ -12,7 +12,6 @@ forces one (tests use it to cover every mode).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import marshal
@@ -28,13 +27,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from backends.core.errors import ConfigError
 from backends.core.paths import package_dirs, problems_file
-from workloads.grading.sandbox_seccomp import program as seccomp_program
+from workloads.grading.sandbox_seccomp import child_filter, filter_fd
 
 KINDS = ("bwrap", "unshare", "rlimit")
 TMPFS_BYTES = 64 << 20
@@ -220,43 +218,10 @@ def run_argv(kind: str, seccomp_fd: int | None = None) -> tuple[list[str], dict[
              str(len(child_code()))], wrapper_env(kind))
 
 
-@contextlib.contextmanager
-def filter_fd(kind: str) -> Iterator[int | None]:
-    """The read end of a pipe that holds the seccomp filter, for bwrap to install (``--seccomp``)
-    just before it runs the command, so the filter holds from the interpreter's first instruction
-    and the child need not import ctypes to install it (a tenth of a graded answer's CPU). None
-    for the other kinds (the child installs the filter itself) and where there is no filter."""
-    program = seccomp_program()
-    if kind != "bwrap" or program is None:
-        yield None
-        return
-    read, write = os.pipe()
-    try:
-        os.write(write, program)  # a few hundred bytes: well within a pipe's buffer
-        os.close(write)
-        write = -1
-        yield read
-    finally:
-        if write >= 0:
-            os.close(write)
-        os.close(read)
-
-
-def child_filter(seccomp_fd: int | None) -> str:
-    """The task's ``seccomp`` field: ``wrapper`` (bwrap installed it; the child checks that it holds),
-    else the filter for the child to install (hex; empty where there is none)."""
-    return "wrapper" if seccomp_fd is not None else seccomp_hex()
-
-
 def _secret() -> str:
     """What the probe must not find inside a namespace sandbox: the hidden tests' answers. A file
     inside one of the covered folders (a covered folder itself still exists, empty)."""
     return str(problems_file())
-
-
-@functools.cache
-def seccomp_hex() -> str:
-    return (seccomp_program() or b"").hex()
 
 
 @functools.cache
