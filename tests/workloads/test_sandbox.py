@@ -170,6 +170,7 @@ def test_a_checkout_inside_a_visible_root_shows_none_of_ddtune_s_packages(sandbo
     # hidden tests' answers. The checkout's README stays visible: the root really was mounted.
     roots = sandbox_isolation._roots
     monkeypatch.setattr(sandbox_isolation, "_roots", lambda: roots() + [str(REPO)])
+    monkeypatch.setattr(sandbox_isolation, "_layout", sandbox_isolation._layout.__wrapped__)  # not the kept one
     hidden = [str(problems_file()), str(REPO / "presets" / "flavours.toml"), str(REPO / "tui" / "cli.py"),
               str(REPO / "workloads" / "grading" / "sandbox_child.py"), str(REPO / "backends" / "core" / "paths.py")]
     code = f"import os\ndef f():\n    return [os.path.exists(p) for p in {hidden + [str(REPO / 'README.md')]!r}]"
