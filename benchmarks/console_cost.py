@@ -4,14 +4,17 @@
     python benchmarks/console_cost.py --cmd "top -d 1"                  # any program
     python benchmarks/console_cost.py --cmd "python -m tests.e2e.standin_app --log-rate 50"
     python benchmarks/console_cost.py --duration 600 --rss-every 30     # the 10-minute RSS flatness run
+    python benchmarks/console_cost.py --rows                            # and which screen rows the bytes went to
 
 The program runs in its own session on a real pty of --size (TIOCSWINSZ) whose other end this script
 drains as fast as it writes, counting every byte (the terminal replies to no queries). After --settle
 seconds, for --duration seconds it measures: CPU time of the whole tree (every live process's user+system
 plus what it reaped from children) over wall time, as % of one core, both for the program alone and the
 tree; bytes/s written to the terminal; RSS of the tree at start, end, and its maximum (sampled every
---rss-every seconds when given). Then it stops the process group (SIGTERM, then SIGKILL after 5 s) and
-any descendant that left the group, and prints the figures next to reference figures for comparison.
+--rss-every seconds when given); with --rows, the bytes/s written to each screen row (after each cursor
+move to it), the busiest first: what repaints when nothing should. Then it stops the process group
+(SIGTERM, then SIGKILL after 5 s) and any descendant that left the group, and prints the figures next
+to reference figures for comparison.
 Figures only: nothing here is asserted anywhere.
 """
 
@@ -22,6 +25,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import select
 import shlex
 import signal
@@ -70,6 +74,7 @@ class Cost:
     rss_max: int
     processes_end: int
     rss_series: tuple[tuple[float, int], ...]  # (seconds into the window, RSS bytes)
+    rows: tuple[tuple[int, int], ...] = ()  # --rows: (screen row, bytes written to it), the most first
 
 
 class ProgramEnded(RuntimeError):
@@ -95,6 +100,7 @@ class PtyProgram:
         self.root = psutil.Process(pid)
         self.bytes = 0
         self.tail = b""
+        self.kept: bytearray | None = None  # everything read while not None (measure(rows=True))
         self.status: int | None = None
         self._tree: dict[int, psutil.Process] = {pid: self.root}
 
@@ -120,6 +126,8 @@ class PtyProgram:
             data = b""
         self.bytes += len(data)
         self.tail = (self.tail + data)[-4096:]
+        if self.kept is not None:
+            self.kept += data
         return bool(data)
 
     def _reaped(self) -> bool:
@@ -174,6 +182,21 @@ class PtyProgram:
         os.close(self.fd)
 
 
+_MOVE = re.compile(rb"\x1b\[(\d+)(?:;\d+)?H")  # CSI row;col H: the cursor moves to a row
+
+
+def written_rows(data: bytes) -> dict[int, int]:
+    """Bytes written to each screen row (1-based): what follows a cursor move to it, up to the
+    next move (row 0: before the first move). Each repaint of a row costs it its bytes again."""
+    rows: dict[int, int] = {}
+    row, at = 0, 0
+    for move in _MOVE.finditer(data):
+        rows[row] = rows.get(row, 0) + move.start() - at
+        row, at = int(move.group(1)), move.end()
+    rows[row] = rows.get(row, 0) + len(data) - at
+    return {r: n for r, n in rows.items() if n}
+
+
 def _signal_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
@@ -182,10 +205,12 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 def measure(program: PtyProgram, settle: float, duration: float, rss_every: float, size: str,
-            report=print) -> Cost:
+            report=print, rows: bool = False) -> Cost:
     program.drain(settle)
     first = program.sample()
     counted_from = program.bytes
+    if rows:
+        program.kept = bytearray()
     series = [(0.0, first.rss)]
     end_at = first.at + duration
     while (now := time.monotonic()) < end_at:
@@ -205,7 +230,9 @@ def measure(program: PtyProgram, settle: float, duration: float, rss_every: floa
                 cpu_pct_tree=100 * (last.cpu_tree - first.cpu_tree) / wall,
                 bytes_total=written, bytes_per_s=written / wall,
                 rss_start=first.rss, rss_end=last.rss, rss_max=max(rss for _, rss in series),
-                processes_end=last.processes, rss_series=tuple((round(t, 1), r) for t, r in series))
+                processes_end=last.processes, rss_series=tuple((round(t, 1), r) for t, r in series),
+                rows=tuple(sorted(written_rows(bytes(program.kept)).items(), key=lambda rb: (-rb[1], rb[0])))
+                if program.kept is not None else ())
 
 
 def table(cost: Cost) -> str:
@@ -222,6 +249,9 @@ def table(cost: Cost) -> str:
              f"  RSS of the tree (MiB): start {cost.rss_start / mib:.1f}, end {cost.rss_end / mib:.1f}, "
              f"max {cost.rss_max / mib:.1f}  (growth {(cost.rss_end - cost.rss_start) / mib:+.1f})",
              "  references: reference/field.md, an H200 box, 200x50 pty, 30 s"]
+    if cost.rows:
+        rows += ["", "  bytes/s by screen row (the busiest 12; row 0: before any cursor move):"]
+        rows += [f"    row {row:3d}  {n / cost.duration_s:10.0f}" for row, n in cost.rows[:12]]
     return "\n".join(rows)
 
 
@@ -271,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra environment for the program (repeatable)")
     parser.add_argument("--cwd", default=REPO, help="working directory (default: this checkout)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    parser.add_argument("--rows", action="store_true",
+                        help="also count the bytes written to each screen row (what repaints)")
     args = parser.parse_args(argv)
     command = shlex.split(args.cmd)
     if not command:
@@ -282,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     say(f"running {args.cmd!r} on a {cols}x{rows} pty: settle {args.settle:g} s, then {args.duration:g} s")
     program = PtyProgram(command, cols, rows, env, args.cwd)
     try:
-        cost = measure(program, args.settle, args.duration, args.rss_every, f"{cols}x{rows}", report=say)
+        cost = measure(program, args.settle, args.duration, args.rss_every, f"{cols}x{rows}", report=say,
+                       rows=args.rows)
     except ProgramEnded as exc:
         print(f"console_cost: {exc}", file=sys.stderr)
         return 1

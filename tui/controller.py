@@ -184,8 +184,8 @@ class ConsoleController:
         if state and state.phase == "failed":
             fatal = fatal or (state.reason or "").split("\n")[0]
         uptime = time.time() - state.ready_at if state and state.ready_at and phase == "ready" else None
-        if uptime is not None and uptime >= 60:
-            uptime = uptime // 60 * 60  # whole minutes once past the first: the panel redraws once a minute
+        if uptime is not None:
+            uptime = max(uptime, 0.0) // 60 * 60  # whole minutes (0: under one): the panel redraws once a minute
         pid = (state.pid if state else None) or (progress.pid if progress else None)
         return ServerView(
             backend=self.config.backend, simulated=self.simulated, attached=session.backend.ATTACHES,
@@ -239,7 +239,7 @@ class ConsoleController:
     # --- telemetry --------------------------------------------------------------------------
     async def _telemetry(self) -> None:
         from backends.server import TelemetryStream, lane_trees
-        from tui.adapters import gpu_view
+        from tui.adapters import SteadyFigures, gpu_view
 
         def server_ref():
             state = self.session.state
@@ -247,9 +247,13 @@ class ConsoleController:
 
         stream = TelemetryStream(server=server_ref, interval=1.0,
                                  lanes=lambda: lane_trees(note=lambda _: None))  # a corrupt record: down/up say so
+        steady, shown = SteadyFigures(), None
         try:
             async for sample in stream:
-                self.post(m.GpuSampled(gpu_view(sample, stream.history)))
+                view = gpu_view(sample, stream.history, steady)
+                if view != shown:  # an idle machine's sample often shows nothing new: send nothing then
+                    shown = view
+                    self.post(m.GpuSampled(view))
         finally:
             stream.close()
 

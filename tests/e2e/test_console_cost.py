@@ -102,3 +102,18 @@ def test_bad_arguments_name_the_option(capsys):
         else:
             raise AssertionError(f"{argv} was accepted")
         assert words in capsys.readouterr().err
+
+
+def test_rows_counts_the_bytes_written_to_each_screen_row(capsys):
+    from benchmarks.console_cost import written_rows
+
+    assert written_rows(b"hi\x1b[3;1Hhello\x1b[5;10Hworld!\x1b[3Hab") == {0: 2, 3: 7, 5: 6}
+    assert written_rows(b"") == {}
+    # a program that rewrites row 4 five times a second and row 9 once
+    code = ("import os, time\nos.write(1, b'\\x1b[9;1H' + b'x' * 50)\n"
+            "while True:\n    os.write(1, b'\\x1b[4;2H' + b'y' * 10)\n    time.sleep(0.2)")
+    cmd = shlex.join([sys.executable, "-c", code])
+    assert main(["--cmd", cmd, "--settle", "0.5", "--duration", "1.5", "--rows", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = dict(doc["rows"])
+    assert list(rows) == [4] and rows[4] % 10 == 0 < rows[4]  # only row 4 repaints; row 9 was written before

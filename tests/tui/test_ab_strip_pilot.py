@@ -28,11 +28,13 @@ def strip_text(app, width=None, height=None) -> str:
 
 
 def rendered(app, widget) -> str:
-    """What a widget's render() draws, as plain text at its width."""
+    """What a widget draws, as plain text at its width (line by line for a line-API widget)."""
     from rich.console import Console
 
     import io
 
+    if isinstance(widget, RequestsTable):
+        return "\n".join(widget.render_line(y).text for y in range(widget.size.height))
     console = Console(width=max(widget.size.width, 40), record=True, file=io.StringIO())
     console.print(widget.render())
     return console.export_text()

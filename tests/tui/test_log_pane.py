@@ -258,3 +258,33 @@ async def test_end_reaches_the_tail_while_lines_keep_coming():
         await pilot.pause()
         assert pane.follow and pane.scroll_y == pane.max_scroll_y
         assert pane.lines[-1] == f"{T} line 0099"
+
+
+async def test_the_main_screen_scrolls_the_log_at_most_once_a_tick(monkeypatch):
+    """Batches every 0.25 s would scroll (repaint) the whole pane four times a second: the main
+    screen shows a quiet log's first line at once and holds the rest for its tick or a phase change."""
+    from tui.screens import main as main_screen
+    from tui.views import ServerView
+
+    monkeypatch.setattr(DdtuneApp, "TICK_S", 3600.0)  # this test ticks by hand
+    monkeypatch.setattr(main_screen, "LOG_EVERY_S", 3600.0)  # and no second is quiet enough
+    app = DdtuneApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane = app.main.log_pane
+        app.main.post_message(m.LogLinesRead(numbered(1)))
+        await pilot.pause()
+        assert pane.lines == (f"{T} line 0000",)  # the first line of a quiet log: at once
+        for start in (1, 2, 3):
+            app.main.post_message(m.LogLinesRead(numbered(1, start=start)))
+        await pilot.pause()
+        assert pane.line_count == 1  # held
+        app.main.tick(1)
+        assert pane.lines[-1] == f"{T} line 0003" and pane.line_count == 4  # the tick shows them, in order
+        app.main.post_message(m.LogLinesRead(numbered(2, start=4)))
+        app.main.post_message(m.ServerChanged(ServerView(phase="ready")))
+        await pilot.pause()
+        assert pane.lines[-1] == f"{T} line 0005"  # the lines that led to a new phase come with it
+        app.main.post_message(m.LogLinesRead(numbered(1, start=6)))
+        app.main.post_message(m.ConfigMarked(1.0, "window 2048 -> 1024"))
+        await pilot.pause()
+        assert pane.lines[-2:] == (f"{T} line 0006", "--- ddtune: plot marker #1 window 2048 -> 1024")

@@ -141,3 +141,36 @@ def test_report_labels_the_counters_acceptance_and_claims_no_per_request_interva
     csv_text = run_ddtune("report", str(out), "--format", "csv").stdout
     rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert rows and rows[0]["acceptance_source"] == "counters"
+
+
+def test_load_on_0523_stops_reading_metrics_once_the_requests_carry_acceptance(start_sim, state_dir):
+    """Requests with their own spec fields are the figure: the engine reads /metrics at the start and
+    on the ticks before the first of them finished, never after (each read costs the server a page)."""
+    import asyncio
+
+    from workloads.client.stream import StreamingClient
+    from workloads.grading.problems import load_problems
+    from workloads.live.load import LoadEngine, RequestFinished, StatsUpdated
+
+    sim = start_sim(*SPEC, *FAST, "--enable-metrics")
+    ticks: list[str] = []  # "tick" per StatsUpdated, "done" at the first finished request
+
+    def on_event(event) -> None:
+        if isinstance(event, StatsUpdated):
+            ticks.append("tick")
+        elif isinstance(event, RequestFinished) and "done" not in ticks:
+            ticks.append("done")
+
+    async def run():
+        async with StreamingClient(sim.url, concurrency=2) as client:
+            engine = LoadEngine(client, load_problems(), concurrency=2, max_tokens=32, grade=False,
+                                on_event=on_event, roll_s=1.0)
+            return await engine.run(4.5)
+
+    stats = asyncio.run(run())
+    assert stats.accept_source == "request" and stats.acceptance > 1
+    before = ticks.index("done")  # ticks before the first request finished (each read /metrics)
+    after = len(ticks) - before - 1
+    assert after >= 3  # ticks that would each have read /metrics
+    reads = sim.text().count('"GET /metrics HTTP/1.1"')
+    assert 1 <= reads <= 1 + before + 1  # the start, the ticks before, and at most one under way then

@@ -1,9 +1,12 @@
 """The sandbox contains what generated code may do: loops, fork bombs, huge allocations, full disks,
 escapes. Each test runs in every mode (bwrap, unshare, the rlimit fallback) unless it says why not."""
 
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from backends.core.errors import ConfigError
 from backends.core.paths import problems_file
@@ -167,8 +170,57 @@ def test_a_checkout_inside_a_visible_root_shows_none_of_ddtune_s_packages(sandbo
     # hidden tests' answers. The checkout's README stays visible: the root really was mounted.
     roots = sandbox_isolation._roots
     monkeypatch.setattr(sandbox_isolation, "_roots", lambda: roots() + [str(REPO)])
+    monkeypatch.setattr(sandbox_isolation, "_layout", sandbox_isolation._layout.__wrapped__)  # not the kept one
     hidden = [str(problems_file()), str(REPO / "presets" / "flavours.toml"), str(REPO / "tui" / "cli.py"),
               str(REPO / "workloads" / "grading" / "sandbox_child.py"), str(REPO / "backends" / "core" / "paths.py")]
     code = f"import os\ndef f():\n    return [os.path.exists(p) for p in {hidden + [str(REPO / 'README.md')]!r}]"
     result = run_tests(code, "f", [f"f() == {[False] * len(hidden) + [True]!r}"])
     assert result.verdict == "pass", result.detail
+
+
+_any_char = st.characters(categories=["Cs", "Cc", "L", "N", "P", "S", "Z"])  # lone surrogates, controls, astral
+_plain = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(_any_char),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(_plain)
+def test_the_childs_encoder_writes_what_json_dumps_writes(value):
+    """The child sends its results without importing json (sandbox_child.dumps); the trusted side
+    reads them with json: for every kind of plain data both give the same line, surrogates, NaN,
+    huge ints and control characters included."""
+    from workloads.grading.sandbox_child import dumps, plain
+
+    record = {"value": plain(value)}
+    assert dumps(record) == json.dumps(record, separators=(",", ":"))
+
+
+def test_the_childs_encoder_refuses_what_json_refuses():
+    from workloads.grading.sandbox_child import dumps
+
+    with pytest.raises(ValueError):  # past the int-to-str conversion limit, as json.dumps
+        dumps({"value": 10 ** 5000})
+    with pytest.raises(ValueError):
+        json.dumps({"value": 10 ** 5000})
+
+
+def test_the_grader_sleeps_while_the_answer_runs(monkeypatch):
+    """Supervising an answer wakes the grader for its output, its exit and the watchdog's looks (every
+    50 ms, then 150 ms), not on a 10 ms poll, and never spins on a pipe whose writers have gone."""
+    import selectors
+
+    from workloads.grading import sandbox
+
+    timeouts: list[float | None] = []
+
+    class Counting(selectors.DefaultSelector):  # type: ignore[misc, valid-type]
+        def select(self, timeout=None):
+            timeouts.append(timeout)
+            return super().select(timeout)
+
+    monkeypatch.setattr(sandbox.selectors, "DefaultSelector", Counting)
+    code = "import time\ndef f():\n    time.sleep(1.5)\n    return 1"
+    assert run_tests(code, "f", ["f() == 1", "f() == 1"]).verdict == "pass"
+    assert len(timeouts) < 40  # 3 s of running at most ~25 looks, and a few outputs; a 10 ms poll woke ~150 times
+    assert sum(1 for t in timeouts if t is not None and t < 0.001) < 5  # no busy loop

@@ -183,3 +183,19 @@ def test_an_honest_answer_still_passes_with_every_protection_on(sandbox_mode, wh
          "sized filesystems"], True)
     held = whole_answer == "cgroup" and sandbox_cgroup.unavailable() is None
     assert layers["whole-answer limits"] is (True if held else None)
+
+
+@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
+def test_the_filter_holds_the_whole_child_and_one_filter_only(sandbox_mode):
+    """bwrap installs the filter before the interpreter starts (the child imports no ctypes for it);
+    unshare's child installs it itself. Either way exactly one filter holds when the answer runs."""
+    code = ("status = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)\n"
+            "import sys\ngot = [status['Seccomp'], status['Seccomp_filters'], 'ctypes' in sys.modules]")
+    assert grade(code, ["2", "1", sandbox_mode != "bwrap"]) == ("pass", "1/1 tests passed")
+
+
+def test_a_child_told_of_a_filter_that_does_not_hold_refuses_to_run():
+    from workloads.grading.sandbox_child import filter_state
+
+    assert filter_state("wrapper") == "the sandbox's wrapper installed no filter"  # this test process has none
+    assert filter_state("") == "no filter for this machine"

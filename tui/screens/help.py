@@ -16,7 +16,8 @@ time expected from earlier starts; each knob as requested and as the server repo
 (`✓ verified`, `✗ MISMATCH`, `… unverified` when the server does not say).
 
 **GPU panel**: per GPU, memory with the server's share (magenta) and others (blue), utilisation
-history, power, temperature.
+history, power, temperature; an idle machine's jitter (a few watts, a degree, a few per cent of
+CPU) is held still, not redrawn every second.
 
 **Plots**: tok/s and acceptance length of the live coding load (client: the rolling 5 s rate, the
 1 s rate faint behind it; "approx" when the server sends no token counts and chunks are counted),

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+from collections import deque
+from collections.abc import Sequence
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -16,6 +20,8 @@ from tui.widgets.log_pane import LogPane
 from tui.widgets.log_search import LogSearch
 from tui.widgets.requests_table import RequestsTable
 from tui.widgets.server_panel import ServerPanel
+
+LOG_EVERY_S = 1.0  # the log pane takes new lines at most this often (a quiet log's first line at once)
 
 
 class MainScreen(Screen):
@@ -39,6 +45,8 @@ class MainScreen(Screen):
         self.strip = ABStrip(id="strip")
         self.requests = RequestsTable(id="requests")
         self.log_pane = LogPane(id="log", max_lines=1000)
+        self._log_waiting: deque = deque(maxlen=self.log_pane.max_lines)  # lines for the next show
+        self._log_shown_at = float("-inf")
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="⚡")
@@ -73,9 +81,25 @@ class MainScreen(Screen):
 
     def tick(self, n: int) -> None:
         """The app's one periodic tick (1 s): batched widgets show what arrived since the last one."""
+        self._show_log()
         self.requests.flush()
         if n % 2 == 0:
             self.plots.redraw()
+
+    def _log(self, lines: Sequence) -> None:
+        """Log lines arrive in batches every 0.25 s under a busy server, and each batch scrolls (so
+        repaints) the whole pane: a reader gains nothing from more than one scroll a second. A line
+        after a quiet second shows at once; the rest wait for the tick (or a phase change)."""
+        self._log_waiting.extend(lines)
+        if time.monotonic() - self._log_shown_at >= LOG_EVERY_S:
+            self._show_log()
+
+    def _show_log(self) -> None:
+        if self._log_waiting:
+            lines = list(self._log_waiting)
+            self._log_waiting.clear()
+            self.log_pane.append(lines)
+            self._log_shown_at = time.monotonic()
 
     def action_search_log(self) -> None:
         self.query_one(LogSearch).open()
@@ -86,9 +110,10 @@ class MainScreen(Screen):
 
     # Facts from workers -> widget attributes.
     def on_log_lines_read(self, message: m.LogLinesRead) -> None:
-        self.log_pane.append(message.lines)
+        self._log(message.lines)
 
     def on_server_changed(self, message: m.ServerChanged) -> None:
+        self._show_log()  # the lines that led to a new phase show with it
         self.server.view = message.view
         self.sub_title = f"{message.view.backend}: {message.view.phase}"
 
@@ -112,6 +137,7 @@ class MainScreen(Screen):
     def on_config_marked(self, message: m.ConfigMarked) -> None:
         from backends.logs import note  # the plot may cut or drop the label: its full text is here
 
+        self._show_log()  # in order, at once
         self.log_pane.append((note(f"--- ddtune: plot marker {self.plots.mark(message.t, message.label)}"),))
 
     def on_load_state_changed(self, message: m.LoadStateChanged) -> None:

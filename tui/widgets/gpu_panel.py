@@ -6,9 +6,9 @@ from __future__ import annotations
 from rich.console import Group
 from rich.text import Text
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from tui.views import GpuView
+from tui.widgets.diffed import DiffedWidget
 from tui.widgets.textbars import sparkline, stacked_bar
 
 
@@ -35,14 +35,18 @@ def one_line(v: GpuView) -> Text:
     return line
 
 
-class GpuPanel(Widget):
+class GpuPanel(DiffedWidget):
+    """One sample a second: only the cells that changed (a power figure, the host's CPU) are drawn again."""
+
     DEFAULT_CSS = "GpuPanel { height: auto; }"
-    view: reactive[GpuView] = reactive(lambda: GpuView(available=False, reason="sampling…"))
+    view: reactive[GpuView] = reactive(lambda: GpuView(available=False, reason="sampling…"), repaint=False)
 
     def watch_view(self, old: GpuView, new: GpuView) -> None:
-        shape = lambda v: (v.available, len(v.rows), bool(v.server_summary), len(v.lanes))  # what sets the height
-        if shape(old) != shape(new):
+        shape = lambda v: (v.available, len(v.rows), bool(v.server_summary), len(v.lanes), bool(v.host))
+        if shape(old) != shape(new):  # what sets the height
             self.refresh(layout=True)
+        else:
+            self.repaint_changed()
 
     def _one_line(self, v: GpuView) -> Text:
         return one_line(v)

@@ -27,7 +27,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Offset, Region, Size
 from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
@@ -117,6 +117,7 @@ class LogPane(ScrollView, can_focus=True):
         self._unseen = 0  # lines that arrived below while scrolled up
         self._strips: LRUCache[tuple[str, str, str, bool], Strip] = LRUCache(1024)
         self._styles: dict[str, Style] = {}
+        self._paint: tuple[Offset, int, Style, Selection | None] | None = None  # during render_lines
         self.border_title = "log: all"
 
     # --- what others read -----------------------------------------------------------------
@@ -335,16 +336,22 @@ class LogPane(ScrollView, can_focus=True):
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
         return selection.extract("\n".join(line.text for line in self._shown)), "\n"
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # what every line of this paint shares, read once (the base style walks every ancestor's styles)
+        self._paint = (self.scroll_offset, self.size.width, self.rich_style, self.text_selection)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint = None
+
     def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
+        (scroll_x, scroll_y), width, base, selection = self._paint or (
+            self.scroll_offset, self.size.width, self.rich_style, self.text_selection)
         row = scroll_y + y
-        width = self.size.width
-        base = self.rich_style
         if row >= len(self._shown):
             return Strip.blank(width, base)
         line = self._shown[row]
         current = self._current == self._gone + row
-        selection = self.text_selection
         key = (line.text, line.kind, self._query, current)
         strip = self._strips.get(key) if selection is None else None
         if strip is None:

@@ -6,10 +6,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from tui.literal import literal
 from tui.views import ServerView
+from tui.widgets.diffed import DiffedWidget
 from tui.widgets.textbars import bar, duration
 
 PHASE_STYLE = {
@@ -28,19 +28,21 @@ def remaining(eta_s: float | None) -> str:
     return f"~{duration(eta_s)} left"
 
 
-class ServerPanel(Widget):
+class ServerPanel(DiffedWidget):
     """Renders a ServerView. The screen assigns `view`; nothing here does I/O."""
 
     DEFAULT_CSS = "ServerPanel { height: auto; }"
-    view: reactive[ServerView] = reactive(ServerView)
+    view: reactive[ServerView] = reactive(ServerView, repaint=False)  # watch_view repaints what changed
     sim_wrong: float | None = None  # on the simulator: the share of answers it gets wrong on purpose
 
     def watch_view(self, old: ServerView, new: ServerView) -> None:
-        # Re-layout only when the panel's height may change (fatal/note lines, knob rows); a plain
-        # refresh is enough for the per-second ticks.
+        # Re-layout only when the panel's height may change (fatal/note lines, knob rows); else only
+        # the cells that changed (a start's elapsed seconds) are drawn again.
         shape = lambda v: (bool(v.fatal), bool(v.note), bool(v.alarm), len(v.knobs), v.phase)
         if shape(old) != shape(new):
             self.refresh(layout=True)
+        else:
+            self.repaint_changed()
 
     def render(self) -> Group:
         v = self.view
@@ -54,8 +56,8 @@ class ServerPanel(Widget):
         head.append(f"  pid {v.pid or '-'}  {v.url or ''}")
         if v.version:
             head.append(f"  sglang {v.version}", "grey70")
-        if v.uptime_s is not None and v.phase == "ready":
-            head.append(f"  up {duration(v.uptime_s)}", "grey70")
+        if v.uptime_s is not None and v.phase == "ready":  # whole minutes: a ready server's age, not a clock
+            head.append(f"  up {duration(v.uptime_s) if v.uptime_s >= 60 else '<1m'}", "grey70")
 
         narrow = self.screen.has_class("-narrow")  # at 80 columns every row counts: one row, cut
         phase = Text(no_wrap=narrow, overflow="ellipsis" if narrow else "fold")

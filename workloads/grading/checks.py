@@ -11,6 +11,7 @@ workloads/grading/sandbox_child.py); ``decode`` accepts nothing else, so no obje
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 
 OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not"}
@@ -56,8 +57,11 @@ def is_plain(value: object, depth: int = 0) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_test(source: str, function: str) -> Check:
-    """Split one test; ``ValueError`` (a one-line reason) when it does not have the required shape."""
+    """Split one test; ``ValueError`` (a one-line reason) when it does not have the required shape.
+    Kept per (test, function): the live load grades the same few problems' tests every second, and
+    a Check is frozen (its expected value is only ever compared)."""
     try:
         body = ast.parse(source.strip(), mode="eval").body
     except SyntaxError as exc:

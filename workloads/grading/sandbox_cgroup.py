@@ -140,6 +140,12 @@ def enter_argv(group: Cgroup) -> list[str]:
     return ["/bin/sh", "-c", script, "sh", " ".join(group.dirs)]
 
 
+def processes(group: Cgroup) -> list[int]:
+    """The pids in ``group`` (its pids hierarchy under v1): every process of the run, the wrapper's
+    included, and nothing else; a few lines to read where a walk of /proc reads every process's."""
+    return [int(p) for p in _read(f"{group.dirs[-1]}/cgroup.procs").split()]
+
+
 def memory_exceeded(group: Cgroup) -> bool:
     """Did the kernel kill a process of this group for going past its memory limit?"""
     name = "memory.events" if group.version == "v2" else "memory.oom_control"

@@ -1,20 +1,31 @@
-"""The code that runs inside the grading sandbox; the parent passes this file's text to ``python -I -S -c``.
+"""The code that runs inside the grading sandbox; the parent compiles this file once and sends it
+at the head of the child's stdin, which ``python -I -S -c CHILD_BOOT`` reads and runs
+(workloads/grading/sandbox_isolation.py).
 
 It only computes. It reads the task (the answer's code, the function name, the left-hand sides of
-the hidden tests, limits) from stdin, runs the answer, evaluates each left-hand side and writes one
-JSON line per result to the results pipe (the fd number in argv[1]). It never sees the expected
+the hidden tests, limits) from stdin, in ``marshal`` form, runs the answer, evaluates each left-hand
+side and writes one JSON line per result to the results pipe (the fd number in argv[1]). It never sees the expected
 values and never decides a verdict: the parent compares (workloads/grading/checks.py). Everything here can
 be undone by the answer, which runs in this process; that is fine, because the worst a lying child
 can send is a wrong value, and a wrong value is a ``fail``.
 
 Standalone on purpose: it imports only the standard library, because inside a namespace sandbox
-neither ddtune nor site-packages is mounted.
+neither ddtune nor site-packages is mounted. And little of it: this runs once per graded answer, and
+``import json`` alone (its ``re`` and ``enum``) cost about as much CPU as the rest of the
+interpreter's start. The task comes as ``marshal`` (built in; the trusted side made it, so decoding
+it here is safe) and the results go out through ``dumps`` below, json's own C string escaper
+without the module around it; the trusted side still reads them with ``json`` (sandbox_judge.py).
 """
 
-import json
+import marshal
 import os
 import resource
 import sys
+
+try:  # json's C escaper, as json.dumps uses it, without json's imports
+    from _json import encode_basestring_ascii as quote
+except ImportError:  # an interpreter built without json's accelerator
+    from json.encoder import py_encode_basestring_ascii as quote
 
 MAX_DEPTH = 100
 
@@ -41,6 +52,33 @@ def plain(value, depth=0):
     except BaseException:
         name = "object"
     raise NotPlain(f"returned a {name[:80]}, not plain data")
+
+
+def dumps(value):
+    """``json.dumps(value, separators=(",", ":"))`` for the records this sends: plain() data under
+    string keys. Raises ValueError where json.dumps does (an int past the str-conversion limit)."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    kind = type(value)
+    if kind is str:
+        return quote(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float:
+        if value != value:
+            return "NaN"
+        if value in (float("inf"), float("-inf")):
+            return "Infinity" if value > 0 else "-Infinity"
+        return float.__repr__(value)
+    if kind is list:
+        return "[" + ",".join([dumps(item) for item in value]) + "]"
+    if kind is dict:
+        return "{" + ",".join([quote(key) + ":" + dumps(item) for key, item in value.items()]) + "}"
+    raise TypeError(f"cannot send a {kind.__name__}")
 
 
 def describe(exc):
@@ -116,6 +154,23 @@ def confine(program_hex):
     return None
 
 
+def filtered():
+    """A seccomp filter holds this process (bwrap installed it before the interpreter started)."""
+    try:
+        with open("/proc/self/status") as fh:
+            return any(line.split()[:2] == ["Seccomp:", "2"] for line in fh)
+    except OSError:
+        return False
+
+
+def filter_state(program_hex):
+    """None when the filter holds; else why not. ``wrapper``: bwrap installed it, check; a program:
+    install it here (ctypes); empty: there is none for this machine."""
+    if program_hex == "wrapper":
+        return None if filtered() else "the sandbox's wrapper installed no filter"
+    return confine(program_hex) if program_hex else "no filter for this machine"
+
+
 def facts(program_hex, own_dir):
     """What the sandbox looks like from inside, for the trusted side's probe (``ddtune doctor``)."""
     with open("/proc/self/status") as fh:
@@ -124,14 +179,14 @@ def facts(program_hex, own_dir):
     out = {"uid": os.getuid(), "cap_eff": field.get("CapEff", "?"),
            "proc_sys_writable": os.access("/proc/sys/kernel/core_pattern", os.W_OK),
            "root_writable": os.access("/", os.W_OK), "own_files_visible": os.path.exists(own_dir)}
-    out["seccomp"] = confine(program_hex) if program_hex else "no filter for this machine"
+    out["seccomp"] = filter_state(program_hex)
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
         out["unshare_user"] = libc.unshare(0x10000000) == 0
     except Exception:
         out["unshare_user"] = None
-    print(json.dumps(out), flush=True)
+    print(dumps(out), flush=True)
 
 
 def main():
@@ -140,7 +195,7 @@ def main():
     fd = int(sys.argv[1])
 
     def send(record):
-        data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        data = (dumps(record) + "\n").encode()
         while data:
             data = data[os.write(fd, data):]
 
@@ -148,7 +203,7 @@ def main():
         send(record)
         os._exit(0)
 
-    task = json.loads(sys.stdin.buffer.read())
+    task = marshal.loads(sys.stdin.buffer.read())
     if task.get("parent"):  # the fallback has no namespace to die with: die with the grader
         try:
             import ctypes
@@ -169,9 +224,9 @@ def main():
     if limits.get("nproc"):
         setlimit(resource.RLIMIT_NPROC, limits["nproc"])
     if task.get("seccomp"):
-        why = confine(task["seccomp"])
+        why = filter_state(task["seccomp"])
         if why is not None:
-            stop({"error": "sandbox: cannot install the seccomp filter: " + why})
+            stop({"error": "sandbox: no seccomp filter: " + why})
     if task.get("tripwire"):
         tripwire(os.path.realpath(os.getcwd()))
     try:

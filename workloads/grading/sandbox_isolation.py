@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import marshal
 import os
 import pwd
 import re
@@ -31,11 +32,14 @@ from pathlib import Path
 
 from backends.core.errors import ConfigError
 from backends.core.paths import package_dirs, problems_file
-from workloads.grading.sandbox_seccomp import program as seccomp_program
+from workloads.grading.sandbox_seccomp import child_filter, filter_fd
 
 KINDS = ("bwrap", "unshare", "rlimit")
 TMPFS_BYTES = 64 << 20
 CHILD_SOURCE = Path(__file__).with_name("sandbox_child.py").read_text(encoding="utf-8")
+# The child's code reaches it compiled, at the head of its stdin: compiling sandbox_child.py under
+# ``-c`` cost each graded answer about as much CPU as the interpreter's start. This line reads it.
+CHILD_BOOT = "import marshal,sys;exec(marshal.loads(sys.stdin.buffer.read(int(sys.argv.pop(1)))))"
 TEMP_PREFIX = "ddtune-sandbox-"
 UID_BASE, UID_SPAN = 0x6DD00000, 1 << 20  # where a root grader's per-run uids come from
 _lock = threading.Lock()
@@ -90,6 +94,14 @@ def _links() -> list[tuple[str, str]]:
             if os.path.islink(f"/{d}")]
 
 
+@functools.cache
+def _layout() -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """(roots, their ancestors, /lib-style links, hidden folders): the sandbox's view of this host,
+    the same for every answer this process grades (realpaths and site lookups, worked out once)."""
+    roots = _roots()
+    return tuple(roots), tuple(_ancestors(roots)), tuple(_links()), tuple(_hidden(roots))
+
+
 def as_root() -> bool:
     """Root builds the namespaces itself and then drops to an unprivileged id: a user namespace
     made by root maps the child back to host uid 0, whose owner permissions open /proc/sys."""
@@ -114,22 +126,24 @@ def _drop(uid: int | None) -> list[str]:
             "--bounding-set=-all", "--"]
 
 
-def bwrap_argv(bwrap: str, uid: int | None) -> list[str]:
+def bwrap_argv(bwrap: str, uid: int | None, seccomp_fd: int | None = None) -> list[str]:
     """As root: no user namespace, the drop to ``uid`` inside; else a user namespace that cannot
     make another. Either way the child holds no capability, / and /dev are read-only, the
-    kernel's knobs under /proc are bwrap's read-only binds, and /tmp is a sized tmpfs."""
+    kernel's knobs under /proc are bwrap's read-only binds, and /tmp is a sized tmpfs. With
+    ``seccomp_fd`` bwrap installs the filter read from it just before it runs the command."""
     argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--clearenv"]
+    argv += ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
     argv += ["--cap-drop", "ALL"] if uid is None else []
     argv += ["--unshare-user", "--disable-userns"] if uid is None else []
-    roots = _roots()
-    for parent in _ancestors(roots):  # made 0755: bwrap copies a parent's mode, and /root is 0700
+    roots, ancestors, links, hidden = _layout()
+    for parent in ancestors:  # made 0755: bwrap copies a parent's mode, and /root is 0700
         argv += ["--perms", "0755", "--dir", parent]
     for root in roots:
         argv += ["--ro-bind", root, root]
-    for target, link in _links():
+    for target, link in links:
         argv += ["--symlink", target, link]
-    for path in _hidden(roots):
+    for path in hidden:
         argv += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--size", str(TMPFS_BYTES),
              "--perms", "1777", "--tmpfs", "/tmp", "--remount-ro", "/", "--chdir", "/tmp", "--"]
@@ -140,15 +154,15 @@ def unshare_argv(unshare: str, uid: int | None) -> list[str]:
     """util-linux only: the namespace's pid 1 is a shell that builds the root, pivots into it and
     runs the child (never exec'd, so the child is not an unkillable pid 1) through setpriv: to
     ``uid`` as root (no user namespace), else with every capability of its user namespace dropped."""
-    roots = _roots()
+    roots, _, links, hidden = _layout()
     q = shlex.quote
     lines = ["set -eu", f"mount -t tmpfs -o size={TMPFS_BYTES},mode=755,nosuid,nodev tmpfs /tmp", "cd /tmp",
              "mkdir -p proc dev tmp old"]
     for root in roots:
         lines += [f"mkdir -p .{q(root)}", f"mount --bind -o ro,nosuid,nodev {q(root)} .{q(root)}"]
-    for target, link in _links():
+    for target, link in links:
         lines.append(f"ln -s {q(target)} .{q(link)}")
-    for path in _hidden(roots):
+    for path in hidden:
         lines.append(f"mount -t tmpfs -o size=4k,ro,nosuid,nodev tmpfs .{q(path)}")
     for node in ("null", "zero", "random", "urandom"):
         lines += [f"touch dev/{node}", f"mount --bind /dev/{node} dev/{node}"]
@@ -162,11 +176,12 @@ def unshare_argv(unshare: str, uid: int | None) -> list[str]:
             "--kill-child=SIGKILL", "--mount", "--net", "--ipc", "--uts", "sh", "-c", "\n".join(lines), "sh"]
 
 
-def wrapper(kind: str, uid: int | None = None) -> tuple[str, ...]:
+def wrapper(kind: str, uid: int | None = None, seccomp_fd: int | None = None) -> tuple[str, ...]:
     """argv that goes before ``python -I -S ...``; empty for the rlimit fallback. ``uid``: the
-    unprivileged id a root grader drops the child to (None when not root)."""
+    unprivileged id a root grader drops the child to (None when not root); ``seccomp_fd``: bwrap's
+    filter (``filter_fd``)."""
     if kind == "bwrap":
-        return tuple(bwrap_argv(shutil.which("bwrap") or "bwrap", uid))
+        return tuple(bwrap_argv(shutil.which("bwrap") or "bwrap", uid, seccomp_fd))
     if kind == "unshare":
         return tuple(unshare_argv(shutil.which("unshare") or "unshare", uid))
     return ()
@@ -188,21 +203,25 @@ class Facts:
     nested_userns_refused: bool
 
 
-def run_argv(kind: str) -> tuple[list[str], dict[str, str]]:
-    """The command line up to the interpreter for one run, and its environment."""
+@functools.cache
+def child_code() -> bytes:
+    """sandbox_child.py compiled once per process (``marshal``; the child runs this same interpreter):
+    what ``run_argv``'s command reads first on its stdin, before the task."""
+    return marshal.dumps(compile(CHILD_SOURCE, "<sandbox child>", "exec"))
+
+
+def run_argv(kind: str, seccomp_fd: int | None = None) -> tuple[list[str], dict[str, str]]:
+    """The command line up to the child's own arguments for one run, and its environment. The child's
+    stdin must begin with ``child_code()``; ``seccomp_fd`` (bwrap): ``filter_fd``'s, passed to it."""
     uid = sandbox_uid() if as_root() and kind != "rlimit" else None
-    return [*wrapper(kind, uid), interpreter(), "-I", "-S", "-u", "-c", CHILD_SOURCE], wrapper_env(kind)
+    return ([*wrapper(kind, uid, seccomp_fd), interpreter(), "-I", "-S", "-u", "-c", CHILD_BOOT,
+             str(len(child_code()))], wrapper_env(kind))
 
 
 def _secret() -> str:
     """What the probe must not find inside a namespace sandbox: the hidden tests' answers. A file
     inside one of the covered folders (a covered folder itself still exists, empty)."""
     return str(problems_file())
-
-
-@functools.cache
-def seccomp_hex() -> str:
-    return (seccomp_program() or b"").hex()
 
 
 @functools.cache
@@ -213,21 +232,24 @@ def facts(kind: str) -> Facts | str:
     missing = [t for t in tools if shutil.which(t) is None]
     if missing:
         return f"{' and '.join(missing)} not installed"
-    argv, env = run_argv(kind)
     try:
-        done = subprocess.run([*argv, "facts", seccomp_hex(), _secret()], env=env, capture_output=True, text=True,
-                              timeout=20, stdin=subprocess.DEVNULL, umask=0o022, cwd="/")
+        with filter_fd(kind) as seccomp_fd:
+            argv, env = run_argv(kind, seccomp_fd)
+            done = subprocess.run([*argv, "facts", child_filter(seccomp_fd), _secret()], env=env,
+                                  capture_output=True, timeout=20, input=child_code(), umask=0o022, cwd="/",
+                                  pass_fds=() if seccomp_fd is None else (seccomp_fd,))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run it: {exc}"
+    stdout, stderr = done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
     try:
-        seen = json.loads(done.stdout.strip().splitlines()[-1])
+        seen = json.loads(stdout.strip().splitlines()[-1])
         found = Facts(uid=int(seen["uid"]), no_capabilities=int(seen["cap_eff"], 16) == 0,
                       proc_sys_read_only=not seen["proc_sys_writable"], root_read_only=not seen["root_writable"],
                       seccomp=seen["seccomp"], nested_userns_refused=seen["unshare_user"] is False)
         if kind != "rlimit" and seen["own_files_visible"]:
             return f"ddtune's own files ({_secret()}, the hidden tests' answers) are visible inside it"
     except (ValueError, KeyError, IndexError, TypeError):
-        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        why = (stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return f"cannot run Python inside it: {why[:200]}"
     return found
 

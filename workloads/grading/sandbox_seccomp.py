@@ -1,5 +1,6 @@
-"""The grading sandbox's seccomp filter, as a classic BPF program built here and installed by the
-child on itself (``sandbox_child.py``, through ``prctl``) before the answer runs.
+"""The grading sandbox's seccomp filter, as a classic BPF program built here and installed by bwrap
+(``--seccomp``, from ``filter_fd``'s pipe) just before it runs the child, or, under unshare and the
+fallback, by the child on itself (``sandbox_child.py``, through ``prctl``) before the answer runs.
 
 It is a deny list, the field's usual shape for an interpreter that must keep working: everything an
 answer could use to leave or widen its sandbox fails with EPERM: new namespaces (``unshare``,
@@ -15,8 +16,12 @@ None and ``ddtune doctor`` says the filter is missing.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
 import platform
 import struct
+from collections.abc import Iterator
 
 # classic BPF opcodes (linux/filter.h) and seccomp return values (linux/seccomp.h)
 _LD_W_ABS = 0x20
@@ -70,6 +75,7 @@ def machine() -> str:
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(name, name)
 
 
+@functools.cache
 def program(arch: str | None = None) -> bytes | None:
     """The filter as ``struct sock_filter[]`` bytes for ``arch`` (this machine by default), or None
     where the syscall table is not known here."""
@@ -104,3 +110,37 @@ def program(arch: str | None = None) -> bytes | None:
     out += [_insn(_RET_K, 0, 0, RET_ERRNO | EPERM), _insn(_RET_K, 0, 0, RET_ERRNO | ENOSYS),
             _insn(_RET_K, 0, 0, RET_KILL_PROCESS)]
     return b"".join(out)
+
+
+@functools.cache
+def seccomp_hex() -> str:
+    """The filter for a child to install on itself, as hex (empty where there is none)."""
+    return (program() or b"").hex()
+
+
+@contextlib.contextmanager
+def filter_fd(kind: str) -> Iterator[int | None]:
+    """The read end of a pipe that holds the seccomp filter, for bwrap to install (``--seccomp``)
+    just before it runs the command, so the filter holds from the interpreter's first instruction
+    and the child need not import ctypes to install it (a tenth of a graded answer's CPU). None
+    for the other kinds (the child installs the filter itself) and where there is no filter."""
+    filter_program = program()
+    if kind != "bwrap" or filter_program is None:
+        yield None
+        return
+    read, write = os.pipe()
+    try:
+        os.write(write, filter_program)  # a few hundred bytes: well within a pipe's buffer
+        os.close(write)
+        write = -1
+        yield read
+    finally:
+        if write >= 0:
+            os.close(write)
+        os.close(read)
+
+
+def child_filter(seccomp_fd: int | None) -> str:
+    """The task's ``seccomp`` field: ``wrapper`` (bwrap installed it; the child checks that it holds),
+    else the filter for the child to install (hex; empty where there is none)."""
+    return "wrapper" if seccomp_fd is not None else seccomp_hex()

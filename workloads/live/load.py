@@ -268,9 +268,12 @@ class LoadEngine:
 
     async def _read_counters(self) -> None:
         """The server's /metrics counters, for the windows' acceptance where the requests carry none
-        (chat before sglang 0.5.19); never for a server known not to speculate, nor once it has none."""
+        (chat before sglang 0.5.19); never for a server known not to speculate, nor once it has none,
+        nor once a finished request has carried its own spec fields (0.5.19+): then the requests are
+        the figure (``_acceptance_in`` prefers them), and a scrape per tick would cost the server and
+        this process a /metrics page each second for nothing."""
         c = self.client
-        if getattr(c, "speculative", None) is False or not hasattr(c, "spec_counters"):
+        if getattr(c, "speculative", None) is False or not hasattr(c, "spec_counters") or self._spec_verify:
             return
         counters = await c.spec_counters() if getattr(c, "metrics", None) is not False else None
         self.windows.add_counters(self.clock(), counters)
