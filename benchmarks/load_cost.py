@@ -259,10 +259,13 @@ def ddtune(env: dict[str, str], cfg: Path, *argv: str, timeout: float = 120) -> 
         raise SystemExit(f"ddtune {' '.join(argv)} failed ({out.returncode}):\n{out.stderr[-2000:]}")
 
 
-def server_process(state: Path) -> psutil.Process:
+def server_process(env: dict[str, str], cfg: Path) -> psutil.Process:
+    """The simulator's process, as `ddtune status --json` reports it (the session owns server.json)."""
     import json
 
-    return psutil.Process(json.loads((state / "server.json").read_text())["pid"])
+    out = subprocess.run([sys.executable, "-m", "tui.cli", "--config", str(cfg), "status", "--json"], env=env,
+                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    return psutil.Process(json.loads(out.stdout)["pid"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,13 +290,14 @@ def main(argv: list[str] | None = None) -> int:
         cfg = root / "ddtune.toml"
         cfg.write_text(f'[server]\nbackend = "sim"\nport = {free_port()}\nextra_args = ["--sim-load-seconds", "0.5"]\n')
         env = {**os.environ, "DDTUNE_STATE_DIR": str(root / "state"), "XDG_CONFIG_HOME": str(root / "config"),
-               "XDG_CACHE_HOME": str(root / "cache"), "PYTHONPATH": str(REPO)}
+               "XDG_CACHE_HOME": str(root / "cache"),
+               "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
         os.environ.update({k: env[k] for k in ("DDTUNE_STATE_DIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")})
         print(f"starting the simulator: ddtune --config {shlex.quote(str(cfg))} up", flush=True)
         ddtune(env, cfg, "up")
         results = []
         try:
-            server = server_process(root / "state")
+            server = server_process(env, cfg)
             url = f"http://127.0.0.1:{cfg.read_text().split('port = ')[1].split()[0]}"
             for mode in args.modes:
                 print(f"{mode}: {args.concurrency} streams, {args.settle:g} s + {args.duration:g} s", flush=True)

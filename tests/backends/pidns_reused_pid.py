@@ -19,8 +19,9 @@ from backends.launch.ownership import owned, token_holders  # noqa: E402
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
-PARENT = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
-          "print(p.pid, flush=True); time.sleep(600)")
+# the child prints its own pid once it runs Python code, so it is past exec and alive when read
+PARENT = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+          "'import os, time; print(os.getpid(), flush=True); time.sleep(600)']); time.sleep(600)")
 
 for _ in range(5):  # pids to spare below the old process, for the leader
     subprocess.run(["true"], check=True)
@@ -38,6 +39,20 @@ started = psutil.Process(leader.pid).create_time()
 leader.kill()
 leader.wait()
 found = owned(leader.pid, leader.pid, started, TOKEN)
+
+
+def state(pid: int) -> str:
+    """The child's own account, so that a failure says whether it was alive and readable."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            carries = f"DDTUNE_LAUNCH_TOKEN={TOKEN}".encode() in fh.read().split(b"\0")
+        return f"state={fields[0]} ppid={fields[1]} pgid={fields[2]} sid={fields[3]} token={carries}"
+    except OSError as exc:
+        return f"unreadable: {exc}"
+
+
 print(json.dumps({"old": old.pid, "leader": leader.pid, "child": child, "survivors": sorted(found.pids),
-                  "holders": sorted(token_holders(TOKEN))}))
+                  "holders": sorted(token_holders(TOKEN)), "child_state": state(child)}))
 os.kill(child, signal.SIGKILL)
