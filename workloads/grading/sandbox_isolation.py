@@ -19,7 +19,6 @@ import os
 import pwd
 import re
 import secrets
-import shlex
 import shutil
 import site
 import subprocess
@@ -37,6 +36,7 @@ from workloads.grading.sandbox_seccomp import child_filter, filter_fd
 KINDS = ("bwrap", "unshare", "rlimit")
 TMPFS_BYTES = 64 << 20
 CHILD_SOURCE = Path(__file__).with_name("sandbox_child.py").read_text(encoding="utf-8")
+INIT_SOURCE = Path(__file__).with_name("sandbox_init.py").read_text(encoding="utf-8")
 # The child's code reaches it compiled, at the head of its stdin: compiling sandbox_child.py under
 # ``-c`` cost each graded answer about as much CPU as the interpreter's start. This line reads it.
 CHILD_BOOT = "import marshal,sys;exec(marshal.loads(sys.stdin.buffer.read(int(sys.argv.pop(1)))))"
@@ -150,41 +150,36 @@ def bwrap_argv(bwrap: str, uid: int | None, seccomp_fd: int | None = None) -> li
     return argv + (_drop(uid) if uid is not None else [])
 
 
-def unshare_argv(unshare: str, uid: int | None) -> list[str]:
-    """util-linux only: the namespace's pid 1 is a shell that builds the root, pivots into it and
-    runs the child (never exec'd, so the child is not an unkillable pid 1) through setpriv: to
-    ``uid`` as root (no user namespace), else with every capability of its user namespace dropped."""
+def init_code(uid: int | None) -> str:
+    """The unshare sandbox's pid 1 (sandbox_init.py) with this host's layout and the run's ``uid``:
+    the program its ``-c`` runs."""
     roots, _, links, hidden = _layout()
-    q = shlex.quote
-    lines = ["set -eu", f"mount -t tmpfs -o size={TMPFS_BYTES},mode=755,nosuid,nodev tmpfs /tmp", "cd /tmp",
-             "mkdir -p proc dev tmp old"]
-    for root in roots:
-        lines += [f"mkdir -p .{q(root)}", f"mount --bind -o ro,nosuid,nodev {q(root)} .{q(root)}"]
-    for target, link in links:
-        lines.append(f"ln -s {q(target)} .{q(link)}")
-    for path in hidden:
-        lines.append(f"mount -t tmpfs -o size=4k,ro,nosuid,nodev tmpfs .{q(path)}")
-    for node in ("null", "zero", "random", "urandom"):
-        lines += [f"touch dev/{node}", f"mount --bind /dev/{node} dev/{node}"]
-    lines += ["mount -t proc -o nosuid,nodev,noexec proc proc",
-              "mount --bind proc/sys proc/sys", "mount -o remount,bind,ro proc/sys",
-              f"mount -t tmpfs -o size={TMPFS_BYTES},mode=1777,nosuid,nodev tmpfs tmp",
-              "pivot_root . old", "umount -l /old", "rmdir /old", "mount -o remount,ro /", "cd /tmp", "set +e",
-              " ".join(q(a) for a in _drop(uid)) + ' env -i "$@"', "exit $?"]
+    return f"{INIT_SOURCE}\nmain({TMPFS_BYTES!r}, {list(roots)!r}, {list(links)!r}, {list(hidden)!r}, {uid!r})\n"
+
+
+def unshare_argv(unshare: str, uid: int | None) -> list[str]:
+    """util-linux only: the namespace's pid 1 is a shell that only waits (so the answer is not an
+    unkillable pid 1) for ``sandbox_init.py``, which builds the root, pivots into it, drops every
+    privilege (to ``uid`` as root, with no user namespace; else every capability of its user
+    namespace) and runs the child. The child's own arguments follow, its code at the head of its
+    stdin (``run_argv``)."""
     user = [] if uid is not None else ["--user", "--map-root-user"]
     return [shutil.which("setpriv") or "setpriv", "--pdeathsig", "KILL", unshare, *user, "--pid", "--fork",
-            "--kill-child=SIGKILL", "--mount", "--net", "--ipc", "--uts", "sh", "-c", "\n".join(lines), "sh"]
+            "--kill-child=SIGKILL", "--mount", "--net", "--ipc", "--uts", "sh", "-c", '"$@"; exit $?', "sh",
+            interpreter(), "-I", "-S", "-u", "-c", init_code(uid)]
 
 
 def wrapper(kind: str, uid: int | None = None, seccomp_fd: int | None = None) -> tuple[str, ...]:
-    """argv that goes before ``python -I -S ...``; empty for the rlimit fallback. ``uid``: the
+    """argv up to the child's own arguments: bwrap's before ``python -I -S -u -c CHILD_BOOT``, unshare's
+    with its own interpreter, plain ``python ... CHILD_BOOT`` for the rlimit fallback. ``uid``: the
     unprivileged id a root grader drops the child to (None when not root); ``seccomp_fd``: bwrap's
     filter (``filter_fd``)."""
-    if kind == "bwrap":
-        return tuple(bwrap_argv(shutil.which("bwrap") or "bwrap", uid, seccomp_fd))
     if kind == "unshare":
         return tuple(unshare_argv(shutil.which("unshare") or "unshare", uid))
-    return ()
+    boot = (interpreter(), "-I", "-S", "-u", "-c", CHILD_BOOT)
+    if kind == "bwrap":
+        return (*bwrap_argv(shutil.which("bwrap") or "bwrap", uid, seccomp_fd), *boot)
+    return boot
 
 
 def wrapper_env(kind: str) -> dict[str, str]:
@@ -214,8 +209,7 @@ def run_argv(kind: str, seccomp_fd: int | None = None) -> tuple[list[str], dict[
     """The command line up to the child's own arguments for one run, and its environment. The child's
     stdin must begin with ``child_code()``; ``seccomp_fd`` (bwrap): ``filter_fd``'s, passed to it."""
     uid = sandbox_uid() if as_root() and kind != "rlimit" else None
-    return ([*wrapper(kind, uid, seccomp_fd), interpreter(), "-I", "-S", "-u", "-c", CHILD_BOOT,
-             str(len(child_code()))], wrapper_env(kind))
+    return [*wrapper(kind, uid, seccomp_fd), str(len(child_code()))], wrapper_env(kind)
 
 
 def _secret() -> str:
