@@ -5,7 +5,9 @@
 # Each round measures nvitop (its default 2 s refresh) and then the ddtune console (its simulator started
 # first with `ddtune up`, so the window sees the console at rest with the server ready) for 30 s each on
 # a 200x50 pty with benchmarks/console_cost.py; then benchmarks/load_cost.py measures `ddtune --load 32`
-# (UI process, load worker, graders). Both read the real GPU through NVML. Figures land in $OUT.
+# (UI process, load worker, graders) twice under each sandbox the box can make: util-linux unshare,
+# and bubblewrap where .sgl/bwrap holds a bwrap binary (with its libraries, for a box without it).
+# Both read the real GPU through NVML. Figures land in $OUT.
 set -u
 OUT=${OUT:-/tmp/cost_out}; mkdir -p "$OUT"
 exec > >(tee -a "$OUT/cost.log") 2>&1
@@ -24,13 +26,21 @@ for r in $(seq 1 "$ROUNDS"); do
   python3 benchmarks/console_cost.py --settle 10 --env "DDTUNE_STATE_DIR=$state" --json >"$OUT/ddtune-$r.json"
   DDTUNE_STATE_DIR="$state" python3 -m tui.cli down >/dev/null 2>&1
 done
-log "round $ROUNDS+1: ddtune console, bytes per screen row"
-state=/tmp/cost/state-rows; mkdir -p "$state"; chmod 700 "$state"
-DDTUNE_STATE_DIR="$state" python3 -m tui.cli up >/dev/null 2>&1
-python3 benchmarks/console_cost.py --settle 10 --env "DDTUNE_STATE_DIR=$state" --rows | tail -25
-DDTUNE_STATE_DIR="$state" python3 -m tui.cli down >/dev/null 2>&1
-log "load: ddtune --load 32"
-python3 benchmarks/load_cost.py --modes console --concurrency 32 2>&1 | tee "$OUT/load.txt"
+if ! command -v bwrap >/dev/null && [ -x .sgl/bwrap/bwrap.real ]; then
+  mkdir -p /tmp/bwbin
+  if .sgl/bwrap/bwrap.real --version >/dev/null 2>&1; then ln -sf "$PWD/.sgl/bwrap/bwrap.real" /tmp/bwbin/bwrap
+  else printf '#!/bin/sh\nexec /lib64/ld-linux-x86-64.so.2 --library-path %s %s "$@"\n' "$PWD/.sgl/bwrap" \
+         "$PWD/.sgl/bwrap/bwrap.real" >/tmp/bwbin/bwrap; chmod 755 /tmp/bwbin/bwrap; fi
+  export PATH=/tmp/bwbin:$PATH
+fi
+for sandbox in unshare bwrap; do
+  DDTUNE_SANDBOX=$sandbox python3 -m tui.cli doctor 2>&1 | grep -A7 "grading sandbox" | head -8
+  for r in 1 2; do
+    log "load: ddtune --load 32, $sandbox sandbox, run $r"
+    DDTUNE_SANDBOX=$sandbox python3 benchmarks/load_cost.py --modes console --concurrency 32 2>&1 | tail -6 \
+      | tee "$OUT/load-$sandbox-$r.txt"
+  done
+done
 python3 - "$OUT" <<'EOF'
 import glob, json, os, sys
 out = sys.argv[1]

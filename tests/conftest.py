@@ -8,6 +8,18 @@ from tests.backends.lifecycle_support import groups  # noqa: F401  (fixture: kil
 from tests.backends.state_support import no_leftovers  # noqa: F401  (fixture: nothing a test's ddtune launched is left)
 
 
+def pytest_configure(config):
+    """Ctrl-C and hang-up reach the programs the tests start as they reach a user's. A suite started
+    in the background (``cmd &`` in a script, ``nohup``) inherits SIGINT or SIGHUP ignored, every
+    child inherits that across exec, and a Python started with SIGINT ignored installs no
+    KeyboardInterrupt: the tests that press Ctrl-C or close the terminal saw programs shrug it off.
+    Restored here, in the main process and in each xdist worker, before anything is started."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 @pytest.fixture(autouse=True)
 def _hermetic_env(tmp_path, monkeypatch):
     """What every test, and every process it starts, inherits:

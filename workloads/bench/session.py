@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from workloads.bench.matrix import BenchPlan, BenchRunner, ProgressCallback
@@ -40,10 +39,7 @@ async def run_recorded(runner: BenchRunner, store) -> tuple[list, dict]:
     try:
         cells = await runner.run()
     except BaseException as exc:
-        store.close()
-        interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
-        store.update_run(status="interrupted" if interrupted else "failed",
-                         error=str(getattr(exc, "message", exc)) or type(exc).__name__, finished_at=time.time())
+        store.end_run(exc)
         raise
     store.close()
     return cells, store.update_run(status="done", finished_at=time.time(), cells=len(cells))

@@ -62,10 +62,7 @@ async def run_eval(url: str, *, api_key: str | None = None, problem_ids: list[st
         try:
             kept, lost = await _ask_missing(client, store, problems, max_tokens, concurrency, progress, grade_parallel)
         except BaseException as exc:
-            store.close()
-            interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
-            store.update_run(status="interrupted" if interrupted else "failed",
-                             error=str(getattr(exc, "message", exc)) or type(exc).__name__, finished_at=time.time())
+            store.end_run(exc)
             raise
         store.close()
         ordered = [_grade_of(kept[p.id]) for p in problems if p.id in kept]

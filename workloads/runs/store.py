@@ -11,6 +11,7 @@ Schema: docs/results-schema.md.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -293,6 +294,14 @@ class RunStore:
         run.update(fields)
         self.write_run(run)
         return run
+
+    def end_run(self, exc: BaseException) -> dict:
+        """Close the run on ``exc``: interrupted (resumable) for a Ctrl-C or a cancel, else failed, with
+        the error's message. The caller re-raises."""
+        self.close()
+        interrupted = isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError))
+        return self.update_run(status="interrupted" if interrupted else "failed",
+                               error=str(getattr(exc, "message", exc)) or type(exc).__name__, finished_at=time.time())
 
     def _tagged(self, record: dict) -> dict:
         return record if self.attempt is None else {**record, "attempt": self.attempt}
