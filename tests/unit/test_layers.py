@@ -20,3 +20,20 @@ def test_headless_help_loads_no_textual():
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
+
+
+def test_the_http_client_loads_no_ui_stack_even_beside_click():
+    """httpx imports click, pygments and rich for its command-line tool whenever click is installed
+    (an SGLang environment has it through uvicorn; this one through import-linter): the layers that
+    talk HTTP must still load none of the UI stack, nor pay for it."""
+    code = (
+        "import sys, importlib.util\n"
+        "assert importlib.util.find_spec('click') and importlib.util.find_spec('rich'), 'the test needs both'\n"
+        "import backends.drivers.spawn, backends.launch.readiness, workloads.client.stream\n"
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'plotext', 'click',"
+        " 'pygments'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=ddtune_env(), cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
