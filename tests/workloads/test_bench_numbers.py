@@ -14,7 +14,8 @@ from backends.core.errors import ConfigError
 from tests.helpers import free_port, run_ddtune
 from tests.workloads.sim_args import SPEC
 from workloads.bench.matrix import acceptance_stats, cell_stats
-from workloads.client.stream import RequestResult, StreamingClient
+from workloads.client.result import RequestResult
+from workloads.client.stream import StreamingClient
 from workloads.stats.metrics import cell_acceptance
 from workloads.runs.provenance import speculative_from_info
 from workloads.report.compare import build_report

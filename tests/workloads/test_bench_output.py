@@ -4,7 +4,7 @@ import io
 
 from tui.commands.bench import ProgressBar, format_table
 from workloads.bench.matrix import BenchEta, BenchPlan, BenchProgress, cell_stats
-from workloads.client.stream import RequestResult
+from workloads.client.result import RequestResult
 from workloads.grading.evaluate import Grade
 
 

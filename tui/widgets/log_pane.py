@@ -22,7 +22,6 @@ import re
 from collections import deque
 from collections.abc import Sequence
 
-from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -34,40 +33,10 @@ from textual.strip import Strip
 
 from backends.logs import DraftRunner, KINDS, LogLine, ServerReady, note as note_line
 from tui.literal import literal
+from tui.widgets.log_text import FILTER_KINDS, FILTERS, cells, display_text, search_pattern
 
-FILTERS = ("all", "errors", "draft", "decode")
-FILTER_KINDS: dict[str, frozenset[str] | None] = {
-    "all": None,
-    "errors": frozenset({"fatal", "error", "warning", "ddtune"}),
-    "draft": frozenset({"draft", "ddtune"}),
-    "decode": frozenset({"decode", "ddtune"}),
-}
 GROW_ROWS, GROW_COLS = 128, 32  # the virtual size grows in steps: each change costs a screen layout
-MAX_SHOWN = 2000  # characters of one line that are drawn; the rest is cut with "…"
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _PARTS = ("stamp", "ready", "draft-off", "window-off", "window-on", "accept", "match", "current-match")
-
-
-def display_text(text: str) -> str:
-    """The text as drawn: bounded, tabs expanded, control characters shown as U+FFFD."""
-    if len(text) > MAX_SHOWN:
-        text = text[:MAX_SHOWN] + "…"
-    if "\t" in text:
-        text = text.expandtabs()
-    if not text.isprintable():
-        text = _CONTROL.sub("\ufffd", text)
-    return text
-
-
-def _cells(text: str) -> int:
-    return len(text) if text.isascii() else cell_len(text)
-
-
-def search_pattern(query: str) -> re.Pattern[str] | None:
-    """Smart case: a query in lower case matches any case; one with a capital matches exactly."""
-    if not query:
-        return None
-    return re.compile(re.escape(query), 0 if query != query.lower() else re.IGNORECASE)
 
 
 class LogPane(ScrollView, can_focus=True):
@@ -166,7 +135,7 @@ class LogPane(ScrollView, can_focus=True):
             if keep is None or line.kind in keep:
                 shown.append(line)
                 added += 1
-                width = max(width, _cells(display_text(line.text)))
+                width = max(width, cells(display_text(line.text)))
         if not (added or dropped):
             return
         self._width = width
@@ -223,7 +192,7 @@ class LogPane(ScrollView, can_focus=True):
         keep = FILTER_KINDS[self._filter]
         self._shown = deque(line for line in self._history if keep is None or line.kind in keep)
         self._gone, self._current, self._unseen = 0, None, 0
-        self._width = max((_cells(display_text(line.text)) for line in self._shown), default=0)
+        self._width = max((cells(display_text(line.text)) for line in self._shown), default=0)
         self._size_to(self._width, len(self._shown))
         self._follow = True
         self._to_end()
@@ -264,7 +233,7 @@ class LogPane(ScrollView, can_focus=True):
             found = pattern.search(display_text(rows[i].text))
             if found:
                 self._current = self._gone + i
-                self._reveal(i, _cells(found.string[:found.start()]), _cells(found.group()))
+                self._reveal(i, cells(found.string[:found.start()]), cells(found.group()))
                 self._show_status()
                 self.refresh()
                 return True

@@ -24,7 +24,8 @@ from backends.core.errors import ServerError
 from backends.logs.events import DecodeBatch
 from backends.logs.span import decode_since, log_end, weighted_accept
 from backends.logs.acceptance import SpecCounters, counter_acceptance
-from workloads.client.stream import RequestResult, StreamingClient
+from workloads.client.result import RequestResult
+from workloads.client.stream import StreamingClient
 from workloads.grading.evaluate import Grade, RawResponse, grade_async, summarize
 from workloads.stats.metrics import distribution, percentile
 from workloads.grading.problems import Problem

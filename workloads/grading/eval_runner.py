@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from backends.core.errors import ServerError, UsageError
-from workloads.client.stream import RequestResult, StreamingClient
+from workloads.client.result import RequestResult
+from workloads.client.stream import StreamingClient
 from workloads.grading.evaluate import Grade, RawResponse, grade_async, summarize
 from workloads.grading.problems import Problem, load_problems, select_problems
 from workloads.runs.provenance import host_provenance, server_provenance

@@ -18,7 +18,8 @@ from collections.abc import AsyncIterator, Callable
 
 from backends.logs.span import decode_since, log_end
 from backends.logs.acceptance import SpecCounters
-from workloads.client.stream import RequestResult, StreamingClient
+from workloads.client.result import RequestResult
+from workloads.client.stream import StreamingClient
 from workloads.grading.evaluate import VERDICTS, Grade, RawResponse, grade_async
 from workloads.live.windows import LiveWindows, Window, WindowStats
 from workloads.grading.problems import Problem
