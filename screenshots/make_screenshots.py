@@ -164,8 +164,8 @@ async def _sweep(pilot) -> None:
     from tui.screens.sweep import SweepScreen
 
     await _until(pilot, lambda: _phase(pilot) == "ready")
-    screen = SweepScreen(["b4-t4-w2048", "b8-t4-w2048", "b16-t4-w2048"], contexts=[60, 1024], concurrency=[1, 8],
-                         max_tokens=96)
+    screen = SweepScreen(pilot.app.controller, ["b4-t4-w2048", "b8-t4-w2048", "b16-t4-w2048"], contexts=[60, 1024],
+                         concurrency=[1, 8], max_tokens=96)
     pilot.app.push_screen(screen)
     await pilot.pause()
     await pilot.click("#start")
@@ -177,13 +177,13 @@ async def _sweep(pilot) -> None:
 @scene("search", size=(140, 36), app=_console_app(),
        about="a knob search from the console (S): rounds, the measured table, the best and its ddtune up line")
 async def _search(pilot) -> None:
-    from tui.console_search import SearchRequest
     from tui.screens.search import SearchScreen
+    from workloads.search import SearchRequest
 
     await _until(pilot, lambda: _phase(pilot) == "ready")
     request = SearchRequest("budget=4,8,16 topk=2,4", target_context=1024, target_concurrency=4, max_tokens=64,
                             waves=2, rungs=2)
-    screen = SearchScreen(request.space, request)
+    screen = SearchScreen(pilot.app.controller, request.space, request)
     pilot.app.push_screen(screen)
     await pilot.pause()
     await pilot.click("#start")
