@@ -79,13 +79,30 @@ def pivot() -> None:
         sys.exit(125)
 
 
+STAGES = ("/tmp", "/mnt", "/media", "/srv", "/opt", "/var/tmp", "/run", "/home")
+
+
+def stage(roots: list[str]) -> str:
+    """Where the new root is assembled: a folder of this mount namespace above none of the folders bound
+    into it (the tmpfs mounted there hides what is below, and a root under /tmp must stay reachable)."""
+    for path in STAGES:
+        if os.path.isdir(path) and not os.path.islink(path) and \
+                not any(root == path or root.startswith(path + "/") for root in roots):
+            return path
+    sys.stderr.write(f"sandbox setup: no folder to build the root in: each of {', '.join(STAGES)} holds a root\n")
+    sys.exit(125)
+
+
 def build(tmpfs_bytes: int, roots: list[str], links: list[tuple[str, str]], hidden: list[str]) -> None:
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmpfs_bytes},mode=755")
-    os.chdir("/tmp")
+    where = stage(roots)
+    mount("tmpfs", where, "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmpfs_bytes},mode=755")
+    os.chdir(where)
     for name in ("proc", "dev", "tmp", "old"):
         os.mkdir(name)
+    # the answer's /tmp first, so that a root below /tmp is bound over it, not hidden under it
+    mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmpfs_bytes},mode=1777")
     for root in roots:
-        os.makedirs("." + root)
+        os.makedirs("." + root, exist_ok=True)
         bind_read_only(root, "." + root)
     for target, link in links:
         os.symlink(target, "." + link)
@@ -96,7 +113,6 @@ def build(tmpfs_bytes: int, roots: list[str], links: list[tuple[str, str]], hidd
         mount(f"/dev/{node}", f"dev/{node}", None, MS_BIND)
     mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     bind_read_only("proc/sys", "proc/sys")
-    mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmpfs_bytes},mode=1777")
     pivot()
     os.chdir("/")
     if libc.umount2(b"/old", MNT_DETACH) != 0:

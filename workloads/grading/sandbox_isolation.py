@@ -137,6 +137,8 @@ def bwrap_argv(bwrap: str, uid: int | None, seccomp_fd: int | None = None) -> li
     argv += ["--cap-drop", "ALL"] if uid is None else []
     argv += ["--unshare-user", "--disable-userns"] if uid is None else []
     roots, ancestors, links, hidden = _layout()
+    # the answer's /tmp first, so that a root below /tmp is bound over it, not hidden under it
+    argv += ["--size", str(TMPFS_BYTES), "--perms", "1777", "--tmpfs", "/tmp"]
     for parent in ancestors:  # made 0755: bwrap copies a parent's mode, and /root is 0700
         argv += ["--perms", "0755", "--dir", parent]
     for root in roots:
@@ -145,8 +147,7 @@ def bwrap_argv(bwrap: str, uid: int | None, seccomp_fd: int | None = None) -> li
         argv += ["--symlink", target, link]
     for path in hidden:
         argv += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--size", str(TMPFS_BYTES),
-             "--perms", "1777", "--tmpfs", "/tmp", "--remount-ro", "/", "--chdir", "/tmp", "--"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--"]
     return argv + (_drop(uid) if uid is not None else [])
 
 
