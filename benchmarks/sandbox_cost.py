@@ -1,6 +1,10 @@
 """What one graded answer costs in each sandbox mode: wall time of ``run_tests`` for a small correct
 answer (fib, six tests), median and p90 over N runs, sequential and two at a time (the eval's default
-``grade_parallel``). Prints figures; a mode that cannot run here says why.
+``grade_parallel``), and the CPU of one answer (this process and every process the run made). Prints
+figures; a mode that cannot run here says why.
+
+CPU is counted as a child subreaper that reaps what is orphaned: bubblewrap's monitor exits without
+reaping the namespace's pid 1, so a plain ``getrusage(RUSAGE_CHILDREN)`` misses the answer's own CPU.
 
     python benchmarks/sandbox_cost.py [--runs N]
 """
@@ -8,7 +12,9 @@ answer (fib, six tests), median and p90 over N runs, sequential and two at a tim
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
+import resource
 import statistics
 import sys
 import time
@@ -30,12 +36,29 @@ def one(problem) -> float:
     return time.perf_counter() - start
 
 
+def cpu_s() -> float:
+    """CPU seconds of this process and of every child it has reaped."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def reap_orphans() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40)
     args = parser.parse_args()
     fib = select_problems(load_problems(), ["fib"])[0]
-    print(f"{'mode':8} {'median ms':>10} {'p90 ms':>8} {'2-parallel answers/s':>21}")
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of the sandbox come here
+    print(f"{'mode':8} {'median ms':>10} {'p90 ms':>8} {'2-parallel answers/s':>21} {'CPU ms/answer':>14}")
     medians: dict[str, float] = {}
     for kind in KINDS:
         why = probe(kind)
@@ -44,13 +67,20 @@ def main() -> None:
             continue
         os.environ["DDTUNE_SANDBOX"] = kind
         one(fib)  # warm: the probe and the first interpreter start
+        time.sleep(0.3)
+        reap_orphans()
+        cpu0 = cpu_s()
         times = sorted(one(fib) for _ in range(args.runs))
+        time.sleep(0.3)
+        reap_orphans()
+        cpu = (cpu_s() - cpu0) / args.runs * 1000
         start = time.perf_counter()
         with ThreadPoolExecutor(2) as pool:
             list(pool.map(lambda _: one(fib), range(args.runs)))
         rate = args.runs / (time.perf_counter() - start)
         medians[kind] = statistics.median(times) * 1000
-        print(f"{kind:8} {medians[kind]:10.1f} {times[int(len(times) * 0.9) - 1] * 1000:8.1f} {rate:21.1f}")
+        print(f"{kind:8} {medians[kind]:10.1f} {times[int(len(times) * 0.9) - 1] * 1000:8.1f} {rate:21.1f} "
+              f"{cpu:14.1f}")
     for kind in ("bwrap", "unshare"):
         if kind in medians and "rlimit" in medians:
             print(f"{kind} costs {medians[kind] - medians['rlimit']:+.1f} ms per answer over rlimit "
