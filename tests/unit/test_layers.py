@@ -9,31 +9,27 @@ import sys
 from tests.helpers import REPO, ddtune_env
 
 
-def test_headless_help_loads_no_textual():
-    code = (
-        "import sys\n"
-        "from tui import cli\n"
-        "cli.build_parser()\n"
-        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'plotext'))))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], env=ddtune_env(), cwd=REPO,
+UI_STACK = ("textual", "rich", "plotext", "click", "pygments")
+
+
+def ui_modules_after(code: str) -> list[str]:
+    """The modules of the UI stack that a fresh interpreter holds after running ``code``."""
+    probe = code + f"\nimport sys\nprint(','.join(sorted(m for m in sys.modules if m.split('.')[0] in {UI_STACK!r})))\n"
+    out = subprocess.run([sys.executable, "-c", probe], env=ddtune_env(), cwd=REPO,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ""
+    return [m for m in out.stdout.strip().split(",") if m]
+
+
+def test_headless_help_loads_no_textual():
+    assert ui_modules_after("from tui import cli\ncli.build_parser()") == []
 
 
 def test_the_http_client_loads_no_ui_stack_even_beside_click():
     """httpx imports click, pygments and rich for its command-line tool whenever click is installed
     (an SGLang environment has it through uvicorn; this one through import-linter): the layers that
     talk HTTP must still load none of the UI stack, nor pay for it."""
-    code = (
-        "import sys, importlib.util\n"
+    assert ui_modules_after(
+        "import importlib.util\n"
         "assert importlib.util.find_spec('click') and importlib.util.find_spec('rich'), 'the test needs both'\n"
-        "import backends.drivers.spawn, backends.launch.readiness, workloads.client.stream\n"
-        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'plotext', 'click',"
-        " 'pygments'))))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], env=ddtune_env(), cwd=REPO,
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ""
+        "import backends.drivers.spawn, backends.launch.readiness, workloads.client.stream") == []
