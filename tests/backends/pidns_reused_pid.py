@@ -6,6 +6,7 @@ argv: REPO. Prints one JSON line: the pids involved and what ``owned`` and ``tok
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import psutil  # noqa: E402
 
 from backends.launch.ownership import owned, token_holders  # noqa: E402
 
-TOKEN = "0123456789abcdef0123456789abcdef"
+TOKEN = secrets.token_hex(16)  # its own: the outer namespace sees these processes, and other tests scan for tokens
 SLEEP = [sys.executable, "-c", "import time; time.sleep(600)"]
 # the child prints its own pid once it runs Python code, so it is past exec and alive when read
 PARENT = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "

@@ -1,6 +1,7 @@
 """backends.launch.ownership over real processes: what a record proves, and what it does not."""
 
 import os
+import secrets
 import signal
 import sys
 import time
@@ -10,12 +11,15 @@ import pytest
 
 from backends.launch.ownership import NotOurs, check_record, owned, stop_owned, token_holders
 
-TOKEN = "0123456789abcdef0123456789abcdef"
+# this module's own: token_holders sees every process on the machine, and a test run beside this one
+# (pytest -n) with the same token would be found here, or find these
+TOKEN = secrets.token_hex(16)
 WITH_TOKEN = ["env", f"DDTUNE_LAUNCH_TOKEN={TOKEN}", sys.executable]  # env execs python: same pid
 
+# the child prints its own pid once it runs Python code: past its exec, its environ readable
 PARENT_WITH_CHILD = ("import subprocess, sys, time; "
-                     "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
-                     "print(p.pid, flush=True); time.sleep(600)")
+                     "subprocess.Popen([sys.executable, '-c', 'import os, time; print(os.getpid(), flush=True); "
+                     "time.sleep(600)']); time.sleep(600)")
 
 
 @pytest.mark.parametrize("pid, pgid, create_time, words", [
