@@ -44,12 +44,12 @@ class DriverFlags:
 
 # A record naming no driver ddtune knows (written by hand): nothing it names is ddtune's to act on.
 NO_DRIVER = DriverFlags()
+FLAGS: Mapping[str, DriverFlags] = {name: DriverFlags.of(driver) for name, driver in DRIVERS.items()}
 
 
 def driver_flags(name: str) -> DriverFlags:
     """The flags of the driver called ``name`` (NO_DRIVER for a name no driver has)."""
-    driver = DRIVERS.get(name)
-    return DriverFlags.of(driver) if driver is not None else NO_DRIVER
+    return FLAGS.get(name, NO_DRIVER)
 
 
 def make_backend(config: ServerConfig, **kw) -> Backend:

@@ -129,10 +129,7 @@ def quarantine_state(why: str) -> str:
         return "there was no record to set aside"
     except OSError as exc:
         return f"could not move {path} aside ({exc.strerror})"
-    try:
-        (path.parent / LAUNCH_FILE).unlink()
-    except FileNotFoundError:
-        pass
+    clear_launch()
     return f"moved the record to {aside}"
 
 
@@ -148,11 +145,11 @@ def _stderr(text: str) -> None:
 
 
 def clear_state() -> None:
-    for name in (STATE_FILE, LAUNCH_FILE):
-        try:
-            (server_dir() / name).unlink()
-        except FileNotFoundError:
-            pass
+    try:
+        state_path().unlink()
+    except FileNotFoundError:
+        pass
+    clear_launch()
 
 
 def clear_launch() -> None:
@@ -198,9 +195,7 @@ class RecordFile:
         return state
 
     def save(self, state: ServerState) -> None:
-        if state.token or (state.pid and state.argv):
-            save_launch(state)
-        write_atomic(state_path(), _encode(state.to_json()))
+        save_state(state)
         self._remember(_identity())  # no await between: the watcher, on this loop, looks only after
 
     def clear(self) -> None:

@@ -249,8 +249,8 @@ class ServerSession(EventHub):
             self.phases.waiting(self.backend.base_url)
             return await self._follow(self.backend.attach_state(), plan_for_endpoint(self.config))
         async with self._lock("up"):
-            adopt_lost_launch(self.record, self._on_note)
-            state = self.current()
+            recorded = adopt_lost_launch(self.record, self._on_note)
+            state = as_it_stands(recorded)
             live = state is not None and state.backend == self.config.backend and state.phase in ("ready", "starting")
             if live and keep_running_knobs and state is not None and state.config_hash != self.config.config_hash():
                 kept = running_knobs(self.config, state)
@@ -259,7 +259,7 @@ class ServerSession(EventHub):
                     self._on_note(kept[1])
             if live and state is not None and state.config_hash == self.config.config_hash():
                 return await self._reattach(state)
-            return await self._restart_locked()
+            return await self._restart_locked(recorded)
 
     async def _reattach(self, state: ServerState) -> ServerState:
         """Follow a server an earlier ddtune started (same pid, same start time) until it is ready."""
@@ -276,16 +276,15 @@ class ServerSession(EventHub):
 
     async def _restart(self) -> ServerState:
         async with self._lock("restart"):
-            adopt_lost_launch(self.record, self._on_note)
-            return await self._restart_locked()
+            return await self._restart_locked(adopt_lost_launch(self.record, self._on_note))
 
-    async def _restart_locked(self) -> ServerState:
+    async def _restart_locked(self, old: ServerState | None) -> ServerState:
+        """``old``: the record as read under the lock (nobody else writes it while the lock is held)."""
         if not self.backend.CAN_START:
             await self.backend.start(None)  # type: ignore[arg-type]  # raises the driver's own message
         plan = await asyncio.to_thread(self._plan)
         ticker = asyncio.create_task(self.phases.heartbeat())
         try:
-            old = self.record.load(self._on_note)
             self.phases.stopping()
             port_pids, gpu_pids = await stop_for_restart(old, self.backend, self.record, self._on_note,
                                                          self._before_stop)

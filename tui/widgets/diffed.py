@@ -79,7 +79,7 @@ class DiffedWidget(Widget):
         super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
         return self
 
-    def _lines(self, width: int) -> list[Line]:
+    def rendered_rows(self, width: int) -> list[Line]:
         console = self.app.console
         options = self.app.console_options.update(highlight=False, width=width, height=None)
         segments = console.render(self.render(), options.update_width(width))  # type: ignore[arg-type]
@@ -92,7 +92,7 @@ class DiffedWidget(Widget):
         if not self.is_mounted or width <= 0:
             self.refresh()
             return
-        lines = self._lines(width)
+        lines = self.rendered_rows(width)
         drawn, self._drawn = self._drawn, (width, lines)
         regions = changed_regions(drawn[1], lines) if drawn is not None and drawn[0] == width else None
         self._diffing = True
