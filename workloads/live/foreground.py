@@ -44,8 +44,10 @@ async def run_load(url: str, api_key: str | None, *, concurrency: int, max_token
         engine.add_listener(lambda e: stopped.append(e) if isinstance(e, LoadStopped) else None)
         try:
             stats = await engine.run(duration_s)
-        finally:
-            store.close()
+        except BaseException as exc:
+            store.end_run(exc)  # interrupted or failed, as bench and eval record it
+            raise
+        store.close()
         stop = stopped[-1]
         summary = {**load_summary(stats, stop.reason, stop.error, stats.elapsed_s, str(store.path)),
                    "token_count": "approx" if engine.windows.approx_seen else "exact",
