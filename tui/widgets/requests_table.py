@@ -27,7 +27,6 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
@@ -124,7 +123,6 @@ class RequestsTable(Widget, can_focus=True):
         self._added = self._flushed = 0  # rows added ever, and as of the last flush (newer ones wait for the next)
         self._frame: tuple[tuple, list[dict[str, Any]], list[Cells], tuple[int, ...], bool, int, Style] | None = None
         self._strips: LRUCache[tuple, Strip] = LRUCache(256)
-        self._painting: tuple[list[dict[str, Any]], list[Cells], tuple[int, ...], bool, int, Style] | None = None
         self.passed = 0
         self.total = 0
         self.sim_wrong: float | None = None  # on the simulator: its --sim-wrong-rate
@@ -208,15 +206,8 @@ class RequestsTable(Widget, can_focus=True):
                            self.rich_style)
         return self._frame[1:]
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        self._painting = self._frame_now()  # once for the lines of this paint, not per line
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._painting = None
-
     def render_line(self, y: int) -> Strip:
-        shown, cells, widths, none, cursor, base = self._painting or self._frame_now()
+        shown, cells, widths, none, cursor, base = self._frame_now()  # worked out once per frame key
         width = self.size.width
         if y == 0:
             texts: Cells = tuple(header for header, _ in COLUMNS)  # type: ignore[assignment]
