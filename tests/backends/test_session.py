@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,22 @@ class Recorder:
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting for {what}; events: {self.events[-15:]}")
             await asyncio.sleep(0.05)
+
+
+@asynccontextmanager
+async def watching(session: ServerSession, groups, stop_after: bool = False):
+    """The session's server up (its group tracked) and the session watching other processes:
+    ``(recorder, the first state, how many events came before the watch)``; closed after."""
+    seen = Recorder(session)
+    try:
+        first = await session.up()
+        groups.track(first.pgid)
+        session.watch()
+        yield seen, first, len(seen.events)
+    finally:
+        if stop_after:
+            await session.stop()
+        await session.close()
 
 
 async def test_up_streams_typed_events_in_order(tmp_path, state_dir, groups):
@@ -103,12 +120,7 @@ async def test_a_headless_restart_beside_the_session_is_followed_live(tmp_path, 
     from backends.knobs.config import load_config
 
     session = ServerSession(load_config(config_file))
-    seen = Recorder(session)
-    try:
-        first = await session.up()
-        groups.track(first.pgid)
-        session.watch()
-        before = len(seen.events)
+    async with watching(session, groups) as (seen, first, before):
         code, out = await run_cli("--config", str(config_file), "restart", "--set", "window=1024", cwd=tmp_path)
         groups.track_state()
         assert code == 0, out
@@ -132,8 +144,6 @@ async def test_a_headless_restart_beside_the_session_is_followed_live(tmp_path, 
         code, out = await run_cli("--config", str(config_file), "down", cwd=tmp_path)
         assert code == 0, out
         await seen.wait(lambda: session.state is None and seen.of(Stopped), "the stop to be reported")
-    finally:
-        await session.close()
 
 
 async def test_a_watching_session_does_not_take_its_own_writes_for_another_ddtune(tmp_path, state_dir, groups):
@@ -141,12 +151,7 @@ async def test_a_watching_session_does_not_take_its_own_writes_for_another_ddtun
     taken and released, server.json cleared, written at launch, written at ready) is reported once,
     by ddtune: nothing of it comes back as another ddtune's launch, stop or settle."""
     session = ServerSession(config(tmp_path))
-    seen = Recorder(session)
-    try:
-        first = await session.up()
-        groups.track(first.pgid)
-        session.watch()
-        before = len(seen.events)
+    async with watching(session, groups, stop_after=True) as (seen, _, before):
         new = await session.restart(knobs={"window": 1024})
         groups.track(new.pgid)
         assert new.phase == "ready", new.reason
@@ -160,6 +165,3 @@ async def test_a_watching_session_does_not_take_its_own_writes_for_another_ddtun
         assert len([e for e in later if isinstance(e, ConfigChanged)]) == 1 and not seen.of(Stopped)
         assert not [e for e in later if isinstance(e, NoteAdded) and "another ddtune" in e.text
                     and "(pid 1)" not in e.text]
-    finally:
-        await session.stop()
-        await session.close()
