@@ -255,7 +255,9 @@ class ServerSession(EventHub):
             if live and keep_running_knobs and state is not None and state.config_hash != self.config.config_hash():
                 kept = running_knobs(self.config, state)
                 if kept is not None:
+                    changed = ConfigChanged.between(self.config.knobs, kept[0].knobs)
                     self._use_config(kept[0])
+                    self._emit(changed)  # readers (the console's A/B) label what runs, not the file
                     self._on_note(kept[1])
             if live and state is not None and state.config_hash == self.config.config_hash():
                 return await self._reattach(state)

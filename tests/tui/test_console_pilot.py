@@ -185,6 +185,7 @@ async def test_reattach_keeps_a_tuned_server_and_a_applies_the_file(tmp_path, gr
         window = {row.name: row for row in panel(app).knobs}["window"]
         assert (window.requested, window.effective, window.verified) == ("1024", "1024", True)
         assert "window=1024 (the file says 2048)" in log_text(app)
+        assert app.controller.figures.ab.current.knobs["window"] == 1024  # the A/B labels what runs
         await pilot.press("a")
         assert isinstance(app.screen, ConfirmApply)
         assert "window 1024 -> 2048" in str(app.screen.query_one("#changes").render())

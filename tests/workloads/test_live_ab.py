@@ -99,3 +99,15 @@ def test_windows_give_the_acceptance_where_requests_carry_none_and_say_from_wher
     ab.add_request(True, "pass", 6.0)  # a request's own figure wins over the server's
     figures = ab.current.figures()
     assert figures.acceptance_source == "request" and figures.acceptance.mean == 6.0
+
+
+def test_a_configuration_nothing_was_measured_on_takes_the_new_knobs_in_place():
+    """The console re-attached to a server tuned away from its file: the config the console began with
+    measured nothing, so the load's figures belong to what runs, labelled so, with nothing to compare."""
+    ab = LiveAB(W512)
+    ab.mark(W1024, "window 512 -> 1024")
+    ab.resume()
+    windows(ab, 0, [5.0, 100.0, 102.0])
+    (only,) = ab.configs()
+    assert only.knobs == W1024 and only.number == 1 and only.windows == 2
+    assert ab.comparison().reference is None

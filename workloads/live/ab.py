@@ -124,10 +124,16 @@ class LiveAB:
     def mark(self, knobs: Mapping[str, KnobValue], label: str) -> None:
         """The server's knobs changed. The new configuration's share begins when the load next
         resumes (on the new server): what arrives before that is still the old one's."""
-        if dict(knobs) == self.current.knobs:
+        current = self.current
+        if dict(knobs) == current.knobs:
             self._pending = None
             return
-        self._pending = _Config(self.current.number + 1, dict(knobs), label)
+        if not current.tok_s and not current.requests and current is not self._pinned:
+            current.knobs = dict(knobs)  # nothing was measured on it: no configuration to compare with
+            self._pending = None
+            self.version += 1
+            return
+        self._pending = _Config(current.number + 1, dict(knobs), label)
 
     def pause(self) -> None:
         self._paused = True
