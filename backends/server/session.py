@@ -226,6 +226,7 @@ class ServerSession(EventHub):
             self.version = str(info["version"]) if info and info.get("version") else None
             if self.stream_log:
                 self.log.follow(state, self.backend)  # a re-attach did not read the log yet
+        self.log.flush()  # the lines that led here reach readers before the settle they explain
         self.state = state  # with the version and log known: readers see one consistent settle
         if state.phase == "ready":
             self._emit(Verified(state.checks))

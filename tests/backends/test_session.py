@@ -90,6 +90,24 @@ async def test_up_streams_typed_events_in_order(tmp_path, state_dir, groups):
     assert seen.of(Stopped) and load_state() is None
 
 
+async def test_the_lines_that_led_to_ready_arrive_before_the_settle(tmp_path, state_dir, groups):
+    # a console shows the log lines with the phase they explain: the draft-runner line the window was
+    # verified from must be in a LogBatch before Verified/Settled, however slow the 4 Hz batching is
+    session = ServerSession(config(tmp_path, extra=PHASED))
+    session.log.flush_s = 3600.0  # the periodic flush never comes during this test
+    seen = Recorder(session)
+    try:
+        state = await session.up()
+        groups.track(state.pgid)
+        assert state.phase == "ready", state.reason
+        settled_at = seen.events.index(seen.of(Settled)[0])
+        before = [line.text for e in seen.events[:settled_at] if isinstance(e, LogBatch) for line in e.lines]
+        assert any("draft_window_size=2048" in text for text in before), seen.events[:settled_at][-5:]
+    finally:
+        await session.stop()
+        await session.close()
+
+
 async def test_bad_knob_is_refused_as_an_event_and_changes_nothing(tmp_path, state_dir, groups):
     session = ServerSession(config(tmp_path))
     seen = Recorder(session)
