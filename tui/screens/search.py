@@ -48,13 +48,12 @@ def phase_text(phase: str, detail: str) -> str:
 
 
 class SearchEventPosted(Message):
-    """An event of the search under way: the engine's (``plan`` None), a round's sweep event, or a note."""
+    """An event of the search under way: the engine's (``plan`` None) or a round's sweep event."""
 
-    def __init__(self, event: object, plan: object = None, note: bool = False) -> None:
+    def __init__(self, event: object, plan: object = None) -> None:
         super().__init__()
         self.event = event
         self.plan = plan
-        self.note = note
 
 
 def tok_cell(est) -> str:
@@ -171,8 +170,8 @@ class SearchScreen(Screen):
         def progress(plan: object, event: object) -> None:
             self.post_message(SearchEventPosted(event, plan))
 
-        def note(text: str) -> None:
-            self.post_message(SearchEventPosted(text, note=True))
+        def note(text: str) -> None:  # the app's, at once: said before the search counts as over, and
+            self.app.notify(text, timeout=8)  # still said after Esc popped this screen (its queue is gone)
 
         try:
             await search.run(self._post_event, progress, note)
@@ -223,9 +222,7 @@ class SearchScreen(Screen):
         from workloads.search import RoundFinished, RoundStarted, SearchFinished, SearchStarted
 
         event = message.event
-        if message.note:
-            self.notify(str(event), timeout=8)
-        elif message.plan is not None:
+        if message.plan is not None:
             self._progress(event)
         elif isinstance(event, SearchStarted):
             self.space, self.grid = event.space, event.space.size
