@@ -41,6 +41,7 @@ async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups
         table = screen.query_one("#slots", DataTable)
         assert table.row_count == 2
         assert [str(table.get_row_at(i)[2]) for i in range(2)] == ["done", "done"]  # cells are Text: no markup
+        assert not screen.running and not screen.query_one("#start").disabled  # ready for another sweep
         # The sweep drove the console's own session: the panel followed each restart as it happened
         # (new pids, loading phases) without a resync: two configurations, then, like `ddtune sweep`,
         # the server back on the config it ran before the sweep (a third new pid).
@@ -72,15 +73,15 @@ async def test_the_picker_shows_what_is_picked_without_colour():
         picks = screen.query_one("#presets", SelectionList)
         prompts = lambda: [str(picks.get_option_at_index(i).prompt) for i in range(picks.option_count)]  # noqa: E731
         assert prompts() == ["[x] b4-t4-w2048", "[x] b8-t4-w2048", "[ ] b16-t4-w2048"]
-        assert picks.border_title == "2 of 3 picked"
+        assert picks.border_title == "presets: 2 of 3 picked"
         picks.select("b16-t4-w2048")
         picks.deselect("b4-t4-w2048")
         await pilot.pause()
         assert prompts() == ["[ ] b4-t4-w2048", "[x] b8-t4-w2048", "[x] b16-t4-w2048"]
-        assert picks.border_title == "2 of 3 picked"
+        assert picks.border_title == "presets: 2 of 3 picked"
         picks.select("b4-t4-w2048")
         await pilot.pause()
-        assert picks.border_title == "3 of 3 picked"
+        assert picks.border_title == "presets: 3 of 3 picked"
 
 
 async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_path, groups, state_dir):
@@ -161,6 +162,7 @@ async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_
         assert {"loading-weights", "measuring", "done"} <= phases, phases
         table = screen.query_one("#slots", DataTable)
         assert [str(table.get_row_at(i)[2]) for i in range(2)] == ["done", "done"]  # cells are Text: no markup
+        assert not screen.running and not screen.query_one("#start").disabled  # ready for another sweep
         assert list((state_dir / "lanes").glob("*/server.json")) == []
         # the console's own server was left alone
         assert panel(app).phase == "ready" and panel(app).pid == state["pid"]

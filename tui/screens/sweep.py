@@ -19,7 +19,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Button, Checkbox, DataTable, Footer, Header, Input, SelectionList, Static
+from textual.widgets import Button, Checkbox, DataTable, Footer, Header, Input, Label, SelectionList, Static
 from textual.widgets.data_table import RowKey
 
 import workloads.sweep as sweep
@@ -41,14 +41,18 @@ class SweepEventPosted(Message):
 class SweepScreen(Screen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back", id="sweep.back")]
     DEFAULT_CSS = """
-    SweepScreen #pick { height: auto; max-height: 12; }
-    SweepScreen SelectionList { width: 40; height: auto; max-height: 10; }
-    SweepScreen #side { width: 1fr; height: auto; padding: 0 2; }
-    SweepScreen #status { height: auto; margin: 1 0; }
+    SweepScreen #pick { height: auto; max-height: 12; margin: 0 1; }
+    SweepScreen SelectionList { width: 36; height: auto; max-height: 10; border-title-color: $text-muted; }
+    SweepScreen #side { width: 1fr; height: auto; padding: 0 0 0 2; }
+    SweepScreen #side > * { margin-bottom: 1; }
+    SweepScreen .row { height: 1; }
+    SweepScreen .row Label { padding: 0 1 0 0; color: $text-muted; }
+    SweepScreen #gpus { width: 1fr; max-width: 32; }
+    SweepScreen #matrix { height: auto; color: $text-muted; }
+    SweepScreen #status { height: auto; margin: 1 1; }
     SweepScreen #status.error { color: $error; }
     SweepScreen #slots { height: 1fr; }
     SweepScreen #lanes { height: auto; max-height: 10; display: none; }
-    SweepScreen #gpus { width: 40; }
     """
 
     def __init__(self, console: ConsoleController, presets: list[str], contexts: list[int] = CONTEXTS,
@@ -68,13 +72,17 @@ class SweepScreen(Screen):
             yield SelectionList[str](*[(self._prompt(name, i < 2), name, i < 2) for i, name in enumerate(self.presets)],
                                      id="presets")
             with Vertical(id="side"):
-                yield Checkbox("add a speculation-off baseline", value=True, id="baseline")
-                yield OrderedInput(placeholder="GPUs for parallel lanes, e.g. 0,1", id="gpus",
-                            tooltip="one server per GPU beside this one (ddtune sweep --parallel); "
-                                    "empty: sweep this console's server")
+                yield Checkbox("speculation-off baseline", value=True, id="baseline", compact=True,
+                               tooltip="a run with speculation off first; each run's greedy answers are "
+                                       "compared with its answers")
+                with Horizontal(classes="row"):
+                    yield Label("GPUs for parallel lanes")
+                    yield OrderedInput(placeholder="this server", id="gpus", compact=True,
+                                       tooltip="e.g. 0,1: one server per GPU beside this one (ddtune sweep "
+                                               "--parallel); empty: sweep this console's server")
                 contexts, concurrency, tokens = self.matrix
-                yield Static(f"matrix: contexts {contexts}, concurrency {concurrency}, {tokens} tokens, "
-                             "no eval\n(full options: ddtune sweep --help)")
+                yield Static(f"each run: contexts {contexts} x concurrency {concurrency}, {tokens} tokens, "
+                             "no eval; all options: ddtune sweep --help", id="matrix")
                 yield Button("Start sweep", variant="primary", id="start", compact=True)
         yield Static("pick presets and start; the server restarts only when the knobs change", id="status")
         yield DataTable(id="lanes", zebra_stripes=True)
@@ -91,10 +99,11 @@ class SweepScreen(Screen):
         for index in range(picks.option_count):
             name = picks.get_option_at_index(index).value
             picks.replace_option_prompt_at_index(index, self._prompt(name, name in chosen))
-        picks.border_title = f"{len(chosen)} of {picks.option_count} picked"
+        picks.border_title = f"presets: {len(chosen)} of {picks.option_count} picked"
 
     def on_mount(self) -> None:
-        self.query_one("#presets", SelectionList).border_title = f"2 of {len(self.presets)} picked"
+        picks = self.query_one("#presets", SelectionList)
+        picks.border_title = f"presets: {len(picks.selected)} of {picks.option_count} picked"
         self.query_one("#slots", DataTable).add_columns("#", "config", "status", "best tok/s", "accept", "lossless",
                                                           "note")
         self.query_one("#lanes", DataTable).add_columns("lane", "GPU", "port", "phase", "run", "progress")
@@ -119,6 +128,10 @@ class SweepScreen(Screen):
             self.running = True
             event.button.disabled = True
             self.query_one("#status", Static).set_classes("")
+            for ident in ("#slots", "#lanes"):  # a second sweep on this screen starts afresh
+                self.query_one(ident, DataTable).clear()
+            self.query_one("#lanes", DataTable).display = False
+            self.rows, self.lane_rows, self.best = {}, {}, {}
             self.run_sweep(chosen, self.query_one("#baseline", Checkbox).value, gpus)
 
     @work(exclusive=True, group="sweep", exit_on_error=False)
@@ -138,6 +151,8 @@ class SweepScreen(Screen):
             status.update(Text(f"sweep refused: {exc}", "red"))
         finally:
             self.running = False
+            if self.is_attached:  # not after Esc: the screen is gone
+                self.query_one("#start", Button).disabled = False
 
     def _post_event(self, event: object) -> None:  # from the engine, in this screen's worker
         self.post_message(SweepEventPosted(event))
