@@ -74,11 +74,14 @@ async def test_a_small_search_runs_from_the_screen_and_names_the_best(tmp_path, 
         [row] = [r for r in list_runs() if r.kind == "search"]  # the results screen (r) lists it
         assert row.status == "done" and row.summary.startswith(f"best {label}:")
         # like `ddtune search`, the server goes back on the config it ran before, then the screen is free
-        await wait_until(pilot, lambda: not screen.running, what="the server back")
-        assert panel(app).phase == "ready"
+        await wait_until(pilot, lambda: not screen.running, what="the search to end")
+        view = app.controller.view()  # what the session knows once the search is over: the server back
+        assert view.phase == "ready" and {r.name: r.requested for r in view.knobs} == knobs_before, view
         said = " ".join(app.said)  # toasts expire; their texts stay
         assert "returned the server to the config it ran before" in said
-        assert {r.name: r.requested for r in panel(app).knobs} == knobs_before
+        # the panel shows it once the messages posted before the search ended are handled
+        await wait_until(pilot, lambda: panel(app).phase == "ready" and
+                         {r.name: r.requested for r in panel(app).knobs} == knobs_before, what="the panel")
         assert not screen.query_one("#start", Button).disabled  # ready for another search
         await app.controller.detach(stop_server=True)
 
