@@ -193,6 +193,7 @@ class ServerSession(EventHub):
         return stopped
 
     def _set_config(self, config: ServerConfig) -> None:
+        """Manage the server under ``config`` from now on and say how its knobs differ (ConfigChanged)."""
         if config.config_hash() == self.config.config_hash():
             return
         changed = ConfigChanged.between(self.config.knobs, config.knobs)
@@ -256,9 +257,7 @@ class ServerSession(EventHub):
             if live and keep_running_knobs and state is not None and state.config_hash != self.config.config_hash():
                 kept = running_knobs(self.config, state)
                 if kept is not None:
-                    changed = ConfigChanged.between(self.config.knobs, kept[0].knobs)
-                    self._use_config(kept[0])
-                    self._emit(changed)  # readers (the console's A/B) label what runs, not the file
+                    self._set_config(kept[0])  # readers (the console's A/B) label what runs, not the file
                     self._on_note(kept[1])
             if live and state is not None and state.config_hash == self.config.config_hash():
                 return await self._reattach(state)
@@ -380,9 +379,7 @@ class ServerSession(EventHub):
         if launched:
             self.state = state
             if state.knobs != self.config.knobs:
-                changed = ConfigChanged.between(self.config.knobs, dict(state.knobs))
-                self._use_config(self.config.with_knobs(dict(state.knobs)))
-                self._emit(changed)
+                self._set_config(self.config.with_knobs(dict(state.knobs)))
             if state.phase == "starting":
                 self.phases.waiting(f"pid {state.pid}, launched by another ddtune", state.pid)
             self._launched(state, "another ddtune")
