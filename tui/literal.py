@@ -15,6 +15,7 @@ entered ddtune.
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 
 
@@ -27,3 +28,8 @@ def cell(value: object) -> Text:
     """``value`` for a one-row ``DataTable`` cell: as Textual's own formatter would show a str
     (cut at the column, not wrapped), without reading it as markup (a ``Text`` stays as it was)."""
     return value if isinstance(value, Text) else Text(str(value), no_wrap=True, end="")
+
+
+def cell_width(text: str) -> int:
+    """How many terminal cells ``text`` takes (one per character for ASCII, without asking Rich)."""
+    return len(text) if text.isascii() else cell_len(text)

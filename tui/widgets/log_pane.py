@@ -32,8 +32,8 @@ from textual.selection import Selection
 from textual.strip import Strip
 
 from backends.logs import DraftRunner, KINDS, LogLine, ServerReady, note as note_line
-from tui.literal import literal
-from tui.widgets.log_text import FILTER_KINDS, FILTERS, cells, display_text, search_pattern
+from tui.literal import cell_width, literal
+from tui.widgets.log_text import FILTER_KINDS, FILTERS, display_text, search_pattern
 
 GROW_ROWS, GROW_COLS = 128, 32  # the virtual size grows in steps: each change costs a screen layout
 _PARTS = ("stamp", "ready", "draft-off", "window-off", "window-on", "accept", "match", "current-match")
@@ -135,7 +135,7 @@ class LogPane(ScrollView, can_focus=True):
             if keep is None or line.kind in keep:
                 shown.append(line)
                 added += 1
-                width = max(width, cells(display_text(line.text)))
+                width = max(width, cell_width(display_text(line.text)))
         if not (added or dropped):
             return
         self._width = width
@@ -192,7 +192,7 @@ class LogPane(ScrollView, can_focus=True):
         keep = FILTER_KINDS[self._filter]
         self._shown = deque(line for line in self._history if keep is None or line.kind in keep)
         self._gone, self._current, self._unseen = 0, None, 0
-        self._width = max((cells(display_text(line.text)) for line in self._shown), default=0)
+        self._width = max((cell_width(display_text(line.text)) for line in self._shown), default=0)
         self._size_to(self._width, len(self._shown))
         self._follow = True
         self._to_end()
@@ -233,7 +233,7 @@ class LogPane(ScrollView, can_focus=True):
             found = pattern.search(display_text(rows[i].text))
             if found:
                 self._current = self._gone + i
-                self._reveal(i, cells(found.string[:found.start()]), cells(found.group()))
+                self._reveal(i, cell_width(found.string[:found.start()]), cell_width(found.group()))
                 self._show_status()
                 self.refresh()
                 return True

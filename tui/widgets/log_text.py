@@ -1,12 +1,9 @@
 """The log pane's text rules, apart from its widget: which kinds each filter shows, how a line is
-drawn (bounded, tabs expanded, control characters visible), its width in cells, and the search's
-smart case."""
+drawn (bounded, tabs expanded, control characters visible), and the search's smart case."""
 
 from __future__ import annotations
 
 import re
-
-from rich.cells import cell_len
 
 FILTERS = ("all", "errors", "draft", "decode")
 FILTER_KINDS: dict[str, frozenset[str] | None] = {
@@ -28,10 +25,6 @@ def display_text(text: str) -> str:
     if not text.isprintable():
         text = _CONTROL.sub("\ufffd", text)
     return text
-
-
-def cells(text: str) -> int:
-    return len(text) if text.isascii() else cell_len(text)
 
 
 def search_pattern(query: str) -> re.Pattern[str] | None:

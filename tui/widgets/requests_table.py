@@ -31,7 +31,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from tui.literal import literal
+from tui.literal import cell_width, literal
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "red",
                  "no_code": "yellow", "truncated": "yellow", "cancelled (restart)": "grey50"}
@@ -66,7 +66,7 @@ HEADER_WIDTHS = tuple(cell_len(header) for header, _ in COLUMNS)
 
 
 def text_widths(cells: Cells) -> tuple[int, ...]:
-    return tuple(len(text) if text.isascii() else cell_len(text) for text in cells)
+    return tuple(cell_width(text) for text in cells)
 
 
 def column_widths(rows: list[Cells], width: int) -> tuple[int, ...]:
