@@ -99,11 +99,14 @@ class SweepScreen(Screen):
         for index in range(picks.option_count):
             name = picks.get_option_at_index(index).value
             picks.replace_option_prompt_at_index(index, self._prompt(name, name in chosen))
-        picks.border_title = f"presets: {len(chosen)} of {picks.option_count} picked"
+        self._count(picks)
+
+    @staticmethod
+    def _count(picks: SelectionList) -> None:
+        picks.border_title = f"presets: {len(picks.selected)} of {picks.option_count} picked"
 
     def on_mount(self) -> None:
-        picks = self.query_one("#presets", SelectionList)
-        picks.border_title = f"presets: {len(picks.selected)} of {picks.option_count} picked"
+        self._count(self.query_one("#presets", SelectionList))
         self.query_one("#slots", DataTable).add_columns("#", "config", "status", "best tok/s", "accept", "lossless",
                                                           "note")
         self.query_one("#lanes", DataTable).add_columns("lane", "GPU", "port", "phase", "run", "progress")
