@@ -104,21 +104,59 @@ def reap(pid: int) -> None:
 
 
 def port_owner(port: int) -> PortOwner | None:
-    """Who listens on TCP port (any local address), per psutil; None when nobody does."""
-    try:
-        conns = psutil.net_connections(kind="tcp")
-    except psutil.AccessDenied:
-        conns = []
-    for conn in conns:
-        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
-            if conn.pid is None:
-                return PortOwner(port, None, "?", "?")
+    """Who listens on TCP port (any local address, IPv4 or IPv6); None when nobody does.
+
+    Several processes can hold one listening socket: every child forked while it is open, until its
+    exec closes it (or for good, if it was passed on). The owner is the holder that started first;
+    a holder is found by its ``/proc/<pid>/fd`` links, so another user's process is pid None
+    unless we are root."""
+    inodes = _listen_inodes(port)
+    if not inodes:
+        return None
+    holders: list[tuple[float, int]] = []
+    for pid in _pids():
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
             try:
-                proc = psutil.Process(conn.pid)
-                return PortOwner(port, conn.pid, proc.name(), " ".join(proc.cmdline()))
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                return PortOwner(port, conn.pid, "?", "?")
-    return None
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:[") and link[8:-1] in inodes:
+                started = create_time(pid)
+                if started is not None:
+                    holders.append((started, pid))
+                break
+    if not holders:
+        return PortOwner(port, None, "?", "?")
+    pid = min(holders)[1]
+    try:
+        proc = psutil.Process(pid)
+        return PortOwner(port, pid, proc.name(), " ".join(proc.cmdline()))
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return PortOwner(port, pid, "?", "?")
+
+
+def _listen_inodes(port: int) -> set[str]:
+    """The inodes of the TCP sockets in LISTEN state (0A) on ``port``, from /proc/net/tcp and tcp6."""
+    found: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as fh:
+                rows = fh.read().splitlines()[1:]
+        except FileNotFoundError:  # tcp6: IPv6 is off on this host
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rpartition(":")[2], 16) == port:
+                found.add(fields[9])
+    return found
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
 
 def wait_port_free(port: int, deadline: float, poll: float = 0.1) -> PortOwner | None:

@@ -3,6 +3,7 @@
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 
@@ -91,3 +92,23 @@ def test_port_owner_names_the_listener():
         assert f"pid {os.getpid()}" in owner.describe()
     assert wait_port_free(port, time.monotonic() + 30) is None
     assert port_owner(port) is None
+
+
+def test_port_owner_names_the_listener_not_a_child_that_inherited_its_socket():
+    """A child forked while we listen holds the socket too (until its exec closes it, or for good
+    with pass_fds): the owner is the process that has held it longest, not the newest holder. CI
+    once named a parallel lane's server, forked at that moment, as the holder of a test's port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                                 pass_fds=(sock.fileno(),))
+        try:
+            assert f"socket:[{os.fstat(sock.fileno()).st_ino}]" in {
+                os.readlink(f"/proc/{child.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{child.pid}/fd")}
+            owner = port_owner(port)
+            assert owner is not None and owner.pid == os.getpid(), (owner, child.pid)
+        finally:
+            child.stdin.close()
+            child.wait(30)
