@@ -67,8 +67,7 @@ def token_verdict(pid: int, token: str | None) -> str | None:
     if not token:
         return "the record carries no launch token, so ddtune cannot prove it started that process"
     try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            environ = fh.read()
+        environ = _environ(pid)
     except OSError as exc:
         return f"its environment cannot be read ({exc.strerror}), so it is not proven to be the server ddtune started"
     entries = environ.split(b"\0")
@@ -77,6 +76,19 @@ def token_verdict(pid: int, token: str | None) -> str | None:
     if any(e.startswith(f"{TOKEN_ENV}=".encode()) for e in entries):
         return "it carries another launch's token: it is not the server this record names"
     return f"it does not carry the launch token ddtune gave the server it started ({TOKEN_ENV})"
+
+
+def _environ(pid: int, tries: int = 20) -> bytes:
+    """``/proc/<pid>/environ``. A process caught inside its exec (just spawned: the parent's
+    ``Popen`` returns before the new image has its stack) reads empty for a moment, so an empty
+    read is retried for up to ~0.1 s; an environ still empty then is empty (``env -i``, a zombie)."""
+    for _ in range(tries):
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            environ = fh.read()
+        if environ:
+            break
+        time.sleep(0.005)
+    return environ
 
 
 def carries_token(pid: int, token: str | None) -> bool:

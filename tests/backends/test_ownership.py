@@ -77,6 +77,23 @@ def test_a_stranger_without_any_token_is_refused(spawn):
         owned(stranger.pid, stranger.pid, started, TOKEN)
 
 
+def test_a_leader_checked_as_its_spawn_returns_is_proven(spawn):
+    """Popen returns once the exec is past its point of no return, and the new image's environ can
+    still read empty then: the proof waits that moment out instead of calling our server a stranger."""
+    leader = spawn([*WITH_TOKEN, "-c", "import time; time.sleep(600)"])
+    found = owned(leader.pid, leader.pid, psutil.Process(leader.pid).create_time(), TOKEN)
+    assert found.leader_alive and set(found.pids) == {leader.pid}
+
+
+def test_a_stranger_with_an_empty_environment_is_refused(spawn):
+    stranger = spawn(["env", "-i", sys.executable, "-c", "import time; print(1, flush=True); time.sleep(600)"])
+    assert stranger.stdout.readline() == "1\n"
+    with open(f"/proc/{stranger.pid}/environ", "rb") as fh:
+        assert fh.read() == b""
+    with pytest.raises(NotOurs, match="does not carry the launch token"):
+        owned(stranger.pid, stranger.pid, psutil.Process(stranger.pid).create_time(), TOKEN)
+
+
 def test_survivors_without_the_token_are_not_ours(spawn):
     """A dead leader's group: only members carrying the token are survivors of ours."""
     parent = spawn([sys.executable, "-c", PARENT_WITH_CHILD])  # no token anywhere

@@ -286,9 +286,11 @@ def test_api_key_reaches_the_server_but_not_argv_or_environ(start_sim, workers, 
         load = LoadProcess(tick_s=0.2)
         workers.append(load)
         await load.start(sim.url, key, concurrency=2, max_tokens=400, problems=["fib"])
+        seen = await until(load.events(), lambda s: len(graded(s)) >= 1)
+        # read once the worker is at work: right after the spawn its exec may not have set up its
+        # new stack yet, and /proc then shows an empty cmdline and environ (CI saw that once)
         cmdline = Path(f"/proc/{load.pid}/cmdline").read_bytes()
         environ = Path(f"/proc/{load.pid}/environ").read_bytes()
-        seen = await until(load.events(), lambda s: len(graded(s)) >= 1)
         await load.stop()
         return cmdline, environ, seen
 
@@ -381,13 +383,14 @@ def test_the_worker_started_from_a_folder_of_decoys_runs_ddtune_s(start_sim, wor
         load = LoadProcess(tick_s=0.2)
         workers.append(load)
         await load.start(sim.url, None, concurrency=1, max_tokens=300, problems=["fib"])
-        where = os.readlink(f"/proc/{load.pid}/cwd")
-        environ = Path(f"/proc/{load.pid}/environ").read_bytes().split(b"\0")
         seen = await until(load.events(), lambda s: len(graded(s)) >= 1)
+        where = os.readlink(f"/proc/{load.pid}/cwd")
+        environ = Path(f"/proc/{load.pid}/environ").read_bytes().split(b"\0")  # once at work (see above)
         await load.stop()
         return where, environ, seen
 
     where, environ, seen = asyncio.run(go())
+    assert any(e.startswith(b"PATH=") for e in environ)  # read in full, not caught mid-exec
     assert where == str(cwd) and not [e for e in environ if e.startswith(b"PYTHONPATH=")]
     assert isinstance(seen[0], LoadStarted) and graded(seen)[0].verdict in ("pass", "fail")
     assert not (cwd / "decoy-ran").exists()
