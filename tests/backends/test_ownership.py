@@ -3,6 +3,7 @@
 import os
 import secrets
 import signal
+import subprocess
 import sys
 import time
 
@@ -80,9 +81,16 @@ def test_a_stranger_without_any_token_is_refused(spawn):
 def test_a_leader_checked_as_its_spawn_returns_is_proven(spawn):
     """Popen returns once the exec is past its point of no return, and the new image's environ can
     still read empty then: the proof waits that moment out instead of calling our server a stranger."""
-    leader = spawn([*WITH_TOKEN, "-c", "import time; time.sleep(600)"])
-    found = owned(leader.pid, leader.pid, psutil.Process(leader.pid).create_time(), TOKEN)
-    assert found.leader_alive and set(found.pids) == {leader.pid}
+    # the token given as the launch gives it (not through env(1), whose own exec comes first)
+    leader = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True,
+                              env={**os.environ, "DDTUNE_LAUNCH_TOKEN": TOKEN})
+    spawn.groups.append(leader.pid)
+    try:
+        found = owned(leader.pid, leader.pid, psutil.Process(leader.pid).create_time(), TOKEN)
+        assert found.leader_alive and set(found.pids) == {leader.pid}
+    finally:
+        leader.kill()
+        leader.wait(30)
 
 
 def test_a_stranger_with_an_empty_environment_is_refused(spawn):
