@@ -4,8 +4,9 @@ Every change of the startup phase, whoever causes it (the lifecycle's steps, a l
 ddtune's restart seen by the watcher), is made here and reported as a ``Progress``: no callback runs
 from the log reader through a second object and back. A log line's move is reported at once where a
 reader shows every step (the console, ``every_line``); headless, where each report is a line on
-stderr, the wait for readiness reports the phase as it polls (at most ~10 a second), so a fast start
-does not print each shard and graph size. An unchanged phase is reported again every HEARTBEAT_S, so
+stderr, a line that moves the start into its next phase is reported at once (each phase of a start
+shows, however fast it passed) and one that only moves the detail (a shard, a graph size) when the
+wait for readiness polls (at most ~10 a second). An unchanged phase is reported again every HEARTBEAT_S, so
 a long wait still shows it is alive; while the old server stops or the port and GPU are awaited,
 ``heartbeat()`` ticks those reports (their elapsed times grow).
 """
@@ -56,8 +57,10 @@ class Phases:
         self.tracker.begin_start(time.monotonic(), detail)
 
     def log_event(self, event: LogEvent) -> None:
-        """A parsed line of the server's log: the tracker moves by it (reported now when ``every_line``)."""
-        if self.tracker.feed(event, time.monotonic()) and self.every_line:
+        """A parsed line of the server's log: the tracker moves by it (reported now when ``every_line``
+        or when it began another phase)."""
+        before = self.tracker.phase
+        if self.tracker.feed(event, time.monotonic()) and (self.every_line or self.tracker.phase != before):
             self.report(self.pid)
 
     def ready(self, pid: int | None) -> None:

@@ -1,6 +1,6 @@
 """Phases: the one mover of a session's startup tracker and the one place its phase is reported from."""
 
-from backends.logs.events import ShardProgress, WeightLoadBegin
+from backends.logs.events import GraphCaptureBegin, GraphCaptureProgress, ShardProgress, WeightLoadBegin
 from backends.server.phases import Phases
 from backends.server.startup import StartupTracker
 
@@ -34,14 +34,22 @@ def test_a_failure_ends_the_start_it_was_judging():
     assert not phases.judging
 
 
-def test_headless_reports_a_log_line_s_move_when_the_wait_polls():
-    """Headless, every report is a line on stderr: a log line moves the tracker, and the wait for
-    readiness reports where it stands when it polls (a fast start prints no line per shard)."""
+def test_headless_reports_each_phase_at_once_and_its_details_when_the_wait_polls():
+    """Headless, every report is a line on stderr: a line that begins a phase is reported at once (a
+    start too fast for the wait's polls still shows every phase it passed; CI once missed
+    loading-weights that way), and one that only moves the detail when the wait polls (a fast start
+    prints no line per shard or graph size)."""
     seen = []
     phases = Phases(StartupTracker(), seen.append, every_line=False)
     phases.starting("pid 42 importing")
+    phases.pid = 42
     phases.log_event(WeightLoadBegin(None))
     phases.log_event(ShardProgress(1, 4, "Loading safetensors checkpoint shards"))
-    assert seen == [] and phases.tracker.detail == "shard 1/4 target"
+    phases.log_event(ShardProgress(4, 4, "Loading safetensors checkpoint shards"))
+    phases.log_event(GraphCaptureBegin("target verify", None))
+    phases.log_event(GraphCaptureProgress(1, 8, 8, None))
+    assert [(p.phase, p.detail, p.pid) for p in seen] == [
+        ("loading-weights", "target weights", 42), ("capturing-graphs", "target verify", 42)]
+    assert phases.tracker.detail == "target verify bs=8 (1/8)"
     phases.report(42, probing=True)
-    assert [(p.phase, p.detail, p.pid) for p in seen] == [("loading-weights", "shard 1/4 target", 42)]
+    assert (seen[-1].phase, seen[-1].detail) == ("capturing-graphs", "target verify bs=8 (1/8)")
