@@ -7,7 +7,7 @@ from __future__ import annotations
 from textual.widgets import DataTable, SelectionList, Static
 
 from tests.backends.lifecycle_support import PHASED
-from tests.tui.test_console_pilot import app_for, panel, wait_until
+from tests.tui.test_console_pilot import app_for, panel, panel_views, wait_until
 from tui.screens.sweep import SweepScreen
 
 
@@ -26,12 +26,9 @@ async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups
         screen.query_one("#baseline").value = False
         await pilot.click("#start")
         status = screen.query_one("#status", Static)
-        phases, pids = set(), set()
+        views = panel_views(app)  # the main screen's panel, updated live under the sweep screen
 
         def finished() -> bool:
-            view = panel(app)  # the main screen's panel, updated live under the sweep screen
-            phases.add(view.phase)
-            pids.add(view.pid)
             return "best overall" in str(status.render()) or "finished" in str(status.render())
 
         await wait_until(pilot, finished, timeout=120, what="the sweep to finish")
@@ -45,6 +42,7 @@ async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups
         # The sweep drove the console's own session: the panel followed each restart as it happened
         # (new pids, loading phases) without a resync: two configurations, then, like `ddtune sweep`,
         # the server back on the config it ran before the sweep (a third new pid).
+        phases, pids = {view.phase for view in views}, {view.pid for view in views}
         assert "loading-weights" in phases and "stopping-old" in phases, phases
         assert len(pids - {None, first_pid}) == 3, pids
         state = groups.track_state()
