@@ -19,6 +19,15 @@ def shown_keys(app) -> dict[str, str]:
             if key.region.width and key.region.right <= width}
 
 
+async def once(pilot, predicate) -> None:
+    """Return when ``predicate()`` holds, or after 10 s (the caller's assert then says what is wrong): a
+    change to a widget is rendered and laid out some frames later, more of them on a loaded machine."""
+    for _ in range(100):
+        if predicate():
+            return
+        await pilot.pause(0.1)
+
+
 async def keys_once_laid_out(pilot, app, expected: dict[str, str]) -> dict[str, str]:
     """The footer keys once they include ``expected``, or as they are after 10 s: a pushed screen's
     footer is composed and laid out some frames later (one pause was not enough on a loaded machine)."""
@@ -68,9 +77,9 @@ async def test_knob_editor_hints_and_sweep_refusal_are_whole_at_80x24():
         editor = KnobEditor(current, {}, lambda values: validate_knobs(values, config))
         await app.push_screen(editor)
         editor.query_one("#knob-window").value = "-5"
-        await pilot.pause()
         note = editor.query_one("#note-window", Static)
         hint = validate_knobs(editor.values(), config)["window"]
+        await once(pilot, lambda: note.region.height * note.region.width >= len(hint))
         assert len(hint) > note.region.width  # too long for one line at 80 columns: it must wrap
         assert note.region.height * note.region.width >= len(hint), (note.region, hint)
         assert "[esc]" in str(editor.query_one("#cancel").label)  # the key is shown, not eaten as markup
@@ -81,6 +90,6 @@ async def test_knob_editor_hints_and_sweep_refusal_are_whole_at_80x24():
         await app.push_screen(sweep)
         sweep.query_one("#gpus").value = "0,x"
         sweep.query_one("#start").press()
-        await pilot.pause()
         status = sweep.query_one("#status", Static)
+        await once(pilot, lambda: "'x' is not a GPU index" in str(status.render()) and status.region.right <= 80)
         assert "'x' is not a GPU index" in str(status.render()) and status.region.right <= 80
