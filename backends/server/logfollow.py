@@ -76,6 +76,7 @@ class LogFollower:
         self._pending: deque[LogLine] = deque(maxlen=batch_max)
         self._read = 0
         self._flusher: asyncio.Task | None = None
+        self._started = asyncio.Event()  # set once this launch's "Started server process" line is read
 
     def follow(self, state: ServerState, driver: Backend) -> LogFacts:
         """Start reading this launch's log (through ``driver``) from its start; a no-op when it is the
@@ -88,6 +89,7 @@ class LogFollower:
         driver.api_key(state)  # the launch's key, remembered: the lines read mask it (linesplitter)
         self.log_path = state.log_path
         self.facts = LogFacts()
+        self._started = asyncio.Event()
         markers = driver.config.knob_table.log_markers()
         self._task = asyncio.create_task(self._run(driver.log_lines(state, from_start=True), markers, self.facts))
         if self.on_lines is not None:
@@ -100,6 +102,18 @@ class LogFollower:
                 task.cancel()
         self._task = self._flusher = None
         self.flush()
+
+    async def read_past_start(self, timeout_s: float = 2.0) -> None:
+        """Wait (at most ``timeout_s``) until the reader has read this launch's ``Started server
+        process`` line: the server prints it after loading and capture, so the lines of those phases
+        have moved the tracker by then. For a launch first seen already ready (another ddtune's
+        restart, noticed late): its phases show before its ready, as for our own starts."""
+        if self._task is None or self._task.done() or self.facts.started_pid is not None:
+            return
+        try:
+            await asyncio.wait_for(self._started.wait(), timeout_s)
+        except TimeoutError:
+            pass
 
     async def settle(self) -> None:
         """Let the reader take what is already in the file (after the server exited)."""
@@ -126,6 +140,8 @@ class LogFollower:
                 continue
             if isinstance(event, ServerStarted):
                 facts.started_pid = event.pid
+                if facts is self.facts:
+                    self._started.set()
             elif isinstance(event, Fatal) and (phases.judging or facts.fatal_at is not None):
                 facts.fatals.append(event)
                 if not event.generic and facts.fatal_at is None:

@@ -386,6 +386,7 @@ class ServerSession(EventHub):
             self.log.follow(state, self.backend)
         if state.phase in ("ready", "failed") and (launched or old is None or old.phase != state.phase):
             if state.phase == "ready":
+                await self.log.read_past_start()  # its loading and capture lines first (read late on a busy box)
                 self.phases.ready(state.pid)
             elif self.tracker.phase != FAILED:
                 self.phases.failed((state.reason or "failed").split("\n")[0], state.pid)
