@@ -135,6 +135,11 @@ def test_sweep_form_with_a_bad_gpu_list_at_80x24(snap_compare):
         _steady_cursors(screen)
         screen.query_one("#gpus").value = "0,x"
         screen.query_one("#start").press()
+        status = screen.query_one("#status")
+        for _ in range(100):  # the refusal is drawn some frames later on a loaded machine
+            if "is not a GPU index" in str(status.render()):
+                break
+            await pilot.pause(0.1)
         await pilot.pause()
         await pilot.wait_for_scheduled_animations()
 
