@@ -114,7 +114,7 @@ def port_owner(port: int) -> PortOwner | None:
     if not inodes:
         return None
     holders: list[tuple[float, int]] = []
-    for pid in _pids():
+    for pid in psutil.pids():
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
         except OSError:
@@ -153,10 +153,6 @@ def _listen_inodes(port: int) -> set[str]:
             if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rpartition(":")[2], 16) == port:
                 found.add(fields[9])
     return found
-
-
-def _pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
 
 def wait_port_free(port: int, deadline: float, poll: float = 0.1) -> PortOwner | None:
