@@ -100,3 +100,13 @@ def idle_console():
     from tui.controller import ConsoleController
 
     return ConsoleController(config_from_dict({}, "defaults"), simulated=True)
+
+
+async def laid_out(pilot, predicate, timeout_s: float = 10.0) -> None:
+    """Return once ``predicate()`` holds, or after ``timeout_s`` (the caller's assert then says what is
+    wrong): a change to a widget is rendered and laid out some frames later, more of them on a loaded
+    machine, so one ``pilot.pause()`` is not enough to judge it."""
+    for _ in range(int(timeout_s / 0.1)):
+        if predicate():
+            return
+        await pilot.pause(0.1)

@@ -9,6 +9,7 @@ from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
 from backends.knobs.config import config_from_dict
+from tests.tui.fixtures import laid_out
 from tui.app import DdtuneApp
 
 
@@ -19,24 +20,11 @@ def shown_keys(app) -> dict[str, str]:
             if key.region.width and key.region.right <= width}
 
 
-async def once(pilot, predicate) -> None:
-    """Return when ``predicate()`` holds, or after 10 s (the caller's assert then says what is wrong): a
-    change to a widget is rendered and laid out some frames later, more of them on a loaded machine."""
-    for _ in range(100):
-        if predicate():
-            return
-        await pilot.pause(0.1)
-
-
 async def keys_once_laid_out(pilot, app, expected: dict[str, str]) -> dict[str, str]:
     """The footer keys once they include ``expected``, or as they are after 10 s: a pushed screen's
     footer is composed and laid out some frames later (one pause was not enough on a loaded machine)."""
-    for _ in range(100):
-        keys = shown_keys(app)
-        if all(keys.get(name) == key for name, key in expected.items()):
-            break
-        await pilot.pause(0.1)
-    return keys
+    await laid_out(pilot, lambda: all(shown_keys(app).get(name) == key for name, key in expected.items()))
+    return shown_keys(app)
 
 
 async def test_help_and_quit_fit_on_every_screen_at_80x24(state_dir):
@@ -79,7 +67,7 @@ async def test_knob_editor_hints_and_sweep_refusal_are_whole_at_80x24():
         editor.query_one("#knob-window").value = "-5"
         note = editor.query_one("#note-window", Static)
         hint = validate_knobs(editor.values(), config)["window"]
-        await once(pilot, lambda: note.region.height * note.region.width >= len(hint))
+        await laid_out(pilot, lambda: note.region.height * note.region.width >= len(hint))
         assert len(hint) > note.region.width  # too long for one line at 80 columns: it must wrap
         assert note.region.height * note.region.width >= len(hint), (note.region, hint)
         assert "[esc]" in str(editor.query_one("#cancel").label)  # the key is shown, not eaten as markup
@@ -91,5 +79,5 @@ async def test_knob_editor_hints_and_sweep_refusal_are_whole_at_80x24():
         sweep.query_one("#gpus").value = "0,x"
         sweep.query_one("#start").press()
         status = sweep.query_one("#status", Static)
-        await once(pilot, lambda: "'x' is not a GPU index" in str(status.render()) and status.region.right <= 80)
+        await laid_out(pilot, lambda: "'x' is not a GPU index" in str(status.render()) and status.region.right <= 80)
         assert "'x' is not a GPU index" in str(status.render()) and status.region.right <= 80

@@ -126,7 +126,7 @@ def test_results_list_at_80x24(snap_compare, state_dir):
 
 def test_sweep_form_with_a_bad_gpu_list_at_80x24(snap_compare):
     """The sweep form at 80x24 refusing a bad GPU list: the whole reason on screen, and the keys."""
-    from tests.tui.fixtures import idle_console
+    from tests.tui.fixtures import idle_console, laid_out
     from tui.screens.sweep import SweepScreen
 
     async def run_before(pilot):
@@ -136,10 +136,7 @@ def test_sweep_form_with_a_bad_gpu_list_at_80x24(snap_compare):
         screen.query_one("#gpus").value = "0,x"
         screen.query_one("#start").press()
         status = screen.query_one("#status")
-        for _ in range(100):  # the refusal is drawn some frames later on a loaded machine
-            if "is not a GPU index" in str(status.render()):
-                break
-            await pilot.pause(0.1)
+        await laid_out(pilot, lambda: "is not a GPU index" in str(status.render()))
         await pilot.pause()
         await pilot.wait_for_scheduled_animations()
 
