@@ -156,6 +156,18 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
             yield SystemCommand(title, help_text, lambda action=action: self.run_action(action))
         yield from (cmd for cmd in super().get_system_commands(screen) if cmd.title not in ("Quit",))
 
+    def save_screenshot(self, filename: str | None = None, path: str | None = None,
+                        time_format: str | None = None) -> str:
+        from tui.screenshot import write_screenshot
+
+        return str(write_screenshot(self, filename, path or "."))
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        from tui.screenshot import deliver_screenshot
+
+        return deliver_screenshot(self, filename, path)
+
     def action_start_server(self) -> None:
         if self.controller is not None:
             self.controller.start()

@@ -2,8 +2,9 @@
 secret, the user's files read one way, and a state dir it can trust.
 
 The face: the error hierarchy every command reports through; API keys remembered and masked in what
-is printed; a URL checked; the config file found; the state dir and its runs/, created private;
-ddtune's own version.
+is printed; a URL checked; the config file found; the state dir and its runs/, created private (and
+proved writable); the one writer of the user's files (never through a link, never where another user
+rules); ddtune's own version.
 """
 
 from backends.core.faces import lazy_face
@@ -16,4 +17,5 @@ __all__, __getattr__ = lazy_face(__name__, {
     "backends.core.fields": ("url_problem",),
     "backends.core.paths": ("find_config", "private_umask", "runs_dir", "state_dir"),
     "backends.core.version": ("ddtune_version",),
+    "backends.core.writes": ("check_output", "write_atomic"),
 })

@@ -11,7 +11,8 @@ append to the target, or signal what the record names. So:
   a file ddtune created);
 - records are written atomically: a temp file created ``O_EXCL`` 0600 in the dir, then renamed
   over the old one (a rename replaces a link itself, never its target), after checking that what
-  it replaces is a state file of ours;
+  it replaces is a state file of ours; lines are appended the same careful way. Both are
+  backends.core.writes, the one writer of every file, under the rules above (``STATE``);
 - a dir or disk that cannot be written (read-only, full) is one error naming the file and the fix.
 """
 
@@ -19,11 +20,12 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 
+from backends.core import writes
 from backends.core.errors import ConfigError, ServerError
+from backends.core.writes import who as _who
 
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 _FIX_DIR = "point DDTUNE_STATE_DIR at a directory of your own (mkdir -m 700 DIR), or fix this one's owner and mode"
@@ -39,15 +41,6 @@ class StateWriteError(ServerError):
     def __init__(self, message: str, hint: str | None = None, *, exit_code: int = 1) -> None:
         super().__init__(message, hint)
         self.exit_code = exit_code
-
-
-def _who(uid: int) -> str:
-    try:
-        import pwd
-
-        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
-    except (KeyError, ImportError):
-        return f"uid {uid}"
 
 
 def _check_mode(path: Path, st: os.stat_result, kind: str) -> None:
@@ -99,11 +92,16 @@ def check_file(path: Path, fd: int) -> os.stat_result:
     if not stat.S_ISREG(st.st_mode):
         raise UntrustedState(f"state file {path} is not a regular file: ddtune will not use it",
                              hint=f"remove it (rm {path}) if you did not put it there")
-    _check_mode(path, st, "file")
-    if st.st_nlink != 1:
+    _state_file_ok(str(path), st, True)
+    return st
+
+
+def _state_file_ok(path: str, st: os.stat_result, single: bool) -> None:
+    """A state file of ours that nobody else may write; ``single``: with one link (one ddtune made)."""
+    _check_mode(Path(path), st, "file")
+    if single and st.st_nlink != 1:
         raise UntrustedState(f"state file {path} has {st.st_nlink} hard links: it is not a file ddtune created",
                              hint=f"remove it (rm {path}); ddtune writes a fresh one")
-    return st
 
 
 def open_state(path: Path, flags: int, mode: int = 0o600) -> int:
@@ -135,57 +133,19 @@ def read_state_file(path: Path) -> bytes | None:
         return fh.read()
 
 
-def _check_target(path: Path) -> None:
-    """What a rename would replace must be a state file of ours (or nothing)."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(st.st_mode):
-        raise UntrustedState(f"state file {path} is a symbolic link: ddtune will not follow or replace it",
-                             hint=f"remove it (rm {path}) if you did not put it there")
-    if not stat.S_ISREG(st.st_mode):
-        raise UntrustedState(f"state file {path} is not a regular file", hint=f"remove it (rm -r {path})")
-    _check_mode(path, st, "file")
-
-
 def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` all at once (a reader sees the old file or the new one)."""
-    _check_target(path)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
-    except OSError as exc:
-        raise _write_error(path, exc, "write") from None
-    try:
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise _write_error(path, exc, "write") from None
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Replace the state file ``path`` by ``data`` all at once (a reader sees the old file or the new
+    one): backends.core.writes, under the state dir's rules."""
+    writes.write_atomic(path, data, STATE)
 
 
 def append_line(path: Path, line: str) -> None:
     """Append one line to a state file of ours (created 0600 if missing)."""
-    fd = open_state(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-    try:
-        os.write(fd, line.encode("utf-8"))
-    except OSError as exc:
-        raise _write_error(path, exc, "append to") from None
-    finally:
-        os.close(fd)
+    writes.append_text(path, line, STATE, sync=False)
 
 
 def _write_error(path: Path, exc: OSError, verb: str) -> StateWriteError:
+    """A state file that could not be written: exit 2 where the user must point elsewhere, else 1."""
     why = exc.strerror or str(exc)
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return StateWriteError(f"cannot {verb} state file {path}: {why} (the disk or quota is full)",
@@ -195,3 +155,8 @@ def _write_error(path: Path, exc: OSError, verb: str) -> StateWriteError:
                                hint="point DDTUNE_STATE_DIR at a writable directory of your own", exit_code=2)
     return StateWriteError(f"cannot {verb} state file {path}: {why}", hint="check the state dir and its disk")
 
+
+# The state dir's rules for backends.core.writes: the dir itself as trusted_dir checked it (no walk
+# from /: an existing state dir's parents were never judged), files owned by us and nobody else's to write.
+STATE = writes.Place("state file", 0o600, False, lambda here, st: _check_mode(Path(here), st, "dir"),
+                     _state_file_ok, lambda message, hint: UntrustedState(message, hint=hint), _write_error)

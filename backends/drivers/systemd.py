@@ -9,7 +9,6 @@ can be tested where systemd does not exist; ``run`` is injectable.
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
 import subprocess
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from backends.drivers.base import Backend
 from backends.core.errors import ServerError
+from backends.core.writes import PRIVATE, WriteFailed, make_folder, write_atomic
 from backends.knobs.plan import LaunchPlan
 from backends.launch.ownership import StopReport
 from backends.launch.process import create_time, is_running
@@ -110,17 +110,15 @@ class SystemdBackend(Backend):
 
     @staticmethod
     def _write_dropin(path: Path, text: str) -> None:
+        """0600: ExecStart carries the server's argv, --api-key included (systemd reads it as root).
+        Never through a link, never in a folder another user rules (backends.core.writes)."""
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # 0600: ExecStart carries the server's argv, --api-key included (systemd reads it as root)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                fh.write(text)
-        except PermissionError as exc:
-            raise ServerError(f"cannot write the systemd drop-in {path}: permission denied",
+            make_folder(path.parent)
+            write_atomic(path, text, PRIVATE)
+        except WriteFailed as exc:
+            raise ServerError(f"cannot write the systemd drop-in {path}: {exc.reason}",
                               hint="run as root for a system unit, use user = true, or set knob_file to a writable path"
-                              ) from exc
+                              ) from None
 
     async def stop(self, state: ServerState | None) -> StopReport:
         pid = state.pid if state else None

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -31,7 +30,7 @@ from backends.core.datafile import loads
 from backends.core.errors import UsageError
 from backends.machine.gpuset import GpuIdentity
 from backends.core.paths import state_dir, use_server_dir
-from backends.core.statefs import trusted_dir
+from backends.core.statefs import trusted_dir, write_atomic
 
 LANES = "lanes"
 LANE_FILE = "lane.json"
@@ -93,11 +92,7 @@ def save_lane(lane: Lane, sweep: str | None, **extra: Any) -> None:
     trusted_dir(folder.parent)
     trusted_dir(folder)  # an existing lane folder is a real dir of ours (backends.core.statefs)
     doc = {**lane.to_json(), "sweep": sweep, "sweep_pid": os.getpid(), "written_at": time.time(), **extra}
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".lane.", suffix=".json")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(doc, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    os.replace(tmp, folder / LANE_FILE)
+    write_atomic(folder / LANE_FILE, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def lane_doc(folder: Path) -> dict[str, Any]:

@@ -42,17 +42,15 @@ def _encode(doc: dict[str, Any]) -> bytes:
     return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
-def _write_private(path: Path, doc: dict[str, Any]) -> None:
-    """Atomically (temp file + rename, so a reader never sees half a file), mode 0600, never through
-    a symlink (backends.core.statefs)."""
-    write_atomic(path, _encode(doc))
+def _launch_doc(state: ServerState) -> bytes:
+    return _encode({"pid": state.pid, "create_time": state.create_time, "argv": list(state.argv),
+                    "token": state.token, "record": state.to_json()})
 
 
 def save_launch(state: ServerState) -> Path:
     """Write launch.json for ``state``: before the spawn (pid None: the intent) and after it."""
     path = server_dir() / LAUNCH_FILE
-    _write_private(path, {"pid": state.pid, "create_time": state.create_time, "argv": list(state.argv),
-                          "token": state.token, "record": state.to_json()})
+    write_atomic(path, _launch_doc(state))
     return path
 
 
@@ -61,7 +59,7 @@ def save_state(state: ServerState) -> Path:
     path = state_path()
     if state.token or (state.pid and state.argv):
         save_launch(state)
-    _write_private(path, state.to_json())
+    write_atomic(path, _encode(state.to_json()))
     return path
 
 

@@ -53,6 +53,10 @@ def run(args) -> int:
     from tui.commands._options import server_log, server_url
     from workloads.bench import BenchPlan, run_bench
 
+    if args.out:
+        from backends.core import check_output
+
+        check_output(args.out)  # refused now (a link, another user's folder), not after the run
     url, api_key = server_url(args)
     plan = BenchPlan(tuple(dict.fromkeys(args.contexts)), tuple(dict.fromkeys(args.concurrency)), args.max_tokens,
                      args.coding, args.requests_per_cell, args.warmup, args.release)
@@ -62,13 +66,10 @@ def run(args) -> int:
     bar.close()
     if args.out:
         import json
-        import os
 
-        tmp = f"{args.out}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, args.out)
+        from backends.core import write_atomic
+
+        write_atomic(args.out, json.dumps(doc, indent=2) + "\n")
     if args.json:
         import json
 

@@ -42,7 +42,7 @@ def run(args) -> int:
     import dataclasses
     import os
 
-    from backends.core import UsageError
+    from backends.core import UsageError, check_output
     from tui.commands._options import server_url
     from workloads.grading import (baseline_doc, baseline_prompts, check_matches, compare_outputs, load_problems,
                                    read_baseline, record_outputs, write_baseline)
@@ -50,9 +50,11 @@ def run(args) -> int:
     if args.baseline and args.save_baseline:
         raise UsageError("--baseline checks against a baseline, --save-baseline records one: give one of them",
                          hint="record with speculation off (--save-baseline), then check each config (--baseline)")
-    if args.save_baseline and not os.path.isdir(os.path.dirname(os.path.abspath(args.save_baseline))):
-        raise UsageError(f"--save-baseline {args.save_baseline}: its directory does not exist",
-                         hint="create the directory or pick another path")
+    if args.save_baseline:
+        if not os.path.isdir(os.path.dirname(os.path.abspath(args.save_baseline))):
+            raise UsageError(f"--save-baseline {args.save_baseline}: its directory does not exist",
+                             hint="create the directory or pick another path")
+        check_output(args.save_baseline)  # a link or another user's folder: refused before the server is asked
     url, api_key = server_url(args)
     baseline = read_baseline(args.baseline) if args.baseline else None
     if baseline is not None and args.max_tokens is not None and args.max_tokens != baseline.max_tokens:

@@ -43,9 +43,11 @@ def run(args) -> int:
     import asyncio
     import json
 
-    from backends.core import UsageError
+    from backends.core import UsageError, check_output
     from workloads.grading import load_problems, read_responses, regrade, summarize
 
+    if args.out:
+        check_output(args.out)  # refused now (a link, another user's folder), not after the grading
     problems = load_problems()
     if args.regrade:
         if args.resume:
@@ -99,13 +101,10 @@ def _print_skipped(found) -> None:
 
 def _write_json(path: str, doc: dict) -> None:
     import json
-    import os
 
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2)
-        fh.write("\n")
-    os.replace(tmp, path)
+    from backends.core import write_atomic
+
+    write_atomic(path, json.dumps(doc, indent=2) + "\n")
 
 
 def _print_grades(doc: dict) -> None:

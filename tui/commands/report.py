@@ -41,10 +41,15 @@ def render(runs: list[str], fmt: str) -> str:
 
 
 def run(args) -> int:
+    if args.out:
+        from backends.core import check_output
+
+        check_output(args.out)  # refused before the runs are read
     text = render(args.runs, args.format)
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        from backends.core import write_atomic
+
+        write_atomic(args.out, text)
     else:
         sys.stdout.write(text)
     return 0

@@ -13,7 +13,6 @@ names the fix for every way it can be wrong.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from backends.core.apikey import auth_headers
 from backends.core.datafile import loads
 from backends.core.errors import ConfigError, ServerError, UsageError
 from backends.core.plaintext import plain, plain_data
+from backends.core.writes import write_atomic
 from workloads.grading.problems import Problem
 
 KIND = "ddtune-lossless-baseline"
@@ -159,11 +159,7 @@ def baseline_doc(ident: dict, outputs: list[Output], unit: str, max_tokens: int,
 
 
 def write_baseline(path: str, doc: dict) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh)
-        fh.write("\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(doc) + "\n")  # never through a link (backends.core.writes)
 
 
 def read_baseline(path: str) -> Baseline:

@@ -3,10 +3,11 @@ results.jsonl (eval) and responses.jsonl.
 
 run.json is replaced atomically (write to a temporary file, fsync, rename); the JSONL files are
 appended one line per record and fsynced per finished cell or graded problem, so a crash keeps every
-finished result. A torn last line (a crash mid-write) is ignored on reading and cut off before a
-``--resume`` appends. Each writing process is an attempt (workloads/runs/attempts.py) whose id tags
-every record, so readers keep only the responses of the attempt whose result was kept.
-Schema: docs/results-schema.md.
+finished result. Every write goes through backends.core.writes: never through a link, never in a
+folder another user rules (a run folder may be any ``--out``). A torn last line (a crash mid-write)
+is ignored on reading and cut off before a ``--resume`` appends. Each writing process is an attempt
+(workloads/runs/attempts.py) whose id tags every record, so readers keep only the responses of the
+attempt whose result was kept. Schema: docs/results-schema.md.
 """
 
 from __future__ import annotations
@@ -23,18 +24,10 @@ from backends.core.datafile import loads
 from backends.core.errors import UsageError
 from backends.core.fields import shown
 from backends.core.paths import runs_dir
+from backends.core.writes import append_text, check_folder, make_folder, open_append, write_atomic
 from workloads.runs.attempts import abandoned_note, begin_attempt, status_of, written_by_other
 
 SCHEMA = "ddtune.run/1"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -60,10 +53,10 @@ def _heal_tail(path: Path) -> None:
     record starts a line of its own (glued to the fragment it would be unreadable). A complete last
     record that only lacks its newline gets one instead."""
     try:
-        fh = open(path, "rb+")  # noqa: SIM115 -- only the open is guarded; `with fh` below closes it
+        fd = open_append(path, create=False, read=True)  # a planted link or FIFO is refused, never opened
     except FileNotFoundError:
         return
-    with fh:
+    with os.fdopen(fd, "rb+") as fh:
         end = fh.seek(0, os.SEEK_END)
         if end == 0:
             return
@@ -108,7 +101,7 @@ def mark_interrupted_runs(root: Path) -> list[Path]:
             continue
         if isinstance(doc, dict) and doc.get("status") == "running" and status_of(doc) == "interrupted":
             doc.update(status="interrupted", error=abandoned_note(doc))
-            _atomic_write(path, json.dumps(doc, indent=2) + "\n")
+            write_atomic(path, json.dumps(doc, indent=2) + "\n")
             marked.append(path.parent)
     return marked
 
@@ -164,7 +157,8 @@ def _key(record: dict, name: str) -> Any:
 
 def new_run_folder(out: str | Path, manifest: str, what: str) -> Path:
     """``--out DIR`` of a new sweep or search, checked before anything is planned or started: refused
-    (UsageError, nothing changed) when DIR already records one (``manifest`` in it) or is a file."""
+    (UsageError, nothing changed) when DIR already records one (``manifest`` in it), is a file, or is
+    in a folder another user rules (backends.core.writes)."""
     path = Path(out).expanduser()
     if (path / manifest).exists():
         raise UsageError(f"--out {path}: a {what} is already recorded there",
@@ -172,18 +166,19 @@ def new_run_folder(out: str | Path, manifest: str, what: str) -> Path:
     if path.exists() and not path.is_dir():
         raise UsageError(f"--out {path}: a file, not a folder",
                          hint=f"give a folder for the {what} (created when missing), or leave --out out")
+    check_folder(path)
     return path
 
 
 def stamped_folder(kind: str, root: Path | None = None) -> Path:
     """A new folder ``<UTC time>-<kind>`` under ``root`` (default runs/), created exclusively: two
     runs started in the same second get ``<time>.2-<kind>``, never each other's folder."""
-    root = Path(root) if root else runs_dir()
+    root = make_folder(root) if root else runs_dir()  # checked: below it, nobody else can swap a name
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path, n = root / f"{stamp}-{kind}", 1
     while True:
         try:
-            path.mkdir(parents=True)
+            path.mkdir()
             return path
         except FileExistsError:
             n += 1
@@ -195,9 +190,7 @@ def run_folder(out: str | Path | None, manifest: str, kind: str, what: str) -> P
     ``<time>-<kind>`` one. ``what``: the word for it in a refusal ("sweep", "search")."""
     if not out:
         return stamped_folder(kind)
-    path = new_run_folder(out, manifest, what)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return make_folder(new_run_folder(out, manifest, what))
 
 
 class JsonManifest:
@@ -210,7 +203,7 @@ class JsonManifest:
         raise NotImplementedError
 
     def write(self, doc: dict) -> None:
-        _atomic_write(self.manifest, json.dumps(doc, indent=2) + "\n")
+        write_atomic(self.manifest, json.dumps(doc, indent=2) + "\n")
 
     def update(self, **fields: Any) -> dict:
         doc = self.read()
@@ -242,6 +235,8 @@ class RunStore:
         """The run ``--resume`` names: a run directory, or "latest" for the newest run of ``kind``."""
         path = cls.latest(kind, root) if resume == "latest" else Path(resume).expanduser()
         hint = f"give a runs/<time>-{kind} directory, or run without --resume"
+        if path is not None:
+            check_folder(path)
         if path is None or not (path / "run.json").is_file():
             where = f"no {kind} run to resume" if path is None else f"{path} is not a run directory (no run.json)"
             raise UsageError(f"--resume: {where}", hint=hint)
@@ -287,7 +282,7 @@ class RunStore:
         return loads(self.run_file.read_text(encoding="utf-8"))
 
     def write_run(self, run: dict) -> None:
-        _atomic_write(self.run_file, json.dumps(run, indent=2, sort_keys=False) + "\n")
+        write_atomic(self.run_file, json.dumps(run, indent=2, sort_keys=False) + "\n")
 
     def update_run(self, **fields) -> dict:
         run = self.read_run()
@@ -309,17 +304,14 @@ class RunStore:
     def append_response(self, record: dict) -> None:
         if self._responses is None:
             # kept open across records (one open per run, not per response); close() closes it
-            self._responses = open(self.responses_file, "a", encoding="utf-8")  # noqa: SIM115
+            self._responses = os.fdopen(open_append(self.responses_file), "a", encoding="utf-8")
         self._responses.write(json.dumps(self._tagged(record), ensure_ascii=False) + "\n")
         self._responses.flush()
 
     def _append_durable(self, path: Path, record: dict) -> None:
         """Durable once this returns: responses so far and the record are fsynced."""
         self.sync()
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(self._tagged(record)) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_text(path, json.dumps(self._tagged(record)) + "\n")
 
     def append_cell(self, cell: dict) -> None:
         """A finished bench cell (this attempt's)."""

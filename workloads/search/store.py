@@ -14,14 +14,14 @@ round cut short resumes through its sweep folder (slots already done are kept).
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 from backends.core.datafile import parse_jsonl, read_json, read_text
 from backends.core.errors import UsageError
 from backends.core.paths import runs_dir
-from workloads.runs.store import JsonManifest, _atomic_write, kept_filter, read_jsonl, run_folder
+from backends.core.writes import append_text, check_folder, write_atomic
+from workloads.runs.store import JsonManifest, kept_filter, read_jsonl, run_folder
 from workloads.runs.attempts import written_by_other
 
 SCHEMA = "ddtune.search/1"
@@ -54,6 +54,7 @@ class SearchStore(JsonManifest):
                                  hint="give its folder with --out DIR, or start a new search")
             path = found[-1]
         path = Path(path).expanduser()
+        check_folder(path)
         if not (path / "search.json").is_file():
             raise UsageError(f"--resume: {path} holds no search (no search.json)", hint=_HINT)
         store = cls(path)
@@ -75,16 +76,13 @@ class SearchStore(JsonManifest):
         return [d for _, d in parse_jsonl(text) if isinstance(d, dict)]
 
     def append_round(self, record: dict) -> None:
-        with open(self.rounds_file, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_text(self.rounds_file, json.dumps(record) + "\n")
 
     def round_dir(self, number: int) -> Path:
         return self.path / f"round-{number:02d}"
 
     def write_summary(self, summary: dict) -> None:
-        _atomic_write(self.summary_file, json.dumps(summary, indent=2) + "\n")
+        write_atomic(self.summary_file, json.dumps(summary, indent=2) + "\n")
 
 
 def wave_samples(bench_dir: str | Path, concurrency: int) -> list[float]:

@@ -23,6 +23,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from backends.core.errors import DdtuneError
+from backends.core.writes import make_folder
 from workloads.bench.matrix import BenchRunner
 from workloads.bench.session import run_recorded
 from workloads.client.stream import StreamingClient
@@ -209,7 +210,7 @@ class SweepEngine:
             meta = {"sweep": {"path": str(self.store.path), "slot": slot.key, "config": config.to_json(),
                               "repeat": slot.repeat, "controller": server}}
             if not store.run_file.is_file():
-                path.mkdir(parents=True, exist_ok=True)
+                make_folder(path)
                 store.start("bench", {"plan": plan.to_json(), "server": provenance, "host": host_provenance(),
                                       "started_at": time.time(), "finished_at": None, **meta})
             else:

@@ -18,7 +18,6 @@ On disk (``--out DIR``, default ``state_dir()/runs/<time>-sweep``):
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -28,6 +27,7 @@ from typing import Any
 from backends.core.datafile import parse_jsonl, read_json, read_text
 from backends.core.errors import UsageError
 from backends.core.paths import runs_dir
+from backends.core.writes import append_text, check_folder, make_folder
 from workloads.bench.matrix import BenchPlan
 from workloads.runs.store import JsonManifest, run_folder
 
@@ -187,6 +187,7 @@ class SweepStore(JsonManifest):
                                  hint=f"give its folder with --out DIR, or start a new {kind}")
             path = found[-1]
         path = Path(path).expanduser()
+        check_folder(path)
         if not (path / "sweep.json").is_file():
             raise UsageError(f"--resume: {path} holds no sweep (no sweep.json)",
                              hint="give the folder a sweep wrote (its --out), or start a new one")
@@ -218,12 +219,7 @@ class SweepStore(JsonManifest):
         return out
 
     def append(self, record: SlotRecord) -> None:
-        with open(self.slots_file, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record.to_json()) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_text(self.slots_file, json.dumps(record.to_json()) + "\n")
 
     def slot_dir(self, slot: Slot) -> Path:
-        path = self.path / slot.key
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return make_folder(self.path / slot.key)
