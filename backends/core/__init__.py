@@ -16,6 +16,7 @@ __all__, __getattr__ = lazy_face(__name__, {
                              "UsageError"),
     "backends.core.fields": ("url_problem",),
     "backends.core.paths": ("find_config", "private_umask", "runs_dir", "state_dir"),
+    "backends.core.statefs": ("probe_room",),
     "backends.core.version": ("ddtune_version",),
     "backends.core.writes": ("check_output", "write_atomic"),
 })

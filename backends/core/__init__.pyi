@@ -8,5 +8,6 @@ from backends.core.errors import (ConfigError as ConfigError, DdtuneError as Ddt
 from backends.core.fields import url_problem as url_problem
 from backends.core.paths import (find_config as find_config, private_umask as private_umask, runs_dir as runs_dir,
                                  state_dir as state_dir)
+from backends.core.statefs import probe_room as probe_room
 from backends.core.version import ddtune_version as ddtune_version
 from backends.core.writes import check_output as check_output, write_atomic as write_atomic

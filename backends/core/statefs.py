@@ -144,6 +144,16 @@ def append_line(path: Path, line: str) -> None:
     writes.append_text(path, line, STATE, sync=False)
 
 
+def probe_room(path: Path, data: bytes) -> None:
+    """Write ``data`` to the state file ``path`` and remove it again: proof that the dir takes a file
+    of that size now (writable, room), else StateWriteError (or UntrustedState)."""
+    write_atomic(path, data)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def _write_error(path: Path, exc: OSError, verb: str) -> StateWriteError:
     """A state file that could not be written: exit 2 where the user must point elsewhere, else 1."""
     why = exc.strerror or str(exc)

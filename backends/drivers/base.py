@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -51,6 +52,13 @@ class Backend(ABC):
 
     def has_logs(self) -> bool:
         return self.HAS_LOGS
+
+    def launch_state(self, plan: LaunchPlan, **fields) -> ServerState:
+        """The record of launching ``plan`` with this driver's config: no pid until ``fields`` give one."""
+        return ServerState(backend=self.NAME, pid=None, pgid=None, host=self.config.host, port=self.config.port,
+                           url=self.base_url, config_hash=self.config.config_hash(), knobs=dict(self.config.knobs),
+                           log_path=None, started_at=time.time(), argv=tuple(plan.argv),
+                           config_source=self.config.source).with_(**fields)
 
     def api_key(self, state: ServerState | None = None) -> str | None:
         """The key every request to this server carries: the ``--api-key`` ddtune launched it with

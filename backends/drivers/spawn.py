@@ -68,12 +68,7 @@ class ProcessBackend(Backend):
                                            "with room") from None
         else:
             raise FileExistsError(f"no free log file name under {logs_dir()}")
-        intent = ServerState(
-            backend=self.NAME, pid=None, pgid=None, host=self.config.host, port=self.config.port,
-            url=self.base_url, config_hash=self.config.config_hash(), knobs=dict(self.config.knobs),
-            log_path=str(log_path), started_at=time.time(), argv=tuple(plan.argv),
-            config_source=self.config.source, token=token,
-        )
+        intent = self.launch_state(plan, log_path=str(log_path), token=token)
         try:
             if record is not None:
                 record(intent)

@@ -101,12 +101,8 @@ class SystemdBackend(Backend):
         await asyncio.to_thread(self._check, systemctl(self.user, "daemon-reload"))
         await asyncio.to_thread(self._check, systemctl(self.user, "start", self.unit))
         pid = await asyncio.to_thread(self.main_pid)
-        return ServerState(
-            backend=self.NAME, pid=pid, pgid=None, host=self.config.host, port=self.config.port,
-            url=self.base_url, config_hash=self.config.config_hash(), knobs=dict(self.config.knobs),
-            log_path=None, started_at=started_at, create_time=create_time(pid) if pid else None,
-            argv=tuple(plan.argv), config_source=self.config.source, unit=self.unit,
-        )
+        return self.launch_state(plan, pid=pid, started_at=started_at, create_time=create_time(pid) if pid else None,
+                                 unit=self.unit)
 
     @staticmethod
     def _write_dropin(path: Path, text: str) -> None:

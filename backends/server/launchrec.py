@@ -2,6 +2,8 @@
 
 The order of a launch (ServerSession's launch with ProcessBackend.start):
 
+0. before a restart stops the running server: a record of the launch's size is written and removed
+   (``prove_recordable``): a state dir that cannot take it refuses the restart, old server untouched;
 1. ``launch.json`` with a fresh launch token, the argv and the log path, no pid (the intent). If it
    cannot be written (full disk, read-only dir) nothing is launched: the error says why.
 2. spawn, with the token in the server's environment (``DDTUNE_LAUNCH_TOKEN``);
@@ -21,14 +23,18 @@ instant. It never reaches the server.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 
 from backends.core.errors import DdtuneError
+from backends.core.paths import server_dir
+from backends.core.statefs import StateWriteError
 from backends.drivers.base import Backend
+from backends.drivers.registry import alive
 from backends.knobs.plan import LaunchPlan
-from backends.launch.ownership import crash_point, token_holders
+from backends.launch.ownership import crash_point, new_token, token_holders
 from backends.record.state import ServerState
-from backends.server.record import RecordFile, clear_launch, read_launch, save_launch
+from backends.server.record import RecordFile, clear_launch, prove_room, read_launch, save_launch
 
 
 def _leader(holders: dict[int, float]) -> int | None:
@@ -89,6 +95,22 @@ def adopt_lost_launch(record: RecordFile, note: Callable[[str], None]) -> Server
     note(f"found {alive} by its launch token: an earlier ddtune launched it and was stopped before it "
          "recorded it; recorded it now")
     return state
+
+
+def prove_recordable(backend: Backend, plan: LaunchPlan, old: ServerState | None) -> None:
+    """Before a restart stops anything: the state dir takes this launch's records now (writable, with
+    room), proved by writing and removing a file of their size (the longest pid and log name) through
+    the records' own writer. Else StateWriteError (or UntrustedState) and nothing is stopped: a full or
+    read-only state dir never costs the running server it could not replace (issue 28, item 7)."""
+    pid, now = 4194304, time.time()  # pid_max's ceiling: the widest pid a record can hold
+    log = server_dir() / "logs" / f"server-{time.strftime('%Y%m%d-%H%M%S')}-{pid}-99.log"
+    try:
+        prove_room(backend.launch_state(plan, pid=pid, pgid=pid, create_time=now, token=new_token(), log_path=str(log)))
+    except StateWriteError as exc:
+        if old is None or old.pid is None or not alive(old):
+            raise
+        raise StateWriteError(f"{exc.message}: no new launch could be recorded, so pid {old.pid} was not stopped "
+                              "and keeps serving", exc.hint, exit_code=exc.exit_code) from None
 
 
 async def launch_recorded(backend: Backend, plan: LaunchPlan, record: RecordFile) -> ServerState:

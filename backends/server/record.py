@@ -26,7 +26,7 @@ from typing import Any
 
 from backends.core.datafile import loads
 from backends.core.paths import server_dir
-from backends.core.statefs import read_state_file, write_atomic
+from backends.core.statefs import probe_room, read_state_file, write_atomic
 from backends.launch.ownership import SAME_START_S
 from backends.record.state import ServerState
 
@@ -52,6 +52,17 @@ def save_launch(state: ServerState) -> Path:
     path = server_dir() / LAUNCH_FILE
     write_atomic(path, _launch_doc(state))
     return path
+
+
+PROBE_FILE = "launch.json.probe"
+READY_EXTRA = 8192  # bytes a ready record adds to the launch's (checks, effective, reason) and its startups line
+
+
+def prove_room(state: ServerState) -> None:
+    """Write and remove a state file as large as the records of launching ``state`` (launch.json and
+    server.json, with room for what the ready record adds), through the writer of the records
+    themselves. StateWriteError: the dir is read-only or full, so no launch could be recorded now."""
+    probe_room(server_dir() / PROBE_FILE, _launch_doc(state) + _encode(state.to_json()) + b" " * READY_EXTRA)
 
 
 def save_state(state: ServerState) -> Path:

@@ -41,7 +41,7 @@ from backends.server.events import (
     AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, EventHub, FatalSeen, LogBatch,
     NoteAdded, PhaseChanged, PidChanged, Settled, Stopped, Verified,
 )
-from backends.server.launchrec import adopt_lost_launch, launch_recorded
+from backends.server.launchrec import adopt_lost_launch, launch_recorded, prove_recordable
 from backends.server.lifecycle import running_knobs, stop_for_down, stop_for_restart, uncancelled
 from backends.server.logfollow import TAIL_LINES, LogFacts, LogFollower
 from backends.server.phases import Phases
@@ -285,6 +285,7 @@ class ServerSession(EventHub):
         if not self.backend.CAN_START:
             await self.backend.start(None)  # type: ignore[arg-type]  # raises the driver's own message
         plan = await asyncio.to_thread(self._plan)
+        prove_recordable(self.backend, plan, old)  # the new launch can be recorded: only then stop the old
         ticker = asyncio.create_task(self.phases.heartbeat())
         try:
             self.phases.stopping()

@@ -71,13 +71,13 @@ def test_down_stops_a_lost_server_it_never_recorded(tmp_path, state_dir, no_left
     assert launched(state_dir) == {}
 
 
-def in_private_mounts(script: str, cfg, state_dir) -> subprocess.CompletedProcess[str]:
-    """``script`` (sh) then ``ddtune --config CFG up`` in a private mount namespace (root): the
+def in_private_mounts(script: str, cfg, state_dir, command: str = "up") -> subprocess.CompletedProcess[str]:
+    """``script`` (sh) then ``ddtune --config CFG COMMAND`` in a private mount namespace (root): the
     mounts it makes on the state dir vanish with it."""
     unshare = shutil.which("unshare")
     assert unshare, "these tests need unshare(1) (util-linux)"
-    up = " ".join(ddtune_cmd("--config", str(cfg), "up"))
-    return subprocess.run([unshare, "--mount", "--propagation", "private", "sh", "-ec", f"{script}\nexec {up}"],
+    run = " ".join(ddtune_cmd("--config", str(cfg), command))
+    return subprocess.run([unshare, "--mount", "--propagation", "private", "sh", "-ec", f"{script}\nexec {run}"],
                           env=ddtune_env(DDTUNE_STATE_DIR=str(state_dir)), capture_output=True, text=True,
                           timeout=120)
 
@@ -109,3 +109,46 @@ def test_a_full_state_dir_refuses_the_launch_it_cannot_record(tmp_path, state_di
     assert "hint: free space there" in out.stderr
     assert "launched pid" not in out.stderr
     assert launched(state_dir) == {}
+
+
+def restart_on_a_full_copy(cfg, state_dir, tmp_path) -> subprocess.CompletedProcess[str]:
+    """``ddtune restart`` where the state dir is a full tmpfs holding a copy of the real one: the
+    server it records (launched outside) is real, the disk it sees is full."""
+    copy = tmp_path / "state-copy"
+    return in_private_mounts(f"cp -a {state_dir} {copy}\n"
+                             f"mount -t tmpfs -o size=1m,mode=700 ddtune-full {state_dir}\n"
+                             f"cp -a {copy}/. {state_dir}/\n"
+                             f"head -c 8M /dev/zero > {state_dir}/fill 2>/dev/null || true", cfg, state_dir, "restart")
+
+
+@pytest.mark.parametrize("disk", ["full", "read-only"])
+def test_a_restart_that_could_not_record_its_launch_leaves_the_old_server_serving(
+        tmp_path, state_dir, no_leftovers, disk):
+    """Issue 28, item 7: the restart proves the state dir takes the new launch's record before it stops
+    anything; a full tmpfs or a read-only bind mount is one line, and the healthy server stays up and
+    recorded."""
+    cfg = write_config(tmp_path, extra=FAST)
+    out = run_ddtune("--config", str(cfg), "up")
+    assert out.returncode == 0, out.stderr
+    old = recorded_pid(state_dir)
+    before = (state_dir / "server.json").read_bytes()
+    if disk == "full":
+        out = restart_on_a_full_copy(cfg, state_dir, tmp_path)
+        assert out.returncode == 1, out.stderr
+        (line,) = [x for x in out.stderr.splitlines() if x.startswith("ddtune: error:")]
+        assert "No space left on device" in line and "hint: free space there" in out.stderr
+    else:
+        out = in_private_mounts(f"mount --bind {state_dir} {state_dir}\nmount -o remount,bind,ro {state_dir}",
+                                cfg, state_dir, "restart")
+        assert out.returncode == 2, out.stderr
+        (line,) = [x for x in out.stderr.splitlines() if x.startswith("ddtune: error:")]
+        assert "Read-only file system" in line and str(state_dir) in line, line
+    assert "Traceback" not in out.stderr
+    assert "stopping old server" not in out.stderr and "launched pid" not in out.stderr
+    assert leaders(state_dir) == [old]  # the old server, and no other
+    assert (state_dir / "server.json").read_bytes() == before
+    status = run_ddtune("--config", str(cfg), "status", "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["pid"] == old, status.stdout + status.stderr
+    assert json.loads(status.stdout)["phase"] == "ready"
+    out = run_ddtune("--config", str(cfg), "down")
+    assert out.returncode == 0 and f"stopped pid {old}" in out.stderr + out.stdout, out.stderr

@@ -22,7 +22,7 @@ def _line(ok: bool | None, what: str, detail: str = "") -> None:
 
 
 def run(args) -> int:
-    from backends.core import DdtuneError, state_dir
+    from backends.core import DdtuneError, probe_room, state_dir
     from tui.commands._server import load_config
 
     failed = False
@@ -34,13 +34,11 @@ def run(args) -> int:
     _line(True, "config", f"{config.source}, backend {config.backend}, model {config.model}")
     try:
         path = state_dir()
-        probe = path / ".doctor"
-        probe.write_text("ok")
-        probe.unlink()
+        probe_room(path / ".doctor", b"ok")  # as ddtune writes its records: no link followed
         _line(True, "state dir", str(path))
-    except OSError as exc:
+    except DdtuneError as exc:
         failed = True
-        _line(False, "state dir", f"{exc} (fix: set DDTUNE_STATE_DIR to a writable directory)")
+        _line(False, "state dir", f"{exc.message} (fix: {exc.hint or 'set DDTUNE_STATE_DIR to a writable directory'})")
 
     from backends.knobs import sglang_version
     from backends.server import ServerSession, gpu_holders, port_owner
