@@ -61,3 +61,27 @@ def test_an_empty_bench_run_hints_at_bench_not_a_sweep_resume(tmp_path):
     out = run_ddtune("report", str(path))
     assert out.returncode == 2 and "nothing to report" in out.stderr
     assert "--resume" not in out.stderr and "a bench run reports once it has finished a cell" in out.stderr
+
+
+def test_a_load_csv_keeps_its_columns_whatever_the_label(tmp_path):
+    """Issue 28, item 8: a knob value with a comma, a quote and a line break lands in one quoted field
+    (read back with csv.reader), in the file --out writes and on stdout alike."""
+    import csv
+
+    odd = 'a,b "q"\nc'
+    a = load_run(tmp_path, "20261130T090000Z-load", 1500.0, 5.5, knobs={"budget": 8, "topk": 4, "window": 2048,
+                                                                         "note": odd})
+    b = load_run(tmp_path, "20261130T091500Z-load", 1650.0, 5.0, windows=False, source="console",
+                 knobs={"budget": 8, "topk": 4, "window": 1024, "note": odd})
+    target = tmp_path / "load.csv"
+    out = run_ddtune("report", str(a), str(b), "--format", "csv", "--out", str(target))
+    assert out.returncode == 0, out.stderr
+    with open(target, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["run", "label", "t_s", "tok_s", "acceptance"]
+    assert all(len(row) == 5 for row in rows), rows
+    assert rows[1] == ["20261130T090000Z-load", f"b8-t4-w2048,note={odd}", "5.0", "1500.0", "5.5"]
+    assert rows[-1] == ["20261130T091500Z-load", f"b8-t4-w1024,note={odd}", "", "1650.0", "5.0"]
+    assert len(rows) == 1 + 4 + 1
+    shown = run_ddtune("report", str(a), str(b), "--format", "csv")
+    assert shown.returncode == 0 and list(csv.reader(shown.stdout.splitlines(keepends=True))) == rows

@@ -6,6 +6,8 @@ over the run's files (docs/results-schema.md: a load run's ``summary`` is worklo
 
 from __future__ import annotations
 
+import csv
+import io
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,11 +155,14 @@ def load_json(runs: list[LoadRun]) -> list[dict]:
 
 
 def load_csv(runs: list[LoadRun]) -> str:
-    lines = ["run,label,t_s,tok_s,acceptance"]
+    """One row per window (or per run without windows), through a CSV writer: a label with a comma,
+    a quote or a line break (a knob's value) is quoted, never a shifted column."""
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(["run", "label", "t_s", "tok_s", "acceptance"])
     for run in runs:
         for w in run.windows:
-            lines.append(",".join(str(v) for v in (run.id, run.label, w.get("t_s", ""), w.get("tok_s", ""),
-                                                   "" if w.get("acceptance") is None else w.get("acceptance"))))
+            out.writerow([run.id, run.label, w.get("t_s"), w.get("tok_s"), w.get("acceptance")])
         if not run.windows:
-            lines.append(f"{run.id},{run.label},,{run.summary.get('output_tok_s') or ''},{run.acceptance or ''}")
-    return "\n".join(lines) + "\n"
+            out.writerow([run.id, run.label, None, run.summary.get("output_tok_s") or None, run.acceptance or None])
+    return buf.getvalue()
