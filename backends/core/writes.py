@@ -294,28 +294,33 @@ def write_atomic(path: str | Path, data: bytes | str, place: Place = OUTPUT) -> 
         os.close(fd)
 
 
-def open_append(path: str | Path, place: Place = OUTPUT, *, create: bool = True, read: bool = False) -> int:
+def open_append(path: str | Path, place: Place = OUTPUT, *, create: bool = True, read: bool = False,
+                new: bool = False) -> int:
     """An fd that appends to ``path`` (read too with ``read``), made when missing unless ``create`` is
-    False (FileNotFoundError then). Never through a link, never a FIFO or device (which an open
+    False (FileNotFoundError then); ``new``: only a file made now (FileExistsError otherwise: a
+    server's log holds one launch). Never through a link, never a FIFO or device (which an open
     could block on or act on), and only a regular file of ours with one link."""
     path = Path(path).expanduser()
     fd = open_folder(path.parent, place)
     try:
         flags = (os.O_RDWR if read else os.O_WRONLY) | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         while True:
-            _target(fd, path, place)  # a link or a FIFO is refused before any open
-            try:
-                out = os.open(path.name, flags, dir_fd=fd)
-                break
-            except FileNotFoundError:
-                if not create:
-                    raise
-            except OSError as exc:
-                raise _open_error(path, exc, place) from None
+            if not new:
+                _target(fd, path, place)  # a link or a FIFO is refused before any open
+                try:
+                    out = os.open(path.name, flags, dir_fd=fd)
+                    break
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                except OSError as exc:
+                    raise _open_error(path, exc, place) from None
             try:
                 out = os.open(path.name, flags | os.O_CREAT | os.O_EXCL, place.mode, dir_fd=fd)
                 break
             except FileExistsError:
+                if new:
+                    raise
                 continue  # made meanwhile: judged again
             except OSError as exc:
                 raise place.failed(path, exc, "create") from None

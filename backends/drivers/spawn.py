@@ -26,7 +26,6 @@ from backends.launch.ownership import (StopReport, carries_token, crash_point, n
 from backends.launch.process import create_time, is_running, open_log, reap, spawn
 from backends.knobs.serverhelp import ServerHelp, fetch_help, installed_version
 from backends.record.state import ServerState
-from backends.core.statefs import StateWriteError
 
 
 class ProcessBackend(Backend):
@@ -61,11 +60,7 @@ class ProcessBackend(Backend):
                 log_fd = open_log(log_path)
                 break
             except FileExistsError:
-                continue
-            except OSError as exc:
-                raise StateWriteError(f"cannot create the server log {log_path}: {exc.strerror}",
-                                      hint="free space there, or point DDTUNE_STATE_DIR at a writable disk "
-                                           "with room") from None
+                continue  # a full disk or read-only dir: StateWriteError naming the log file
         else:
             raise FileExistsError(f"no free log file name under {logs_dir()}")
         intent = self.launch_state(plan, log_path=str(log_path), token=token)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import psutil
 
+from backends.core.statefs import STATE
+from backends.core.writes import open_append
 from backends.core.paths import user_umask
 
 
@@ -32,9 +34,9 @@ class PortOwner:
 def open_log(log_path: Path) -> int:
     """Create the server's log file, which must not exist yet (FileExistsError, also for a planted
     symlink: O_EXCL never follows one): a log read from its start belongs to one launch. 0600:
-    SGLang dumps its server_args into the log, --api-key included."""
-    return os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
-                   0o600)
+    SGLang dumps its server_args into the log, --api-key included. The state dir's append-opener
+    (backends.core.writes under statefs.STATE): its folder checked, the file checked once open."""
+    return open_append(log_path, STATE, new=True)
 
 
 def spawn(argv: list[str] | tuple[str, ...], env: dict[str, str], log_path: Path,
