@@ -235,12 +235,12 @@ def make_folder(folder: str | Path) -> Path:
     return path
 
 
-def _target(fd: int, path: Path, place: Place) -> None:
-    """What a write would replace or extend: nothing, or a regular file the place allows. Never opened."""
+def _target(fd: int, path: Path, place: Place) -> os.stat_result | None:
+    """What a write would replace or extend: nothing (None), or a regular file the place allows. Never opened."""
     try:
         st = os.stat(path.name, dir_fd=fd, follow_symlinks=False)
     except FileNotFoundError:
-        return
+        return None
     if stat.S_ISLNK(st.st_mode):
         raise place.refused(f"{place.what} {path} is a symbolic link: ddtune will not follow or replace it",
                             f"remove it (rm {path}) if you did not put it there")
@@ -248,6 +248,7 @@ def _target(fd: int, path: Path, place: Place) -> None:
         raise place.refused(f"{place.what} {path} is {_kind(st.st_mode)}, not a regular file: ddtune will not "
                             "write to it", f"give the path of a new or regular file, not {path}")
     place.file_ok(str(path), st, False)
+    return st
 
 
 def check_output(path: str | Path) -> None:
@@ -268,7 +269,7 @@ def write_atomic(path: str | Path, data: bytes | str, place: Place = OUTPUT) -> 
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd = open_folder(path.parent, place)
     try:
-        _target(fd, path, place)
+        old = _target(fd, path, place)
         tmp = f".{path.name}.{secrets.token_hex(6)}.tmp"
         try:
             out = os.open(tmp, _NEW, place.mode, dir_fd=fd)
@@ -276,6 +277,8 @@ def write_atomic(path: str | Path, data: bytes | str, place: Place = OUTPUT) -> 
             raise place.failed(path, exc, "write") from None
         try:
             try:
+                if old is not None:  # a replaced file keeps its mode, never more open than the place's
+                    os.fchmod(out, stat.S_IMODE(old.st_mode) & place.mode & ~0o022)
                 _write_all(out, raw)
                 os.fsync(out)
             finally:

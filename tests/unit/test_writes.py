@@ -43,8 +43,10 @@ def leftovers(folder) -> list[str]:
 def test_a_replace_is_whole_fsynced_and_leaves_no_temp(folder):
     target = folder / "doc.json"
     target.write_text("old")
+    target.chmod(0o664)
     write_atomic(target, "new\n")
     assert target.read_text() == "new\n" and leftovers(folder) == []
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644  # its mode, less group/other write
     write_atomic(folder / "state.json", b"x", STATE)
     assert stat.S_IMODE((folder / "state.json").stat().st_mode) == 0o600
 
