@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 
 import pytest
@@ -257,3 +258,36 @@ def test_a_link_another_user_made_on_the_way_is_not_followed(tmp_path, state_dir
     out = run_ddtune(*out_command("report", tmp_path, mine / "out.md"), timeout=60)
     assert out.returncode == 0, out.stderr
     assert (roots / "out.md").is_file()
+
+
+@pytest.mark.parametrize("kind", ["eval", "bench"])
+def test_a_resumed_run_never_cuts_a_file_its_jsonl_links_to(tmp_path, state_dir, start_sim, kind):
+    """``--resume RUN_DIR`` repairs a torn last line before it appends: through a planted link that
+    would cut root's file short. The JSONL is refused instead (exit 2), the victim left whole."""
+    sim = start_sim()
+    hit = tmp_path / "victim"
+    torn = VICTIM + b"daemon:x:1:1:daemon"  # no newline at its end: the repair would cut this line off
+    hit.write_bytes(torn)
+    run = tmp_path / f"20261130T090000Z-{kind}"
+    run.mkdir(mode=0o700)
+    plan = ({"contexts": [60], "concurrencies": [1], "max_tokens": 16, "coding": False, "requests_per_cell": 2,
+             "warmup": 0} if kind == "bench" else {"problems": ["fib"], "max_tokens": 16, "concurrency": 1})
+    dead = {"id": 1, "pid": 1 << 30, "create_time": 1.0, "host": socket.gethostname(), "started_at": 1.0}
+    (run / "run.json").write_text(json.dumps({"schema": "ddtune.run/1", "kind": kind, "id": run.name,
+                                              "status": "interrupted", "plan": plan, "attempts": [dead]}))
+    (run / "responses.jsonl").symlink_to(hit)
+    out = run_ddtune(kind, "--url", sim.url, "--resume", str(run), timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert f"{run / 'responses.jsonl'} is a symbolic link" in error_line(out.stderr)
+    assert hit.read_bytes() == torn
+
+
+def test_a_resume_in_a_folder_another_user_rules_is_refused_before_the_server_is_asked(tmp_path, state_dir):
+    run = tmp_path / "20261130T090000Z-eval"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"kind": "eval", "status": "interrupted"}))
+    os.chown(run, SPARE, SPARE)
+    out = run_ddtune("eval", "--url", f"http://127.0.0.1:{free_port()}", "--resume", str(run), timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert f"folder {run} is owned by uid {SPARE}" in error_line(out.stderr)
+    assert sorted(p.name for p in run.iterdir()) == ["run.json"]
