@@ -3,9 +3,10 @@
 Layers, outermost first:
 - trusted-side judging: each hidden test is ``CALL == VALUE`` (workloads/grading/checks.py). The child gets
   only the CALLs, evaluates them and writes each result as plain-data JSON to a dedicated pipe; this
-  process decodes it (exact builtin types only) and compares it with VALUE, which the child never
-  sees. Nothing the child prints or writes to a file is a verdict; an object that is not plain data
-  is a ``fail``; a lying child can only pass by guessing VALUE;
+  process decodes it (exact builtin types only, in work bounded by VALUE: workloads/grading/sandbox_wire.py)
+  and compares it with VALUE, which the child never sees. Nothing the child prints or writes to a file
+  is a verdict; an object that is not plain data is a ``fail``; a lying child can only pass by
+  guessing VALUE;
 - an OS boundary (workloads/grading/sandbox_isolation.py): new PID, mount, network and IPC namespaces
   through bubblewrap, else util-linux ``unshare``: a read-only interpreter and /usr, no network, a
   fresh /proc, an empty environment, a sized tmpfs as working directory, and no host directory to
