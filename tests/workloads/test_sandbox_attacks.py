@@ -196,7 +196,7 @@ def test_a_grader_killed_mid_run_leaves_no_process_and_no_directory(sandbox_mode
     grader.wait()
     assert wait_until(lambda: with_token(tok) == [])
     if sandbox_mode == "rlimit":
-        assert [d.split("-")[2] for d in made] == [str(grader.pid)]  # its pid proves it stale to the next run
+        assert [d.split("-")[3] for d in made] == [str(grader.pid)]  # its pid proves it stale to the next run
         verdict_of(run_grader("def f():\n    return 1", "f", ["f() == 1"]))
     else:
         assert made == []  # the namespace's working directory is a tmpfs: nothing on the host
