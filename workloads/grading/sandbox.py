@@ -15,9 +15,11 @@ Layers, outermost first:
   by bwrap before the interpreter starts, else by the child itself before the answer runs. The
   namespace's pid 1 is SIGKILLed after every run, so nothing it started (a ``setsid`` double fork
   included) outlives the run; ``--die-with-parent``/pdeathsig cover ddtune dying;
-- limits for the whole answer: a cgroup (workloads/grading/sandbox_cgroup.py) caps the memory and the
-  processes of all the answer's processes where one can be had; else the watchdog below sums the
-  namespace's resident memory and counts its processes;
+- limits for the whole answer: a cgroup (workloads/grading/sandbox_cgroup.py) caps the memory, the
+  processes and the CPU (``cpus`` CPUs at most) of all the answer's processes where one can be had;
+  else the watchdog below sums the namespace's resident memory and counts its processes. Either way
+  the watchdog ends an answer whose processes together used more than ``cpu_s`` of CPU (the cgroup's
+  count, else the sum over the namespace's processes), as RLIMIT_CPU does for one process;
 - resource limits the child sets on itself before the answer runs: CPU seconds, address space, file
   size, open files, no core dumps (RLIMIT_NPROC for non-root in the fallback); a wall-clock timeout;
   a watchdog that stops the run when it holds more than ``max_procs`` live processes;
@@ -52,6 +54,7 @@ from workloads.grading.sandbox_seccomp import child_filter, filter_fd
 __all__ = ["Isolation", "Protection", "SandboxLimits", "SandboxResult", "isolation", "protections", "run_tests"]
 MAX_RESULT_BYTES = 8 << 20
 PAGE = os.sysconf("SC_PAGE_SIZE")
+TICKS = os.sysconf("SC_CLK_TCK")
 WRAPPER_PROCS = 4  # the cgroup also holds the wrapper: bwrap's two processes, or unshare and its waiting shell
 WRAPPER_BYTES = 64 << 20  # and their memory, beside the answer's own limit
 OUTPUT_TAIL = 4096
@@ -66,6 +69,7 @@ class SandboxLimits:
     file_bytes: int = 16 << 20
     open_files: int = 64
     max_procs: int = 16
+    cpus: float = 1.0  # the answer's processes together run on at most this many CPUs, where a cgroup holds
 
 
 @dataclass(frozen=True)
@@ -238,7 +242,8 @@ def _cgroup(kind: str, limits: SandboxLimits) -> sandbox_cgroup.Cgroup | None:
     if kind == "rlimit" or sandbox_cgroup.unavailable() is not None:
         return None
     try:
-        return sandbox_cgroup.create(limits.memory_bytes + WRAPPER_BYTES, limits.max_procs + WRAPPER_PROCS)
+        return sandbox_cgroup.create(limits.memory_bytes + WRAPPER_BYTES, limits.max_procs + WRAPPER_PROCS,
+                                     limits.cpus)
     except OSError:
         return None
 
@@ -253,6 +258,25 @@ def _rss(pids: list[int]) -> int:
         except (OSError, ValueError, IndexError):
             pass
     return total
+
+
+def _cpu(pids: list[int]) -> float:
+    """CPU seconds of these processes and of the children they have reaped (the watchdog's view
+    where no cgroup counts them): utime, stime, cutime and cstime of /proc/PID/stat."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+            total += sum(int(field) for field in stat[stat.rfind(b")") + 2:].split()[11:15])
+        except (OSError, ValueError):
+            pass
+    return total / TICKS
+
+
+def _cpu_used(group: sandbox_cgroup.Cgroup | None, pids: list[int]) -> float:
+    counted = sandbox_cgroup.cpu_seconds(group) if group is not None else None
+    return counted if counted is not None else _cpu(pids)
 
 
 def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimits, workdir: str | None,
@@ -312,13 +336,17 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
             if now >= watch_at:
                 watch_at = now + (WATCH_S if elapsed < 0.5 else 3 * WATCH_S)
                 among = sandbox_cgroup.processes(group) if group is not None else None
-                members = ns.members(among)[1:] if ns is not None else group_members(proc.pid)
+                found = ns.members(among) if ns is not None else group_members(proc.pid)
+                members = found[1:] if ns is not None else found  # the namespace's pid 1 is the wrapper's
                 peak = max(peak, len(members))
                 if len(members) > limits.max_procs:
                     stopped = "error", _too_many_processes(limits)
                     break
                 if group is None and _rss(members) > limits.memory_bytes:
                     stopped = "error", _too_much_memory(limits)
+                    break
+                if _cpu_used(group, found) > limits.cpu_s:
+                    stopped = "timeout", _too_much_cpu(limits)
                     break
             # Sleep until output, the exit or the watchdog's next look: an answer's run wakes this
             # thread about ten times, where a fixed 10 ms poll woke it sixty (its CPU, per answer).
@@ -347,6 +375,8 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
             verdict, detail = "error", _too_much_memory(limits)
         elif sandbox_cgroup.procs_exceeded(group):
             verdict, detail = "error", _too_many_processes(limits)
+        elif (sandbox_cgroup.cpu_seconds(group) or 0.0) > limits.cpu_s:
+            verdict, detail = "timeout", _too_much_cpu(limits)
     if verdict == "error" and stopped is None and peak >= limits.max_procs:  # RLIMIT_NPROC refused a fork
         detail = f"{_too_many_processes(limits)}: {detail}"
     return SandboxResult(verdict, detail, output, time.monotonic() - start)
@@ -354,6 +384,10 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
 
 def _too_many_processes(limits: SandboxLimits) -> str:
     return f"sandbox: more than {limits.max_procs} processes (fork bomb?)"
+
+
+def _too_much_cpu(limits: SandboxLimits) -> str:
+    return f"sandbox: the answer's processes together used more than {limits.cpu_s} s of CPU"
 
 
 def _too_much_memory(limits: SandboxLimits) -> str:
