@@ -184,6 +184,9 @@ def test_an_honest_answer_still_passes_with_every_protection_on(sandbox_mode, wh
          "sized filesystems"], True)
     held = whole_answer == "cgroup" and sandbox_cgroup.unavailable() is None
     assert layers["whole-answer limits"] is (True if held else None)
+    said = next(p.detail for p in protections(sandbox_mode) if p.name == "whole-answer limits")
+    capped = held and sandbox_cgroup.cpu_cap_unavailable() is None
+    assert ("processes and CPU of the whole answer" in said) is capped and ("sums" in said) is not capped, said
 
 
 @pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)

@@ -95,6 +95,15 @@ def unavailable() -> str | None:
     return _probe()
 
 
+def cpu_cap_unavailable() -> str | None:
+    """None when an answer's cgroup here caps its CPU, else why not (the watchdog's total stands alone)."""
+    why = unavailable()
+    if why is not None:
+        return why
+    where = _bases()
+    return None if where is not None and "cpu" in where[1] else "no cpu controller for the answer's cgroup"
+
+
 @functools.cache
 def _probe() -> str | None:
     where = _bases()

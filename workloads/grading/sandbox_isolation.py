@@ -298,9 +298,11 @@ def protections(kind: str) -> list[Protection]:
                         f"/ and /dev read-only, /tmp a {TMPFS_BYTES >> 20} MiB tmpfs" if ns
                         else "the answer writes to a host temp dir")]
     why = sandbox_cgroup.unavailable() if ns else "no namespace to count"
-    found.append(Protection("whole-answer limits", True if why is None else None,
-                            "a cgroup caps memory (shared memory included) and processes of the whole answer"
-                            if why is None else f"a watchdog sums the answer's memory and counts processes ({why})"))
+    cpu = sandbox_cgroup.cpu_cap_unavailable() if why is None else why
+    held = ("a cgroup caps memory (shared memory included), processes" + (" and CPU" if cpu is None else "")
+            + " of the whole answer" + ("" if cpu is None else f"; a watchdog sums its CPU time ({cpu})"))
+    found.append(Protection("whole-answer limits", True if why is None else None, held if why is None else
+                            f"a watchdog sums the answer's memory and CPU time and counts processes ({why})"))
     return found
 
 
