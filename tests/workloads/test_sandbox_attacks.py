@@ -196,8 +196,30 @@ def test_a_grader_killed_mid_run_leaves_no_process_and_no_directory(sandbox_mode
     grader.wait()
     assert wait_until(lambda: with_token(tok) == [])
     if sandbox_mode == "rlimit":
-        assert [d.split("-")[2] for d in made] == [str(grader.pid)]  # its pid proves it stale to the next run
+        assert [d.split("-")[3] for d in made] == [str(grader.pid)]  # its pid proves it stale to the next run
         verdict_of(run_grader("def f():\n    return 1", "f", ["f() == 1"]))
     else:
         assert made == []  # the namespace's working directory is a tmpfs: nothing on the host
     assert sandbox_dirs(tmp_path) == []
+
+
+# The red team's answer (about 1 KB): straight to the results pipe, one line of a dict of 270k int
+# keys that all hash alike, in the form the trusted side reads; then it exits before the child's own.
+FLOOD = """
+import os, sys
+M = sys.hash_info.modulus
+body = b",".join(b"%d,0" % (k * M) for k in range(270_000))
+data = b'["defined"]\\n["value",["d",' + body + b']]\\n'
+fd = int(sys.argv[1])
+while data:
+    data = data[os.write(fd, data):]
+os._exit(0)
+def f():
+    return {}
+"""
+
+
+def test_a_dict_of_colliding_keys_is_judged_without_rebuilding_it(sandbox_mode):
+    result = run_tests(FLOOD, "f", ["f() == {1: 2}"], audit=False)
+    assert (result.verdict, result.detail) == (
+        "fail", "test 1 of 1 failed: sent more than any value equal to the expected one: f() == {1: 2}")

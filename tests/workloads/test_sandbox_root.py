@@ -5,15 +5,16 @@ the watchdog that stands in where no cgroup can be had."""
 
 import os
 import site
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from backends.core.paths import problems_file
-from tests.workloads.conftest import NS_MODES
-from tests.workloads.sandbox_support import token
-from workloads.grading import sandbox_cgroup
+from tests.workloads.conftest import ALL_MODES, NS_MODES
+from tests.workloads.sandbox_support import token, wait_until
+from workloads.grading import sandbox_cgroup, sandbox_owner
 from workloads.grading.sandbox import SandboxLimits, run_tests
 from workloads.grading.sandbox_isolation import facts, protections
 
@@ -183,6 +184,9 @@ def test_an_honest_answer_still_passes_with_every_protection_on(sandbox_mode, wh
          "sized filesystems"], True)
     held = whole_answer == "cgroup" and sandbox_cgroup.unavailable() is None
     assert layers["whole-answer limits"] is (True if held else None)
+    said = next(p.detail for p in protections(sandbox_mode) if p.name == "whole-answer limits")
+    capped = held and sandbox_cgroup.cpu_cap_unavailable() is None
+    assert ("processes and CPU of the whole answer" in said) is capped and ("sums" in said) is not capped, said
 
 
 @pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
@@ -199,3 +203,85 @@ def test_a_child_told_of_a_filter_that_does_not_hold_refuses_to_run():
 
     assert filter_state("wrapper") == "the sandbox's wrapper installed no filter"  # this test process has none
     assert filter_state("") == "no filter for this machine"
+
+
+SPINNERS = """
+import os, time
+kids = []
+for _ in range(15):
+    pid = os.fork()
+    if pid == 0:
+        end = time.monotonic() + 8
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+    kids.append(pid)
+got = all(os.waitpid(kid, 0)[1] == 0 for kid in kids)
+"""
+
+
+@pytest.mark.parametrize("sandbox_mode", ALL_MODES, indirect=True)
+def test_fifteen_spinning_processes_share_one_cpu_budget(sandbox_mode, whole_answer):
+    """RLIMIT_CPU is per process: 15 forked spinners of 1 s of CPU each passed. The answer's CPU
+    seconds are counted over all its processes (the cgroup's count, else the namespace's sum)."""
+    result = run_tests(SPINNERS + "def f():\n    return got", "f", ["f() == True"],
+                       SandboxLimits(wall_s=30, cpu_s=1), audit=False)
+    assert (result.verdict, result.detail) == (
+        "timeout", "sandbox: the answer's processes together used more than 1 s of CPU"), result
+
+
+def _cpu_dir(group: sandbox_cgroup.Cgroup) -> Path:
+    """The answer's cgroup that holds its CPU cap (v2: its one; v1: the one in the cpu hierarchy)."""
+    return next(Path(d) for d in group.dirs if (Path(d) / ("cpu.max" if group.version == "v2" else "cpu.cfs_quota_us"))
+                .exists())
+
+
+def _throttled(group: sandbox_cgroup.Cgroup) -> int:
+    stat = (_cpu_dir(group) / "cpu.stat").read_text()
+    return int(dict(line.split() for line in stat.splitlines())["nr_throttled"])
+
+
+def test_an_answer_s_cgroup_holds_all_its_processes_to_its_cpus():
+    """Where the answer's cgroup has a cpu controller (v2 cpu.max, v1 cpu.cfs_quota_us), the kernel
+    holds everything in it to ``cpus`` CPUs, so grading cannot starve the server being measured."""
+    assert sandbox_cgroup.unavailable() is None, "no cgroup for an answer can be made here"
+    assert "cpu" in sandbox_cgroup._bases()[1], "no cpu controller for the answer's cgroup here"
+    group = sandbox_cgroup.create(1 << 30, 64, cpus=0.1)
+    try:
+        assert group.cpus == 0.1
+        cpu = _cpu_dir(group)
+        cap = ((cpu / "cpu.max").read_text().split() if group.version == "v2" else
+               [(cpu / name).read_text().strip() for name in ("cpu.cfs_quota_us", "cpu.cfs_period_us")])
+        assert cap == ["10000", "100000"]
+        spin = "import time\nend = time.monotonic() + 5\nwhile time.monotonic() < end:\n    pass"
+        spinner = subprocess.Popen([*sandbox_cgroup.enter_argv(group), sys.executable, "-c", spin])
+        try:
+            assert wait_until(lambda: _throttled(group) > 0, timeout=5)  # the kernel held it back
+        finally:
+            spinner.kill()
+            spinner.wait()
+        assert (sandbox_cgroup.cpu_seconds(group) or 0) > 0
+    finally:
+        sandbox_cgroup.remove(group)
+    assert not any(os.path.exists(d) for d in group.dirs)
+
+
+def test_a_grader_sweeps_only_leftovers_of_dead_graders_of_its_own_pid_namespace():
+    assert sandbox_cgroup.unavailable() is None
+    base = sandbox_cgroup._bases()[1]["pids"]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    ns = sandbox_owner.namespace()
+    names = {"dead": f"ddtune-sandbox-{ns}-{dead.stdout.strip()}-0123abcd-0",
+             "other namespace": f"ddtune-sandbox-{ns + 1}-{dead.stdout.strip()}-0123abcd-0",
+             "live": f"ddtune-sandbox-{ns}-{os.getpid()}-0123abcd-0",
+             "untagged": f"ddtune-sandbox-{dead.stdout.strip()}-0"}
+    for name in names.values():
+        os.mkdir(f"{base}/{name}")
+    try:
+        sandbox_cgroup.remove(sandbox_cgroup.create(1 << 30, 64))  # each create sweeps first
+        assert {k: os.path.exists(f"{base}/{n}") for k, n in names.items()} == {
+            "dead": False, "other namespace": True, "live": True, "untagged": True}
+    finally:
+        for name in names.values():
+            if os.path.exists(f"{base}/{name}"):
+                os.rmdir(f"{base}/{name}")

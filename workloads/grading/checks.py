@@ -4,8 +4,9 @@ A test in presets/problems/coding.toml reads ``CALL == VALUE`` (or ``!=``, or ``
 with True, False or None), VALUE a Python literal of plain data. The sandboxed child only ever
 sees CALL; VALUE stays in this process, so an answer that lies about what CALL returned can only
 pass by guessing VALUE. The child sends results as JSON built from exact types (see
-workloads/grading/sandbox_child.py); ``decode`` accepts nothing else, so no object of the answer's making
-(an ``__eq__`` that is always true, an int subclass) ever reaches a comparison here.
+workloads/grading/sandbox_child.py); workloads/grading/sandbox_wire.py decodes nothing else, so no
+object of the answer's making (an ``__eq__`` that is always true, an int subclass) ever reaches a
+comparison here, and compares without hashing what the answer sent into a table.
 """
 
 from __future__ import annotations
@@ -14,15 +15,13 @@ import ast
 import functools
 from dataclasses import dataclass
 
+from workloads.grading.sandbox_wire import bound, equal
+
 OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not"}
 SINGLETONS = (None, True, False)
 MAX_DEPTH = 100
 SHAPE_HINT = ("write each test as CALL == VALUE (or CALL is True/False/None), VALUE a literal of plain data "
               "(None, bool, int, float, str, list, tuple, dict)")
-
-
-class Malformed(ValueError):
-    """The child sent something that is not a result record of plain data."""
 
 
 @dataclass(frozen=True)
@@ -31,13 +30,14 @@ class Check:
     call: str  # the left-hand side: all the sandbox sees
     op: str
     expected: object
+    bound: int  # the most bytes a sent value equal to ``expected`` can take (sandbox_wire.bound)
 
     def holds(self, value: object) -> bool:
-        """``value`` comes from ``decode``: plain data of exact builtin types, so these are builtin comparisons."""
+        """``value`` comes from ``sandbox_wire.decode`` (or is its ``TOO_LARGE``): exact builtin types."""
         if self.op == "==":
-            return bool(value == self.expected)
+            return equal(value, self.expected)
         if self.op == "!=":
-            return bool(value != self.expected)
+            return not equal(value, self.expected)
         if self.op == "is":
             return value is self.expected
         return value is not self.expected
@@ -79,24 +79,5 @@ def parse_test(source: str, function: str) -> Check:
         raise ValueError(f"'{op}' compares only with True, False or None")
     if not any(isinstance(node, ast.Name) and node.id == function for node in ast.walk(body.left)):
         raise ValueError(f"the left-hand side does not call {function}")
-    return Check(source, ast.unparse(body.left), op, expected)
+    return Check(source, ast.unparse(body.left), op, expected, bound(expected))
 
-
-def decode(value: object, depth: int = 0) -> object:
-    """Plain data back from the child's JSON: lists as lists, {"tuple": [...]}, {"dict": [[k, v], ...]}."""
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if depth > MAX_DEPTH:
-        raise Malformed("nested too deeply")
-    if type(value) is list:
-        return [decode(item, depth + 1) for item in value]
-    if type(value) is dict and len(value) == 1:
-        (tag, items), = value.items()
-        if tag == "tuple" and type(items) is list:
-            return tuple(decode(item, depth + 1) for item in items)
-        if tag == "dict" and type(items) is list and all(type(p) is list and len(p) == 2 for p in items):
-            try:
-                return {decode(k, depth + 1): decode(v, depth + 1) for k, v in items}
-            except TypeError:  # an unhashable key: no real dict has one
-                raise Malformed("a dict key that cannot be a key") from None
-    raise Malformed(f"not plain data: {type(value).__name__}")

@@ -9,17 +9,26 @@ Rules (the contract of the coding eval):
    block of any language that defines the function.
 3. A response cut at max tokens (finish_reason "length") with no complete block in its answer is
    ``truncated``; any other response without one is ``no_code``.
+
+The answer is the model's, so it may be made to be slow: every scan here is line by line with string
+methods, linear in the answer, and an answer past ``MAX_ANSWER_CHARS`` is not scanned at all. (The
+regular expression it replaced backtracked over long fence lines: a 12 KB answer held the
+interpreter, and with it the event loop timing every stream, for a second.) Grading calls this from
+a worker thread (workloads/grading/evaluate.py), never on the event loop.
 """
 
 from __future__ import annotations
 
-import re
+import string
 from dataclasses import dataclass
 
 PYTHON_LANGS = frozenset({"python", "py", "python3", ""})
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
-_OPEN_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+.-]*)[^\n`]*$")
+BLANKS = " \t"
+FENCE_CHARS = ("`", "~")
+LANG_CHARS = string.ascii_letters + string.digits + "_+.-"
+MAX_ANSWER_CHARS = 1 << 19  # past any answer a sane max_tokens allows (~130k tokens); a longer one is not read
 
 
 @dataclass(frozen=True)
@@ -49,30 +58,59 @@ def answer_part(content: str | None, reasoning_content: str | None) -> str:
     return text
 
 
+def opening(line: str) -> tuple[str, int, str] | None:
+    """(fence character, fence length, language) when ``line`` opens a block: blanks, three or more
+    backticks or tildes, blanks, a language word, then anything but a backtick."""
+    body = line.lstrip(BLANKS)
+    char = body[:1]
+    if char not in FENCE_CHARS:
+        return None
+    rest = body.lstrip(char)
+    if len(body) - len(rest) < 3 or "`" in rest:
+        return None
+    info = rest.lstrip(BLANKS)
+    return char, len(body) - len(rest), info[:len(info) - len(info.lstrip(LANG_CHARS))].lower()
+
+
+def closes(line: str, char: str, length: int) -> bool:
+    """``line`` closes a block opened by ``length`` of ``char``: blanks and at least as many of it."""
+    body = line.strip(BLANKS)
+    return len(body) >= length and not body.strip(char)
+
+
 def fenced_blocks(text: str) -> tuple[list[CodeBlock], bool]:
-    """Complete fenced blocks in order, and whether an unclosed fence trails the text."""
+    """Complete fenced blocks in order, and whether an unclosed fence trails the text. Only lines
+    holding three fence characters in a row can open or close a block; each is looked at once."""
     blocks: list[CodeBlock] = []
     lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        m = _OPEN_FENCE.match(lines[i])
-        if not m:
-            i += 1
+    marked = iter([i for i, line in enumerate(lines) if "```" in line or "~~~" in line])
+    for i in marked:
+        found = opening(lines[i])
+        if found is None:
             continue
-        fence, lang = m.group(1), m.group(2).lower()
-        close = re.compile(r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*$")
-        j = i + 1
-        while j < len(lines) and not close.match(lines[j]):
-            j += 1
-        if j >= len(lines):
+        char, length, lang = found
+        end = next((j for j in marked if closes(lines[j], char, length)), None)  # the same lines, on from i
+        if end is None:
             return blocks, True
-        blocks.append(CodeBlock(lang=lang, code="\n".join(lines[i + 1:j])))
-        i = j + 1
+        blocks.append(CodeBlock(lang=lang, code="\n".join(lines[i + 1:end])))
     return blocks, False
 
 
 def defines(code: str, function: str) -> bool:
-    return re.search(r"^[ \t]*(async[ \t]+)?def[ \t]+" + re.escape(function) + r"[ \t]*\(", code, re.M) is not None
+    """A line of ``code`` starts ``def function(`` (or ``async def``), blanks allowed between the words."""
+    for line in code.split("\n"):
+        if "def" not in line:
+            continue
+        body = line.lstrip(BLANKS)
+        if body.startswith("async"):
+            after = body[5:].lstrip(BLANKS)
+            body = after if len(after) < len(body) - 5 else body
+        if not body.startswith("def"):
+            continue
+        name = body[3:].lstrip(BLANKS)
+        if len(name) < len(body) - 3 and name.startswith(function) and name[len(function):].lstrip(BLANKS)[:1] == "(":
+            return True
+    return False
 
 
 def pick_block(blocks: list[CodeBlock], function: str) -> CodeBlock | None:
@@ -91,6 +129,9 @@ def pick_block(blocks: list[CodeBlock], function: str) -> CodeBlock | None:
 def extract_code(content: str | None, reasoning_content: str | None, function: str,
                  finish_reason: str | None) -> Extraction:
     answer = answer_part(content, reasoning_content)
+    if len(answer) > MAX_ANSWER_CHARS:
+        why = f"the answer is {len(answer)} characters, more than the {MAX_ANSWER_CHARS} the grader reads"
+        return Extraction("no_code", answer, None, why)
     blocks, unclosed = fenced_blocks(answer)
     block = pick_block(blocks, function)
     if block is not None:

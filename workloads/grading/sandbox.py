@@ -3,9 +3,10 @@
 Layers, outermost first:
 - trusted-side judging: each hidden test is ``CALL == VALUE`` (workloads/grading/checks.py). The child gets
   only the CALLs, evaluates them and writes each result as plain-data JSON to a dedicated pipe; this
-  process decodes it (exact builtin types only) and compares it with VALUE, which the child never
-  sees. Nothing the child prints or writes to a file is a verdict; an object that is not plain data
-  is a ``fail``; a lying child can only pass by guessing VALUE;
+  process decodes it (exact builtin types only, in work bounded by VALUE: workloads/grading/sandbox_wire.py)
+  and compares it with VALUE, which the child never sees. Nothing the child prints or writes to a file
+  is a verdict; an object that is not plain data is a ``fail``; a lying child can only pass by
+  guessing VALUE;
 - an OS boundary (workloads/grading/sandbox_isolation.py): new PID, mount, network and IPC namespaces
   through bubblewrap, else util-linux ``unshare``: a read-only interpreter and /usr, no network, a
   fresh /proc, an empty environment, a sized tmpfs as working directory, and no host directory to
@@ -14,9 +15,11 @@ Layers, outermost first:
   by bwrap before the interpreter starts, else by the child itself before the answer runs. The
   namespace's pid 1 is SIGKILLed after every run, so nothing it started (a ``setsid`` double fork
   included) outlives the run; ``--die-with-parent``/pdeathsig cover ddtune dying;
-- limits for the whole answer: a cgroup (workloads/grading/sandbox_cgroup.py) caps the memory and the
-  processes of all the answer's processes where one can be had; else the watchdog below sums the
-  namespace's resident memory and counts its processes;
+- limits for the whole answer: a cgroup (workloads/grading/sandbox_cgroup.py) caps the memory, the
+  processes and the CPU (``cpus`` CPUs at most) of all the answer's processes where one can be had;
+  else the watchdog below sums the namespace's resident memory and counts its processes. Either way
+  the watchdog ends an answer whose processes together used more than ``cpu_s`` of CPU (the cgroup's
+  count, else the sum over the namespace's processes), as RLIMIT_CPU does for one process;
 - resource limits the child sets on itself before the answer runs: CPU seconds, address space, file
   size, open files, no core dumps (RLIMIT_NPROC for non-root in the fallback); a wall-clock timeout;
   a watchdog that stops the run when it holds more than ``max_procs`` live processes;
@@ -31,13 +34,10 @@ from __future__ import annotations
 import fcntl
 import marshal
 import os
-import select
 import selectors
 import shutil
-import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from backends.core.plaintext import plain
@@ -47,10 +47,10 @@ from workloads.grading.sandbox_judge import judge, signal_of
 from workloads.grading.sandbox_isolation import (Isolation, Protection, as_root, child_code, isolation, make_workdir,
                                                  protections, run_argv, sweep_once, warn_if_weak)
 from workloads.grading.sandbox_seccomp import child_filter, filter_fd
+from workloads.grading.sandbox_watch import Namespace, cpu, group_members, kill_group, rss
 
 __all__ = ["Isolation", "Protection", "SandboxLimits", "SandboxResult", "isolation", "protections", "run_tests"]
 MAX_RESULT_BYTES = 8 << 20
-PAGE = os.sysconf("SC_PAGE_SIZE")
 WRAPPER_PROCS = 4  # the cgroup also holds the wrapper: bwrap's two processes, or unshare and its waiting shell
 WRAPPER_BYTES = 64 << 20  # and their memory, beside the answer's own limit
 OUTPUT_TAIL = 4096
@@ -65,6 +65,7 @@ class SandboxLimits:
     file_bytes: int = 16 << 20
     open_files: int = 64
     max_procs: int = 16
+    cpus: float = 1.0  # the answer's processes together run on at most this many CPUs, where a cgroup holds
 
 
 @dataclass(frozen=True)
@@ -80,102 +81,6 @@ class SandboxResult:
 def clean_env(workdir: str) -> dict[str, str]:
     """The fallback's environment: only what Python needs; none of the caller's variables travel."""
     return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir, "TMPDIR": workdir}
-
-
-def _processes() -> Iterator[tuple[int, bytes, int, int]]:
-    """(pid, state, ppid, pgid) of every process this /proc shows."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 2:
-            yield int(entry), fields[0], int(fields[1]), int(fields[2])
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group."""
-    return [pid for pid, state, _, group in _processes() if state != b"Z" and group == pgid]
-
-
-def kill_group(pgid: int, deadline_s: float = 3.0) -> None:
-    """SIGKILL the whole group until nothing live is left in it (bounded)."""
-    end = time.monotonic() + deadline_s
-    while True:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            return
-        if not group_members(pgid) or time.monotonic() > end:
-            return
-        time.sleep(0.01)
-
-
-class _Namespace:
-    """The sandbox's PID namespace seen from here: its pid 1 (held as a pidfd, so a recycled pid is
-    never signalled) and its members. Killing pid 1 makes the kernel kill everything inside."""
-
-    def __init__(self, wrapper_pid: int) -> None:
-        self.wrapper_pid = wrapper_pid
-        self.pidfd: int | None = None
-        self.link = ""
-
-    def find(self) -> bool:
-        if self.pidfd is not None:
-            return True
-        own = os.readlink("/proc/self/ns/pid")
-        for pid in self._children():
-            try:
-                pidfd = os.pidfd_open(pid)
-                link = os.readlink(f"/proc/{pid}/ns/pid")
-            except OSError:
-                continue
-            if link != own:
-                self.pidfd, self.link = pidfd, link
-                return True
-            os.close(pidfd)
-        return False
-
-    def _children(self) -> list[int]:
-        try:
-            with open(f"/proc/{self.wrapper_pid}/task/{self.wrapper_pid}/children") as fh:
-                return [int(pid) for pid in fh.read().split()]
-        except OSError:  # a kernel without CONFIG_PROC_CHILDREN
-            return [pid for pid, _, ppid, _ in _processes() if ppid == self.wrapper_pid]
-
-    def members(self, among: list[int] | None = None) -> list[int]:
-        """Pids in the namespace, in pid order (its pid 1 first). ``among``: the only candidates (the run's
-        cgroup holds every process of the run; else all of /proc is read, a few hundred readlinks
-        on a busy host, every 50 ms of every graded answer)."""
-        found = []
-        for pid in sorted(among) if among is not None else (int(e) for e in os.listdir("/proc") if e.isdigit()):
-            try:
-                if os.readlink(f"/proc/{pid}/ns/pid") == self.link:
-                    found.append(pid)
-            except OSError:
-                pass
-        return found
-
-    def kill(self, deadline_s: float = 5.0) -> None:
-        """SIGKILL pid 1, then wait until it has exited, which the kernel allows only once the
-        namespace is empty."""
-        if self.pidfd is None:
-            return
-        try:
-            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        select.select([self.pidfd], [], [], deadline_s)
-        os.close(self.pidfd)
-        self.pidfd = None
 
 
 def _nproc_limit(extra: int) -> int | None:
@@ -237,21 +142,15 @@ def _cgroup(kind: str, limits: SandboxLimits) -> sandbox_cgroup.Cgroup | None:
     if kind == "rlimit" or sandbox_cgroup.unavailable() is not None:
         return None
     try:
-        return sandbox_cgroup.create(limits.memory_bytes + WRAPPER_BYTES, limits.max_procs + WRAPPER_PROCS)
+        return sandbox_cgroup.create(limits.memory_bytes + WRAPPER_BYTES, limits.max_procs + WRAPPER_PROCS,
+                                     limits.cpus)
     except OSError:
         return None
 
 
-def _rss(pids: list[int]) -> int:
-    """Resident bytes of these processes together (the watchdog's view where no cgroup holds)."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/statm") as fh:
-                total += int(fh.read().split()[1]) * PAGE
-        except (OSError, ValueError, IndexError):
-            pass
-    return total
+def _cpu_used(group: sandbox_cgroup.Cgroup | None, pids: list[int]) -> float:
+    counted = sandbox_cgroup.cpu_seconds(group) if group is not None else None
+    return counted if counted is not None else cpu(pids)
 
 
 def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimits, workdir: str | None,
@@ -289,7 +188,7 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
     for fd, sink in ((proc.stdout.fileno(), (out, True)), (results_r, (results, False))):
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ, sink)
-    ns = _Namespace(proc.pid) if workdir is None else None
+    ns = Namespace(proc.pid) if workdir is None else None
     exited = os.pidfd_open(proc.pid)  # readable once the wrapper has exited: the wait ends then, not at a poll
     sel.register(exited, selectors.EVENT_READ, None)
     stopped: tuple[str, str] | None = None
@@ -311,13 +210,17 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
             if now >= watch_at:
                 watch_at = now + (WATCH_S if elapsed < 0.5 else 3 * WATCH_S)
                 among = sandbox_cgroup.processes(group) if group is not None else None
-                members = ns.members(among)[1:] if ns is not None else group_members(proc.pid)
+                found = ns.members(among) if ns is not None else group_members(proc.pid)
+                members = found[1:] if ns is not None else found  # the namespace's pid 1 is the wrapper's
                 peak = max(peak, len(members))
                 if len(members) > limits.max_procs:
                     stopped = "error", _too_many_processes(limits)
                     break
-                if group is None and _rss(members) > limits.memory_bytes:
+                if group is None and rss(members) > limits.memory_bytes:
                     stopped = "error", _too_much_memory(limits)
+                    break
+                if _cpu_used(group, found) > limits.cpu_s:
+                    stopped = "timeout", _too_much_cpu(limits)
                     break
             # Sleep until output, the exit or the watchdog's next look: an answer's run wakes this
             # thread about ten times, where a fixed 10 ms poll woke it sixty (its CPU, per answer).
@@ -346,6 +249,8 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
             verdict, detail = "error", _too_much_memory(limits)
         elif sandbox_cgroup.procs_exceeded(group):
             verdict, detail = "error", _too_many_processes(limits)
+        elif (sandbox_cgroup.cpu_seconds(group) or 0.0) > limits.cpu_s:
+            verdict, detail = "timeout", _too_much_cpu(limits)
     if verdict == "error" and stopped is None and peak >= limits.max_procs:  # RLIMIT_NPROC refused a fork
         detail = f"{_too_many_processes(limits)}: {detail}"
     return SandboxResult(verdict, detail, output, time.monotonic() - start)
@@ -353,6 +258,10 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
 
 def _too_many_processes(limits: SandboxLimits) -> str:
     return f"sandbox: more than {limits.max_procs} processes (fork bomb?)"
+
+
+def _too_much_cpu(limits: SandboxLimits) -> str:
+    return f"sandbox: the answer's processes together used more than {limits.cpu_s} s of CPU"
 
 
 def _too_much_memory(limits: SandboxLimits) -> str:

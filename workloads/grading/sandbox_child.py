@@ -4,7 +4,8 @@ at the head of the child's stdin, which ``python -I -S -c CHILD_BOOT`` reads and
 
 It only computes. It reads the task (the answer's code, the function name, the left-hand sides of
 the hidden tests, limits) from stdin, in ``marshal`` form, runs the answer, evaluates each left-hand
-side and writes one JSON line per result to the results pipe (the fd number in argv[1]). It never sees the expected
+side and writes one JSON line per result to the results pipe (the fd number in argv[1]): a JSON
+array, never an object, in the form workloads/grading/sandbox_wire.py reads. It never sees the expected
 values and never decides a verdict: the parent compares (workloads/grading/checks.py). Everything here can
 be undone by the answer, which runs in this process; that is fine, because the worst a lying child
 can send is a wrong value, and a wrong value is a ``fail``.
@@ -35,18 +36,20 @@ class NotPlain(Exception):
 
 
 def plain(value, depth=0):
-    """JSON form of plain data, checked by exact type so a subclass cannot lie through its methods."""
+    """JSON form of plain data, checked by exact type so a subclass cannot lie through its methods:
+    scalars as they are, a list as ["l", *items], a tuple as ["t", *items], a dict as ["d", k1, v1, ...]."""
     kind = type(value)
     if value is None or kind is bool or kind is int or kind is float or kind is str:
         return value
     if depth > MAX_DEPTH:
         raise NotPlain(f"returned data nested deeper than {MAX_DEPTH} levels")
-    if kind is list:
-        return [plain(item, depth + 1) for item in value]
-    if kind is tuple:
-        return {"tuple": [plain(item, depth + 1) for item in value]}
+    if kind is list or kind is tuple:
+        return ["l" if kind is list else "t", *[plain(item, depth + 1) for item in value]]
     if kind is dict:
-        return {"dict": [[plain(k, depth + 1), plain(v, depth + 1)] for k, v in value.items()]}
+        flat = ["d"]
+        for k, v in value.items():
+            flat += (plain(k, depth + 1), plain(v, depth + 1))
+        return flat
     try:
         name = kind.__name__ if type(kind.__name__) is str else "object"
     except BaseException:
@@ -55,8 +58,9 @@ def plain(value, depth=0):
 
 
 def dumps(value):
-    """``json.dumps(value, separators=(",", ":"))`` for the records this sends: plain() data under
-    string keys. Raises ValueError where json.dumps does (an int past the str-conversion limit)."""
+    """``json.dumps(value, separators=(",", ":"))`` for what this sends: records of plain() data, and
+    the facts (an object with string keys).
+    Raises ValueError where json.dumps does (an int past the str-conversion limit)."""
     if value is None:
         return "null"
     if value is True:
@@ -226,32 +230,32 @@ def main():
     if task.get("seccomp"):
         why = filter_state(task["seccomp"])
         if why is not None:
-            stop({"error": "sandbox: no seccomp filter: " + why})
+            stop(["error", "sandbox: no seccomp filter: " + why])
     if task.get("tripwire"):
         tripwire(os.path.realpath(os.getcwd()))
     try:
         code = compile(task["code"], "<answer>", "exec")
     except BaseException as exc:
-        stop({"error": describe(exc)})
+        stop(["error", describe(exc)])
     ns = {"__name__": "__answer__"}
     try:
         exec(code, ns)
     except BaseException as exc:
-        stop({"error": "while defining the answer: " + describe(exc)})
+        stop(["error", "while defining the answer: " + describe(exc)])
     if not callable(ns.get(task["function"])):
-        stop({"error": f"the answer does not define function {task['function']!r}"})
-    send({"defined": True})
+        stop(["error", f"the answer does not define function {task['function']!r}"])
+    send(["defined"])
     for n, call in enumerate(task["calls"], 1):
         try:
             value = eval(compile(call, f"<test {n}>", "eval"), ns)
         except BaseException as exc:
-            stop({"raised": describe(exc)})
+            stop(["raised", describe(exc)])
         try:
-            send({"value": plain(value)})
+            send(["value", plain(value)])
         except NotPlain as exc:
-            stop({"unplain": str(exc)})
+            stop(["unplain", str(exc)])
         except (ValueError, RecursionError) as exc:  # e.g. an int past the str-conversion limit
-            stop({"unplain": "returned a value that cannot be sent: " + describe(exc)})
+            stop(["unplain", "returned a value that cannot be sent: " + describe(exc)])
     os._exit(0)
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from backends.core.errors import ConfigError
 from backends.core.paths import package_dirs, problems_file
+from workloads.grading import sandbox_owner
 from workloads.grading.sandbox_seccomp import child_filter, filter_fd
 
 KINDS = ("bwrap", "unshare", "rlimit")
@@ -297,9 +298,11 @@ def protections(kind: str) -> list[Protection]:
                         f"/ and /dev read-only, /tmp a {TMPFS_BYTES >> 20} MiB tmpfs" if ns
                         else "the answer writes to a host temp dir")]
     why = sandbox_cgroup.unavailable() if ns else "no namespace to count"
-    found.append(Protection("whole-answer limits", True if why is None else None,
-                            "a cgroup caps memory (shared memory included) and processes of the whole answer"
-                            if why is None else f"a watchdog sums the answer's memory and counts processes ({why})"))
+    cpu = sandbox_cgroup.cpu_cap_unavailable() if why is None else why
+    held = ("a cgroup caps memory (shared memory included), processes" + (" and CPU" if cpu is None else "")
+            + " of the whole answer" + ("" if cpu is None else f"; a watchdog sums its CPU time ({cpu})"))
+    found.append(Protection("whole-answer limits", True if why is None else None, held if why is None else
+                            f"a watchdog sums the answer's memory and CPU time and counts processes ({why})"))
     return found
 
 
@@ -337,14 +340,16 @@ def warn_if_weak(found: Isolation) -> None:
 
 
 def make_workdir() -> str:
-    """A host working directory for the rlimit fallback; its name holds our pid so a later run can
-    prove it stale (``sweep_stale``) when this process is killed before removing it."""
-    return tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-")
+    """A host working directory for the rlimit fallback; its name holds our PID namespace, pid and
+    token (sandbox_owner) so a later run can prove it stale (``sweep_stale``) when this process is
+    killed before removing it."""
+    return tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{sandbox_owner.tag()}-")
 
 
 def sweep_stale(root: str | None = None, legacy_age_s: float = 3600.0) -> int:
-    """Remove our ``ddtune-sandbox-<pid>-*`` dirs whose pid is dead (and old
-    pid-less ones from earlier versions, after an hour). Returns how many went."""
+    """Remove our ``ddtune-sandbox-<tag>-*`` dirs whose maker is gone (never those of a grader in
+    another PID namespace: sandbox_owner.stale), and untagged ones from earlier versions after an
+    hour. Returns how many went."""
     base = Path(root or tempfile.gettempdir())
     removed = 0
     try:
@@ -358,9 +363,8 @@ def sweep_stale(root: str | None = None, legacy_age_s: float = 3600.0) -> int:
             continue
         if not path.is_dir() or path.is_symlink() or info.st_uid != os.geteuid():
             continue
-        match = re.fullmatch(rf"{TEMP_PREFIX}(\d+)-\w+", path.name)
-        if match:
-            stale = not _pid_alive(int(match.group(1)))
+        if re.match(rf"{TEMP_PREFIX}{sandbox_owner.PATTERN}-", path.name):
+            stale = sandbox_owner.stale(path.name, TEMP_PREFIX)
         else:
             stale = time.time() - info.st_mtime > legacy_age_s
         if stale:
@@ -374,12 +378,3 @@ def sweep_once() -> int:
     """``sweep_stale`` in the temp dir, the first time this process grades."""
     return sweep_stale()
 
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

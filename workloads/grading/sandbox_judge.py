@@ -1,14 +1,14 @@
 """The trusted side's verdict on what a sandboxed answer sent: its results, read as plain data and
 compared with the expected values only this process knows (workloads/grading/sandbox.py runs the answer).
-A lying child can only pass by guessing the expected values; anything malformed is an ``error``."""
+A lying child can only pass by guessing the expected values; anything malformed is an ``error``.
+What it sent is read in work bounded by the expected values (workloads/grading/sandbox_wire.py)."""
 
 from __future__ import annotations
 
-import json
 import signal
-from collections.abc import Iterator
 
-from workloads.grading.checks import Check, Malformed, decode
+from workloads.grading.checks import Check
+from workloads.grading.sandbox_wire import TOO_LARGE, VALUE_HEAD, Malformed, lines, text_record, value_record
 
 
 def signal_of(returncode: int, kind: str) -> int | None:
@@ -28,42 +28,36 @@ def _clean(text: object) -> str:
     return "".join(c if c.isprintable() else "?" for c in text[:500])
 
 
-def _records(data: bytes) -> Iterator[dict]:
-    for line in data.split(b"\n")[:-1]:  # a last line without its newline never finished
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            raise Malformed("a line that is not JSON") from None
-        if type(record) is not dict:
-            raise Malformed("a line that is not a JSON object")
-        yield record
-
-
 def judge(checks: list[Check], data: bytes, stopped: tuple[str, str] | None, sig: int | None,
           returncode: int, output: str) -> tuple[str, str]:
     """The verdict from what the child sent, in test order. ``pass`` needs every result present,
     plain, and equal to the expected value that only this process knows."""
     total = len(checks)
-    records = _records(data)
+    sent = lines(data)
     try:
-        first = next(records, None)
-        if first is not None and set(first) == {"error"}:
-            return "error", _clean(first["error"])
-        if first is not None and first != {"defined": True}:
+        line = next(sent, None)
+        first = text_record(line) if line is not None else None
+        if first is not None and first[0] == "error":
+            return "error", _clean(first[1])
+        if first is not None and first[0] != "defined":
             raise Malformed("no definition record first")
         for n, check in enumerate(checks, 1):
-            record = next(records, None) if first is not None else None
-            if record is None:
+            line = next(sent, None) if first is not None else None
+            if line is None:
                 return _ended(stopped, sig, returncode, output, f"before test {n} finished")
-            if set(record) == {"raised"}:
-                return "error", f"test {n} raised {_clean(record['raised'])}: {check.source}"
-            if set(record) == {"unplain"}:
-                return "fail", f"test {n} of {total} failed: {_clean(record['unplain'])}: {check.source}"
-            if set(record) != {"value"}:
-                raise Malformed("an unknown record")
-            if not check.holds(decode(record["value"])):
-                return "fail", f"test {n} of {total} failed: {check.source}"
-        if next(records, None) is not None:
+            if line.startswith(VALUE_HEAD):
+                value = value_record(line, check.bound)
+                if not check.holds(value):
+                    why = "sent more than any value equal to the expected one: " if value is TOO_LARGE else ""
+                    return "fail", f"test {n} of {total} failed: {why}{check.source}"
+                continue
+            kind, text = text_record(line)
+            if kind == "raised":
+                return "error", f"test {n} raised {_clean(text)}: {check.source}"
+            if kind == "unplain":
+                return "fail", f"test {n} of {total} failed: {_clean(text)}: {check.source}"
+            raise Malformed("an unknown record")
+        if next(sent, None) is not None:
             raise Malformed("more results than tests")
     except Malformed as exc:
         return "error", f"sandbox: malformed results from the answer ({exc})"
