@@ -9,8 +9,10 @@ cannot read, fails with ENOSYS so the C library falls back to ``clone``), mounts
 ``chroot``/``pivot_root``, ``ptrace`` and cross-process memory, the kernel keyring, ``bpf``,
 ``perf_event_open``, ``userfaultfd``, ``io_uring``, modules, kexec, ``open_by_handle_at`` (the classic
 container escape), host clocks and names, and SysV/POSIX shared memory and message queues (memory that
-outlives every process and escapes per-process limits). A syscall of another ABI (x32, or a foreign
-architecture) kills the process. Only x86_64 and aarch64 are known; elsewhere ``program()`` returns
+outlives every process and escapes per-process limits). Sockets are allowed in three families only
+(unix, IPv4, IPv6): ``socket``/``socketpair`` of any other (``AF_VSOCK``, ``AF_NETLINK``, ``AF_PACKET``,
+...) fails with EAFNOSUPPORT, as on a kernel without that family. A syscall of another ABI (x32, or
+a foreign architecture) kills the process. Only x86_64 and aarch64 are known; elsewhere ``program()`` returns
 None and ``ddtune doctor`` says the filter is missing.
 """
 
@@ -34,6 +36,7 @@ RET_KILL_PROCESS = 0x80000000
 RET_ERRNO = 0x00050000
 EPERM = 1
 ENOSYS = 38
+EAFNOSUPPORT = 97  # the same number on x86_64 and aarch64
 # seccomp_data offsets: nr, arch, instruction pointer, then six 64-bit arguments
 _NR, _ARCH, _ARG0_LOW = 0, 4, 16
 
@@ -61,6 +64,12 @@ DENIED: dict[str, tuple[int, int]] = {
     "migrate_pages": (256, 238), "mbind": (237, 235), "set_mempolicy": (238, 237),
 }
 _CLONE = {"x86_64": 56, "aarch64": 220}
+_SOCKET = {"socket": (41, 198), "socketpair": (53, 199)}
+# The only address families a socket may have: local sockets (Python's own socketpair, asyncio's
+# self-pipe) and IP (the network namespace holds only its own loopback). Every other family is kernel
+# surface no answer needs: AF_VSOCK reaches the hypervisor and other VMs past the network namespace,
+# AF_NETLINK the kernel's configuration interfaces, AF_PACKET raw frames; AF_ALG, AF_KEY, AF_XDP ...
+SOCKET_FAMILIES = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10}
 _CLONE3 = 435
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _X32_BIT = 0x40000000
@@ -84,11 +93,15 @@ def program(arch: str | None = None) -> bytes | None:
         return None
     column = 0 if arch == "x86_64" else 1
     denied = sorted({numbers[column] for numbers in DENIED.values()})
+    families = sorted(SOCKET_FAMILIES.values())
     # layout (classic BPF jumps only forward): arch check, load nr, (x86_64: x32 check), one test
-    # per denied nr, clone, clone3, allow; clone's flag test; then the shared returns
+    # per denied nr, clone, clone3, socket, socketpair, allow; clone's flag test; the family tests;
+    # then the shared returns
     n_head = 4 if arch == "x86_64" else 3
-    clone_at = n_head + len(denied) + 3
-    deny_at, enosys_at, kill_at = clone_at + 3, clone_at + 4, clone_at + 5
+    clone_at = n_head + len(denied) + 5
+    socket_at = clone_at + 3
+    allow_at = socket_at + 1 + len(families) + 1
+    deny_at, enosys_at, kill_at = allow_at + 1, allow_at + 2, allow_at + 3
 
     def jump(target: int) -> int:  # from the instruction about to be appended
         return target - len(out) - 1
@@ -102,13 +115,21 @@ def program(arch: str | None = None) -> bytes | None:
         out.append(_insn(_JEQ_K, jump(deny_at), 0, nr))
     out.append(_insn(_JEQ_K, jump(clone_at), 0, _CLONE[arch]))
     out.append(_insn(_JEQ_K, jump(enosys_at), 0, _CLONE3))
+    for name in ("socket", "socketpair"):
+        out.append(_insn(_JEQ_K, jump(socket_at), 0, _SOCKET[name][column]))
     out.append(_insn(_RET_K, 0, 0, RET_ALLOW))
     assert len(out) == clone_at  # clone: flags are its first argument (low word); any CLONE_NEW* is refused
     out.append(_insn(_LD_W_ABS, 0, 0, _ARG0_LOW))
     out.append(_insn(_JSET_K, jump(deny_at), 0, CLONE_NEW_FLAGS))
     out.append(_insn(_RET_K, 0, 0, RET_ALLOW))
-    out += [_insn(_RET_K, 0, 0, RET_ERRNO | EPERM), _insn(_RET_K, 0, 0, RET_ERRNO | ENOSYS),
-            _insn(_RET_K, 0, 0, RET_KILL_PROCESS)]
+    assert len(out) == socket_at  # socket, socketpair: the family is the first argument, an int
+    out.append(_insn(_LD_W_ABS, 0, 0, _ARG0_LOW))
+    for family in families:
+        out.append(_insn(_JEQ_K, jump(allow_at), 0, family))
+    out.append(_insn(_RET_K, 0, 0, RET_ERRNO | EAFNOSUPPORT))
+    assert len(out) == allow_at
+    out += [_insn(_RET_K, 0, 0, RET_ALLOW), _insn(_RET_K, 0, 0, RET_ERRNO | EPERM),
+            _insn(_RET_K, 0, 0, RET_ERRNO | ENOSYS), _insn(_RET_K, 0, 0, RET_KILL_PROCESS)]
     return b"".join(out)
 
 
