@@ -129,7 +129,7 @@ def test_doctor_on_the_simulator(tmp_path, state_dir):
     assert "[ok  ] server --help" in out.stdout
     assert "window -> --speculative-draft-window-size" in out.stdout
     assert "[ok  ] grading sandbox: bwrap: bubblewrap" in out.stdout
-    for layer in ("no capabilities", "seccomp filter", "kernel knobs", "sized filesystems"):
+    for layer in ("no capabilities", "seccomp filter", "kernel knobs", "sized filesystems", "hidden tests"):
         assert f"[ok  ]   {layer}: " in out.stdout
     assert ("[ok  ]   unprivileged id: answers run as host uid" in out.stdout) is (os.geteuid() == 0)
 
@@ -139,6 +139,7 @@ def test_doctor_warns_about_a_weak_sandbox_and_names_a_bad_one(tmp_path, state_d
     weak = run_ddtune("--config", str(cfg), "doctor", DDTUNE_SANDBOX="rlimit")
     assert weak.returncode == 0 and "[warn] grading sandbox: rlimit" in weak.stdout
     assert "[warn]   namespaces: none: host files are visible" in weak.stdout
+    assert "[warn]   hidden tests: an answer finds " in weak.stdout  # the canaries beside the problems
     bad = run_ddtune("--config", str(cfg), "doctor", DDTUNE_SANDBOX="chroot")
     assert bad.returncode == 1 and "[FAIL] grading sandbox: DDTUNE_SANDBOX=chroot" in bad.stdout
 

@@ -8,11 +8,13 @@ Layers, outermost first:
   is a verdict; an object that is not plain data is a ``fail``; a lying child can only pass by
   guessing VALUE;
 - an OS boundary (workloads/grading/sandbox_isolation.py): new PID, mount, network and IPC namespaces
-  through bubblewrap, else util-linux ``unshare``: a read-only interpreter and /usr, no network, a
-  fresh /proc, an empty environment, a sized tmpfs as working directory, and no host directory to
-  clean up. As root the child runs as a fresh unprivileged uid; as a user, in a user namespace. It
-  holds no capability and runs under a seccomp filter (workloads/grading/sandbox_seccomp.py), installed
-  by bwrap before the interpreter starts, else by the child itself before the answer runs. The
+  through bubblewrap, else util-linux ``unshare``: of the host's files only the interpreter, its
+  libraries and its stdlib, read-only (an allow-list, workloads/grading/sandbox_view.py: nothing of
+  ddtune, no site-packages), no network, a fresh /proc, an empty environment, a sized tmpfs as
+  working directory, and no host directory to clean up. As root the child runs as a fresh
+  unprivileged uid; as a user, in a user namespace. It holds no capability and runs under a seccomp
+  filter (workloads/grading/sandbox_seccomp.py), installed by bwrap before the interpreter starts,
+  else by the child itself before the answer runs. The
   namespace's pid 1 is SIGKILLed after every run, so nothing it started (a ``setsid`` double fork
   included) outlives the run; ``--die-with-parent``/pdeathsig cover ddtune dying;
 - limits for the whole answer: a cgroup (workloads/grading/sandbox_cgroup.py) caps the memory, the

@@ -175,14 +175,15 @@ def filter_state(program_hex):
     return confine(program_hex) if program_hex else "no filter for this machine"
 
 
-def facts(program_hex, own_dir):
-    """What the sandbox looks like from inside, for the trusted side's probe (``ddtune doctor``)."""
+def facts(program_hex, paths):
+    """What the sandbox looks like from inside, for the trusted side's probe (``ddtune doctor``):
+    ``visible``, those of ``paths`` (ddtune's own files, canaries) that exist here."""
     with open("/proc/self/status") as fh:
         status = fh.read()
     field = {line.split(":")[0]: line.split(":", 1)[1].strip() for line in status.splitlines() if ":" in line}
     out = {"uid": os.getuid(), "cap_eff": field.get("CapEff", "?"),
            "proc_sys_writable": os.access("/proc/sys/kernel/core_pattern", os.W_OK),
-           "root_writable": os.access("/", os.W_OK), "own_files_visible": os.path.exists(own_dir)}
+           "root_writable": os.access("/", os.W_OK), "visible": [p for p in paths if os.path.lexists(p)]}
     out["seccomp"] = filter_state(program_hex)
     try:
         import ctypes
@@ -195,7 +196,7 @@ def facts(program_hex, own_dir):
 
 def main():
     if sys.argv[1] == "facts":
-        return facts(sys.argv[2], sys.argv[3])
+        return facts(sys.argv[2], sys.argv[3:])
     fd = int(sys.argv[1])
 
     def send(record):

@@ -4,9 +4,10 @@ that then runs the sandbox child.
 Runs as ``python -I -S -u -c <this source + a main(...) call> N``, pid 2 of fresh mount, PID, network,
 IPC and UTS namespaces (``unshare``; inside a user namespace when ddtune is not root) whose pid 1 is
 a shell that only waits for it (so the answer is never an unkillable pid 1). It makes the root that
-bubblewrap makes, with mount(2) and pivot_root(2) through ctypes: a tmpfs holding read-only binds of
-the interpreter's folders, empty read-only tmpfs over the hidden ones, four /dev nodes, a fresh /proc
-with /proc/sys read-only, a sized /tmp. Then it drops every privilege as ``setpriv`` would (the
+bubblewrap makes, with mount(2) and pivot_root(2) through ctypes: a tmpfs holding the allow-list of
+sandbox_view.py (read-only binds of the interpreter, its libraries and its stdlib folders, the
+symlinks on their way, empty read-only tmpfs over any site-packages inside), four /dev nodes, a
+fresh /proc with /proc/sys read-only, a sized /tmp. Then it drops every privilege as ``setpriv`` would (the
 bounding and ambient sets, a fresh uid and gid as root, every capability set emptied, no_new_privs),
 checks in /proc/self/status that all of it holds, and runs the sandbox child read from stdin, as
 ``CHILD_BOOT`` does.
@@ -82,31 +83,39 @@ def pivot() -> None:
 STAGES = ("/tmp", "/mnt", "/media", "/srv", "/opt", "/var/tmp", "/run", "/home")
 
 
-def stage(roots: list[str]) -> str:
-    """Where the new root is assembled: a folder of this mount namespace above none of the folders bound
-    into it (the tmpfs mounted there hides what is below, and a root under /tmp must stay reachable)."""
+def stage(sources: list[str]) -> str:
+    """Where the new root is assembled: a folder of this mount namespace above none of the paths bound
+    into it (the tmpfs mounted there hides what is below, and a source under /tmp must stay reachable)."""
     for path in STAGES:
         if os.path.isdir(path) and not os.path.islink(path) and \
-                not any(root == path or root.startswith(path + "/") for root in roots):
+                not any(source == path or source.startswith(path + "/") for source in sources):
             return path
-    sys.stderr.write(f"sandbox setup: no folder to build the root in: each of {', '.join(STAGES)} holds a root\n")
+    sys.stderr.write(f"sandbox setup: no folder to build the root in: each of {', '.join(STAGES)} holds a source\n")
     sys.exit(125)
 
 
-def build(tmpfs_bytes: int, roots: list[str], links: list[tuple[str, str]], hidden: list[str]) -> None:
-    where = stage(roots)
+def build(tmpfs_bytes: int, parents: list[str], sources: list[str], links: list[tuple[str, str]],
+          covers: list[str]) -> None:
+    """The view of sandbox_view.py: ``parents`` made, ``sources`` (folders and files) bound read-only at
+    their own paths, ``links`` recreated, ``covers`` hidden under an empty read-only tmpfs."""
+    where = stage(sources)
     mount("tmpfs", where, "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmpfs_bytes},mode=755")
     os.chdir(where)
     for name in ("proc", "dev", "tmp", "old"):
         os.mkdir(name)
-    # the answer's /tmp first, so that a root below /tmp is bound over it, not hidden under it
+    # the answer's /tmp first, so that a source below /tmp is bound over it, not hidden under it
     mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={tmpfs_bytes},mode=1777")
-    for root in roots:
-        os.makedirs("." + root, exist_ok=True)
-        bind_read_only(root, "." + root)
+    for parent in parents:
+        os.makedirs("." + parent, mode=0o755, exist_ok=True)
+    for source in sources:
+        if os.path.isdir(source):
+            os.makedirs("." + source, exist_ok=True)
+        else:
+            os.close(os.open("." + source, os.O_CREAT | os.O_WRONLY, 0o644))
+        bind_read_only(source, "." + source)
     for target, link in links:
         os.symlink(target, "." + link)
-    for path in hidden:
+    for path in covers:
         mount("tmpfs", "." + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
     for node in ("null", "zero", "random", "urandom"):
         os.close(os.open(f"dev/{node}", os.O_CREAT | os.O_WRONLY, 0o644))
@@ -160,10 +169,10 @@ def drop(uid: int | None) -> None:
         os._exit(125)
 
 
-def main(tmpfs_bytes: int, roots: list[str], links: list[tuple[str, str]], hidden: list[str],
-         uid: int | None) -> None:
+def main(tmpfs_bytes: int, parents: list[str], sources: list[str], links: list[tuple[str, str]],
+         covers: list[str], uid: int | None) -> None:
     try:
-        build(tmpfs_bytes, roots, links, hidden)
+        build(tmpfs_bytes, parents, sources, links, covers)
         drop(uid)
         os.environ.clear()  # as ``env -i``: the answer sees no variable of ddtune's
         code = marshal.loads(sys.stdin.buffer.read(int(sys.argv.pop(1))))

@@ -1,13 +1,14 @@
 """Which OS boundary the grading sandbox can build here, and the command line that builds it.
 
 Strongest first: ``bwrap`` (bubblewrap) or ``unshare`` (util-linux) give the child new user, PID,
-mount, network, IPC and UTS namespaces over a root that holds only the interpreter, /usr and /lib*
-(read-only, site-packages hidden), a fresh /proc of its own PID namespace, a few /dev nodes and a
-size-capped tmpfs as /tmp and working directory. ``rlimit`` is the fallback where no namespace can
-be made: resource limits, its own session and a host temporary directory, with an audit hook as a
-tripwire; it is weak (the answer can read host files and signal this process) and ddtune says so.
-Each kind is probed once per process by running Python inside it; ``DDTUNE_SANDBOX=bwrap|unshare|rlimit``
-forces one (tests use it to cover every mode).
+mount, network, IPC and UTS namespaces over a root that holds only the interpreter, its shared
+libraries and its stdlib, read-only (an allow-list: sandbox_view.py; no site-packages, nothing of
+ddtune), a fresh /proc of its own PID namespace, a few /dev nodes and a size-capped tmpfs as /tmp
+and working directory. ``rlimit`` is the fallback where no namespace can be made: resource limits,
+its own session and a host temporary directory, with an audit hook as a tripwire; it is weak (the
+answer can read host files and signal this process) and ddtune says so. Each kind is probed once per
+process by running Python inside it, which must not find ddtune's own files;
+``DDTUNE_SANDBOX=bwrap|unshare|rlimit`` forces one (tests use it to cover every mode).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import pwd
 import re
 import secrets
 import shutil
-import site
 import subprocess
 import sys
 import tempfile
@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backends.core.errors import ConfigError
-from backends.core.paths import package_dirs, problems_file
 from workloads.grading import sandbox_owner
 from workloads.grading.sandbox_seccomp import child_filter, filter_fd
+from workloads.grading.sandbox_view import CANARY_PREFIX, View, canaries, guarded, view
 
 KINDS = ("bwrap", "unshare", "rlimit")
 TMPFS_BYTES = 64 << 20
@@ -54,53 +54,15 @@ class Isolation:
 
 
 def interpreter() -> str:
-    """The real interpreter behind this one (a venv's python links to it; a venv is not mounted)."""
+    """The real interpreter behind this one (a venv's python links to it; no venv is mounted)."""
     return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
 
 
-def _roots() -> list[str]:
-    """Read-only views: /usr, the interpreter's installation, /lib* that are real directories."""
-    exe = interpreter()
-    wanted = ["/usr", sys.base_prefix, sys.base_exec_prefix, os.path.dirname(exe)]
-    wanted += [f"/{d}" for d in ("lib", "lib64", "lib32", "libx32", "bin", "sbin") if not os.path.islink(f"/{d}")]
-    roots: list[str] = []
-    for path in sorted({os.path.realpath(p) for p in wanted if os.path.isdir(p)}):
-        if not any(path == r or path.startswith(r + os.sep) for r in roots):
-            roots.append(path)
-    return roots
-
-
-def _hidden(roots: list[str]) -> list[str]:
-    """Directories under the roots to cover with an empty tmpfs: installed packages, and ddtune's own
-    package folders wherever they are imported from (a checkout under /usr/local/src, say): its code
-    and the presets, whose problems/coding.toml holds the hidden tests' expected answers."""
-    dirs = site.getsitepackages([sys.base_prefix, sys.base_exec_prefix]) + [str(d) for d in package_dirs()]
-    return sorted({os.path.realpath(d) for d in dirs if os.path.isdir(d)
-                   and any(os.path.realpath(d).startswith(r + os.sep) for r in roots)})
-
-
-def _ancestors(roots: list[str]) -> list[str]:
-    """The folders above the roots, outermost first, that the sandbox's / must have."""
-    found: set[str] = set()
-    for root in roots:
-        parent = os.path.dirname(root)
-        while parent not in ("/", ""):
-            found.add(parent)
-            parent = os.path.dirname(parent)
-    return sorted(found, key=lambda p: (p.count("/"), p))
-
-
-def _links() -> list[tuple[str, str]]:
-    return [(os.readlink(f"/{d}"), f"/{d}") for d in ("lib", "lib64", "lib32", "libx32", "bin", "sbin")
-            if os.path.islink(f"/{d}")]
-
-
-@functools.cache
-def _layout() -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...], tuple[str, ...]]:
-    """(roots, their ancestors, /lib-style links, hidden folders): the sandbox's view of this host,
-    the same for every answer this process grades (realpaths and site lookups, worked out once)."""
-    roots = _roots()
-    return tuple(roots), tuple(_ancestors(roots)), tuple(_links()), tuple(_hidden(roots))
+def layout(uid: int | None) -> View:
+    """The child's filesystem (sandbox_view.py): the interpreter, its libraries and its stdlib, and
+    setpriv where bwrap runs it inside to drop a root grader to ``uid``. The same for every answer of
+    this process (worked out once)."""
+    return view(interpreter(), (shutil.which("setpriv") or "setpriv",) if uid is not None else ())
 
 
 def as_root() -> bool:
@@ -137,26 +99,27 @@ def bwrap_argv(bwrap: str, uid: int | None, seccomp_fd: int | None = None) -> li
     argv += ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
     argv += ["--cap-drop", "ALL"] if uid is None else []
     argv += ["--unshare-user", "--disable-userns"] if uid is None else []
-    roots, ancestors, links, hidden = _layout()
-    # the answer's /tmp first, so that a root below /tmp is bound over it, not hidden under it
+    seen = layout(uid)
+    # the answer's /tmp first, so that a part of the view below /tmp is bound over it, not hidden under it
     argv += ["--size", str(TMPFS_BYTES), "--perms", "1777", "--tmpfs", "/tmp"]
-    for parent in ancestors:  # made 0755: bwrap copies a parent's mode, and /root is 0700
+    for parent in seen.parents:  # made 0755: bwrap copies a parent's mode, and /root is 0700
         argv += ["--perms", "0755", "--dir", parent]
-    for root in roots:
-        argv += ["--ro-bind", root, root]
-    for target, link in links:
+    for path in seen.sources():
+        argv += ["--ro-bind", path, path]
+    for target, link in seen.links:
         argv += ["--symlink", target, link]
-    for path in hidden:
+    for path in seen.covers:
         argv += ["--size", "4096", "--tmpfs", path, "--remount-ro", path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--"]
     return argv + (_drop(uid) if uid is not None else [])
 
 
 def init_code(uid: int | None) -> str:
-    """The unshare sandbox's pid 1 (sandbox_init.py) with this host's layout and the run's ``uid``:
+    """The unshare sandbox's pid 1 (sandbox_init.py) with this host's view and the run's ``uid``:
     the program its ``-c`` runs."""
-    roots, _, links, hidden = _layout()
-    return f"{INIT_SOURCE}\nmain({TMPFS_BYTES!r}, {list(roots)!r}, {list(links)!r}, {list(hidden)!r}, {uid!r})\n"
+    seen = layout(None)  # setpriv is not run inside: sandbox_init drops privileges itself
+    return (f"{INIT_SOURCE}\nmain({TMPFS_BYTES!r}, {list(seen.parents)!r}, {list(seen.sources())!r}, "
+            f"{list(seen.links)!r}, {list(seen.covers)!r}, {uid!r})\n")
 
 
 def unshare_argv(unshare: str, uid: int | None) -> list[str]:
@@ -200,6 +163,16 @@ class Facts:
     nested_userns_refused: bool
 
 
+@dataclass(frozen=True)
+class Protection:
+    """One layer of the grading sandbox as ``ddtune doctor`` reports it: active, missing (False),
+    or a weaker stand-in (None)."""
+
+    name: str
+    active: bool | None
+    detail: str
+
+
 @functools.cache
 def child_code() -> bytes:
     """sandbox_child.py compiled once per process (``marshal``; the child runs this same interpreter):
@@ -214,15 +187,9 @@ def run_argv(kind: str, seccomp_fd: int | None = None) -> tuple[list[str], dict[
     return [*wrapper(kind, uid, seccomp_fd), str(len(child_code()))], wrapper_env(kind)
 
 
-def _secret() -> str:
-    """What the probe must not find inside a namespace sandbox: the hidden tests' answers. A file
-    inside one of the covered folders (a covered folder itself still exists, empty)."""
-    return str(problems_file())
-
-
-@functools.cache
-def facts(kind: str) -> Facts | str:
-    """Facts of ``kind`` here, or why Python does not run inside it (one line). Cached per process."""
+def _look(kind: str, paths: list[str]) -> dict | str:
+    """What a child of ``kind`` sees from inside (sandbox_child.facts), ``paths`` among it, or why
+    Python does not run inside it (one line)."""
     tools = {"bwrap": ["bwrap"] + (["setpriv"] if as_root() else []), "unshare": ["setpriv", "unshare"],
              "rlimit": []}[kind]
     missing = [t for t in tools if shutil.which(t) is None]
@@ -231,23 +198,55 @@ def facts(kind: str) -> Facts | str:
     try:
         with filter_fd(kind) as seccomp_fd:
             argv, env = run_argv(kind, seccomp_fd)
-            done = subprocess.run([*argv, "facts", child_filter(seccomp_fd), _secret()], env=env,
+            done = subprocess.run([*argv, "facts", child_filter(seccomp_fd), *paths], env=env,
                                   capture_output=True, timeout=20, input=child_code(), umask=0o022, cwd="/",
                                   pass_fds=() if seccomp_fd is None else (seccomp_fd,))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run it: {exc}"
-    stdout, stderr = done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
     try:
-        seen = json.loads(stdout.strip().splitlines()[-1])
+        seen = json.loads(done.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+        if type(seen) is dict and type(seen.get("visible")) is list:
+            return seen
+    except (ValueError, IndexError):
+        pass
+    why = (done.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+    return f"cannot run Python inside it: {why[:200]}"
+
+
+@functools.cache
+def facts(kind: str) -> Facts | str:
+    """Facts of ``kind`` here, or why Python does not run inside it, or why it must not be used (one
+    line). Cached per process. A namespace sandbox whose child finds ddtune's own files is refused."""
+    seen = _look(kind, guarded())
+    if isinstance(seen, str):
+        return seen
+    try:
         found = Facts(uid=int(seen["uid"]), no_capabilities=int(seen["cap_eff"], 16) == 0,
                       proc_sys_read_only=not seen["proc_sys_writable"], root_read_only=not seen["root_writable"],
                       seccomp=seen["seccomp"], nested_userns_refused=seen["unshare_user"] is False)
-        if kind != "rlimit" and seen["own_files_visible"]:
-            return f"ddtune's own files ({_secret()}, the hidden tests' answers) are visible inside it"
-    except (ValueError, KeyError, IndexError, TypeError):
-        why = (stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return f"cannot run Python inside it: {why[:200]}"
+    except (ValueError, KeyError, TypeError):
+        return f"cannot run Python inside it: it reported {str(seen)[:200]}"
+    if kind != "rlimit" and seen["visible"]:
+        return f"ddtune's own files are visible inside it ({seen['visible'][0]}): answers could read the hidden tests"
     return found
+
+
+def hidden_tests(kind: str) -> Protection:
+    """The proof ``ddtune doctor`` gives that answers cannot look the expected values up: canaries beside
+    the hidden tests' file and beside ddtune's packages, and those files themselves, not found by a
+    child of ``kind``."""
+    with canaries() as (placed, refused):
+        seen = _look(kind, placed + guarded())
+    if isinstance(seen, str):
+        return Protection("hidden tests", False, seen)
+    if seen["visible"]:
+        where = dict.fromkeys(f"a canary in {os.path.dirname(p)}" if os.path.basename(p).startswith(CANARY_PREFIX)
+                              else p for p in seen["visible"])
+        return Protection("hidden tests", False, f"an answer finds {', '.join(where)}")
+    detail = (f"an answer finds neither the problems file nor ddtune's packages, nor {len(placed)} canaries "
+              "placed beside them" if placed else "an answer finds neither the problems file nor ddtune's packages")
+    return Protection("hidden tests", True if placed else None,
+                      detail + (f" (no canary could be placed in {'; '.join(refused)})" if refused else ""))
 
 
 def probe(kind: str) -> str | None:
@@ -261,18 +260,8 @@ def _describe(kind: str) -> str:
     if kind in ("bwrap", "unshare"):
         tool = "bubblewrap" if kind == "bwrap" else "unshare"
         return (f"{tool}: new PID, mount, network, IPC namespaces; answers run as {who}, no capabilities, "
-                f"seccomp; read-only interpreter; sized tmpfs cwd")
+                f"seccomp; only the interpreter and its stdlib, read-only; sized tmpfs cwd")
     return "rlimits, own session and a host temp dir only: the answer can read host files and signal ddtune"
-
-
-@dataclass(frozen=True)
-class Protection:
-    """One layer of the grading sandbox as ``ddtune doctor`` reports it: active, missing (False),
-    or a weaker stand-in (None)."""
-
-    name: str
-    active: bool | None
-    detail: str
 
 
 def protections(kind: str) -> list[Protection]:
@@ -290,13 +279,15 @@ def protections(kind: str) -> list[Protection]:
              Protection("no capabilities", seen.no_capabilities,
                         "every capability set empty" if seen.no_capabilities else "the answer keeps capabilities"),
              Protection("seccomp filter", seen.seccomp is None,
-                        "no new namespaces, mounts, ptrace, keyring, bpf, SysV/POSIX shared memory"
+                        "no new namespaces, mounts, ptrace, keyring, bpf, SysV/POSIX shared memory, "
+                        "sockets but unix and IP"
                         if seen.seccomp is None else str(seen.seccomp)),
              Protection("kernel knobs", seen.proc_sys_read_only,
                         "/proc/sys read-only" if seen.proc_sys_read_only else "/proc/sys is writable by the answer"),
              Protection("sized filesystems", ns and seen.root_read_only,
-                        f"/ and /dev read-only, /tmp a {TMPFS_BYTES >> 20} MiB tmpfs" if ns
-                        else "the answer writes to a host temp dir")]
+                        f"only the interpreter and its stdlib, read-only; /tmp a {TMPFS_BYTES >> 20} MiB tmpfs"
+                        if ns else "the answer writes to a host temp dir"),
+             hidden_tests(kind)]
     why = sandbox_cgroup.unavailable() if ns else "no namespace to count"
     cpu = sandbox_cgroup.cpu_cap_unavailable() if why is None else why
     held = ("a cgroup caps memory (shared memory included), processes" + (" and CPU" if cpu is None else "")
