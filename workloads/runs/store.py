@@ -130,8 +130,10 @@ def kept_filter(run_dir: Path) -> Callable[[dict], bool] | None:
     run = read_json(run_file, UsageError,
                     hint="without run.json the answers of a killed attempt cannot be told from the kept ones")
     cell_file, result_file = run_dir / "cells.jsonl", run_dir / "results.jsonl"
-    cells = {(attempt_of(c, cell_file), _key(c, "context"), _key(c, "concurrency")) for c in read_jsonl(cell_file)}
-    results = {(attempt_of(r, result_file), _key(r, "problem")) for r in read_jsonl(result_file)}
+    # what a reader of those files says about them (report, a resume) it says itself: no second note here
+    cells = {(attempt_of(c, cell_file), _key(c, "context"), _key(c, "concurrency"))
+             for c in read_jsonl(cell_file, None)}
+    results = {(attempt_of(r, result_file), _key(r, "problem")) for r in read_jsonl(result_file, None)}
     per_problem = isinstance(run, dict) and "attempts" in run  # older eval runs kept no results.jsonl
     responses = run_dir / "responses.jsonl"
 
