@@ -63,8 +63,12 @@ def _heal_tail(path: Path) -> None:
         return
     except OSError as exc:
         raise UsageError(f"{path}: cannot append to it: {exc.strerror or exc}", hint=_HINT) from None
+    try:
+        check_open(fd, str(path), UsageError)  # never a FIFO or a device (not even seekable)
+    except BaseException:
+        os.close(fd)
+        raise
     with os.fdopen(fd, "rb+") as fh:
-        check_open(fd, str(path), UsageError)
         end = fh.seek(0, os.SEEK_END)
         if end == 0:
             return
