@@ -20,6 +20,7 @@ from backends.core.errors import UsageError
 from backends.server.startup import MAX_PHASE_S, WORK_PHASES, StartupHistory
 from tests.unit.test_bad_input_fuzz import (CELL, EXTREMES, FUZZ, JSON_VALUES, NUMBERS, assert_clean, ddtune, table,
                                             write_folder, written)
+from tests.unit.test_bad_input_fuzz import private_state  # noqa: F401 -- the same autouse state dir here
 from workloads.bench.matrix import BenchPlan
 from workloads.runs.checks import MAX_TOK_S, PLAUSIBLE, read_plan, usable
 from workloads.runs.checks import cell as check_cell
@@ -31,14 +32,6 @@ from workloads.sweep.plan import SweepPlan, SweepStore
 
 ABSURD = st.sampled_from([10**400, -10**400, float("nan"), float("inf"), -float("inf"), -3e40, 2**63, -1, 1e300])
 VALUES = NUMBERS | ABSURD | JSON_VALUES
-
-
-@pytest.fixture(scope="module", autouse=True)
-def private_state(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DDTUNE_STATE_DIR", str(tmp_path_factory.mktemp("state")))
-        mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg")))
-        yield
 
 
 def jsonl(records) -> st.SearchStrategy[bytes]:
@@ -64,7 +57,7 @@ def test_startups_history_keeps_only_plausible_durations(data):
         assert all(isinstance(v, float) and 0 <= v <= MAX_PHASE_S for v in medians.values()), medians
         assert len(notes) <= 1 and all(n.startswith(f"{history.path}: skipped ") for n in notes)
         for rec in history.records():
-            assert all(0 <= rec["phases"][p] <= MAX_PHASE_S for p in WORK_PHASES if p in rec["phases"])
+            assert all(0 <= rec["phases"][p] <= MAX_PHASE_S for p in WORK_PHASES if rec["phases"].get(p) is not None)
 
 
 # --- plans read back for a resume -----------------------------------------------------------------
@@ -90,13 +83,19 @@ def plausible_ints(values, name: str, low: int = 1) -> bool:
     return all(isinstance(v, int) and not isinstance(v, bool) and low <= v <= PLAUSIBLE[name] for v in values)
 
 
+def plan_or_none(where: str, parse):
+    """The plan ``parse`` reads back, or None after checking the error is one line naming ``where``."""
+    try:
+        return read_plan(where, parse)
+    except UsageError as exc:
+        assert exc.message.startswith(f"{where}: not a plan ddtune wrote (") and "\n" not in exc.message
+        return None
+
+
 @given(BENCH_PLAN | VALUES)
 @FUZZ
 def test_a_bench_plan_read_back_is_plausible_or_one_error(doc):
-    try:
-        plan = read_plan("run.json plan", lambda: BenchPlan.from_json(doc))
-    except UsageError as exc:
-        assert exc.message.startswith("run.json plan: not a plan ddtune wrote (") and "\n" not in exc.message
+    if (plan := plan_or_none("run.json plan", lambda: BenchPlan.from_json(doc))) is None:
         return
     assert plan.contexts and plausible_ints(plan.contexts, "context")
     assert plan.concurrencies and plausible_ints(plan.concurrencies, "concurrency")
@@ -106,10 +105,7 @@ def test_a_bench_plan_read_back_is_plausible_or_one_error(doc):
 @given(SWEEP_PLAN | VALUES)
 @FUZZ
 def test_a_sweep_plan_read_back_is_plausible_or_one_error(doc):
-    try:
-        plan = read_plan("sweep.json plan", lambda: SweepPlan.from_json(doc))
-    except UsageError as exc:
-        assert "\n" not in exc.message
+    if (plan := plan_or_none("sweep.json plan", lambda: SweepPlan.from_json(doc))) is None:
         return
     assert plausible_ints([plan.repeats], "repeats") and len(plan.schedule()) <= 2 * PLAUSIBLE["repeats"]
     assert plan.eval is None or plausible_ints([plan.eval.concurrency], "concurrency")
@@ -120,21 +116,16 @@ def test_a_sweep_plan_read_back_is_plausible_or_one_error(doc):
                                                  "samples": st.lists(VALUES, max_size=3)}), max_size=3))
 @FUZZ
 def test_a_search_read_back_is_plausible_or_one_error(doc, observations):
-    try:
-        options = read_plan("search.json options", lambda: SearchOptions.from_json(doc["options"]))
-        target = read_plan("search.json target", lambda: Target.from_json(doc["target"]))
-        space = read_plan("search.json space", lambda: SearchSpace.from_json(doc["space"]))
-    except UsageError as exc:
-        assert "\n" not in exc.message
+    options = plan_or_none("search.json options", lambda: SearchOptions.from_json(doc["options"]))
+    target = plan_or_none("search.json target", lambda: Target.from_json(doc["target"]))
+    space = plan_or_none("search.json space", lambda: SearchSpace.from_json(doc["space"]))
+    if options is None or target is None or space is None:
         return
     assert plausible_ints([options.waves], "waves") and plausible_ints([target.concurrency], "concurrency")
     assert math.prod(len(v) for _, v in space.axes) <= PLAUSIBLE["points"]
     for obs in observations:
-        try:
-            found = read_plan("rounds.jsonl", lambda o=obs: Observation.from_json(o, space))
-        except UsageError:
-            continue
-        assert all(0 <= s <= MAX_TOK_S for s in found.samples)
+        found = plan_or_none("rounds.jsonl", lambda o=obs: Observation.from_json(o, space))
+        assert found is None or all(0 <= s <= MAX_TOK_S for s in found.samples)
 
 
 # --- records a resume goes on from ------------------------------------------------------------------

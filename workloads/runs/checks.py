@@ -97,14 +97,17 @@ def plausible(value: Any, name: str, what: str | None = None, low: int = 1) -> i
     return bounded(value, low, PLAUSIBLE[name], what or name, integer=True)
 
 
-def read_plan(where: str, parse: Callable[[], T]) -> T:
-    """``parse()`` of a plan read back for a resume: any way it is not a plan ddtune wrote (a key
-    missing, a wrong type, an absurd number) is one UsageError naming ``where``, never a traceback."""
+def read_plan(where: str, parse: Callable[[], T], what: str = "plan", hint: str = RESUME_FIX) -> T:
+    """``parse()`` of a plan read back for a resume: any way it is not a ``what`` ddtune wrote (a key
+    missing, a wrong type, an absurd number, a rule of the plan's own) is one UsageError naming
+    ``where``, never a traceback."""
     try:
         return parse()
+    except DdtuneError as exc:  # a plan's own rule (a sweep of no configuration), said without the file
+        why = shown(exc.message, 120)
     except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-        raise UsageError(f"{where}: not a plan ddtune wrote ({type(exc).__name__}: {shown(str(exc), 120)})",
-                         hint=RESUME_FIX) from None
+        why = f"{type(exc).__name__}: {shown(str(exc), 120)}"
+    raise UsageError(f"{where}: not a {what} ddtune wrote ({why})", hint=hint)
 
 
 def clean_numbers(value: Any, where: str = "", dropped: list[str] | None = None) -> Any:

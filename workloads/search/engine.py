@@ -28,12 +28,12 @@ from backends.core.errors import UsageError
 from backends.core.fields import bounded
 from workloads.bench.matrix import BenchPlan
 from workloads.runs.attempts import begin_attempt, recording_end
-from workloads.runs.checks import MAX_TIME, plausible
+from workloads.runs.checks import MAX_TIME, plausible, read_plan
 from workloads.search.events import (
     RoundFinished, RoundStarted, SearchEvent, SearchFinished, SearchStarted,
 )
 from workloads.search.report import summarize
-from workloads.search.space import SearchSpace
+from workloads.search.space import Point, SearchSpace
 from workloads.search.store import SearchStore, wave_samples
 from workloads.search.strategy import Observation, RoundPlan, Search, SearchOptions
 from workloads.sweep.engine import SweepEngine
@@ -153,16 +153,15 @@ class SearchEngine:
                  on_event: Callable[[SearchEvent], None] | None = None,
                  expected_restart_s: float | None = None) -> None:
         doc = store.read()
-        try:
-            self.space = SearchSpace.from_json(doc["space"])
-            self.options = SearchOptions.from_json(doc["options"])
-            self.target = Target.from_json(doc["target"])
-            self.start = self.space.point(doc["start"])
+
+        def parse() -> tuple[SearchSpace, SearchOptions, Target, Point, Point | None]:
+            space = SearchSpace.from_json(doc["space"])
             running = doc.get("running_at_start")
-            self.running = self.space.point(running) if running is not None else None
-        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-            raise UsageError(f"{store.manifest}: not a search ddtune wrote ({type(exc).__name__}: {exc})",
-                             hint="give the folder a search wrote (its --out), or start a new search") from None
+            return (space, SearchOptions.from_json(doc["options"]), Target.from_json(doc["target"]),
+                    space.point(doc["start"]), space.point(running) if running is not None else None)
+
+        self.space, self.options, self.target, self.start, self.running = read_plan(
+            str(store.manifest), parse, "search", "give the folder a search wrote (its --out), or start a new search")
         self.store = store
         self.runner = runner
         self.emit = on_event or (lambda e: None)

@@ -30,7 +30,7 @@ from backends.core.errors import UsageError
 from backends.core.fields import INT64_MAX, bounded, shown
 from backends.core.paths import runs_dir
 from workloads.bench.matrix import BenchPlan
-from workloads.runs.checks import MAX_TIME, plausible
+from workloads.runs.checks import MAX_TIME, plausible, read_plan
 from workloads.runs.store import JsonManifest, read_jsonl, run_folder
 
 _RESUME_HINT = "give the folder a sweep wrote (its --out), or start a new sweep"
@@ -205,11 +205,8 @@ class SweepStore(JsonManifest):
         return doc
 
     def plan(self) -> SweepPlan:
-        try:
-            return SweepPlan.from_json(self.read()["plan"])
-        except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:  # hand-edited or corrupt
-            raise UsageError(f"{self.manifest}: plan: not a sweep plan ddtune wrote ({type(exc).__name__}: {exc})",
-                             hint=_RESUME_HINT) from None
+        doc = self.read()  # a hand-edited or corrupt plan: one line naming the manifest
+        return read_plan(f"{self.manifest}: plan", lambda: SweepPlan.from_json(doc["plan"]), "sweep plan", _RESUME_HINT)
 
     def records(self) -> list[SlotRecord]:
         out = []
