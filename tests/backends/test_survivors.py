@@ -96,10 +96,11 @@ def daemons_of(state) -> list[int]:
 
 @pytest.fixture
 def reaped():
-    """Daemons a test started: SIGKILLed at teardown whatever the test saw (they outlive the server)."""
-    pids: list[int] = []
-    yield pids
-    for pid in pids:
+    """Launch tokens of the servers a test started: whatever still carries one at teardown is
+    SIGKILLed (a daemon outlives its server; a pid alone could be a stranger's by then)."""
+    tokens: list[str] = []
+    yield tokens
+    for pid in (p for token in tokens for p in carriers(token)):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 
@@ -109,11 +110,12 @@ async def test_down_stops_a_daemon_that_left_the_session_and_names_it(tmp_path, 
     cfg = config(tmp_path, extra=DAEMON)
     state = await headless(cfg).up()
     groups.track(state.pgid)
-    reaped += daemons_of(state)
+    reaped.append(state.token)
+    daemons = daemons_of(state)
 
     stopped = await headless(cfg).stop()  # a fresh session: like a new ddtune
-    assert stopped is not None and gone(reaped) and gone([state.pid])
-    assert f"pids {reaped}, which had left its session (found by its launch token)" in stopped.reason
+    assert stopped is not None and gone(daemons) and gone([state.pid])
+    assert f"pids {daemons}, which had left its session (found by its launch token)" in stopped.reason
     assert carriers(state.token) == [] and bystander.poll() is None
 
 
@@ -121,7 +123,8 @@ async def test_up_stops_a_daemon_a_dead_leader_left_outside_its_session(tmp_path
     cfg = config(tmp_path, extra=DAEMON)
     old = await headless(cfg).up()
     groups.track(old.pgid)
-    reaped += daemons_of(old)
+    reaped.append(old.token)
+    daemons = daemons_of(old)
     os.kill(old.pid, signal.SIGKILL)  # the OOM killer: the daemon lives on outside the group
     deadline = time.monotonic() + 30
     while not gone([old.pid]) and time.monotonic() < deadline:
@@ -130,6 +133,6 @@ async def test_up_stops_a_daemon_a_dead_leader_left_outside_its_session(tmp_path
     notes: list[str] = []
     new = await headless(cfg, notes=notes).up()
     groups.track(new.pgid)
-    reaped += daemons_of(new)
-    assert new.phase == "ready" and gone(reaped[:1])
-    assert any(f"pid {old.pid} had already exited" in n and f"among them pids {reaped[:1]}" in n for n in notes), notes
+    reaped.append(new.token)  # the new server's own daemon: stopped at teardown
+    assert new.phase == "ready" and gone(daemons) and carriers(old.token) == []
+    assert any(f"pid {old.pid} had already exited" in n and f"among them pids {daemons}" in n for n in notes), notes
