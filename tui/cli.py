@@ -217,8 +217,8 @@ def _main(argv: list[str] | None) -> int:
     except DdtuneError as exc:  # the help lists the shipped knobs: an install whose presets are missing or hidden
         return said(exc)
     args = parser.parse_args(argv)
-    if args.config is not None and not os.path.isfile(os.path.expanduser(args.config)):
-        parser.error(f"--config: no such file: {args.config}")
+    if args.config is not None and not os.path.exists(os.path.expanduser(args.config)):
+        parser.error(f"--config: no such file: {args.config}")  # a pipe or a device: the reader names it
 
     def action() -> int:
         if args.command is None:

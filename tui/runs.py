@@ -31,7 +31,7 @@ def _knobs(run: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in knobs.items()) or "-"
 
 
-def _summary(run: dict, cells: list[dict], status: str) -> str:
+def _summary(run: dict, cells: list[dict], status: str, load: LoadRun | None = None) -> str:
     if run.get("kind") == "bench" and cells:
         best = max(cells, key=lambda c: c.get("output_tok_s") or 0)
         return (f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s "
@@ -39,15 +39,11 @@ def _summary(run: dict, cells: list[dict], status: str) -> str:
     summary = run.get("summary")
     if not isinstance(summary, dict):
         return status
-    if run.get("kind") == "load" and "finished" in summary:
-        verdicts = summary.get("verdicts")
-        if not isinstance(verdicts, dict):
-            verdicts = {}
-        graded = sum(v for v in verdicts.values() if isinstance(v, int))
-        rate = summary.get("output_tok_s")
+    if load is not None and "finished" in load.summary:  # its numbers checked (report.read_load_run)
+        finished, rate = load.number("finished"), load.number("output_tok_s")
         where = " (console)" if run.get("source") == "console" else ""
-        return (f"{summary['finished']} requests, {rate or 0:.0f} tok/s, {verdicts.get('pass', 0)}/{graded} pass"
-                f"{where}")
+        return (f"{'-' if finished is None else f'{finished:.0f}'} requests, {rate or 0:.0f} tok/s, "
+                f"{load.verdicts.get('pass', 0)}/{sum(load.verdicts.values())} pass{where}")
     if "pass" in summary:
         total = sum(v for v in summary.values() if isinstance(v, int))
         return f"{summary['pass']}/{total} pass"
@@ -94,7 +90,7 @@ def _run_row(path: Path) -> RunRow:
     status = status_of(run)  # a run still marked running whose process is gone shows as interrupted
     load = read_load_run(path) if run.get("kind") == "load" else None
     return RunRow(path, str(run.get("id", path.name)), str(run.get("kind", "?")), status,
-                  _knobs(run), tuple(cells), _summary(run, cells, status), load)
+                  _knobs(run), tuple(cells), _summary(run, cells, status, load), load)
 
 
 # what a folder under runs/ holds, by the file that marks it (a sweep or a search is one row)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from backends.core.errors import ConfigError, DdtuneError
@@ -102,3 +102,17 @@ def positive(source: str, where: str, value: Any, fix: str, integer: bool = Fals
     if value <= 0:
         raise fail(source, where, f"must be > 0, got {value}", fix, error)
     return value
+
+
+def bounded(value: Any, low: float, high: float, what: str, integer: bool = False) -> Any:
+    """A number read back from a record ddtune wrote, proven plausible: finite, from ``low`` to
+    ``high`` (an integer when ``integer``; never true/false). Else a ValueError naming ``what``, so
+    one absurd value (a 400-digit count, NaN, a negative time) is refused where it is read instead of
+    overflowing, looping or printing as ``nan`` later."""
+    kinds: tuple[type, ...] = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise ValueError(f"{what}: expected {'an integer' if integer else 'a number'}, got {shown(value, 40, True)}")
+    number = cast(float, value)  # an int or a float, as just checked
+    if not low <= number <= high:  # NaN fails this too; a 400-digit integer compares without overflow
+        raise ValueError(f"{what}: {shown(value, 40, True)} is not from {low:g} to {high:g}")
+    return value if integer else float(number)

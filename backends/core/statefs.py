@@ -28,6 +28,7 @@ from backends.core.errors import ConfigError, ServerError
 from backends.core.writes import who as _who
 
 _NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+MAX_STATE_BYTES = 4 * 1024**2  # server.json, launch.json, a cached --help: a few KB to ~100 KB
 _FIX_DIR = "point DDTUNE_STATE_DIR at a directory of your own (mkdir -m 700 DIR), or fix this one's owner and mode"
 
 
@@ -123,14 +124,26 @@ def open_state(path: Path, flags: int, mode: int = 0o600) -> int:
     return fd
 
 
-def read_state_file(path: Path) -> bytes | None:
-    """The file's bytes, or None when it does not exist. Refuses a link or a file not ours."""
+def open_state_for_reading(path: Path) -> int | None:
+    """A state file opened to read (``O_NONBLOCK``: a FIFO planted there cannot block the open; the
+    checks then refuse it), or None when it does not exist. Refuses a link or a file not ours."""
     try:
-        fd = open_state(path, os.O_RDONLY)
+        return open_state(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
+
+
+def read_state_file(path: Path, max_bytes: int = MAX_STATE_BYTES) -> bytes | None:
+    """The file's bytes, or None when it does not exist. Refuses a link or a file not ours; a file
+    over ``max_bytes`` is an OSError (EFBIG) naming the limit, never read whole."""
+    fd = open_state_for_reading(path)
+    if fd is None:
+        return None
     with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(errno.EFBIG, f"larger than the {max_bytes // 1024**2} MiB ddtune reads from a state file")
+    return data
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -44,7 +44,10 @@ def _cache_file(version: str):
 def fetch_help(prefix: tuple[str, ...], env: dict[str, str], version: str | None, timeout: float = 300) -> ServerHelp:
     """``prefix --help`` as text, from the cache when ``version`` is known and cached."""
     if version:
-        cached = read_state_file(_cache_file(version))  # never through a symlink (backends.core.statefs)
+        try:
+            cached = read_state_file(_cache_file(version))  # never through a symlink (backends.core.statefs)
+        except OSError:
+            cached = None  # over the size a help text has, or unreadable: asked afresh and cached again
         if cached is not None:
             return ServerHelp(cached.decode("utf-8", errors="replace"), version, True)
     argv = [*prefix, "--help"]

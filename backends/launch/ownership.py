@@ -31,7 +31,7 @@ import secrets
 import signal
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import psutil
 
@@ -97,21 +97,24 @@ def carries_token(pid: int, token: str | None) -> bool:
 
 def token_holders(token: str) -> dict[int, float]:
     """Every live process whose environment holds ``token`` (pid -> create time): what a launch left,
-    found with no record of its pid (the launching ddtune was killed before it wrote one)."""
+    found with no record of its pid (the launching ddtune was killed before it wrote one), or what
+    left the server's session (``setsid`` and a double fork: a daemon). Reads every process's
+    environ: for a stop or a lost launch only, never on a poll of a running server."""
     found: dict[int, float] = {}
     needle = f"{TOKEN_ENV}={token}".encode()
-    for proc in _live_processes():
-        if proc.pid == os.getpid():
+    me = os.getpid()
+    for pid in psutil.pids():
+        if pid == me:
             continue
         try:
-            with open(f"/proc/{proc.pid}/environ", "rb") as fh:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
                 if needle not in fh.read().split(b"\0"):
                     continue
-        except OSError:
+            started = _create_time(psutil.Process(pid))  # only for a holder: the scan stays cheap
+        except (OSError, psutil.NoSuchProcess):
             continue
-        started = _create_time(proc)
         if started is not None:
-            found[proc.pid] = started
+            found[pid] = started
     return found
 
 
@@ -130,6 +133,7 @@ class Owned:
     create_time: float      # the leader's, as recorded
     token: str | None = None  # the launch token each of them carries (None: the caller is their parent)
     proven: bool = False      # True: every signal needs the token in the target's environ
+    outside: tuple[int, ...] = ()  # those of pids that left its group, session and tree: found by the token
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,7 @@ class StopReport:
     left: tuple[int, ...]
     stopped: tuple[int, ...] = ()    # every owned pid that was found and is gone now
     leader_alive: bool = True        # False: only survivors of a dead leader were stopped
+    outside: tuple[int, ...] = ()    # of stopped, those that had left its session (found by the token)
 
 
 def check_record(pid: object, pgid: object, create_time: object) -> None:
@@ -205,9 +210,10 @@ def owned(pid: int, pgid: int, create_time: float, token: str | None = None, *, 
                           "recorded server", hint="nothing was signalled; the record was stale or edited")
         else:
             # our leader died and its pid was reused. Linux reuses no pid that is still a group or
-            # session id, so nothing of ours is left in group pgid: it is the newcomer's now.
-            return Owned(pgid=pgid, leader=pid, leader_alive=False, pids={}, create_time=create_time,
-                         token=token, proven=need)
+            # session id, so nothing of ours is left in group pgid: it is the newcomer's now. Only
+            # what left the session carrying the launch's token can still be ours.
+            return _with_outside(Owned(pgid=pgid, leader=pid, leader_alive=False, pids={}, create_time=create_time,
+                                       token=token, proven=need))
     found: dict[int, float] = {}
     for proc in _live_processes():
         if proc.pid == me:
@@ -229,8 +235,21 @@ def owned(pid: int, pgid: int, create_time: float, token: str | None = None, *, 
             started_at = _create_time(child)
             if started_at is not None and child.pid != me and (not need or carries_token(child.pid, token)):
                 found[child.pid] = started_at
-    return Owned(pgid=pgid, leader=pid, leader_alive=leader_alive, pids=found, create_time=create_time,
-                 token=token, proven=need)
+    return _with_outside(Owned(pgid=pgid, leader=pid, leader_alive=leader_alive, pids=found,
+                               create_time=create_time, token=token, proven=need))
+
+
+def _with_outside(found: Owned) -> Owned:
+    """``found`` plus what left the group, the session and the leader's tree (``setsid`` and a
+    double fork) but carries the launch's token and started no earlier than the leader: a daemon
+    the server spawned. Only for a record proven by a token: nothing without it is ever added."""
+    if not found.proven or not found.token:
+        return found
+    outside = {pid: started for pid, started in token_holders(found.token).items()
+               if pid not in found.pids and started >= found.create_time - SAME_START_S}
+    if not outside:
+        return found
+    return replace(found, pids={**found.pids, **outside}, outside=tuple(sorted(outside)))
 
 
 def _live_processes() -> Iterator[psutil.Process]:
@@ -307,7 +326,8 @@ def _alive(found: Owned) -> Owned:
         return owned(found.leader, found.pgid, found.create_time, found.token, proof=found.proven)
     except NotOurs:  # e.g. the proof cannot be read again: an exiting process's environ is gone
         exiting = {pid: started for pid, started in found.pids.items() if _same_live(pid, started)}
-        return Owned(found.pgid, found.leader, False, exiting, found.create_time, found.token, found.proven)
+        return Owned(found.pgid, found.leader, False, exiting, found.create_time, found.token, found.proven,
+                     tuple(p for p in found.outside if p in exiting))
 
 
 def _same_live(pid: int, started: float) -> bool:
@@ -332,18 +352,20 @@ def wait_gone(found: Owned, deadline: float, poll: float = 0.1) -> Owned:
 
 def stop_owned(found: Owned, term_timeout: float, kill_timeout: float = 10.0) -> StopReport:
     """SIGTERM what is ours, wait up to term_timeout, then SIGKILL what is left of it."""
-    everyone = set(found.pids)
+    everyone, outside = set(found.pids), set(found.outside)
     if not found.pids:
         return StopReport(True, (), (), (), found.leader_alive)
     signal_owned(found, signal.SIGTERM)
     left = wait_gone(found, time.monotonic() + term_timeout)
+    outside |= set(left.outside)
     if not left.pids:
-        return StopReport(True, (), (), tuple(sorted(everyone)), found.leader_alive)
+        return StopReport(True, (), (), tuple(sorted(everyone)), found.leader_alive, tuple(sorted(outside)))
     everyone |= set(left.pids)
     signal_owned(left, signal.SIGKILL)
     still = wait_gone(left, time.monotonic() + kill_timeout)
     gone = tuple(sorted(everyone - set(still.pids)))
-    return StopReport(False, tuple(sorted(left.pids)), tuple(sorted(still.pids)), gone, found.leader_alive)
+    return StopReport(False, tuple(sorted(left.pids)), tuple(sorted(still.pids)), gone, found.leader_alive,
+                      tuple(sorted(outside & set(gone))))
 
 
 def describe_stop(pid: int | None, report: StopReport) -> str:
@@ -353,8 +375,10 @@ def describe_stop(pid: int | None, report: StopReport) -> str:
         return f"pid {pid} had already exited and left nothing running: nothing to stop"
     how = "after SIGTERM" if report.terminated else f"SIGKILL needed for pids {list(report.killed)}"
     left = f"; still running: pids {list(report.left)}" if report.left else ""
+    away = f"pids {list(report.outside)}, which had left its session (found by its launch token)"
     if not report.leader_alive:  # never "stopped pid N" for a leader that was gone: say it had exited
         return f"pid {pid} had already exited; stopped the {len(others)} process(es) it left running " \
-               f"(pids {others}) {how}{left}"
-    extra = f" and {len(others)} process(es) of its group" if others else ""
-    return f"stopped pid {pid}{extra} {how}{left}"
+               f"(pids {others}) {how}" + (f", among them {away}" if report.outside else "") + left
+    inside = len(others) - len(report.outside)
+    extra = f" and {inside} process(es) of its group" if inside else ""
+    return f"stopped pid {pid}{extra} {how}" + (f"; also {away}" if report.outside else "") + left

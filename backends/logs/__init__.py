@@ -15,6 +15,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "backends.logs.events": ("DecodeBatch", "DraftRunner", "ServerReady"),
     "backends.logs.kind": ("KINDS", "LogLine", "note"),
     "backends.logs.parse": ("parse_line",),
+    "backends.logs.span": ("recent_log_lines",),
     "backends.logs.splitter": ("LineSplitter",),
     "backends.logs.summary": ("SummaryBuilder", "read_log_lines"),
 })

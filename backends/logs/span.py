@@ -15,6 +15,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from backends.core.datafile import open_regular
+from backends.core.errors import DdtuneError
 from backends.logs.splitter import LineSplitter
 from backends.logs.events import DecodeBatch
 from backends.logs.parse import parse_line
@@ -39,20 +41,40 @@ def decode_since(path: str | Path | None, offset: int | None) -> tuple[list[Deco
     start. ``([], offset)`` when there is no file or nothing new."""
     if not path or offset is None:
         return [], offset
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            start = 0 if size < offset else offset
-            start = max(start, size - MAX_READ)
-            fh.seek(start)
-            data = fh.read(size - start)
-    except OSError:
+    found = _read_from(path, offset, MAX_READ)
+    if found is None:
         return [], offset
+    data, start = found
     cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
     if cut <= 0:
         return [], start
     return decode_lines(_split(data[:cut])), start + cut
+
+
+def recent_log_lines(path: str | Path | None, max_bytes: int) -> list[str]:
+    """The log's last ``max_bytes`` as lines (split and made plain as every reader does); [] without
+    a readable log."""
+    found = _read_from(path, None, max_bytes) if path else None
+    return list(_split(found[0])) if found is not None else []
+
+
+def _read_from(path: str | Path, offset: int | None, limit: int) -> tuple[bytes, int] | None:
+    """(the bytes from ``offset`` to the end, where they start), at most the last ``limit`` of them;
+    ``offset`` None or past the end (a log that shrank): from the start. None without a readable
+    regular file (backends.core.datafile: never a FIFO or a device planted as the log)."""
+    try:
+        fd, _ = open_regular(path)
+    except DdtuneError:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            start = 0 if offset is None or size < offset else offset
+            start = max(start, size - limit)
+            fh.seek(start)
+            return fh.read(size - start), start
+    except OSError:
+        return None
 
 
 def _split(data: bytes) -> Iterable[str]:

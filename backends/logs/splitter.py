@@ -39,6 +39,9 @@ class LineSplitter:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def feed(self, chunk: str | bytes) -> list[str]:
+        if self._skipping and isinstance(chunk, (bytes, bytearray)) and b"\n" not in chunk and b"\r" not in chunk:
+            self._decoder.reset()  # more of a line already cut: dropped undecoded (a 4 GB line costs no decode)
+            return []
         text = self._decoder.decode(chunk) if isinstance(chunk, (bytes, bytearray)) else chunk
         out: list[str] = []
         pos = 0

@@ -24,10 +24,13 @@ its rank; a bare exception line counts only while the server was not yet ready.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from backends.core.datafile import open_regular
+from backends.core.errors import ConfigError, DdtuneError
 from backends.logs.splitter import LineSplitter
 from backends.logs.events import (
     DecodeBatch, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, KvCache, LogEvent, Ranks,
@@ -42,7 +45,7 @@ def _severity(e: Fatal) -> int:
     """Lower is more telling. A named failure (capture failed, argparse error) outranks the
     scheduler-died echo that follows it; a bare exception line ranks last."""
     return 3 if e.generic else _RANK.get(e.kind, 1)
-CHUNK = 1 << 16
+CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -245,14 +248,16 @@ def summarize(lines: Iterable[str]) -> LogSummary:
     return builder.summary()
 
 
-def read_log_lines(path: str | Path, chunk: int = CHUNK) -> Iterator[str]:
-    """The lines of a log file, read in bounded chunks (split on \\n and \\r, ANSI stripped)."""
+def read_log_lines(path: str | Path, chunk: int = CHUNK, error: type[DdtuneError] = ConfigError,
+                   name: str | None = None) -> Iterator[str]:
+    """The lines of a log file, streamed in bounded chunks (split on \\n and \\r, ANSI stripped, each
+    cut at the splitter's MAX_LINE): a log of any size in bounded memory. Only a regular file is read
+    (backends.core.datafile): a FIFO, a device or a /proc file is refused by its type, as ``error``
+    naming the file (``name``), before a byte is read."""
+    fd, _ = open_regular(path, error, name)
     splitter = LineSplitter()
-    with open(path, "rb") as fh:
-        while True:
-            data = fh.read(chunk)
-            if not data:
-                break
+    with os.fdopen(fd, "rb") as fh:
+        while data := fh.read(chunk):
             yield from splitter.feed(data)
     yield from splitter.flush()
 

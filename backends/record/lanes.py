@@ -27,10 +27,10 @@ from typing import Any
 
 from backends.knobs.config import ServerConfig
 from backends.core.datafile import loads
-from backends.core.errors import UsageError
+from backends.core.errors import DdtuneError, UsageError
 from backends.machine.gpuset import GpuIdentity
 from backends.core.paths import state_dir, use_server_dir
-from backends.core.statefs import trusted_dir, write_atomic
+from backends.core.statefs import read_state_file, trusted_dir, write_atomic
 
 LANES = "lanes"
 LANE_FILE = "lane.json"
@@ -97,8 +97,9 @@ def save_lane(lane: Lane, sweep: str | None, **extra: Any) -> None:
 
 def lane_doc(folder: Path) -> dict[str, Any]:
     try:
-        doc = loads((folder / LANE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        raw = read_state_file(folder / LANE_FILE)  # a plain file of ours, bounded (backends.core.statefs)
+        doc = loads(raw) if raw is not None else None
+    except (OSError, ValueError, DdtuneError):
         return {}
     return doc if isinstance(doc, dict) else {}
 

@@ -286,6 +286,8 @@ class ServerSession(EventHub):
             await self.backend.start(None)  # type: ignore[arg-type]  # raises the driver's own message
         plan = await asyncio.to_thread(self._plan)
         prove_recordable(self.backend, plan, old)  # the new launch can be recorded: only then stop the old
+        # this launch's ETA from the starts recorded so far; a line of them that is unusable is said here
+        self.tracker.expected = self.history.medians(self.config.startup_key(), self._on_note)
         ticker = asyncio.create_task(self.phases.heartbeat())
         try:
             self.phases.stopping()

@@ -18,9 +18,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
+from typing import Any
 
-from backends.core.datafile import loads
-from backends.core.statefs import StateWriteError, append_line, read_state_file
+from backends.core.datafile import Note, read_jsonl
+from backends.core.fields import shown
+from backends.core.statefs import StateWriteError, append_line, open_state_for_reading
 from backends.logs.events import (
     AppStartupComplete, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
     GraphCaptureSizes, KvCache, LogEvent, MaxTotalTokens, MemoryPoolEnd, ServerArgs, ServerReady,
@@ -32,6 +34,7 @@ LOADING, CAPTURING, WARMUP = "loading-weights", "capturing-graphs", "warmup"
 READY, FAILED = "ready", "failed"
 PHASES = (IDLE, STOPPING, WAITING, STARTING, LOADING, CAPTURING, WARMUP, READY, FAILED)
 WORK_PHASES = (STOPPING, WAITING, STARTING, LOADING, CAPTURING, WARMUP)  # the ones that take time
+MAX_PHASE_S = 7 * 24 * 3600.0  # no phase of a start lasts a week: a longer "duration" is not one
 _ORDER = {p: i for i, p in enumerate(PHASES)}
 
 _LOADING_EVENTS = (WeightLoadBegin, ShardProgress, WeightLoadEnd, DraftRunner, KvCache, MemoryPoolEnd)
@@ -197,6 +200,8 @@ class StartupHistory:
 
     FILENAME = "startups.jsonl"
     KEEP = 20  # medians over the last KEEP successful starts of a model
+    MAX_READ = 1024**2   # its last MiB: ~4000 starts (a record is ~250 bytes)
+    MAX_LINE = 64 * 1024
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -216,27 +221,58 @@ class StartupHistory:
         except StateWriteError:
             pass  # a full disk costs this start's timings only, never the start
 
-    def records(self, server: str | None = None) -> list[dict]:
-        raw = read_state_file(self.path)
-        if raw is None:
+    def records(self, server: str | None = None, note: Note | None = None) -> list[dict]:
+        """The usable records (of ``server`` when given), oldest first. A line that is not one
+        (torn, hand-edited, a phase time that is no duration) costs only itself: it is skipped, and
+        ``note`` is told which lines were and why. Only the file's last ``MAX_READ`` bytes are read:
+        the medians need the last KEEP starts, and the file only grows."""
+        fd = open_state_for_reading(self.path)
+        if fd is None:
             return []
-        text = raw.decode("utf-8", errors="replace")
+        found = read_jsonl(self.path, name=str(self.path), fd=fd, max_bytes=self.MAX_READ, max_line=self.MAX_LINE,
+                           over="tail")
+        bad = list(found.bad)
         out = []
-        for line in text.splitlines():
-            try:
-                rec = loads(line)
-            except ValueError:
-                continue  # a torn or hand-edited line costs that line only
-            if isinstance(rec, dict) and isinstance(rec.get("phases"), dict) and (
-                    server is None or rec.get("server") == server):
+        for number, rec in found.records:
+            why = unusable(rec)
+            if why is not None:
+                bad.append((number, why))
+            elif server is None or rec.get("server") == server:
                 out.append(rec)
+        if note is not None and (bad or found.lines.long_lines):
+            where = "line" if found.lines.numbered else "line (counted from the part read)"
+            said = "; ".join(f"{where} {n}: {why}" for n, why in sorted(bad)[:3]) + ("; ..." if len(bad) > 3 else "")
+            long = f"{len(found.lines.long_lines)} over-long line(s)" if found.lines.long_lines else ""
+            note(f"{self.path}: skipped {len(bad) + len(found.lines.long_lines)} unusable line(s) "
+                 f"({'; '.join(p for p in (said, long) if p)}); start ETAs come from the other starts "
+                 "(remove those lines to silence this)")
         return out
 
-    def medians(self, server: str) -> dict[str, float]:
-        recent = [r for r in self.records(server) if r.get("ok")][-self.KEEP:]
+    def medians(self, server: str, note: Note | None = None) -> dict[str, float]:
+        recent = [r for r in self.records(server, note) if r.get("ok") is True][-self.KEEP:]
         out: dict[str, float] = {}
         for phase in WORK_PHASES:
-            values = [float(v) for r in recent if isinstance(v := r["phases"].get(phase), (int, float))]
+            values = [float(v) for r in recent if (v := r["phases"].get(phase)) is not None]
             if values:
                 out[phase] = round(median(values), 3)
         return out
+
+
+def unusable(rec: Any) -> str | None:
+    """Why a line of startups.jsonl cannot give an ETA (None when it can): every work phase's time
+    must be a finite number of seconds from 0 to MAX_PHASE_S. One 400-digit or NaN time would
+    otherwise turn every later ETA into an OverflowError or a NaN."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    phases = rec.get("phases")
+    if not isinstance(phases, dict):
+        return "no \"phases\" object"
+    if not isinstance(rec.get("ok", False), bool) or not isinstance(rec.get("server", ""), str):
+        return "\"ok\" must be true or false and \"server\" a string"
+    for phase in WORK_PHASES:
+        value = phases.get(phase)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_PHASE_S:
+            return f"{phase} time {shown(value, 40, in_json=True)} is not a duration (0 to {MAX_PHASE_S:.0f} s)"
+    return None

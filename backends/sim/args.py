@@ -69,6 +69,7 @@ class SimArgs:
     drain_seconds: float
     children: int
     orphan_seconds: float
+    daemons: int = 0                 # processes that leave the server's session (setsid, double fork)
     server_args: dict = field(default_factory=dict)  # every parsed dest, for the server_args= dump
     acceptance: float | None = None  # --sim-acceptance: the mean tokens per verify step, forced
     diverge_rate: float = 0.0        # with speculation: share of prompts whose output leaves the greedy one
@@ -236,6 +237,9 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
                    help="Start N scheduler-like child processes in the server's process group.")
     g.add_argument("--sim-orphan-seconds", type=_positive_float, default=30.0,
                    help="How long children outlive a parent that died without stopping them (default: 30).")
+    g.add_argument("--sim-daemons", type=int, default=0,
+                   help="Start N daemons that leave the server's session (setsid and a double fork), as a "
+                        "library's helper can; each lives --sim-orphan-seconds unless stopped.")
     g.add_argument("--sim-gpu-alloc-gib", type=_positive_float, default=0.0, metavar="GIB",
                    help="Hold this much real GPU memory (CUDA driver, first GPU of CUDA_VISIBLE_DEVICES) "
                         "while serving, as a loaded server does (default: 0, no GPU needed).")
@@ -330,8 +334,9 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
     overlap_off = ns.disable_overlap_schedule
     if algo is not None:
         overlap_off = overlap_off or rel < (0, 5, 12) or not _env_bool(env, "SGLANG_ENABLE_SPEC_V2", True)
-    if ns.sim_children < 0:
-        raise SGLangValueError(f"--sim-children must be >= 0, got {ns.sim_children}.")
+    if ns.sim_children < 0 or ns.sim_daemons < 0:
+        raise SGLangValueError(f"--sim-children and --sim-daemons must be >= 0, got {ns.sim_children} and "
+                               f"{ns.sim_daemons}.")
     if ns.sim_acceptance is not None and not 1.0 <= ns.sim_acceptance <= block:
         raise SGLangValueError(f"--sim-acceptance must be between 1.0 and the block size {block}, "
                                f"got {ns.sim_acceptance}.")
@@ -357,6 +362,7 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
         load_seconds=ns.sim_load_seconds, step_ms=ns.sim_step_ms, seed=ns.sim_seed,
         wrong_rate=ns.sim_wrong_rate, fail_at=ns.sim_fail_at, hang_at=ns.sim_hang_at,
         drain_seconds=ns.sim_drain_seconds, children=ns.sim_children, orphan_seconds=ns.sim_orphan_seconds,
+        daemons=ns.sim_daemons,
         server_args=dump, acceptance=ns.sim_acceptance, diverge_rate=ns.sim_diverge_rate,
         gpu_alloc_gib=ns.sim_gpu_alloc_gib, hostile=ns.sim_hostile, deprecations=deprecations,
         draft_agreement=draft.agreement, no_spec_fields=ns.sim_no_spec_fields,

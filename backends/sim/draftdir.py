@@ -9,9 +9,13 @@ imitates. A name that is no folder (``demo-draft``) gives nothing.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
+
+from backends.core.datafile import read_json
+from backends.core.errors import DdtuneError
+
+MAX_CONFIG_BYTES = 1024**2  # a model's config.json is a few KB
 
 
 @dataclass(frozen=True)
@@ -24,9 +28,8 @@ def read_draft_dir(path: str | None) -> DraftDir:
     if not path:
         return DraftDir()
     try:
-        with open(os.path.join(path, "config.json"), encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except (OSError, ValueError):
+        doc = read_json(os.path.join(path, "config.json"), max_bytes=MAX_CONFIG_BYTES)  # a regular file, bounded
+    except DdtuneError:
         return DraftDir()
     if not isinstance(doc, dict):
         return DraftDir()

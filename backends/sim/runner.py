@@ -10,6 +10,10 @@ Children (``--sim-children N``): ``python -c ... sglang::scheduler_TP<i>`` proce
 process group. They exit on SIGTERM/SIGKILL; the server stops them on a clean exit. If the server
 dies without stopping them they stay for ``--sim-orphan-seconds`` (default 30, like the orphaned
 schedulers reported in SGLang issues), so only a kill of the whole process group removes them at once.
+
+Daemons (``--sim-daemons N``): processes that leave the server's session, group and tree (``setsid``
+and a double fork, as a helper a library starts can) and live ``--sim-orphan-seconds`` whatever the
+server does; only their environment (the launch token) still says whose they are.
 """
 
 from __future__ import annotations
@@ -37,6 +41,16 @@ CHILD_CODE = (
     "while os.getppid() == parent:\n"
     "    time.sleep(0.2)\n"
     "time.sleep(linger)\n"
+)
+
+DAEMON_CODE = (
+    "import os, sys, time\n"
+    "if os.fork():\n"
+    "    os._exit(0)\n"
+    "os.setsid()\n"
+    "if os.fork():\n"
+    "    os._exit(0)\n"
+    "time.sleep(float(sys.argv[1]))\n"
 )
 
 
@@ -73,6 +87,11 @@ class Runner:
             self.children.append(subprocess.Popen(
                 [sys.executable, "-c", CHILD_CODE, str(os.getpid()), str(self.args.orphan_seconds),
                  f"sglang::scheduler_TP{i}"], stdin=subprocess.DEVNULL))
+
+    def spawn_daemons(self) -> None:
+        for i in range(self.args.daemons):
+            subprocess.run([sys.executable, "-c", DAEMON_CODE, str(self.args.orphan_seconds), f"sglang::daemon{i}"],
+                           stdin=subprocess.DEVNULL, check=False)  # returns once the first fork exited
 
     def stop_children(self) -> None:
         for c in self.children:
@@ -139,6 +158,7 @@ class Runner:
         if a.hang_at is not None:  # before the first line: a test holds a phase as long as it needs
             loop.add_signal_handler(signal.SIGUSR1, self.released.set)
         self.spawn_children()
+        self.spawn_daemons()
         if a.gpu_alloc_gib:
             self.hold_gpu_memory(a.gpu_alloc_gib)
         startup = Startup(a, self.log, self.released)

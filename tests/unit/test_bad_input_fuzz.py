@@ -137,7 +137,8 @@ def assert_clean(code: int, stderr: str, path: Path, not_about_the_file: tuple[s
     something else (a preset that does not exist, nothing to report)."""
     assert "Traceback" not in stderr
     assert code in (0, 1, 2), (code, stderr)
-    lines = stderr.splitlines()
+    # a note about a value left out of the file (shown as "-") names the file too; then it is no error
+    lines = [x for x in stderr.splitlines() if not (x.startswith("ddtune: warning: ") and str(path) in x)]
     if code == 0:
         assert not lines, stderr
         return

@@ -284,18 +284,9 @@ def recent_alarms(state) -> list:
 
 def _recent_lines(state) -> list[str]:
     """The server log's last RECENT_LOG_BYTES, as lines."""
-    from backends.logs import LineSplitter
+    from backends.logs import recent_log_lines
 
-    if not state.log_path:
-        return []
-    try:
-        with open(state.log_path, "rb") as fh:
-            fh.seek(0, 2)
-            fh.seek(max(0, fh.tell() - RECENT_LOG_BYTES))
-            data = fh.read()
-    except OSError:
-        return []
-    return list(LineSplitter().feed(data))
+    return recent_log_lines(state.log_path, RECENT_LOG_BYTES)
 
 
 def print_json(doc: dict[str, Any]) -> None:

@@ -57,6 +57,8 @@ def run(args) -> int:
         if found.torn_line is not None:
             sys.stderr.write(f"{args.regrade}: skipped a torn last line (line {found.torn_line}): "
                              "the run was interrupted while writing it\n")
+        if found.long_note is not None:
+            sys.stderr.write(found.long_note + "\n")
         grades = asyncio.run(regrade(found.records, problems))
         doc = {"results": [g.to_json() for g in grades], "summary": summarize(grades),
                "skipped": {"non_coding": found.non_coding, "not_kept": found.not_kept,

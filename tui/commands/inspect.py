@@ -16,7 +16,9 @@ journalctl (short, short-iso, short-precise). A fact whose rank-0 line is missin
 comes from the lowest rank present, and a note says so. It also names what the server said is deprecated
 in how it was started (old flags, the launch_server entrypoint), and flags acceptance_collapse when a
 speculative server's decode lines stayed at <= 1.10 accept len for 20 s of log time (the console's rule;
---json: "alarms", "deprecated"). Exit 0 when read, 2 when the file cannot be read.
+--json: "alarms", "deprecated"). A log of any size is streamed in bounded memory (a line is cut at
+64 KB); only a regular file is read: a pipe, a device or a /proc file is refused. Exit 0 when read,
+2 when the file cannot be read.
 """
 
 
@@ -44,7 +46,7 @@ def run(args) -> int:
     watch = AcceptanceWatch()  # the console's collapse rule, on the lead rank's decode lines (log time)
     deprecated: list[str] = []
     try:
-        for line in read_log_lines(path):
+        for line in read_log_lines(path, error=UsageError, name=f"LOGFILE {path}"):
             event = builder.add_line(line)
             note = deprecation(line) if event is None and ("deprecated" in line or "entrypoint" in line) else None
             if note is not None and note not in deprecated:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from backends.core.datafile import warn
 from backends.core.errors import ServerError
 from backends.logs.events import DecodeBatch
 from backends.logs.span import decode_since, log_end, weighted_accept
@@ -31,6 +32,8 @@ from workloads.stats.metrics import distribution, percentile
 from workloads.grading.problems import Problem
 from workloads.bench.prompts import PLAIN_TASK, PromptSizer, SizedPrompt
 from workloads.runs.provenance import speculative_from_info
+from workloads.runs.checks import cell as check_cell
+from workloads.runs.checks import plausible, usable
 from workloads.runs.store import RunStore
 from workloads.client.transport import WaveRelease
 
@@ -64,9 +67,16 @@ class BenchPlan:
     @classmethod
     def from_json(cls, data: dict) -> BenchPlan:
         # a plan written before waves existed was run staggered: its resume keeps that
-        return cls(tuple(data["contexts"]), tuple(data["concurrencies"]), int(data["max_tokens"]),
-                   bool(data["coding"]), data.get("requests_per_cell"), int(data.get("warmup", 1)),
-                   str(data.get("release", "staggered")))
+        requests = data.get("requests_per_cell")
+        return cls(tuple(plausible(c, "context") for c in data["contexts"]) or _none("contexts"),
+                   tuple(plausible(c, "concurrency") for c in data["concurrencies"]) or _none("concurrencies"),
+                   plausible(data["max_tokens"], "max_tokens"), bool(data["coding"]),
+                   None if requests is None else plausible(requests, "requests", "requests_per_cell"),
+                   plausible(data.get("warmup", 1), "requests", "warmup", low=0), str(data.get("release", "staggered")))
+
+
+def _none(what: str) -> tuple[int, ...]:
+    raise ValueError(f"{what}: none")
 
 
 @dataclass(frozen=True)
@@ -236,8 +246,12 @@ class BenchRunner:
             # acceptance only from a speculative server: what /server_info said when the run (re)started
             run = self.store.read_run()
             server = run.get("server_on_resume") or run.get("server") or {}
-            self.client.speculative = speculative_from_info(server.get("server_info"))
-        done = {(c["context"], c["concurrency"]): c for c in self.store.cells()}
+            self.client.speculative = speculative_from_info(server.get("server_info") if isinstance(server, dict)
+                                                            else None)
+        # a cell a resume cannot trust (an edited or absurd line) is measured again, never passed on
+        kept = usable(self.store.cells(), check_cell, str(self.store.cells_file), warn,
+                      "those cells are measured again")
+        done = {(c["context"], c["concurrency"]): c for c in kept}
         cells = self.plan.cells()
         for ctx, conc in cells:
             if (ctx, conc) in done:

@@ -7,6 +7,7 @@ import time
 from workloads.bench.matrix import BenchPlan, BenchRunner, ProgressCallback
 from workloads.client.stream import StreamingClient
 from workloads.grading.problems import load_problems
+from workloads.runs.checks import read_plan
 from workloads.runs.provenance import host_provenance, server_provenance
 from workloads.runs.store import RunStore
 
@@ -16,7 +17,8 @@ async def run_bench(url: str, plan: BenchPlan, *, api_key: str | None = None, re
     """Runs (or continues) a bench and returns ``{"run": run.json, "cells": [...]}``."""
     store = RunStore.open_resume(resume, "bench") if resume else None
     if store is not None:
-        plan = BenchPlan.from_json(store.read_run()["plan"])
+        run = store.read_run()
+        plan = read_plan(f"{store.run_file} plan", lambda: BenchPlan.from_json(run["plan"]))
     concurrency = max(plan.concurrencies)
     async with StreamingClient(url, api_key=api_key, concurrency=concurrency) as client:
         server = await server_provenance(client)

@@ -10,29 +10,33 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from backends.core.datafile import warn
 from backends.core.errors import ServerError, UsageError
 from workloads.client.result import RequestResult
 from workloads.client.stream import StreamingClient
 from workloads.grading.evaluate import Grade, RawResponse, grade_async, summarize
 from workloads.grading.problems import Problem, load_problems, select_problems
 from workloads.runs.provenance import host_provenance, server_provenance
+from workloads.runs.checks import plausible, read_plan, usable
+from workloads.runs.checks import result as check_result
 from workloads.runs.store import RunStore
 
 EvalProgress = Callable[[int, int, Grade], None]
 
 
 def _resume_plan(store: RunStore) -> tuple[list[str], int, int]:
-    """(problem ids, max_tokens, concurrency) of the run being resumed."""
+    """(problem ids, max_tokens, concurrency) of the run being resumed, each checked plausible."""
     run = store.read_run()
-    plan = run.get("plan") or {}
-    if "attempts" not in run:
+    if isinstance(run, dict) and "attempts" not in run:
         raise UsageError(f"--resume: {store.path} was written by an older ddtune that kept no per-problem "
                          "results", hint="start a new eval, or regrade its answers with 'ddtune eval --regrade'")
-    try:
-        return [str(p) for p in plan["problems"]], int(plan["max_tokens"]), int(plan["concurrency"])
-    except (KeyError, TypeError, ValueError):
-        raise UsageError(f"--resume: {store.run_file}: 'plan' lacks problems, max_tokens or concurrency",
-                         hint="start a new eval") from None
+
+    def parse() -> tuple[list[str], int, int]:
+        plan = run["plan"]
+        return ([str(p) for p in plan["problems"]], plausible(plan["max_tokens"], "max_tokens"),
+                plausible(plan["concurrency"], "concurrency"))
+
+    return read_plan(f"--resume: {store.run_file} plan", parse)
 
 
 def _grade_of(record: dict) -> Grade:
@@ -83,7 +87,9 @@ async def _ask_missing(client: StreamingClient, store: RunStore, problems: tuple
                        grade_parallel: int) -> tuple[dict[str, dict], list[RequestResult]]:
     """Ask every problem without a kept result; returns the kept results by problem id, and the
     requests lost to an unreachable server (those problems stay unanswered: --resume asks them)."""
-    kept = {r["problem"]: r for r in store.results() if isinstance(r.get("problem"), str)}
+    # a result a resume cannot trust (an edited or absurd line) is asked and graded again
+    kept = {r["problem"]: r for r in usable(store.results(), check_result, str(store.results_file), warn,
+                                            "those problems are asked again")}
     queue = [p for p in problems if p.id not in kept][::-1]
     gate = asyncio.Semaphore(grade_parallel)
     lost: list[RequestResult] = []

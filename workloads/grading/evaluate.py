@@ -6,15 +6,17 @@ import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
-from backends.core.datafile import loads
+from backends.core.datafile import Lines, loads
 from backends.core.errors import UsageError
 from workloads.grading.extract import extract_code
 from workloads.grading.problems import Problem
+from workloads.runs.checks import VERDICTS as CHECKED_VERDICTS
 from workloads.runs.store import attempt_of, kept_filter
 from workloads.grading.sandbox import SandboxLimits, run_tests
 
-VERDICTS = ("pass", "fail", "error", "timeout", "no_code", "truncated")
+VERDICTS = CHECKED_VERDICTS  # one list: what a results.jsonl record may say (workloads.runs.checks)
 
 
 @dataclass(frozen=True)
@@ -72,33 +74,44 @@ class ResponseFile:
     non_coding: int = 0          # answers to plain bench prompts: no problem, nothing to grade
     not_kept: int = 0            # answers of attempts whose cell or problem result was not kept
     torn_line: int | None = None  # a torn last line (the writer was killed mid-line), skipped
+    long_note: str | None = None  # lines over the length limit, skipped: what the user is told
 
 
-def _lines(path: Path) -> tuple[list[tuple[int, dict]], int | None]:
-    """(line number, object) per line, and the number of a torn last line, left out; anything else
-    unreadable is a usage error naming the line."""
-    hint = "each line must be one JSON object, as in the responses.jsonl a run wrote"
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"--regrade: cannot read {path}: {exc.strerror}", hint="give a responses.jsonl file") from exc
-    lines = [(n, line) for n, line in enumerate(data.split(b"\n"), 1) if line.strip()]
+_HINT = "each line must be one JSON object, as in the responses.jsonl a run wrote"
+
+
+def _lines(path: Path) -> tuple[list[tuple[int, dict]], int | None, str | None]:
+    """(line number, object) per line, the number of a torn last line (left out), and the note on
+    lines skipped for their length. Streamed: the file is never held whole. Anything else unreadable
+    is a usage error naming the line."""
+    lines = Lines(path, UsageError, f"--regrade: {path}", "give a responses.jsonl file")
     out: list[tuple[int, dict]] = []
-    torn = None
-    for i, (lineno, line) in enumerate(lines):
+    failed: tuple[int, bytes, ValueError] | None = None  # the latest bad line: fatal unless it is the last
+    for lineno, line in lines:
+        if not line.strip():
+            continue
+        if failed is not None:
+            _refuse(path, *failed)
         try:
             value = loads(line.decode("utf-8"))
         except ValueError as exc:  # not UTF-8, not JSON, or nested too deep
-            if i == len(lines) - 1 and line.lstrip().startswith(b"{"):
-                torn = lineno  # writers write whole objects: a cut one is a kill mid-write
-                break
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else exc
-            why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"not JSON ({msg})"
-            raise UsageError(f"--regrade: {path} line {lineno}: {why}", hint=hint) from None
+            failed = (lineno, line, exc)
+            continue
         if not isinstance(value, dict):
-            raise UsageError(f"--regrade: {path} line {lineno}: not a JSON object", hint=hint)
+            raise UsageError(f"--regrade: {path} line {lineno}: not a JSON object", hint=_HINT)
         out.append((lineno, value))
-    return out, torn
+    torn = None
+    if failed is not None:
+        if not failed[1].lstrip().startswith(b"{"):
+            _refuse(path, *failed)
+        torn = failed[0]  # writers write whole objects: a cut last one is a kill mid-write
+    return out, torn, lines.note()
+
+
+def _refuse(path: Path, lineno: int, line: bytes, exc: ValueError) -> NoReturn:
+    msg = exc.msg if isinstance(exc, json.JSONDecodeError) else exc
+    why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else f"not JSON ({msg})"
+    raise UsageError(f"--regrade: {path} line {lineno}: {why}", hint=_HINT)
 
 
 def read_responses(path: Path | str) -> ResponseFile:
@@ -108,7 +121,7 @@ def read_responses(path: Path | str) -> ResponseFile:
     problem that a killed attempt left half done was redone by the next one. ``"problem": null``
     marks a plain bench prompt, skipped."""
     path = Path(path)
-    lines, torn = _lines(path)
+    lines, torn, long_note = _lines(path)
     kept = kept_filter(path.parent)
     attempts = {attempt_of(raw, f"--regrade: {path} line {lineno}") for lineno, raw in lines}
     if kept is None and len(attempts) > 1:
@@ -130,7 +143,7 @@ def read_responses(path: Path | str) -> ResponseFile:
                 raise UsageError(f"--regrade: {path} line {lineno}: field '{key}' must be a string or null")
         records.append(RawResponse(raw["problem"], raw.get("content"), raw.get("reasoning_content"),
                                    raw.get("finish_reason")))
-    return ResponseFile(records, non_coding, not_kept, torn)
+    return ResponseFile(records, non_coding, not_kept, torn, long_note)
 
 
 async def regrade(records: list[RawResponse], problems: tuple[Problem, ...], parallel: int = 2,

@@ -16,12 +16,11 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 
 from backends.core.apikey import auth_headers
-from backends.core.datafile import loads
+from backends.core.datafile import loads, read_text
 from backends.core.errors import ConfigError, ServerError, UsageError
 from backends.core.plaintext import plain, plain_data
 from backends.core.writes import write_atomic
@@ -165,12 +164,7 @@ def write_baseline(path: str, doc: dict) -> None:
 def read_baseline(path: str) -> Baseline:
     """The baseline file, checked: a missing, unreadable or malformed one is a ConfigError (exit 2)
     that names the fix."""
-    try:
-        raw = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"baseline file {path}: no such file", hint=RECORD_HINT) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"baseline file {path}: cannot read it: {exc}", hint=RECORD_HINT) from None
+    raw = read_text(path, ConfigError, f"baseline file {path}", RECORD_HINT)  # a regular file, bounded, UTF-8
     try:
         doc = loads(raw)
     except ValueError as exc:

@@ -3,17 +3,22 @@ and eval run folders, into plain ``RunData`` records labelled by configuration."
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from backends.core.datafile import parse_jsonl, read_json, read_text
+from backends.core.datafile import read_json, read_jsonl, warn
 from backends.core.errors import UsageError
-from backends.core.fields import expect, fail, key_name
+from backends.core.fields import expect, fail
+from workloads.runs.checks import FIX as _FIX
+from workloads.runs.checks import cell as _cell
+from workloads.runs.checks import counts as _counts
+from workloads.runs.checks import field as _field
+from workloads.runs.checks import numbers as _numbers
+from workloads.runs.checks import response as _response
 from workloads.runs.store import kept_filter
 
 _HINT = "give a run folder, a sweep folder or a run JSON file"
-_FIX = "give files ddtune wrote (see docs/results-schema.md), or fix the value"
 
 
 @dataclass(frozen=True)
@@ -100,60 +105,13 @@ def read_cells(path: Path) -> tuple[dict, ...]:
 def _jsonl(path: Path) -> list[tuple[str, dict]]:
     """(where, record) for each JSON object line; a missing file has none. Lines that are not
     JSON objects are skipped, as a torn last line from a crash is."""
-    if not path.exists():
+    if not os.path.lexists(path):
         return []
-    text = read_text(path, UsageError, hint=_HINT)
-    return [(f"{path} line {n}", value) for n, value in parse_jsonl(text) if isinstance(value, dict)]
-
-
-def _field(where: str, record: dict, key: str, kinds: type | tuple[type, ...], minimum: float | None = None,
-           required: bool = False) -> Any:
-    """record[key] checked: absent or null is None (unless required); a number must be finite and
-    at least ``minimum``."""
-    value = record.get(key)
-    if value is None and not required:
-        return None
-    value = expect(where, f"field {key_name(key)!r}", value, kinds, _FIX, UsageError, True)
-    if minimum is not None and value < minimum:
-        raise fail(where, f"field {key_name(key)!r}", f"must be >= {minimum}, got {value}", _FIX, UsageError)
-    return value
-
-
-def _numbers(where: str, record: dict, key: str, inner: tuple[str, ...] | None = None) -> None:
-    """record[key] is null or an object whose ``inner`` keys are null or numbers >= 0 (with
-    ``inner`` None: all its values are numbers >= 0)."""
-    table = _field(where, record, key, dict)
-    for name in (table if inner is None else inner) if table else ():
-        _field(f"{where} {key}", table, name, float, minimum=0, required=inner is None)
-
-
-def _counts(where: str, record: dict, key: str) -> dict | None:
-    table = _field(where, record, key, dict)
-    for name in table or ():
-        _field(f"{where} {key}", table, name, int, minimum=0)
-    return table
-
-
-def _cell(where: str, cell: Any) -> dict:
-    """A cells.jsonl record, checked for every field the report reads."""
-    expect(where, "cell", cell, dict, _FIX, UsageError, True)
-    for key in ("context", "concurrency"):
-        _field(where, cell, key, int, minimum=1, required=True)
-    for key in ("requests", "errors"):
-        _field(where, cell, key, int, minimum=0)
-    _field(where, cell, "output_tok_s", float, minimum=0)
-    _numbers(where, cell, "acceptance", ("mean", "total"))
-    _numbers(where, cell, "ttft_ms", ("p50", "p95"))
-    _numbers(where, cell, "itl_ms", ("p50", "p95"))
-    _numbers(where, cell, "itl_token_ms", ("p50", "p95"))
-    _counts(where, cell, "verdicts")
-    return cell
-
-
-def _response(where: str, record: dict) -> dict:
-    for key in ("output_tokens", "e2e_s", "spec_verify_ct"):
-        _field(where, record, key, float, minimum=0)
-    return record
+    found = read_jsonl(path, UsageError, hint=_HINT)
+    found.refuse_binary(UsageError)
+    if (said := found.note()) is not None:
+        warn(said)
+    return [(f"{path} line {n}", value) for n, value in found.records if isinstance(value, dict)]
 
 
 def knob_label(knobs: dict | None) -> str | None:

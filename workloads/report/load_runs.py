@@ -12,7 +12,9 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from backends.core.datafile import warn
 from workloads.report.inputs import knob_label, read_run_file
+from workloads.runs.checks import clean_numbers
 
 MAX_WINDOWS = 60  # a long run's markdown shows its last windows; the JSON has them all
 
@@ -69,7 +71,11 @@ def _obj(doc: dict, key: str) -> dict:
 
 def read_load_run(path: Path) -> LoadRun:
     run = read_run_file(path / "run.json")
-    summary = _obj(run, "summary")
+    dropped: list[str] = []
+    summary = clean_numbers(_obj(run, "summary"), "summary", dropped)
+    if dropped:  # an edited or foreign value costs only itself: shown as "-"
+        warn(f"{path / 'run.json'}: left out implausible numbers (not finite, negative or too large) at "
+             f"{', '.join(dropped[:5])}{' ...' if len(dropped) > 5 else ''}")
     windows = summary.get("windows")
     knobs = _obj(run, "server").get("knobs")
     name = str(run.get("id", path.name))

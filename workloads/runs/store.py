@@ -20,38 +20,36 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from backends.core.datafile import loads
-from backends.core.errors import UsageError
+from backends.core.datafile import MAX_LINE, Note, loads, read_json, warn
+from backends.core.datafile import read_jsonl as read_jsonl_file
+from backends.core.errors import DdtuneError, UsageError
 from backends.core.fields import shown
 from backends.core.paths import runs_dir
 from backends.core.writes import append_text, check_folder, make_folder, open_append, write_atomic
 from workloads.runs.attempts import abandoned_note, begin_attempt, status_of, written_by_other
 
 SCHEMA = "ddtune.run/1"
+_HINT = "give a run folder ddtune wrote (see docs/results-schema.md), or run without --resume"
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    records: list[dict] = []
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return records
-    for line in text.split("\n"):  # not splitlines(): answers may hold U+2028 and other line breaks
-        if not line.strip():
-            continue
-        try:
-            value = loads(line)
-        except ValueError:
-            continue  # a torn line from a crash
-        if isinstance(value, dict):
-            records.append(value)
-    return records
+def read_jsonl(path: Path, note: Note | None = warn) -> list[dict]:
+    """The JSON objects of one of a run's JSON-lines files ([] when there is none), streamed through
+    the one door (backends.core.datafile: a regular file within the size limits, else a UsageError
+    naming it). A torn or non-object line is skipped, as a crash can leave one; a line over the
+    length limit is skipped and ``note`` is told."""
+    if not os.path.lexists(path):
+        return []
+    found = read_jsonl_file(path, UsageError, hint=_HINT)
+    if note is not None and (said := found.note()) is not None:
+        note(said)
+    return [value for _, value in found.records if isinstance(value, dict)]
 
 
 def _heal_tail(path: Path) -> None:
     """Before appending to a file a killed writer left: cut off its torn last line, so the next
     record starts a line of its own (glued to the fragment it would be unreadable). A complete last
-    record that only lacks its newline gets one instead."""
+    record that only lacks its newline gets one instead, and so does a last line longer than any
+    record ddtune reads (MAX_LINE): readers skip it, but its bytes are kept."""
     try:
         fd = open_append(path, create=False, read=True)  # a planted link or FIFO is refused, never opened
     except FileNotFoundError:
@@ -63,8 +61,8 @@ def _heal_tail(path: Path) -> None:
         fh.seek(end - 1)
         if fh.read(1) == b"\n":
             return
-        start, pos = 0, end
-        while pos > 0:
+        start, pos = None, end
+        while pos > max(0, end - MAX_LINE - 1):
             step = min(1 << 16, pos)
             pos -= step
             fh.seek(pos)
@@ -72,11 +70,14 @@ def _heal_tail(path: Path) -> None:
             if newline >= 0:
                 start = pos + newline + 1
                 break
-        fh.seek(start)
-        try:
-            complete = isinstance(loads(fh.read().decode("utf-8")), dict)
-        except ValueError:
-            complete = False
+        start = 0 if start is None and pos == 0 else start
+        complete = start is None  # over MAX_LINE: kept as a line of its own
+        if start is not None:
+            fh.seek(start)
+            try:
+                complete = isinstance(loads(fh.read().decode("utf-8")), dict)
+            except ValueError:
+                complete = False
         if complete:
             fh.seek(end)
             fh.write(b"\n")
@@ -96,8 +97,8 @@ def mark_interrupted_runs(root: Path) -> list[Path]:
     marked = []
     for path in [*root.glob("*/run.json"), *sweeps, *(p for s in sweeps for p in s.parent.glob("*/*/run.json"))]:
         try:
-            doc = loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            doc = read_json(path, UsageError)
+        except DdtuneError:  # unreadable, or not a file at all: not a run this can mark
             continue
         if isinstance(doc, dict) and doc.get("status") == "running" and status_of(doc) == "interrupted":
             doc.update(status="interrupted", error=abandoned_note(doc))
@@ -116,15 +117,13 @@ def kept_filter(run_dir: Path) -> Callable[[dict], bool] | None:
     run_file = run_dir / "run.json"
     if not run_file.is_file():
         return None
-    try:
-        run = loads(run_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{run_file}: cannot read it ({exc})",
-                         hint="without run.json the answers of a killed attempt cannot be told from the kept ones"
-                         ) from None
+    run = read_json(run_file, UsageError,
+                    hint="without run.json the answers of a killed attempt cannot be told from the kept ones")
     cell_file, result_file = run_dir / "cells.jsonl", run_dir / "results.jsonl"
-    cells = {(attempt_of(c, cell_file), _key(c, "context"), _key(c, "concurrency")) for c in read_jsonl(cell_file)}
-    results = {(attempt_of(r, result_file), _key(r, "problem")) for r in read_jsonl(result_file)}
+    # what a reader of those files says about them (report, a resume) it says itself: no second note here
+    cells = {(attempt_of(c, cell_file), _key(c, "context"), _key(c, "concurrency"))
+             for c in read_jsonl(cell_file, None)}
+    results = {(attempt_of(r, result_file), _key(r, "problem")) for r in read_jsonl(result_file, None)}
     per_problem = isinstance(run, dict) and "attempts" in run  # older eval runs kept no results.jsonl
     responses = run_dir / "responses.jsonl"
 
@@ -279,7 +278,7 @@ class RunStore:
         return run
 
     def read_run(self) -> dict:
-        return loads(self.run_file.read_text(encoding="utf-8"))
+        return read_json(self.run_file, UsageError, hint=_HINT)
 
     def write_run(self, run: dict) -> None:
         write_atomic(self.run_file, json.dumps(run, indent=2, sort_keys=False) + "\n")

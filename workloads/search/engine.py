@@ -25,13 +25,15 @@ from pathlib import Path
 from typing import Protocol
 
 from backends.core.errors import UsageError
+from backends.core.fields import bounded
 from workloads.bench.matrix import BenchPlan
 from workloads.runs.attempts import begin_attempt, recording_end
+from workloads.runs.checks import MAX_TIME, plausible, read_plan
 from workloads.search.events import (
     RoundFinished, RoundStarted, SearchEvent, SearchFinished, SearchStarted,
 )
 from workloads.search.report import summarize
-from workloads.search.space import SearchSpace
+from workloads.search.space import Point, SearchSpace
 from workloads.search.store import SearchStore, wave_samples
 from workloads.search.strategy import Observation, RoundPlan, Search, SearchOptions
 from workloads.sweep.engine import SweepEngine
@@ -61,8 +63,10 @@ class Target:
 
     @classmethod
     def from_json(cls, data: dict) -> Target:
-        return cls(int(data["context"]), int(data["concurrency"]), int(data["max_tokens"]),
-                   int(data.get("warmup", 1)), int(data.get("warmup_requests", 2)))
+        return cls(plausible(data["context"], "context"), plausible(data["concurrency"], "concurrency"),
+                   plausible(data["max_tokens"], "max_tokens"),
+                   plausible(data.get("warmup", 1), "requests", "warmup", 0),
+                   plausible(data.get("warmup_requests", 2), "requests", "warmup_requests", 0))
 
 
 class RoundRunner(Protocol):
@@ -131,9 +135,17 @@ def observations(plan: RoundPlan, configs: list[SweepConfig], measured: list[Slo
 
 def wall_s(rounds: list[dict]) -> float | None:
     """Seconds the recorded rounds took, end to end, summed over every attempt (None: none timed)."""
-    spans = [r["finished_at"] - r["started_at"] for r in rounds
-             if isinstance(r.get("started_at"), (int, float)) and isinstance(r.get("finished_at"), (int, float))]
+    spans = [span for r in rounds if (span := _span(r)) is not None]
     return sum(spans) if spans else None
+
+
+def _span(record: dict) -> float | None:
+    """A round's seconds, when both its times are plausible Unix times (an edited 1e400 is not one)."""
+    try:
+        return bounded(record.get("finished_at"), 0, MAX_TIME, "finished_at") - \
+            bounded(record.get("started_at"), 0, MAX_TIME, "started_at")
+    except ValueError:
+        return None
 
 
 class SearchEngine:
@@ -141,16 +153,15 @@ class SearchEngine:
                  on_event: Callable[[SearchEvent], None] | None = None,
                  expected_restart_s: float | None = None) -> None:
         doc = store.read()
-        try:
-            self.space = SearchSpace.from_json(doc["space"])
-            self.options = SearchOptions.from_json(doc["options"])
-            self.target = Target.from_json(doc["target"])
-            self.start = self.space.point(doc["start"])
+
+        def parse() -> tuple[SearchSpace, SearchOptions, Target, Point, Point | None]:
+            space = SearchSpace.from_json(doc["space"])
             running = doc.get("running_at_start")
-            self.running = self.space.point(running) if running is not None else None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise UsageError(f"{store.manifest}: not a search ddtune wrote ({type(exc).__name__}: {exc})",
-                             hint="give the folder a search wrote (its --out), or start a new search") from None
+            return (space, SearchOptions.from_json(doc["options"]), Target.from_json(doc["target"]),
+                    space.point(doc["start"]), space.point(running) if running is not None else None)
+
+        self.space, self.options, self.target, self.start, self.running = read_plan(
+            str(store.manifest), parse, "search", "give the folder a search wrote (its --out), or start a new search")
         self.store = store
         self.runner = runner
         self.emit = on_event or (lambda e: None)
@@ -167,7 +178,7 @@ class SearchEngine:
                                  hint="start a new search (a different ddtune version planned this one)")
             try:
                 observations = [Observation.from_json(o, self.space) for o in record["observations"]]
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
                 raise UsageError(f"{self.store.rounds_file}: round {i + 1}: unreadable ({exc})",
                                  hint="start a new search") from None
             self.search.observe(observations)

@@ -21,6 +21,7 @@ from backends.core.errors import UsageError
 from backends.core.fields import key_name
 from backends.knobs.plan import DEFAULT_BLOCK_SIZE, KnobValue, knob_spec, knob_text, known_knobs, window_too_small
 from backends.knobs.decl import KnobTable
+from workloads.runs.checks import PLAUSIBLE
 
 Point = tuple[KnobValue, ...]
 EXAMPLE = "budget=4,8,16 topk=2,4,6 window=1024,2048,none"
@@ -76,7 +77,12 @@ class SearchSpace:
 
     @classmethod
     def from_json(cls, data: list) -> SearchSpace:
-        return cls(tuple((str(name), tuple(values)) for name, values in data))
+        """The space a search.json holds; one of more than PLAUSIBLE["points"] points is a ValueError
+        (its grid is built whole to check each point read back)."""
+        space = cls(tuple((str(name), tuple(values)) for name, values in data))
+        if math.prod(len(values) for _, values in space.axes) > PLAUSIBLE["points"]:
+            raise ValueError(f"a space of more than {PLAUSIBLE['points']:,} points")
+        return space
 
     def text(self) -> str:
         """The space as --space takes it (round-trips through parse_space)."""

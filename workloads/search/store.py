@@ -17,10 +17,13 @@ import json
 import time
 from pathlib import Path
 
-from backends.core.datafile import parse_jsonl, read_json, read_text
-from backends.core.errors import UsageError
+from backends.core.datafile import read_json
+from backends.core.errors import DdtuneError, UsageError
+from backends.core.fields import bounded
 from backends.core.paths import runs_dir
 from backends.core.writes import append_text, check_folder, write_atomic
+from workloads.runs.checks import MAX_SECONDS, MAX_TIME, MAX_TOK_S, PLAUSIBLE
+from workloads.runs.checks import response as check_response
 from workloads.runs.store import JsonManifest, kept_filter, read_jsonl, run_folder
 from workloads.runs.attempts import written_by_other
 
@@ -72,8 +75,7 @@ class SearchStore(JsonManifest):
 
     def rounds(self) -> list[dict]:
         """The finished rounds, in order (a torn last line from a crash is skipped)."""
-        text = read_text(self.rounds_file, UsageError, hint=_HINT) if self.rounds_file.exists() else ""
-        return [d for _, d in parse_jsonl(text) if isinstance(d, dict)]
+        return read_jsonl(self.rounds_file)
 
     def append_round(self, record: dict) -> None:
         append_text(self.rounds_file, json.dumps(record) + "\n")
@@ -92,8 +94,7 @@ def wave_samples(bench_dir: str | Path, concurrency: int) -> list[float]:
     path = Path(bench_dir)
     kept = kept_filter(path)
     responses = [r for r in read_jsonl(path / "responses.jsonl") if r.get("kind") == "bench"
-                 and (kept is None or kept(r)) and isinstance(r.get("started_at"), (int, float))
-                 and isinstance(r.get("e2e_s"), (int, float))]
+                 and (kept is None or kept(r)) and _timed(r)]
     responses.sort(key=lambda r: r["started_at"])
     samples = []
     for i in range(0, len(responses) - concurrency + 1, concurrency):
@@ -101,6 +102,19 @@ def wave_samples(bench_dir: str | Path, concurrency: int) -> list[float]:
         start = min(r["started_at"] for r in wave)
         end = max(r["started_at"] + r["e2e_s"] for r in wave)
         tokens = sum(int(r.get("output_tokens") or 0) for r in wave if r.get("ok", True))
-        if end > start:
-            samples.append(tokens / (end - start))
+        if end > start and 0 <= (rate := tokens / (end - start)) <= MAX_TOK_S:
+            samples.append(rate)
     return samples
+
+
+def _timed(record: dict) -> bool:
+    """A response whose start, duration and token count are plausible (an edited line's 1e400 or
+    NaN is left out, as a torn one is)."""
+    try:
+        check_response("", record)
+        bounded(record.get("started_at"), 0, MAX_TIME, "started_at")
+        bounded(record.get("e2e_s"), 0, MAX_SECONDS, "e2e_s")
+        bounded(record.get("output_tokens") or 0, 0, PLAUSIBLE["max_tokens"], "output_tokens")
+    except (ValueError, DdtuneError):
+        return False
+    return True

@@ -36,6 +36,8 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 
 from backends.core.errors import UsageError
+from backends.core.fields import bounded
+from workloads.runs.checks import MAX_SECONDS, MAX_TOK_S, plausible
 from workloads.stats.estimate import Estimate, Ratio, mean_sd, ratio
 from workloads.search.space import Point, SearchSpace
 
@@ -66,9 +68,11 @@ class SearchOptions:
 
     @classmethod
     def from_json(cls, data: dict) -> SearchOptions:
-        return cls(int(data["waves"]), int(data["eta"]), int(data["rungs"]), int(data["passes"]),
-                   None if data.get("max_restarts") is None else int(data["max_restarts"]),
-                   int(data.get("lanes", 1)))
+        restarts = data.get("max_restarts")
+        return cls(plausible(data["waves"], "waves"), plausible(data["eta"], "eta"), plausible(data["rungs"], "rungs"),
+                   plausible(data["passes"], "passes"),
+                   None if restarts is None else plausible(restarts, "restarts", "max_restarts"),
+                   plausible(data.get("lanes", 1), "lanes"))
 
 
 @dataclass(frozen=True)
@@ -118,10 +122,14 @@ class Observation:
 
     @classmethod
     def from_json(cls, data: dict, space: SearchSpace) -> Observation:
-        lane = data.get("lane")
-        return cls(space.point(data["point"]), tuple(float(s) for s in data.get("samples") or ()),
-                   bool(data.get("restarted")), data.get("restart_s"), data.get("failed"), data.get("where"),
-                   None if lane is None else int(lane), tuple(str(g) for g in data.get("gpus") or ()))
+        lane, restart_s, failed = data.get("lane"), data.get("restart_s"), data.get("failed")
+        return cls(space.point(data["point"]),
+                   tuple(bounded(s, 0, MAX_TOK_S, "samples") for s in data.get("samples") or ()),
+                   bool(data.get("restarted")),
+                   None if restart_s is None else bounded(restart_s, 0, MAX_SECONDS, "restart_s"),
+                   None if failed is None else str(failed), data.get("where"),
+                   None if lane is None else plausible(lane, "lanes", "lane", low=0),
+                   tuple(str(g) for g in data.get("gpus") or ()))
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backends.core.datafile import parse_jsonl, read_json, read_text
+from backends.core.datafile import read_json, warn
 from backends.core.errors import UsageError
+from backends.core.fields import INT64_MAX, bounded, shown
 from backends.core.paths import runs_dir
 from backends.core.writes import append_text, check_folder, make_folder
 from workloads.bench.matrix import BenchPlan
-from workloads.runs.store import JsonManifest, run_folder
+from workloads.runs.checks import MAX_TIME, plausible, read_plan
+from workloads.runs.store import JsonManifest, read_jsonl, run_folder
 
 _RESUME_HINT = "give the folder a sweep wrote (its --out), or start a new sweep"
 SCHEMA = "ddtune.sweep/1"
@@ -65,7 +67,8 @@ class EvalSettings:
     @classmethod
     def from_json(cls, data: dict) -> EvalSettings:
         problems = data.get("problems")
-        return cls(int(data["max_tokens"]), int(data["concurrency"]), tuple(problems) if problems else None)
+        return cls(plausible(data["max_tokens"], "max_tokens"), plausible(data["concurrency"], "concurrency"),
+                   tuple(str(p) for p in problems) if problems else None)
 
 
 @dataclass(frozen=True)
@@ -128,8 +131,9 @@ class SweepPlan:
     @classmethod
     def from_json(cls, data: dict) -> SweepPlan:
         return cls(tuple(SweepConfig.from_json(c) for c in data["configs"]), BenchPlan.from_json(data["bench"]),
-                   int(data.get("repeats", 1)), EvalSettings.from_json(data["eval"]) if data.get("eval") else None,
-                   int(data.get("warmup_requests", 2)))
+                   plausible(data.get("repeats", 1), "repeats"),
+                   EvalSettings.from_json(data["eval"]) if data.get("eval") else None,
+                   plausible(data.get("warmup_requests", 2), "requests", "warmup_requests", low=0))
 
 
 @dataclass(frozen=True)
@@ -155,9 +159,11 @@ class SlotRecord:
     @classmethod
     def from_json(cls, data: dict) -> SlotRecord:
         s = data["slot"]
-        return cls(Slot(int(s["index"]), str(s["config"]), int(s["repeat"])), str(data["status"]),
+        return cls(Slot(bounded(s["index"], 0, INT64_MAX, "index", True), str(s["config"]),
+                        plausible(s["repeat"], "repeats", "repeat")), str(data["status"]),
                    data.get("reason"), data.get("bench_dir"), data.get("eval_dir"), dict(data.get("server") or {}),
-                   float(data.get("started_at") or 0.0), float(data.get("finished_at") or 0.0),
+                   bounded(data.get("started_at") or 0.0, 0, MAX_TIME, "started_at"),
+                   bounded(data.get("finished_at") or 0.0, 0, MAX_TIME, "finished_at"),
                    data.get("lossless") if isinstance(data.get("lossless"), dict) else None)
 
 
@@ -200,22 +206,20 @@ class SweepStore(JsonManifest):
         return doc
 
     def plan(self) -> SweepPlan:
-        try:
-            return SweepPlan.from_json(self.read()["plan"])
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a hand-edited or corrupt manifest
-            raise UsageError(f"{self.manifest}: plan: not a sweep plan ddtune wrote ({type(exc).__name__}: {exc})",
-                             hint=_RESUME_HINT) from None
+        doc = self.read()  # a hand-edited or corrupt plan: one line naming the manifest
+        return read_plan(f"{self.manifest}: plan", lambda: SweepPlan.from_json(doc["plan"]), "sweep plan", _RESUME_HINT)
 
     def records(self) -> list[SlotRecord]:
         out = []
-        text = read_text(self.slots_file, UsageError, hint=_RESUME_HINT) if self.slots_file.exists() else ""
-        for _, data in parse_jsonl(text):
-            if not isinstance(data, dict):
-                continue
+        bad = []
+        for n, data in enumerate(read_jsonl(self.slots_file), 1):
             try:
                 out.append(SlotRecord.from_json(data))
-            except (KeyError, TypeError, ValueError, AttributeError):
-                continue
+            except (KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
+                bad.append(f"record {n}: {type(exc).__name__}: {shown(str(exc), 80)}")
+        if bad:  # one bad line costs only itself: its slot runs again
+            warn(f"{self.slots_file}: skipped {len(bad)} unusable slot record(s) ({bad[0]}"
+                 f"{'; ...' if len(bad) > 1 else ''}); their slots run again")
         return out
 
     def append(self, record: SlotRecord) -> None:
