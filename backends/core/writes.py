@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from backends.core.datafile import not_regular
 from backends.core.errors import DdtuneError, UsageError
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -117,13 +118,8 @@ OUTPUT = Place("output file", 0o666, True, _folder_ok, _file_ok, _refused, _fail
 PRIVATE = replace(OUTPUT, mode=0o600)  # an output that holds a secret (a systemd drop-in's --api-key)
 
 
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device")):
-        if test(mode):
-            return name
-    return "not a regular file"
+def _kind(st: os.stat_result) -> str:
+    return not_regular(st) or "a file"  # the readers' one table of file kinds (backends.core.datafile)
 
 
 def _parts(path: str) -> list[str]:
@@ -154,7 +150,7 @@ def _walk(folder: Path, place: Place, missing: str) -> int | None:
                     todo = _parts(os.path.join(done or "/", target)) + todo[i + 1:]
                     break
                 if not stat.S_ISDIR(st.st_mode):
-                    raise place.refused(f"{here} is not a folder ({_kind(st.st_mode)})",
+                    raise place.refused(f"{here} is not a folder ({_kind(st)})",
                                         f"give a path under a folder, not {here}")
                 child = _open_dir(fd, name, here, place)
                 os.close(fd)
@@ -245,7 +241,7 @@ def _target(fd: int, path: Path, place: Place) -> os.stat_result | None:
         raise place.refused(f"{place.what} {path} is a symbolic link: ddtune will not follow or replace it",
                             f"remove it (rm {path}) if you did not put it there")
     if not stat.S_ISREG(st.st_mode):
-        raise place.refused(f"{place.what} {path} is {_kind(st.st_mode)}, not a regular file: ddtune will not "
+        raise place.refused(f"{place.what} {path} is {_kind(st)}, not a regular file: ddtune will not "
                             "write to it", f"give the path of a new or regular file, not {path}")
     place.file_ok(str(path), st, False)
     return st
@@ -332,7 +328,7 @@ def open_append(path: str | Path, place: Place = OUTPUT, *, create: bool = True,
     try:
         st = os.fstat(out)
         if not stat.S_ISREG(st.st_mode):
-            raise place.refused(f"{place.what} {path} is {_kind(st.st_mode)}, not a regular file",
+            raise place.refused(f"{place.what} {path} is {_kind(st)}, not a regular file",
                                 f"remove it (rm {path}) if you did not put it there")
         place.file_ok(str(path), st, True)
         os.set_blocking(out, True)

@@ -204,7 +204,7 @@ def test_an_out_target_that_is_not_a_regular_file_is_refused_before_the_work(tmp
     out = run_ddtune(*argv, timeout=60)  # a FIFO opened for writing would block: never opened
     assert out.returncode == 2, out.stderr
     line = error_line(out.stderr)
-    said = {"symlink": "is a symbolic link", "fifo": "is a FIFO", "folder": "is a folder"}[what]
+    said = {"symlink": "is a symbolic link", "fifo": "is a FIFO", "folder": "is a directory"}[what]
     assert f"{target} {said}" in line, line
     assert hit.read_bytes() == VICTIM
     mode = os.lstat(target).st_mode
