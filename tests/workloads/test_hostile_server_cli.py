@@ -171,3 +171,18 @@ def test_server_info_line_breaks_forge_no_line_of_up_status_or_doctor(tmp_path, 
     assert len(said) == 1 and "server says 2048\\nverified:   window: requested 1024" in said[0], status.stdout
     version = [line for line in doctor.stdout.splitlines() if line.startswith("[ok  ] SGLang:")]
     assert len(version) == 1 and f"0.5.9\\n{FORGED_DOCTOR}\\nRED" in version[0], doctor.stdout
+
+
+@pytest.mark.parametrize("behaviour", ["endless", "bomb", "number-nan", "number-huge-negative", "deep"])
+def test_the_load_counts_no_more_than_a_request_can_bring(tmp_path, state_dir, behaviour):
+    """The live load (workloads/live) counts tokens as they stream: an endless stream counted ~5,000
+    tokens a request of 8 before, 24,000 tok/s of nothing. Now a request counts at most
+    most_tokens(8) = 80, and the summary is valid JSON."""
+    with HostileServer({"/v1/chat/completions": behaviour, "/metrics": behaviour}) as server:
+        out, peak = run_measured("load", "--url", server.url, "--concurrency", "2", "--duration", "3",
+                                 "--max-tokens", "8", "--json", timeout=60, **FAST)
+    assert out.returncode == 0 and "Traceback" not in out.stderr and peak < PEAK_BOUND, out.stderr[-3000:]
+    summary = strict_json(out.stdout)
+    requests = summary["finished"] + summary["errors"] + summary["cancelled"] + 2  # the two cut off at the end
+    assert 0 <= summary["output_tokens"] <= requests * 80, summary
+    assert not [(where, v) for where, v in numbers_in(summary) if not math.isfinite(v) or v < 0], summary

@@ -53,6 +53,7 @@ class _Stream:
     wall: float
     on_tokens: TokenCallback | None
     speculative: bool | None = None
+    most: int = TOKENS_MAX  # the most completion tokens the request can bring (most_tokens(max_tokens))
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     text_so_far: str = ""
@@ -73,12 +74,13 @@ class _Stream:
     separated: bool = False
     dropped: list[str] = field(default_factory=list)  # numbers the server sent that ddtune would not use
 
-    def checked(self, name: str, value, check=count):
-        """``value`` through ``check`` (a count, or an acceptance); None, with a note, when it fails."""
-        if value is None:
-            return None
-        ok = check(value)
-        if ok is None and len(self.dropped) < 8:
+    def checked(self, name: str, value, ceiling: int = TOKENS_MAX) -> int | None:
+        """``value`` as a count from 0 to ``ceiling``; None, with a note, when it is not one."""
+        return self.kept(name, value, count(value, ceiling))
+
+    def kept(self, name: str, value, ok):
+        """``ok`` (what a check made of ``value``); when it is None but ``value`` was not, the note."""
+        if ok is None and value is not None and len(self.dropped) < 8:
             note = f"{name}={shown(value)}"
             if note not in self.dropped:
                 self.dropped.append(note)
@@ -100,7 +102,7 @@ class _Stream:
         (the last resort: a chunk may carry several tokens under speculation, so it is "approx")."""
         if self.on_tokens is None:
             return
-        new = (total - self.counted) if total is not None else fallback
+        new = min((total - self.counted) if total is not None else fallback, self.most - self.counted)
         if new > 0:
             self.counted += new
             self.on_tokens(new, exact and total is not None)
@@ -111,7 +113,8 @@ class _Stream:
         verify_ct = self.checked("spec_verify_ct", details.get("spec_verify_ct"))
         if verify_ct is not None:
             self.verify_ct = verify_ct
-        accept_len = self.checked("spec_accept_length", details.get("spec_accept_length"), amount)
+        accept_len = details.get("spec_accept_length")
+        accept_len = self.kept("spec_accept_length", accept_len, amount(accept_len))
         if accept_len is not None:
             self.accept_len = accept_len
 
@@ -149,8 +152,8 @@ class _Stream:
             if prompt is not None:
                 self.prompt_tokens = prompt
             total = usage.get("completion_tokens")
-            if not (type(total) is int and 0 <= total <= TOKENS_MAX):
-                total = self.checked("completion_tokens", total)
+            if not (type(total) is int and 0 <= total <= self.most):
+                total = self.checked("completion_tokens", total, self.most)
             if total is not None:
                 self.completion_tokens = total
         if produced:
@@ -177,7 +180,7 @@ class _Stream:
             piece = text
             self.text_so_far += text
         meta = obj.get("meta_info") or {}
-        total = self.checked("completion_tokens", meta.get("completion_tokens"))
+        total = self.checked("completion_tokens", meta.get("completion_tokens"), self.most)
         grew = total is not None and total > (self.completion_tokens or 0)
         if piece or grew:
             self.mark_token_chunk(t, total)
@@ -203,7 +206,7 @@ class _Stream:
             error = "the stream ended before the response finished (server closed the connection)"
         tokens = self.completion_tokens
         if tokens is None:  # no usage block: count the chunks that carried tokens
-            tokens = len(self.itl) + (self.first is not None)
+            tokens = min(len(self.itl) + (self.first is not None), self.most)
         self.count(tokens, 0, exact=self.completion_tokens is not None)
         content = "".join(self.content) if self.endpoint == "chat" else self.text_so_far
         return RequestResult(
@@ -328,7 +331,7 @@ class StreamingClient:
     async def _stream(self, path: str, body: dict, endpoint: str, max_tokens: int, on_tokens: TokenCallback | None,
                       release: WaveRelease | None = None) -> RequestResult:
         """One streamed answer, read within the bounds its ``max_tokens`` allows (``StreamLimits``)."""
-        st = _Stream(endpoint, time.perf_counter(), time.time(), on_tokens, self.speculative)
+        st = _Stream(endpoint, time.perf_counter(), time.time(), on_tokens, self.speculative, most_tokens(max_tokens))
         limits = StreamLimits.for_tokens(max_tokens, self._idle_s, cumulative=endpoint == "generate")
         feed = st.feed_chat if endpoint == "chat" else st.feed_generate
         answered = False
@@ -374,6 +377,12 @@ class StreamingClient:
             if ticket is not None:
                 ticket.drop()  # never reached the gate (no connection): do not hold the wave back
         return st.result()
+
+
+def most_tokens(max_tokens: int) -> int:
+    """The most completion tokens a request for ``max_tokens`` may report: a server stops at what it
+    was asked for; twice that and a draft block is beyond any overshoot of a speculative last step."""
+    return 2 * max(1, max_tokens) + 64
 
 
 def _server_error(err) -> str:
