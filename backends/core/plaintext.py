@@ -66,6 +66,20 @@ def plain_data(value: Any) -> Any:
     return value
 
 
+_ESCAPED = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escaped(text: str) -> str:
+    """``text`` on one line, its line breaks and every other control shown as an escape (``\\n``,
+    ``\\r``, ``\\t``, ``\\x1b``, ``\\u202e``): for a value printed after a label, so that
+    no value can start a line of its own (a forged ``verified: ...`` or ``[ok  ]``)."""
+    if _ESCAPED.search(text) is None:
+        return text
+    return _ESCAPED.sub(lambda m: _NAMED.get(m[0]) or (f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100
+                                                         else f"\\u{ord(m[0]):04x}"), text)
+
+
 def is_plain(text: str) -> bool:
     """Whether ``text`` holds nothing :func:`plain` would remove (newline and tab allowed)."""
     return _CONTROL_TEXT.search(text) is None

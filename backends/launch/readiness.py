@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import errno
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
 
+from backends.core.answers import BadAnswer, count, fetch, fetch_once
 from backends.core.apikey import auth_headers
-from backends.core.plaintext import plain, plain_data
+from backends.core.plaintext import plain
 from backends.launch.process import port_owner, tree_pids
 
 PROBE_PROMPT = "Hello"
@@ -56,20 +58,23 @@ def owner_check(port: int, expected_pid: int | None) -> ProbeResult | None:
 
 
 async def generate_one_token(client: httpx.AsyncClient, base_url: str, timeout: float = 30.0) -> int:
-    """POST /generate with max_new_tokens=1; returns the number of tokens generated (0 if none)."""
-    resp = await client.post(f"{base_url}/generate", timeout=timeout, json={
+    """POST /generate with max_new_tokens=1; returns the number of tokens generated (0 if none).
+    The answer is read within bounds (``backends.core.answers``): ``timeout`` seconds without a byte,
+    twice that in all; anything unusable is an httpx.HTTPError."""
+    answer = await fetch(client, "POST", f"{base_url}/generate", idle=timeout, json={
         "text": PROBE_PROMPT, "sampling_params": {"max_new_tokens": 1, "temperature": 0},
     })
-    if resp.status_code != 200:
-        raise httpx.HTTPStatusError(f"/generate returned HTTP {resp.status_code}", request=resp.request,
-                                    response=resp)
-    body = resp.json()
+    if answer.status != 200:
+        raise BadAnswer(f"/generate returned HTTP {answer.status}")
+    body = answer.json()
     if isinstance(body, list):
         body = body[0] if body else {}
-    meta = body.get("meta_info") or {}
-    tokens = meta.get("completion_tokens")
-    if isinstance(tokens, int):
-        return tokens
+    if not isinstance(body, dict):
+        raise BadAnswer("/generate did not answer a JSON object")
+    meta = body.get("meta_info")
+    tokens = count(meta.get("completion_tokens")) if isinstance(meta, dict) else None
+    if tokens is not None:
+        return min(tokens, 1)  # one was asked for: a larger count is the server's error, not tokens
     return 1 if body.get("text") else 0
 
 
@@ -131,10 +136,16 @@ class ReadinessProbe:
                            owner_pid=self.expected_pid, generated=tokens)
 
 
-async def fetch_server_info(url: str, api_key: str | None = None) -> dict | None:
+async def fetch_server_info(url: str, api_key: str | None = None,
+                            note: Callable[[str], object] | None = None) -> dict | None:
+    """``/server_info`` as a JSON object, or None when it cannot be had. Untrusted, so read through
+    ``backends.core.answers``: bounded, its strings plain and on one line (each is shown after a label:
+    a version, a model, a knob's value), numbers out of range dropped and said to ``note``."""
     try:
-        async with httpx.AsyncClient(trust_env=False, headers=auth_headers(api_key)) as client:
-            resp = await client.get(f"{url}/server_info", timeout=5.0)
-        return plain_data(resp.json()) if resp.status_code == 200 else None  # untrusted: made plain here
-    except (httpx.HTTPError, ValueError):
+        answer = await fetch_once(f"{url}/server_info", api_key=api_key, idle=5.0)
+        info = answer.json(one_line=True) if answer.status == 200 else None
+    except httpx.HTTPError:
         return None
+    if answer.dropped and note is not None:
+        note(f"/server_info: dropped values that are not numbers ddtune uses: {', '.join(answer.dropped)}")
+    return info if isinstance(info, dict) else None

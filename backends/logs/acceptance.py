@@ -18,6 +18,7 @@ A server that does not run speculative decoding has no acceptance at all (None),
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -48,16 +49,20 @@ class SpecCounters:
 
 
 def parse_counters(text: str) -> SpecCounters | None:
-    """The counters in a ``/metrics`` text; None when it has no ``spec_verify_calls_total``."""
+    """The counters in a ``/metrics`` text; None when it has no ``spec_verify_calls_total``. A
+    sample that is not a finite count (NaN, +Inf, negative: a server's text is untrusted) is skipped."""
     sums = {TOKENS: 0.0, VERIFY: 0.0}
     seen = set()
     for m in _SAMPLE.finditer(text):
         try:
-            sums[m[1]] += float(m[2])
+            value = float(m[2])
         except ValueError:
             continue
+        if not 0 <= value < math.inf:
+            continue
+        sums[m[1]] += value
         seen.add(m[1])
-    if VERIFY not in seen or TOKENS not in seen:
+    if VERIFY not in seen or TOKENS not in seen or not all(map(math.isfinite, sums.values())):
         return None
     return SpecCounters(sums[TOKENS], sums[VERIFY])
 

@@ -12,21 +12,29 @@ from backends.logs.events import DecodeBatch, LogEvent, PrefillBatch
 __all__ = ["decode_batch", "prefill_batch", "fields", "to_int", "to_float", "to_bool"]
 
 
+_MOST = 2**53  # no count or figure in a log line comes near it; a larger one is not a number ddtune uses
+
+
 def to_int(value: str | None) -> int | None:
+    """A count from a log field: None unless it is an integer from 0 to 2**53 (the log is the
+    server's text: a negative or 400-digit count would be stored, summed and drawn as it is)."""
     if value is None:
         return None
     value = value.strip().strip("'\"")
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         return None
+    return number if 0 <= number <= _MOST else None
 
 
 def to_float(value: str | None) -> float | None:
+    """A figure from a log field: None unless it is a finite number from 0 to 2**53 (no NaN, no inf)."""
     try:
-        return None if value is None else float(value)
+        number = None if value is None else float(value)
     except ValueError:
         return None
+    return number if number is not None and 0 <= number <= _MOST else None
 
 
 def fields(text: str) -> dict[str, str]:

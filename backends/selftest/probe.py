@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from backends.core.answers import BadAnswer, count, fetch
 from backends.core.apikey import auth_headers
 from backends.logs.acceptance import SpecCounters, counter_acceptance, parse_counters
 
@@ -43,19 +44,20 @@ class Measured:
 
 async def _counters(client: httpx.AsyncClient, url: str) -> SpecCounters | None:
     try:
-        resp = await client.get(f"{url}/metrics", timeout=10.0)
+        answer = await fetch(client, "GET", f"{url}/metrics", idle=10.0)
     except httpx.HTTPError:
         return None
-    return parse_counters(resp.text) if resp.status_code == 200 else None
+    return parse_counters(answer.text) if answer.status == 200 else None
 
 
 def request_acceptance(body: dict) -> float | None:
+    """completion tokens / verify steps of one answer; None unless both are counts (finite, >= 0)."""
     meta = body.get("meta_info") if isinstance(body, dict) else None
     if not isinstance(meta, dict):
         return None
-    steps, tokens = meta.get("spec_verify_ct"), meta.get("completion_tokens")
-    if isinstance(steps, (int, float)) and isinstance(tokens, (int, float)) and steps > 0:
-        return float(tokens) / float(steps)
+    steps, tokens = count(meta.get("spec_verify_ct")), count(meta.get("completion_tokens"))
+    if steps and tokens is not None:
+        return tokens / steps
     return None
 
 
@@ -71,13 +73,14 @@ async def measure(url: str, api_key: str | None, requests: int, max_new_tokens: 
         async def one(i: int) -> float | None:
             async with limit:
                 try:
-                    resp = await client.post(f"{url}/generate", timeout=timeout, json={
+                    answer = await fetch(client, "POST", f"{url}/generate", idle=timeout, json={
                         "text": PROMPT + f"# {i}\n",
                         "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0,
                                             "ignore_eos": True}})
-                    resp.raise_for_status()
-                    return request_acceptance(resp.json())
-                except (httpx.HTTPError, ValueError) as exc:
+                    if answer.status != 200:
+                        raise BadAnswer(f"HTTP {answer.status}")
+                    return request_acceptance(answer.json())
+                except httpx.HTTPError as exc:
                     errors.append(f"/generate: {type(exc).__name__}: {str(exc)[:200]}")
                     return None
 

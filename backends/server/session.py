@@ -222,7 +222,7 @@ class ServerSession(EventHub):
         if state.phase == "ready":
             info, self._fresh_info = self._fresh_info, None
             if info is None:  # re-attached without a start: ask once
-                info = await fetch_server_info(state.url, self.backend.api_key(state))
+                info = await fetch_server_info(state.url, self.backend.api_key(state), self._on_note)
             self.server_info = info
             self.version = str(info["version"]) if info and info.get("version") else None
             if self.stream_log:
@@ -341,7 +341,7 @@ class ServerSession(EventHub):
     async def _ready(self, state: ServerState, plan: LaunchPlan | None, facts: LogFacts) -> ServerState:
         self.phases.ready(state.pid)
         durations = self.tracker.durations(time.monotonic())
-        info = self._fresh_info = await fetch_server_info(state.url, self.backend.api_key(state))
+        info = self._fresh_info = await fetch_server_info(state.url, self.backend.api_key(state), self._on_note)
         checked = verify(plan.expected if plan else {}, facts.marked, info, knobs=self.config.knobs,
                          table=self.config.knob_table)
         final = state.with_(

@@ -9,6 +9,7 @@ import asyncio
 import httpx
 import pytest
 
+from backends.core.answers import BadAnswer
 from workloads.client.transport import LeanTransport
 
 EVENTS = [b'data: {"n": %d}\n\n' % i for i in range(20)]
@@ -151,5 +152,77 @@ async def test_pool_is_bounded_by_the_limit():
                     return b"".join([b async for b in resp.aiter_raw()])
             assert await asyncio.gather(*(one() for _ in range(12))) == [b"ok"] * 12
         assert max(peak) <= 3
+    finally:
+        server.close()
+
+
+def answering(head: bytes, *parts: bytes, pause: float = 0.0):
+    """A handler that answers every request with ``head`` and then ``parts``, ``pause`` seconds apart."""
+    async def handler(reader, writer):
+        while True:
+            try:
+                await read_request(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            writer.write(head)
+            for part in parts:
+                writer.write(part)
+                await writer.drain()
+                await asyncio.sleep(pause)
+    return handler
+
+
+@pytest.mark.parametrize(("head", "says"), [
+    (b"HTTP/1.1 200 OK\r\ncontent-length: abc\r\n\r\n", "bad Content-Length 'abc'"),
+    (b"HTTP/1.1 200 OK\r\ncontent-length: -5\r\n\r\n", "bad Content-Length '-5'"),
+    (b"HTTP/1.1 200 OK\r\ncontent-length: " + b"9" * 400 + b"\r\n\r\n", "bad Content-Length '9999"),
+])
+async def test_a_content_length_that_is_no_number_is_bad_framing_and_frees_its_slot(head, says):
+    server, url = await serve(answering(head, b"x"))
+    transport = LeanTransport(1, 5, 5)  # one slot: a request that kept it would block the next for ever
+    try:
+        for _ in range(3):
+            with pytest.raises(BadAnswer, match=says):
+                await asyncio.wait_for(fetch(url, transport), 10)
+    finally:
+        server.close()
+
+
+async def test_a_huge_chunk_is_handed_on_as_it_arrives():
+    server, url = await serve(answering(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n",
+                                        b"ffffffffffffffff\r\n", b"first part", b", second part", pause=0.1))
+    try:
+        async with httpx.AsyncClient(base_url=url, transport=LeanTransport(2, 5, 0.5)) as client:
+            got = b""
+            with pytest.raises(httpx.ReadTimeout):  # the rest of 2**64-1 bytes never comes
+                async with client.stream("POST", "/x", json={}) as resp:
+                    async for block in resp.aiter_raw():
+                        got += block
+        assert got == b"first part, second part"  # not held back until the chunk is whole
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    (b"1" * 5000, "a chunk-size line without an end"),
+    (b"fffffffffffffffff\r\n", "bad chunk size"),           # 17 hex digits: more than 2**64
+    (b"zz\r\n", "bad chunk size"),
+    (b"2\r\nok\r\n0\r\n" + b"t" * 5000, "a trailer without an end"),
+])
+async def test_chunk_framing_that_never_ends_or_is_no_number_is_refused(body, says):
+    server, url = await serve(answering(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n", body))
+    try:
+        with pytest.raises(BadAnswer, match=says):
+            await asyncio.wait_for(fetch(url, LeanTransport(2, 5, 5)), 10)
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("status", [b"HTTP/1.1 abc OK", b"HTTP/1.1 99 X", b"HTTP/1.1 " + b"2" * 400 + b" X"])
+async def test_a_status_that_is_no_status_is_a_protocol_error(status):
+    server, url = await serve(answering(status + b"\r\ncontent-length: 0\r\n\r\n"))
+    try:
+        with pytest.raises(httpx.RemoteProtocolError, match="bad status line"):
+            await asyncio.wait_for(fetch(url, LeanTransport(2, 5, 5)), 10)
     finally:
         server.close()

@@ -244,15 +244,18 @@ def server_acceptance(state) -> dict | None:
     """A speculative server's acceptance with its source: its /metrics counters (over its lifetime),
     else its recent ``Decode batch`` lines' accept len (the last LOG_ACCEPT_S of log time, weighted by
     #running-req: backends/logs/acceptance.py); None for a plain server or without either."""
+    import asyncio
+
     import httpx
 
+    from backends.core import fetch_once
     from backends.logs import DecodeBatch, SpecCounters, counter_acceptance, log_acceptance, parse_counters, parse_line
 
     if not _speculative(state):
         return None
     try:
-        resp = httpx.get(state.url.rstrip("/") + "/metrics", timeout=3.0)  # /metrics needs no API key
-        counters = parse_counters(resp.text) if resp.status_code == 200 else None
+        answer = asyncio.run(fetch_once(state.url.rstrip("/") + "/metrics", idle=3.0))  # /metrics needs no API key
+        counters = parse_counters(answer.text) if answer.status == 200 else None
     except httpx.HTTPError:
         counters = None
     value = counter_acceptance(SpecCounters(0.0, 0.0), counters)

@@ -18,6 +18,9 @@ examples:
 
 results: $DDTUNE_STATE_DIR/runs/<time>-bench/ (run.json, cells.jsonl, responses.jsonl);
 schema: docs/results-schema.md
+Exit 0 when the run finished, 1 when the server stopped answering or every request failed (the first
+error is named). A stream is read within bounds: DDTUNE_IDLE_S seconds at most without a byte
+(default 900), that plus 0.5 s per --max-tokens token in all, bytes and line length from --max-tokens.
 """
 
 
@@ -76,7 +79,18 @@ def run(args) -> int:
         sys.stdout.write(json.dumps(doc) + "\n")
     else:
         sys.stdout.write(format_table(doc["cells"], doc["run"]) + "\n")
-    return 0
+    return 1 if nothing_answered(doc["cells"]) else 0
+
+
+def nothing_answered(cells: list[dict]) -> bool:
+    """A run where every measured request failed (a server that answers nothing usable) is a failed
+    run: one line names the first error, and the exit code is 1."""
+    from backends.core import escaped
+
+    if not cells or any(c.get("errors", 0) < c.get("requests", 0) or not c.get("requests") for c in cells):
+        return False
+    sys.stderr.write(f"ddtune: error: every request failed; the first: {escaped(cells[0].get('first_error') or '?')}\n")
+    return True
 
 
 class ProgressBar:
@@ -136,6 +150,8 @@ def accept_source(acceptance: dict) -> str:
 
 
 def format_table(cells: list[dict], run: dict) -> str:
+    from backends.core import escaped
+
     coding = any(c.get("verdicts") for c in cells)
     head = ["ctx", "prompt", "conc", "req", "err", "tok/s", "stream p50", "TTFT p50/p95/p99 ms",
             "step gap p50/p95/p99 ms", "ITL/token p50/p95/p99 ms", "accept total/mean", "from"] + \
@@ -162,6 +178,14 @@ def format_table(cells: list[dict], run: dict) -> str:
         where = ", ".join(f"ctx {c['context']} c{c['concurrency']}" for c in collapsed)
         lines.append(f"ALARM acceptance_collapse in {where}: <= 1.10 tokens per verify step on a speculative "
                      f"server; the drafter is not helping (wrong draft model, a window that broke drafting?)")
+    for c in cells:  # what went wrong, on one line per cell (server text: escaped, it cannot start a line)
+        where = f"ctx {c['context']} c{c['concurrency']}"
+        if c.get("errors"):
+            first = escaped(c.get("first_error") or "?")
+            lines.append(f"errors in {where}: {c['errors']} of {c['requests']}, the first: {first}")
+        if c.get("dropped"):
+            lines.append(f"dropped in {where}: the server sent numbers that are not counts, left out: "
+                         + escaped(", ".join(c["dropped"])))
     lines.append("")
     release = (run.get("plan") or {}).get("release") or "staggered"
     lines.append("step gap: time between content chunks (one per decode/verify step); ITL/token: each gap / the "

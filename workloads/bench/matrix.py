@@ -160,6 +160,7 @@ def cell_stats(context: int, concurrency: int, results: list[RequestResult], dur
         "alarms": cell_alarms(acceptance),
         "finish_reasons": _count(r.finish_reason or "none" for r in ok),
         "verdicts": summarize(grades) if grades is not None else None,
+        "dropped": list(dict.fromkeys(note for r in results for note in r.dropped))[:8],
     }
 
 
@@ -236,7 +237,8 @@ class BenchRunner:
     async def _measure(self, text: str) -> int:
         result = await self.client.chat([{"role": "user", "content": text}], max_tokens=1)
         if not result.ok or result.prompt_tokens is None:
-            why = result.error or "the response carried no usage.prompt_tokens"
+            dropped = f" (dropped: {', '.join(result.dropped)})" if result.dropped else ""
+            why = result.error or f"the response carried no usable usage.prompt_tokens{dropped}"
             raise ServerError(f"cannot size prompts: {why}", hint="ddtune counts prompt tokens with the server itself")
         return int(result.prompt_tokens)
 

@@ -26,6 +26,7 @@ class RequestResult:
     unreachable: bool = False  # the connection could not be made at all
     itl_tokens: tuple[int, ...] = ()  # tokens that arrived at the end of each gap in itl_s (empty: one each)
     speculative: bool | None = None  # what the client knew of the server: False hides the spec fields
+    dropped: tuple[str, ...] = ()  # numbers the server sent that were not counts ("completion_tokens=-7"), unused
 
     @property
     def verify_steps(self) -> int | None:
@@ -70,4 +71,4 @@ class RequestResult:
                 "started_at": self.started_at, "ttft_s": self.ttft_s, "e2e_s": self.e2e_s,
                 "output_tokens": self.output_tokens, "prompt_tokens": self.prompt_tokens,
                 "spec_verify_ct": self.spec_verify_ct, "spec_accept_length": self.spec_accept_length,
-                "chunks": self.chunks}
+                "chunks": self.chunks, **({"dropped": list(self.dropped)} if self.dropped else {})}

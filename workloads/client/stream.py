@@ -14,8 +14,12 @@ Acceptance is reported only for a server that runs speculative decoding: ``Strea
 (from ``/server_info``'s ``speculative_algorithm``, set by whoever read it) False means every
 request's acceptance is None, whatever spec fields arrive; None (unknown) takes the fields as they come.
 
-What the server sends is untrusted text: every string of a ``RequestResult`` (answer, reasoning,
-finish reason, error) and of ``get_json`` is made plain (``backends.core.plaintext``) here, where it enters.
+What the server sends is untrusted: every string of a ``RequestResult`` (answer, reasoning,
+finish reason, error) and of ``get_json`` is made plain (``backends.core.plaintext``) here, where it
+enters; every answer is read through ``backends.core.answers`` (a stream within the bytes, line length
+and time its ``max_tokens`` allows, a JSON answer within its size and depth), and every count or
+acceptance is used only when it is a finite, non-negative, plausible number (else it is left out and
+named in ``RequestResult.dropped``).
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from backends.core.answers import (ERROR_BYTES, TOKENS_MAX, BadAnswer, StreamLimits, amount, count, fetch, idle_s,
+                                   read_body, shown, sse_lines)
 from backends.core.apikey import auth_headers
 from backends.core.errors import ServerError
 from backends.logs.acceptance import SpecCounters, parse_counters
-from backends.core.plaintext import plain, plain_data
+from backends.core.plaintext import escaped, plain
 from workloads.client.result import RequestResult
 from workloads.client.transport import RELEASE, LeanTransport, WaveRelease
 
@@ -47,6 +53,7 @@ class _Stream:
     wall: float
     on_tokens: TokenCallback | None
     speculative: bool | None = None
+    most: int = TOKENS_MAX  # the most completion tokens the request can bring (most_tokens(max_tokens))
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     text_so_far: str = ""
@@ -65,6 +72,19 @@ class _Stream:
     error: str | None = None
     done: bool = False
     separated: bool = False
+    dropped: list[str] = field(default_factory=list)  # numbers the server sent that ddtune would not use
+
+    def checked(self, name: str, value, ceiling: int = TOKENS_MAX) -> int | None:
+        """``value`` as a count from 0 to ``ceiling``; None, with a note, when it is not one."""
+        return self.kept(name, value, count(value, ceiling))
+
+    def kept(self, name: str, value, ok):
+        """``ok`` (what a check made of ``value``); when it is None but ``value`` was not, the note."""
+        if ok is None and value is not None and len(self.dropped) < 8:
+            note = f"{name}={shown(value)}"
+            if note not in self.dropped:
+                self.dropped.append(note)
+        return ok
 
     def mark_token_chunk(self, t: float, total: int | None) -> None:
         """A chunk that brought tokens, at ``t``; ``total``: the cumulative count it carried, if any."""
@@ -82,7 +102,7 @@ class _Stream:
         (the last resort: a chunk may carry several tokens under speculation, so it is "approx")."""
         if self.on_tokens is None:
             return
-        new = (total - self.counted) if total is not None else fallback
+        new = min((total - self.counted) if total is not None else fallback, self.most - self.counted)
         if new > 0:
             self.counted += new
             self.on_tokens(new, exact and total is not None)
@@ -90,16 +110,18 @@ class _Stream:
     def spec(self, details: dict | None) -> None:
         if not isinstance(details, dict):
             return
-        if details.get("spec_verify_ct") is not None:
-            self.verify_ct = int(details["spec_verify_ct"])
-        if details.get("spec_accept_length") is not None:
-            self.accept_len = float(details["spec_accept_length"])
+        verify_ct = self.checked("spec_verify_ct", details.get("spec_verify_ct"))
+        if verify_ct is not None:
+            self.verify_ct = verify_ct
+        accept_len = details.get("spec_accept_length")
+        accept_len = self.kept("spec_accept_length", accept_len, amount(accept_len))
+        if accept_len is not None:
+            self.accept_len = accept_len
 
     def feed_chat(self, obj: dict, t: float) -> None:
         self.chunks += 1
         if "error" in obj or obj.get("object") == "error":
-            err = obj.get("error") or obj
-            self.error = f"server error mid-stream: {err.get('message', err) if isinstance(err, dict) else err}"
+            self.error = _server_error(obj.get("error") or obj)
             return
         produced = False
         choices = obj.get("choices")
@@ -108,24 +130,32 @@ class _Stream:
             delta = choice.get("delta")
             if delta:
                 text = delta.get("content")
-                if text:
+                if text and type(text) is str:
                     self.content.append(text)
                     produced = True
                 text = delta.get("reasoning_content")
-                if text:
+                if text and type(text) is str:
                     self.reasoning.append(text)
                     self.separated = produced = True
             reason = choice.get("finish_reason")
-            if reason:
+            if reason and type(reason) is str:
                 self.finish_reason = reason
                 if reason == "abort":
                     self.error = "request aborted by the server"
         usage = obj.get("usage")
         total = None
         if usage:
-            self.prompt_tokens = usage.get("prompt_tokens", self.prompt_tokens)
-            if usage.get("completion_tokens") is not None:
-                total = self.completion_tokens = int(usage["completion_tokens"])
+            # a count is an int in range (the common case, checked inline on this hot path), else checked()
+            prompt = usage.get("prompt_tokens")
+            if not (type(prompt) is int and 0 <= prompt <= TOKENS_MAX):
+                prompt = self.checked("prompt_tokens", prompt)
+            if prompt is not None:
+                self.prompt_tokens = prompt
+            total = usage.get("completion_tokens")
+            if not (type(total) is int and 0 <= total <= self.most):
+                total = self.checked("completion_tokens", total, self.most)
+            if total is not None:
+                self.completion_tokens = total
         if produced:
             self.mark_token_chunk(t, total)
         sglext = obj.get("sglext")
@@ -137,10 +167,11 @@ class _Stream:
     def feed_generate(self, obj: dict, t: float) -> None:
         self.chunks += 1
         if obj.get("error"):
-            err = obj["error"]
-            self.error = f"server error mid-stream: {err.get('message', err) if isinstance(err, dict) else err}"
+            self.error = _server_error(obj["error"])
             return
         text = obj.get("text") or ""
+        if type(text) is not str:
+            raise TypeError(f"text is a {type(text).__name__}")
         # /generate streams the whole text so far; tolerate servers that send increments.
         if text.startswith(self.text_so_far):
             piece = text[len(self.text_so_far):]
@@ -149,22 +180,22 @@ class _Stream:
             piece = text
             self.text_so_far += text
         meta = obj.get("meta_info") or {}
-        total = meta.get("completion_tokens")
+        total = self.checked("completion_tokens", meta.get("completion_tokens"), self.most)
         grew = total is not None and total > (self.completion_tokens or 0)
-        if total is not None:
-            total = int(total)
         if piece or grew:
             self.mark_token_chunk(t, total)
         if total is not None:
             self.completion_tokens = total
-        if meta.get("prompt_tokens") is not None:
-            self.prompt_tokens = int(meta["prompt_tokens"])
+        prompt = self.checked("prompt_tokens", meta.get("prompt_tokens"))
+        if prompt is not None:
+            self.prompt_tokens = prompt
         fr = meta.get("finish_reason")
         if fr:
-            self.finish_reason = fr.get("type") if isinstance(fr, dict) else str(fr)
+            kind = fr.get("type") if isinstance(fr, dict) else fr
+            self.finish_reason = kind if type(kind) is str else "unknown"
             if self.finish_reason == "abort":
                 msg = fr.get("message") if isinstance(fr, dict) else None
-                self.error = f"request aborted by the server{': ' + msg if msg else ''}"
+                self.error = f"request aborted by the server{': ' + _short(msg) if type(msg) is str else ''}"
         self.spec(meta)
         self.count(self.completion_tokens, 1 if piece else 0)
 
@@ -175,11 +206,11 @@ class _Stream:
             error = "the stream ended before the response finished (server closed the connection)"
         tokens = self.completion_tokens
         if tokens is None:  # no usage block: count the chunks that carried tokens
-            tokens = len(self.itl) + (self.first is not None)
+            tokens = min(len(self.itl) + (self.first is not None), self.most)
         self.count(tokens, 0, exact=self.completion_tokens is not None)
         content = "".join(self.content) if self.endpoint == "chat" else self.text_so_far
         return RequestResult(
-            ok=error is None, error=None if error is None else plain(error), endpoint=self.endpoint,
+            ok=error is None, error=None if error is None else escaped(plain(error)), endpoint=self.endpoint,
             started_at=self.wall,
             ttft_s=None if self.first is None else self.first - self.t0, itl_s=tuple(self.itl),
             e2e_s=end - self.t0, output_tokens=tokens, prompt_tokens=self.prompt_tokens,
@@ -187,9 +218,10 @@ class _Stream:
             spec_verify_ct=self.verify_ct, spec_accept_length=self.accept_len,
             content=plain(content), reasoning_content=plain("".join(self.reasoning)) if self.separated else None,
             chunks=self.chunks, unreachable=unreachable, itl_tokens=tuple(self.itl_tokens),
-            speculative=self.speculative)
+            speculative=self.speculative, dropped=tuple(self.dropped))
 
 
+JSON_IDLE_S = 30.0  # a JSON answer comes whole at once: this long without a byte is a server that hangs
 KEY_HINT = ("the server wants an API key: pass --api-key, or set DDTUNE_API_KEY (ddtune uses the --api-key "
             "of a server it launched by itself)")
 
@@ -201,6 +233,7 @@ class StreamingClient:
                  request_timeout_s: float = 900.0, connect_timeout_s: float = 10.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key  # kept so run records can redact it from what the server reports
+        self._idle_s = request_timeout_s = idle_s(request_timeout_s)  # DDTUNE_IDLE_S overrides it
         self._transport = LeanTransport(concurrency, connect_timeout_s, request_timeout_s)
         self._http = httpx.AsyncClient(
             base_url=self.base_url, headers=auth_headers(api_key),
@@ -225,19 +258,29 @@ class StreamingClient:
         """Have ``n`` connections open and idle (see ``LeanTransport.warm``); how many are."""
         return await self._transport.warm(httpx.URL(self.base_url), n)
 
-    async def get_json(self, path: str) -> dict:
+    async def get_json(self, path: str, dropped: list[str] | None = None) -> dict:
+        """A JSON object the server answers at ``path``, read within bounds (``backends.core.answers``):
+        its strings plain and on one line, numbers out of range dropped (noted in ``dropped``)."""
         try:
-            resp = await self._http.get(path)
+            answer = await fetch(self._http, "GET", path, idle=JSON_IDLE_S)
+        except BadAnswer as exc:
+            raise ServerError(f"{self.base_url}{path}: {_describe(exc)}",
+                              hint="is it an SGLang server? check --url") from exc
         except httpx.HTTPError as exc:
             raise ServerError(f"cannot reach {self.base_url}{path}: {_describe(exc)}",
                               hint="is the server up? check --url or 'ddtune status'") from exc
-        if resp.status_code != 200:
-            hint = KEY_HINT if resp.status_code in (401, 403) else None
-            raise ServerError(f"{self.base_url}{path} answered HTTP {resp.status_code}: {_short(resp.text)}", hint=hint)
+        if answer.status != 200:
+            hint = KEY_HINT if answer.status in (401, 403) else None
+            raise ServerError(f"{self.base_url}{path} answered HTTP {answer.status}: {_short(answer.text)}", hint=hint)
         try:
-            return plain_data(resp.json())
-        except ValueError as exc:
-            raise ServerError(f"{self.base_url}{path} did not answer JSON") from exc
+            doc = answer.json(one_line=True)
+        except BadAnswer as exc:
+            raise ServerError(f"{self.base_url}{path}: {_describe(exc)}") from exc
+        if not isinstance(doc, dict):
+            raise ServerError(f"{self.base_url}{path} did not answer a JSON object")
+        if dropped is not None:
+            dropped.extend(answer.dropped)
+        return doc
 
     async def spec_counters(self) -> SpecCounters | None:
         """The server's generation and verify-call counters from ``/metrics`` (``--enable-metrics``);
@@ -245,11 +288,11 @@ class StreamingClient:
         if self.metrics is False:
             return None
         try:
-            resp = await self._http.get("/metrics")
+            answer = await fetch(self._http, "GET", "/metrics", idle=JSON_IDLE_S)
         except httpx.HTTPError:
             return None
-        counters = parse_counters(resp.text) if resp.status_code == 200 else None
-        if counters is None and resp.status_code in (200, 404):
+        counters = parse_counters(answer.text) if answer.status == 200 else None
+        if counters is None and answer.status in (200, 404):
             self.metrics = False
         elif counters is not None:
             self.metrics = True
@@ -260,7 +303,8 @@ class StreamingClient:
         if self._model is None:
             try:
                 data = (await self.get_json("/v1/models")).get("data") or []
-                self._model = data[0]["id"] if data else "default"
+                model = data[0]["id"] if data else "default"
+                self._model = model if isinstance(model, str) else "default"
             except (ServerError, KeyError, TypeError, IndexError):
                 self._model = "default"
         return self._model
@@ -276,17 +320,19 @@ class StreamingClient:
                 "return_spec_tokens_details": True}
         if extra:
             body.update(extra)
-        return await self._stream("/v1/chat/completions", body, "chat", on_tokens, release)
+        return await self._stream("/v1/chat/completions", body, "chat", max_tokens, on_tokens, release)
 
     async def generate(self, text: str, *, max_tokens: int, temperature: float = 0.0,
                        sampling: dict | None = None, on_tokens: TokenCallback | None = None) -> RequestResult:
         params = {"max_new_tokens": max_tokens, "temperature": temperature, **(sampling or {})}
         body = {"text": text, "sampling_params": params, "stream": True}
-        return await self._stream("/generate", body, "generate", on_tokens)
+        return await self._stream("/generate", body, "generate", max_tokens, on_tokens)
 
-    async def _stream(self, path: str, body: dict, endpoint: str, on_tokens: TokenCallback | None,
+    async def _stream(self, path: str, body: dict, endpoint: str, max_tokens: int, on_tokens: TokenCallback | None,
                       release: WaveRelease | None = None) -> RequestResult:
-        st = _Stream(endpoint, time.perf_counter(), time.time(), on_tokens, self.speculative)
+        """One streamed answer, read within the bounds its ``max_tokens`` allows (``StreamLimits``)."""
+        st = _Stream(endpoint, time.perf_counter(), time.time(), on_tokens, self.speculative, most_tokens(max_tokens))
+        limits = StreamLimits.for_tokens(max_tokens, self._idle_s, cumulative=endpoint == "generate")
         feed = st.feed_chat if endpoint == "chat" else st.feed_generate
         answered = False
         ticket = release.ticket() if release is not None else None
@@ -297,17 +343,11 @@ class StreamingClient:
                 if ticket is not None and release is not None and release.released_at is not None:
                     st.t0, st.wall = release.released_at  # the request left when its wave did
                 if resp.status_code != 200:
-                    text = (await resp.aread()).decode("utf-8", "replace")
+                    text = (await read_body(resp, ERROR_BYTES)).decode("utf-8", "replace")
                     return st.result(f"HTTP {resp.status_code} from {path}: {_short(text)}")
-                buf = b""
-                async for piece in resp.aiter_raw():
+                async for lines in sse_lines(resp, limits):
                     if st.done:
                         continue  # drain to the end of the body so the connection can be reused
-                    buf += piece
-                    if b"\n" not in piece:
-                        continue
-                    lines = buf.split(b"\n")
-                    buf = lines.pop()
                     now = time.perf_counter()
                     for line in lines:
                         if line[:5] != b"data:":
@@ -318,14 +358,18 @@ class StreamingClient:
                             break
                         try:
                             feed(_decode(data.decode()), now)
-                        except (ValueError, AttributeError, TypeError) as exc:
-                            return st.result(f"unreadable stream data from {path}: {exc}")
+                        except (ValueError, AttributeError, TypeError, LookupError) as exc:
+                            return st.result(f"unreadable stream data from {path}: {_short(str(exc))}")
+                        except RecursionError:
+                            return st.result(f"unreadable stream data from {path}: JSON nested too deep")
                         if st.error:
                             return st.result()
+        except BadAnswer as exc:  # too large, a line too long, bad framing: the answer is not used
+            return st.result() if st.done else st.result(f"unusable answer from {path}: {_describe(exc)}")
         except httpx.ConnectError as exc:
             return st.result(f"cannot connect to {self.base_url}: {_describe(exc)}", unreachable=True)
         except httpx.TimeoutException as exc:
-            return st.result(f"timed out waiting for {path}: {_describe(exc)}")
+            return st.result() if st.done else st.result(f"timed out waiting for {path}: {_describe(exc)}")
         except httpx.HTTPError as exc:
             # Dropped before any response (a dying server still accepting for a moment) counts as unreachable.
             return st.result(f"connection lost during {path}: {_describe(exc)}", unreachable=not answered)
@@ -333,6 +377,18 @@ class StreamingClient:
             if ticket is not None:
                 ticket.drop()  # never reached the gate (no connection): do not hold the wave back
         return st.result()
+
+
+def most_tokens(max_tokens: int) -> int:
+    """The most completion tokens a request for ``max_tokens`` may report: a server stops at what it
+    was asked for; twice that and a draft block is beyond any overshoot of a speculative last step."""
+    return 2 * max(1, max_tokens) + 64
+
+
+def _server_error(err) -> str:
+    """The server's own error, on one line and short (its message when it sent one as text)."""
+    message = err.get("message") if isinstance(err, dict) else err
+    return f"server error mid-stream: {_short(message) if type(message) is str else 'no message'}"
 
 
 def _short(text: str, limit: int = 300) -> str:

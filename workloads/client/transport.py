@@ -4,7 +4,10 @@ httpx's default transport parses the body with h11 one HTTP chunk at a time; an 
 chunk per event, so at 64 streams the parser, not the network, bounds the client. This transport
 reads whatever the socket has (up to 64 KiB), strips the chunked framing from the whole buffer at
 once and hands httpx one block per read. Connections are kept alive and pooled, at most ``limit``
-open. https URLs go to httpx's own transport. Errors are httpx's exception types.
+open. https URLs go to httpx's own transport. Errors are httpx's exception types: an answer framed
+wrongly (a Content-Length that is not a number, a chunk size that is not one, a size line or trailer
+that never ends) is a ``BadAnswer`` (``backends.core.answers``, an ``httpx.DecodingError``), never a
+ValueError; chunk data is handed on as it arrives, so a chunk that says it is huge costs only what is sent.
 
 A request may carry a ``WaveRelease`` ticket (extension ``"ddtune.release"``): it then waits at that
 barrier with its connection open and its bytes ready, and leaves when every request of its wave
@@ -13,14 +16,16 @@ has arrived there (or dropped out), so a whole wave reaches the server within a 
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 import asyncio
 import time
 
 import httpx
 
+from backends.core.answers import BadAnswer
+from backends.core.plaintext import plain
+
 _READ = 65536
+_SIZE_LINE = 4096  # a chunk-size line with its extensions: longer is not HTTP
 RELEASE = "ddtune.release"  # the request extension that carries a WaveRelease ticket
 
 
@@ -104,11 +109,11 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 # A kept-alive connection the server had already closed: retry once on a fresh one.
                 conn, _ = await self._open(request)
                 head = await self._exchange(conn, request, body)
+            status, headers, rest = head
+            stream = _Body(self, conn, headers, rest, self._read_timeout)
         except BaseException:
             self._slots.release()
             raise
-        status, headers, rest = head
-        stream = _Body(self, conn, headers, rest, self._read_timeout)
         return httpx.Response(status, headers=headers, stream=stream, request=request,
                               extensions={"http_version": b"HTTP/1.1"})
 
@@ -156,9 +161,11 @@ class LeanTransport(httpx.AsyncBaseTransport):
         head = raw.decode("latin-1").split("\r\n")
         try:
             status = int(head[0].split(" ", 2)[1])
+            if not 100 <= status <= 599:
+                raise ValueError(status)
         except (IndexError, ValueError) as exc:
             conn.close()
-            raise httpx.RemoteProtocolError(f"bad status line {head[0]!r}") from exc
+            raise httpx.RemoteProtocolError(f"bad status line {plain(head[0][:80])!r}") from exc
         headers = [tuple(h.split(":", 1)) for h in head[1:] if ":" in h]
         return status, [(k.strip(), v.strip()) for k, v in headers], b""
 
@@ -192,12 +199,32 @@ class LeanTransport(httpx.AsyncBaseTransport):
         await self._fallback.aclose()
 
 
+def _content_length(value: str | None) -> int | None:
+    """Content-Length as a number of bytes; a value that is not one is bad framing, not a crash."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value.isdigit() or len(value) > 19 or not value.isascii():
+        raise BadAnswer(f"bad Content-Length {plain(value[:40])!r} in the response")
+    return int(value)
+
+
+def _chunk_size(line: bytes) -> int:
+    digits = line.split(b";", 1)[0].strip()
+    try:
+        if len(digits) <= 16:
+            return int(digits, 16)
+    except ValueError:
+        pass
+    raise BadAnswer(f"bad chunk size {digits[:40]!r} in the response body")
+
+
 class _Body(httpx.AsyncByteStream):
     def __init__(self, transport: LeanTransport, conn: _Conn, headers: list, rest: bytes, timeout: float) -> None:
         self.t, self.conn, self.timeout = transport, conn, timeout
         lower = {k.lower(): v.lower() for k, v in headers}
         self.chunked = "chunked" in lower.get("transfer-encoding", "")
-        self.length = int(lower["content-length"]) if "content-length" in lower and not self.chunked else None
+        self.length = None if self.chunked else _content_length(lower.get("content-length"))
         self.keep = lower.get("connection") != "close" and (self.chunked or self.length is not None)
         self.complete = False
         self.released = False
@@ -221,6 +248,8 @@ class _Body(httpx.AsyncByteStream):
                 data = await self._read()
                 if not data:
                     raise httpx.RemoteProtocolError("the server closed the connection mid-body")
+                if len(data) > left:  # more than it announced: the connection is not reusable
+                    data, self.keep = data[:left], False
                 left -= len(data)
                 yield data
             self.complete = True
@@ -230,8 +259,10 @@ class _Body(httpx.AsyncByteStream):
             self.complete = True
 
     async def _chunked(self):
+        """Chunk data as it arrives, a chunk's part at a time: a chunk that says it is huge costs
+        what it sends, and a size line that never ends is refused at ``_SIZE_LINE`` bytes."""
         buf = b""
-        need = -1  # bytes of chunk data still expected; -1 means a size line comes next
+        need = -1  # chunk data bytes still expected; 0: the CRLF after the data; -1: a size line comes next
         final = False  # the zero-size chunk was seen; waiting for the end of the trailer
         while True:
             data = await self._read()
@@ -240,32 +271,42 @@ class _Body(httpx.AsyncByteStream):
                     break
                 raise httpx.RemoteProtocolError("peer closed connection without sending complete message body "
                                                 "(incomplete chunked read)")
-            buf += data
+            buf = buf + data if buf else data
+            end = len(buf)
             out = []
             pos = 0
             while not final:
                 if need < 0:
                     eol = buf.find(b"\r\n", pos)
                     if eol < 0:
+                        if end - pos > _SIZE_LINE:
+                            raise BadAnswer("a chunk-size line without an end in the response body")
                         break
-                    try:
-                        need = int(buf[pos:eol].split(b";", 1)[0], 16)
-                    except ValueError as exc:
-                        raise httpx.RemoteProtocolError("bad chunk size in the response body") from exc
+                    need = _chunk_size(buf[pos:eol])
                     pos = eol + 2
                     if need == 0:
                         final = True
                         break
-                if len(buf) - pos < need + 2:
+                if need > 0:
+                    take = min(need, end - pos)
+                    if take <= 0:
+                        break
+                    out.append(buf[pos:pos + take])
+                    pos += take
+                    need -= take
+                    if need:
+                        break
+                if end - pos < 2:
                     break
-                out.append(buf[pos:pos + need])
-                pos += need + 2
+                pos += 2  # the CRLF after the chunk's data
                 need = -1
             buf = buf[pos:]
             if out:
                 yield b"".join(out)
             if final and (buf.startswith(b"\r\n") or b"\r\n\r\n" in buf):
                 break
+            if final and len(buf) > _SIZE_LINE:
+                raise BadAnswer("a trailer without an end in the response body")
         self.complete = True
 
     async def aclose(self) -> None:

@@ -22,10 +22,12 @@ import httpx
 from backends.core.apikey import auth_headers
 from backends.core.datafile import loads, read_text
 from backends.core.errors import ConfigError, ServerError, UsageError
-from backends.core.plaintext import plain, plain_data
+from backends.core.answers import BadAnswer, fetch
+from backends.core.plaintext import plain
 from backends.core.writes import write_atomic
 from workloads.grading.problems import Problem
 
+GENERATE_IDLE_S = 600.0  # a greedy /generate answers once it has generated: that long without a byte at most
 KIND = "ddtune-lossless-baseline"
 FORMAT = 1
 RECORD_HINT = ("record one against the server with speculation off: "
@@ -84,36 +86,39 @@ async def server_identity(http: httpx.AsyncClient) -> dict:
 
 async def _get(http: httpx.AsyncClient, path: str, required: bool) -> dict | None:
     try:
-        resp = await http.get(path)
+        answer = await fetch(http, "GET", path, idle=30.0)
     except httpx.HTTPError as exc:
         raise ServerError(f"cannot reach {http.base_url}{path}: {exc.__class__.__name__}: {exc}",
                           hint="is the server up? check --url or 'ddtune status'") from exc
-    if resp.status_code != 200:
+    if answer.status != 200:
         if not required:
             return None
-        raise ServerError(f"{http.base_url}{path} answered HTTP {resp.status_code}",
-                          hint="check --api-key" if resp.status_code in (401, 403) else None)
+        raise ServerError(f"{http.base_url}{path} answered HTTP {answer.status}",
+                          hint="check --api-key" if answer.status in (401, 403) else None)
     try:
-        return plain_data(resp.json())  # the server's text, untrusted: made plain where it enters
-    except ValueError:
+        doc = answer.json(one_line=True)  # the server's text, untrusted: bounded and made plain where it enters
+    except BadAnswer:
         return None
+    return doc if isinstance(doc, dict) else None
 
 
 async def generate(http: httpx.AsyncClient, pid: str, text: str, max_tokens: int) -> tuple[Output, str]:
     """One greedy generation, not streamed; the output and its unit."""
     body = {"text": text, "sampling_params": {"temperature": 0, "max_new_tokens": max_tokens}}
     try:
-        resp = await http.post("/generate", json=body)
+        answer = await fetch(http, "POST", "/generate", json=body, idle=GENERATE_IDLE_S)
+    except BadAnswer as exc:
+        raise ServerError(f"prompt {pid}: /generate: {exc}") from None
     except httpx.HTTPError as exc:
         raise ServerError(f"prompt {pid}: cannot reach {http.base_url}/generate: {exc.__class__.__name__}",
                           hint="is the server up? 'ddtune status'") from exc
-    if resp.status_code != 200:
-        raise ServerError(f"prompt {pid}: /generate answered HTTP {resp.status_code}: "
-                          f"{plain(resp.text[:200], one_line=True)}",
-                          hint="check --api-key" if resp.status_code in (401, 403) else None)
+    if answer.status != 200:
+        raise ServerError(f"prompt {pid}: /generate answered HTTP {answer.status}: "
+                          f"{plain(answer.text[:200], one_line=True)}",
+                          hint="check --api-key" if answer.status in (401, 403) else None)
     try:
-        doc = plain_data(resp.json())
-    except ValueError:
+        doc = answer.json()
+    except BadAnswer:
         raise ServerError(f"prompt {pid}: /generate did not answer JSON") from None
     if isinstance(doc, list):  # a server that answers a single prompt as a batch of one
         doc = doc[0] if doc else {}
@@ -133,7 +138,7 @@ async def record_outputs(url: str, api_key: str | None, items: list[tuple[str, s
     in ("words" as soon as one output came without ids). ``admit(identity)`` runs before the first
     prompt is sent and may raise to stop there."""
     async with httpx.AsyncClient(base_url=url, headers=auth_headers(api_key),
-                                 timeout=httpx.Timeout(600.0, connect=10.0)) as http:
+                                 timeout=httpx.Timeout(GENERATE_IDLE_S, connect=10.0)) as http:
         ident = await server_identity(http)
         if admit is not None:
             admit(ident)

@@ -56,8 +56,9 @@ async def server_provenance(client) -> dict:
     Redacted: /server_info repeats the server's ``api_key`` (and a launch command may carry it)."""
     info: dict | None
     error = None
+    dropped: list[str] = []
     try:
-        info = await client.get_json("/server_info")
+        info = await client.get_json("/server_info", dropped)
     except ServerError as exc:
         info, error = None, exc.message
     if info is not None and hasattr(client, "speculative"):
@@ -72,6 +73,7 @@ async def server_provenance(client) -> dict:
         "knobs": knobs,
         "server_info": info,
         "server_info_error": error,
+        **({"server_info_dropped": dropped} if dropped else {}),  # numbers out of range, left out (null)
         "state": state,
     }, [getattr(client, "api_key", None), api_key()])
 
