@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import httpx
 
 from backends.core.apikey import auth_headers
-from backends.core.plaintext import plain, plain_data
+from backends.core.plaintext import plain
+from backends.launch.dialect import SGLANG, Dialect
 from backends.launch.process import port_owner, tree_pids
 
 PROBE_PROMPT = "Hello"
@@ -55,22 +56,16 @@ def owner_check(port: int, expected_pid: int | None) -> ProbeResult | None:
     return None
 
 
-async def generate_one_token(client: httpx.AsyncClient, base_url: str, timeout: float = 30.0) -> int:
-    """POST /generate with max_new_tokens=1; returns the number of tokens generated (0 if none)."""
-    resp = await client.post(f"{base_url}/generate", timeout=timeout, json={
-        "text": PROBE_PROMPT, "sampling_params": {"max_new_tokens": 1, "temperature": 0},
-    })
+async def generate_one_token(client: httpx.AsyncClient, base_url: str, timeout: float = 30.0,
+                             dialect: Dialect = SGLANG) -> int:
+    """One 1-token generation in the server's dialect (SGLang: POST /generate with max_new_tokens=1;
+    llama.cpp: POST /completion with n_predict=1); returns the tokens generated (0 if none)."""
+    path = dialect.generate_path
+    resp = await client.post(f"{base_url}{path}", timeout=timeout, json=dialect.generate_body(PROBE_PROMPT, 1))
     if resp.status_code != 200:
-        raise httpx.HTTPStatusError(f"/generate returned HTTP {resp.status_code}", request=resp.request,
+        raise httpx.HTTPStatusError(f"{path} returned HTTP {resp.status_code}", request=resp.request,
                                     response=resp)
-    body = resp.json()
-    if isinstance(body, list):
-        body = body[0] if body else {}
-    meta = body.get("meta_info") or {}
-    tokens = meta.get("completion_tokens")
-    if isinstance(tokens, int):
-        return tokens
-    return 1 if body.get("text") else 0
+    return dialect.tokens(resp.json())
 
 
 class ReadinessProbe:
@@ -79,8 +74,10 @@ class ReadinessProbe:
     ``probe()`` never runs more often than ``min_interval``: a call that comes sooner waits."""
 
     def __init__(self, base_url: str, port: int | None, expected_pid: int | None,
-                 min_interval: float = 1.0, check_owner: bool = True, api_key: str | None = None) -> None:
+                 min_interval: float = 1.0, check_owner: bool = True, api_key: str | None = None,
+                 dialect: Dialect = SGLANG) -> None:
         self.base_url = base_url.rstrip("/")
+        self.dialect = dialect
         self.port = port
         self.expected_pid = expected_pid
         self.min_interval = min_interval
@@ -111,7 +108,7 @@ class ReadinessProbe:
         client = self._client or httpx.AsyncClient(trust_env=False, headers=self._headers)
         try:
             self.generations += 1
-            tokens = await generate_one_token(client, self.base_url)
+            tokens = await generate_one_token(client, self.base_url, dialect=self.dialect)
         except httpx.ConnectError as exc:
             return ProbeResult(False, connect_failure(self.base_url, exc), owner_pid=self.expected_pid,
                                unreachable=True)
@@ -119,22 +116,23 @@ class ReadinessProbe:
             return ProbeResult(False, f"no answer from {self.base_url} (connecting timed out)",
                                owner_pid=self.expected_pid, unreachable=True)
         except (httpx.HTTPError, ValueError) as exc:
-            return ProbeResult(False, f"1-token /generate failed: {plain(str(exc), one_line=True)}",
+            return ProbeResult(False, f"1-token {self.dialect.generate_path} failed: {plain(str(exc), one_line=True)}",
                                owner_pid=self.expected_pid)
         finally:
             if client is not self._client:
                 await client.aclose()
         if tokens < 1:
-            return ProbeResult(False, "1-token /generate returned no tokens", owner_pid=self.expected_pid)
+            return ProbeResult(False, f"1-token {self.dialect.generate_path} returned no tokens",
+                               owner_pid=self.expected_pid)
         return ProbeResult(True, f"pid {self.expected_pid} owns port {self.port} and generated {tokens} token(s)"
                            if self.expected_pid else f"{self.base_url} generated {tokens} token(s)",
                            owner_pid=self.expected_pid, generated=tokens)
 
 
-async def fetch_server_info(url: str, api_key: str | None = None) -> dict | None:
+async def fetch_server_info(url: str, api_key: str | None = None, dialect: Dialect = SGLANG) -> dict | None:
+    """The server's account of itself (SGLang's ``/server_info``; llama.cpp's ``/props`` in its keys)."""
     try:
         async with httpx.AsyncClient(trust_env=False, headers=auth_headers(api_key)) as client:
-            resp = await client.get(f"{url}/server_info", timeout=5.0)
-        return plain_data(resp.json()) if resp.status_code == 200 else None  # untrusted: made plain here
+            return await dialect.fetch_info(client, url)
     except (httpx.HTTPError, ValueError):
         return None

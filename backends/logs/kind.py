@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from backends.logs.events import (
     AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DecodeBatch, DraftCudaGraphDisabled,
     DraftRunner, DraftRunnerReady, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
-    GraphCaptureSizes, HttpRequest, KvCache, LogEvent, MaxTotalTokens, MemoryPoolEnd, PrefillBatch,
-    ServerArgs, ServerReady, ServerStarted, ShardProgress, StartupTimings, UvicornRunning,
-    WeightLoadBegin, WeightLoadEnd,
+    GraphCaptureSizes, HttpRequest, KvCache, LlamaDraftAcceptance, LlamaDraftBlock, LlamaDraftClamp,
+    LlamaDraftParams, LlamaEvalTime, LlamaFitNotice, LlamaListening, LlamaModelLoaded, LlamaModelLoading, LlamaSlots,
+    LlamaSpecImpl, LlamaThreads, LogEvent, MaxTotalTokens, MemoryPoolEnd, PrefillBatch, ServerArgs, ServerReady,
+    ServerStarted, ShardProgress, StartupTimings, UvicornRunning, WeightLoadBegin, WeightLoadEnd,
 )
 from backends.logs.parse import parse_line
 
@@ -40,12 +41,18 @@ _BY_EVENT: dict[type, str] = {
     StartupTimings: "phase", ServerStarted: "phase", AppStartupComplete: "phase",
     UvicornRunning: "phase", ServerReady: "phase",
     ServerArgs: "info",
+    LlamaSpecImpl: "draft", LlamaDraftParams: "draft", LlamaDraftBlock: "draft", LlamaDraftClamp: "draft",
+    LlamaDraftAcceptance: "decode", LlamaEvalTime: "decode",
+    LlamaModelLoading: "phase", LlamaModelLoaded: "phase", LlamaSlots: "phase", LlamaThreads: "phase",
+    LlamaListening: "phase",
+    LlamaFitNotice: "info",  # an E line of llama.cpp's memory fitting: "this warning is normal"
 }
 # the fallback looks only this far into a line: levels and frames sit at the start, after at most
 # a log collector's prefix (docker/kubectl/journald timestamps, a compose tag: up to ~64 characters)
 _HEAD = 160 + 64
 _LEVEL = re.compile(r"(?:^|[\s\]|])(CRITICAL|FATAL|ERROR|WARNING|WARN)(?=[:\s]|$)")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|\bFile \"[^\"]*\", line \d+")
+_LLAMA_LEVEL = re.compile(r"(?:\d+\.\d\d\.\d\d\d\.\d\d\d )?([EW]) \S")  # llama.cpp: E error, W warning
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +77,9 @@ def classify(text: str, event: LogEvent | None) -> str:
         if kind is not None:
             return kind
     head = text[:_HEAD]
+    llama = _LLAMA_LEVEL.match(head.lstrip())
+    if llama is not None:
+        return "error" if llama.group(1) == "E" else "warning"
     level = _LEVEL.search(head)
     if level is not None:
         return "warning" if level.group(1).startswith("WARN") else "error"
