@@ -67,7 +67,7 @@ def print_report(report) -> None:
     import sys
 
     out = sys.stdout
-    version = f" (SGLang {report.version})" if report.version else ""
+    version = f" ({report.engine} {report.version})" if report.version else ""
     out.write(f"ddtune selftest: {report.backend}{version}\n")
     for aside in report.set_aside:
         out.write(f"  set aside: {' '.join(aside['args'])}: {aside['why']}\n")
