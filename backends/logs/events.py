@@ -61,6 +61,9 @@ def ts_seconds(ts: str | None) -> float | None:
     if not ts:
         return None
     try:
+        if ts.count(".") == 3 and ":" not in ts:  # llama.cpp: minutes.seconds.milliseconds.microseconds
+            mn, ss, ms, us = ts.split(".")
+            return int(mn) * 60 + int(ss) + int(ms) / 1e3 + int(us) / 1e6
         if len(ts) >= 19 and ts[4] == "-":
             return datetime.fromisoformat(ts.replace(",", ".")).timestamp()
         hh, mm, ss = ts.split(":")
@@ -291,7 +294,11 @@ class Fatal(LogEvent):
 # --- llama.cpp's llama-server (backends.logs.llamacpp) --------------------------------------
 
 @dataclass(frozen=True)
-class LlamaModelLoading(LogEvent):
+class LlamaEvent(LogEvent):
+    """A fact of a llama-server log (every event below is one)."""
+
+@dataclass(frozen=True)
+class LlamaModelLoading(LlamaEvent):
     """``load_model: loading model 'PATH'`` (the target) or ``loading draft model 'PATH'``."""
 
     path: str
@@ -299,12 +306,12 @@ class LlamaModelLoading(LogEvent):
 
 
 @dataclass(frozen=True)
-class LlamaModelLoaded(LogEvent):
+class LlamaModelLoaded(LlamaEvent):
     """``init: model loaded`` (``main: model loaded`` on older builds)."""
 
 
 @dataclass(frozen=True)
-class LlamaSlots(LogEvent):
+class LlamaSlots(LlamaEvent):
     """``load_model: initializing, n_slots = 2, n_ctx_slot = 2048``: the server's slots."""
 
     n_slots: int | None
@@ -314,14 +321,14 @@ class LlamaSlots(LogEvent):
 
 
 @dataclass(frozen=True)
-class LlamaThreads(LogEvent):
+class LlamaThreads(LlamaEvent):
     n_threads: int | None
 
     LINE_FIELDS: ClassVar[Mapping[str, str]] = {"n_threads": "n_threads"}
 
 
 @dataclass(frozen=True)
-class LlamaSpecImpl(LogEvent):
+class LlamaSpecImpl(LlamaEvent):
     """``adding speculative implementation 'draft-dflash'``."""
 
     kind: str
@@ -330,7 +337,7 @@ class LlamaSpecImpl(LogEvent):
 
 
 @dataclass(frozen=True)
-class LlamaDraftParams(LogEvent):
+class LlamaDraftParams(LlamaEvent):
     """``- n_max=16, n_min=0, p_min=0.00``: the draft settings as requested (before any clamp)."""
 
     n_max: int | None
@@ -341,7 +348,7 @@ class LlamaDraftParams(LogEvent):
 
 
 @dataclass(frozen=True)
-class LlamaDraftBlock(LogEvent):
+class LlamaDraftBlock(LlamaEvent):
     """``- block_size=16, mask_token_id=271, n_extract=2, ...``: the DFlash draft's trained block."""
 
     block_size: int | None
@@ -352,7 +359,7 @@ class LlamaDraftBlock(LogEvent):
 
 
 @dataclass(frozen=True)
-class LlamaDraftClamp(LogEvent):
+class LlamaDraftClamp(LlamaEvent):
     """``requested draft size (n_max=16, n_min=0) exceeds the trained block size 16 -- clamping to 15``:
     the n_max the server runs is ``effective``, and why."""
 
@@ -364,7 +371,7 @@ class LlamaDraftClamp(LogEvent):
 
 
 @dataclass(frozen=True)
-class LlamaListening(LogEvent):
+class LlamaListening(LlamaEvent):
     """``listening on http://HOST:PORT``: the HTTP server is up (after the model loaded)."""
 
     host: str
@@ -372,7 +379,7 @@ class LlamaListening(LogEvent):
 
 
 @dataclass(frozen=True)
-class LlamaDraftAcceptance(LogEvent):
+class LlamaDraftAcceptance(LlamaEvent):
     """Per request: ``draft acceptance = 1.00000 (59 accepted / 59 generated), mean len = 15.75``
     (older builds: ``mean acceptance length``)."""
 
@@ -384,7 +391,7 @@ class LlamaDraftAcceptance(LogEvent):
 
 
 @dataclass(frozen=True)
-class LlamaEvalTime(LogEvent):
+class LlamaEvalTime(LlamaEvent):
     """Per request: ``prompt eval time = ...`` or ``eval time = 98.02 ms / 8 tokens (..., 71.42 tokens
     per second)`` (``prompt`` says which)."""
 
@@ -396,7 +403,7 @@ class LlamaEvalTime(LogEvent):
 
 
 @dataclass(frozen=True)
-class LlamaFitNotice(LogEvent):
+class LlamaFitNotice(LlamaEvent):
     """``E llama_init_from_model: ... dflash requires ctx_other to be set (this warning is normal during
     memory fitting)``: an error-level line that is not a failure."""
 

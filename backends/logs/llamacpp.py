@@ -35,7 +35,8 @@ _ACCEPT = re.compile(r"draft acceptance(?: rate)? = (?P<rate>[\d.]+) \(\s*(?P<ac
 _EVAL = re.compile(r"(?P<prompt>prompt )?eval time =\s*(?P<ms>[\d.]+) ms /\s*(?P<n>\d+) tokens.*?"
                    r"(?P<tps>[\d.]+) tokens per second")
 _TASK = re.compile(r"task (\d+)")
-_FATAL = (("couldn't bind", "port_in_use"), ("address already in use", "port_in_use"),
+_FATAL = (("failed to open gguf file", "init_failed"), ("couldn't bind", "port_in_use"),
+          ("address already in use", "port_in_use"),
           ("failed to load model", "init_failed"), ("exiting due to", "init_failed"),
           ("error: invalid argument", "other"), ("error: unknown argument", "other"),
           ("the server did not start", "init_failed"), ("error while handling argument", "other"))
