@@ -21,4 +21,6 @@ want = "2026.10.11549"
 got = m.version("xllamacpp")
 assert got == want, f"xllamacpp {got} is installed, the tier is pinned to {want}"
 PY
-DDTUNE_LLAMACPP_TIER=1 exec "$venv/bin/python" -m pytest -q -n 2 -m llamacpp tests/llamacpp_tier
+# one worker: the comparisons time real servers, and a second worker's servers on the same two cores
+# would be measured with them (at -n 2 a sweep once named the slower n_max)
+DDTUNE_LLAMACPP_TIER=1 exec "$venv/bin/python" -m pytest -q -n 1 -m llamacpp tests/llamacpp_tier

@@ -127,6 +127,7 @@ def resolve_routes(config: ServerConfig, flags: frozenset[str], version: str = "
     """The route for every knob that has a value; ConfigError for one the server cannot take."""
     routes: dict[str, KnobRoute] = {}
     table = config.knob_table
+    label = engine_of(config.engine).label
     for knob, value in config.knobs.items():
         spec = table.spec(knob, config.knob_map.get(knob))
         route = config.knob_map.get(knob)
@@ -140,14 +141,14 @@ def resolve_routes(config: ServerConfig, flags: frozenset[str], version: str = "
             why = []
         if route is not None and knob in config.knob_map and route.flag and flags and route.flag not in flags:
             raise ConfigError(
-                f"{config.source}: [knobs.map] {knob}: the server (SGLang {version}) has no flag {route.flag}",
+                f"{config.source}: [knobs.map] {knob}: the server ({label} {version}) has no flag {route.flag}",
                 hint=f"check '{config.python} -m sglang.launch_server --help', fix the mapping, "
                      f"or clear it: --set {knob}=none")
         if route is None:
             reason = spec.unsupported or "no flag or env var for it is known for this server"
             detail = f" ({'; '.join(why)})" if why and not spec.unsupported else ""
             raise ConfigError(
-                f"knob '{knob}' = {knob_text(value)} cannot be passed to this server (SGLang {version}): "
+                f"knob '{knob}' = {knob_text(value)} cannot be passed to this server ({label} {version}): "
                 f"{reason}{detail}",
                 hint=f'clear it (--set {knob}=none, or {knob} = "none" in [knobs]), or map it in {config.source}: '
                 f'[knobs.map] {knob} = {{ flag = "--..." }} or {{ env = "..." }}',
