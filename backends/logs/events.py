@@ -408,3 +408,11 @@ class LlamaFitNotice(LlamaEvent):
     memory fitting)``: an error-level line that is not a failure."""
 
     message: str
+
+
+@dataclass(frozen=True)
+class LlamaNotice(LlamaEvent):
+    """Any other ``E`` (error) or ``W`` (warning) line: what its level says, not a failure."""
+
+    level: str
+    message: str

@@ -17,7 +17,8 @@ from backends.logs.events import (
     AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DecodeBatch, DraftCudaGraphDisabled,
     DraftRunner, DraftRunnerReady, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
     GraphCaptureSizes, HttpRequest, KvCache, LlamaDraftAcceptance, LlamaDraftBlock, LlamaDraftClamp,
-    LlamaDraftParams, LlamaEvalTime, LlamaFitNotice, LlamaListening, LlamaModelLoaded, LlamaModelLoading, LlamaSlots,
+    LlamaDraftParams, LlamaEvalTime, LlamaFitNotice, LlamaListening, LlamaModelLoaded, LlamaModelLoading, LlamaNotice,
+    LlamaSlots,
     LlamaSpecImpl, LlamaThreads, LogEvent, MaxTotalTokens, MemoryPoolEnd, PrefillBatch, ServerArgs, ServerReady,
     ServerStarted, ShardProgress, StartupTimings, UvicornRunning, WeightLoadBegin, WeightLoadEnd,
 )
@@ -52,7 +53,6 @@ _BY_EVENT: dict[type, str] = {
 _HEAD = 160 + 64
 _LEVEL = re.compile(r"(?:^|[\s\]|])(CRITICAL|FATAL|ERROR|WARNING|WARN)(?=[:\s]|$)")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|\bFile \"[^\"]*\", line \d+")
-_LLAMA_LEVEL = re.compile(r"(?:\d+\.\d\d\.\d\d\d\.\d\d\d )?([EW]) \S")  # llama.cpp: E error, W warning
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +73,12 @@ def classify(text: str, event: LogEvent | None) -> str:
             return "error" if event.generic else "fatal"
         if isinstance(event, HttpRequest):
             return "error" if event.status >= 500 else "http"
+        if isinstance(event, LlamaNotice):  # llama.cpp's level letter: W warning, E error
+            return "warning" if event.level == "W" else "error"
         kind = _BY_EVENT.get(type(event))
         if kind is not None:
             return kind
     head = text[:_HEAD]
-    llama = _LLAMA_LEVEL.match(head.lstrip())
-    if llama is not None:
-        return "error" if llama.group(1) == "E" else "warning"
     level = _LEVEL.search(head)
     if level is not None:
         return "warning" if level.group(1).startswith("WARN") else "error"

@@ -18,7 +18,7 @@ import re
 from backends.logs.batch import to_float, to_int
 from backends.logs.events import (
     Fatal, LlamaDraftAcceptance, LlamaDraftBlock, LlamaDraftClamp, LlamaDraftParams, LlamaEvalTime, LlamaFitNotice,
-    LlamaListening, LlamaModelLoaded, LlamaModelLoading, LlamaSlots, LlamaSpecImpl, LlamaThreads, LogEvent,
+    LlamaListening, LlamaModelLoaded, LlamaModelLoading, LlamaNotice, LlamaSlots, LlamaSpecImpl, LlamaThreads, LogEvent,
 )
 
 PREFIX = re.compile(r"(?P<ts>\d+\.\d\d\.\d\d\d\.\d\d\d )?(?P<level>[IWEDC]) (?=\S)")
@@ -101,4 +101,6 @@ def _parse(line: str) -> LogEvent | None:
                                ts=ts)
     if level == "E" and text.startswith("error"):
         return Fatal("other", text, False, ts=ts)
+    if level in ("E", "W"):
+        return LlamaNotice(level, text, ts=ts)
     return None

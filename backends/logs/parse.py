@@ -116,6 +116,8 @@ def _parse(line: str) -> LogEvent | None:
         m = _PREFIX.match(line) if c == "[" else None
     else:
         m = None
+    if m is None and line and looks_like(line):
+        return parse_llama_line(line)  # a llama-server line behind a collector's prefix
     ts = None
     ranks = None
     if m is not None:

@@ -80,8 +80,9 @@ def test_the_log_lines_become_typed_events_and_the_fitting_e_line_is_no_failure(
     assert (listening.host, listening.port) == ("127.0.0.1", 18124)
     assert next(line.kind for line in lines if "- n_max=16, n_min=0" in line.text) == "draft"
     assert any(line.kind == "decode" and "draft acceptance" in line.text for line in lines)
-    assert classify("0.00.002.587 W srv  init: security: no API key", None) == "warning"
-    assert classify("0.00.009.216 E srv  init: something else broke", None) == "error"
+    for text, kind in (("0.00.002.587 W srv  init: security: no API key", "warning"),
+                       ("0.00.009.216 E srv  init: something else broke", "error")):
+        assert classify(text, parse_line(text)) == kind and not isinstance(parse_line(text), Fatal)
 
 
 def test_the_startup_tracker_moves_through_llama_servers_phases_and_fails_on_a_missing_model():

@@ -72,3 +72,21 @@ def test_a_removed_flag_is_refused_before_anything_starts(llama, tiny):
     assert out.returncode == 2, out.stderr
     assert "--draft-max was removed from llama.cpp" in out.stderr and "--spec-draft-n-max" in out.stderr
     assert port_owner(llama.port) is None
+
+
+def test_a_users_llama_server_binary_is_launched_and_its_help_kept_per_build(llama, tiny, state_dir):
+    """``[server] binary``: a llama-server of the user's (here a script that runs the same real server)
+    is launched as it is, its build read from ``--version`` and its ``--help`` cached under it."""
+    import sys
+
+    binary = llama.root / "llama-server"
+    binary.write_text(f"#!/bin/sh\nexec {sys.executable} -P -m backends.drivers.llamacpp_launcher \"$@\"\n")
+    binary.chmod(0o755)
+    llama.config.write_text(llama.config.read_text().replace("[knobs]", f'binary = "{binary}"\n\n[knobs]'))
+    up = llama.run("up")
+    assert up.returncode == 0, up.stderr
+    assert "launched pid" in up.stderr and f"{binary} --model {tiny.target}" in up.stderr
+    assert f"engine: llama.cpp {BUILD}" in up.stderr
+    assert (state_dir / "help" / f"llamacpp-{BUILD}.txt").is_file()
+    assert llama.run("down").returncode == 0
+    assert port_owner(llama.port) is None
