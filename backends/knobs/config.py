@@ -20,6 +20,7 @@ from backends.core.datafile import read_toml
 from backends.core.errors import ConfigError, UsageError
 from backends.core.fields import MAX_ARG, MAX_NAME, expect, fail, key_name, positive, shown, url_problem
 from backends.knobs.decl import KnobTable, read_declarations
+from backends.knobs.engine import engine
 from backends.knobs.shipped import DEFAULT_KNOBS, SHIPPED, shipped_table
 from backends.knobs.spec import KnobRoute, KnobSpec, KnobValue
 from backends.core.paths import find_config, presets_dir
@@ -291,9 +292,12 @@ def config_from_dict(data: dict[str, Any], source: str) -> ServerConfig:
     declared = read_declarations(source, data["knob"]) if "knob" in data else ()
     server = expect(source, "server", data.get("server", {}), dict, "write [server] on its own line")
     kw: dict[str, Any] = {"source": source, **_server_settings(source, server)}
-    if kw.get("backend") == "llamacpp" and "model" not in kw:
-        kw["model"], kw["draft_model"] = "", None  # no model: the selftest brings its own (a start says so)
-    shipped = shipped_table(BACKEND_ENGINE.get(kw.get("backend", "sim"), "sglang"))
+    engine_name = BACKEND_ENGINE.get(kw.get("backend", "sim"), "sglang")
+    default_model = engine(engine_name).default_model
+    if default_model is not None and "model" not in kw:
+        kw["model"] = default_model
+        kw.setdefault("draft_model", None)  # no model: no draft either (selftest brings both)
+    shipped = shipped_table(engine_name)
     table = shipped.extended(declared) if declared else shipped
     knobs_section = expect(source, "knobs", data.get("knobs", {}), dict, "write [knobs] then budget = 8")
     routes = expect(

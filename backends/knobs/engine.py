@@ -18,7 +18,7 @@ from backends.core.errors import ConfigError
 from backends.core.paths import presets_dir
 
 _FIELDS = {"label", "model_flag", "draft_flags", "algorithm_flag", "algorithm", "metrics_flag", "help_lists",
-           "verify_always", "strict_flags", "removed"}
+           "verify_always", "strict_flags", "removed", "default_model"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,9 @@ class Engine:
     verify_always: tuple[str, ...]    # settings checked on every start, requested or not
     strict_flags: bool = False        # the server exits on an unknown flag: refuse it before a launch
     removed: Mapping[str, str] = field(default_factory=dict)  # flag -> its replacement
+    # the model (and no draft) a config of this engine has before it names one; None: ServerConfig's
+    # (the simulator's demo model). "": none, so a start says to set one (selftest brings its own)
+    default_model: str | None = None
 
     def draft_flag(self, flags: frozenset[str]) -> str:
         """The draft-model flag this build lists (the newest spelling when --help lists none)."""
@@ -54,7 +57,8 @@ def _engine(name: str, raw: Any, source: str) -> Engine:
                       metrics_flag=str(raw["metrics_flag"]), help_lists=str(raw["help_lists"]),
                       verify_always=tuple(str(k) for k in raw["verify_always"]),
                       strict_flags=bool(raw.get("strict_flags", False)),
-                      removed={str(k): str(v) for k, v in dict(raw.get("removed", {})).items()})
+                      removed={str(k): str(v) for k, v in dict(raw.get("removed", {})).items()},
+                      default_model=str(raw["default_model"]) if "default_model" in raw else None)
     except KeyError as exc:
         raise ConfigError(f"{source}: [engine.{name}] {exc.args[0]}: missing",
                           hint="see the [engine.sglang] table of presets/flavours.toml") from None

@@ -106,17 +106,6 @@ def build_models(config: ServerConfig, out: str, block: int) -> tuple[Check, dic
                  f"{what}, by {python}; tokenizer {info.get('tokenizer')}"), info
 
 
-def build_gguf_models(config: ServerConfig, out: str, block: int) -> tuple[Check, dict | None]:
-    """llama.cpp's tiny models: ddtune's own GGUF builder (backends.selftest.engines.build_gguf)."""
-    from backends.selftest.engines import build_gguf
-
-    failure, built = build_gguf(config, out, block)
-    if built is None:
-        return Check("build", "fail", failure or "the builder failed",
-                     "install the llamacpp extra into ddtune's environment: pip install 'ddtune[llamacpp]'"), None
-    return Check("build", "pass", built.detail), built.info
-
-
 def _flags_check(derived: ServerConfig, backend) -> tuple[Check, str | None]:
     from backends.knobs.engine import engine
     from backends.knobs.plan import help_flags, plan_launch
@@ -149,13 +138,11 @@ def _knob_checks(state, names: tuple[str, ...]) -> list:
     return [c for c in state.checks if c.name in names]
 
 
-def draft_runner_check(state, config: ServerConfig, name: str = "draft_runner") -> Check:
+def draft_runner_check(state, config: ServerConfig, name: str = "draft_runner", test=None) -> Check:
     """The requested draft settings (SGLang: window and compact cache; llama.cpp: n_max), as the
-    server's draft line (or /server_info) says them: verified, or the server's default when unset."""
-    from backends.selftest.engines import engine_test
-
-    test = engine_test(config)
-    if test.restart_knob != "window":
+    server's draft line (or /server_info) says them: verified, or the server's default when unset
+    (``test``: the engine's, backends.selftest.engines; SGLang's when not given)."""
+    if test is not None and test.default_ok:
         checks = _knob_checks(state, test.draft_settings)
         bad = [c for c in checks if c.status not in ("verified", "default")]
         said = "; ".join(c.sentence for c in checks) or f"no {' or '.join(test.draft_settings)} check"
@@ -163,7 +150,7 @@ def draft_runner_check(state, config: ServerConfig, name: str = "draft_runner") 
             return Check(name, "fail", said, f"the {test.draft_line} did not say what was requested: read the "
                          "server log; a knob clamped by the draft's block shows as a mismatch")
         return Check(name, "pass", said)
-    checks = _knob_checks(state, test.draft_settings)
+    checks = _knob_checks(state, ("window", "compact_cache"))
     bad = [c for c in checks if c.status != "verified"]
     said = "; ".join(c.sentence for c in checks) or "no window or compact cache check"
     if not checks or bad:
@@ -175,13 +162,10 @@ def draft_runner_check(state, config: ServerConfig, name: str = "draft_runner") 
     return Check(name, "pass", said)
 
 
-async def _acceptance_checks(url: str, key: str | None, block: int, test=None, config=None,
+async def _acceptance_checks(url: str, key: str | None, block: int, test, config: ServerConfig,
                              effective: dict | None = None) -> list[Check]:
     """Acceptance readable, and the agreeing draft near what one step can yield (SGLang: the block
-    size; llama.cpp: n_max + 1, n_max at most the block - 1)."""
-    from backends.selftest.engines import SGLANG_TEST
-
-    test = test or SGLANG_TEST
+    size; llama.cpp: n_max + 1, n_max at most the block - 1). ``test``: the engine's."""
     measured = await measure(url, key, REQUESTS, test.tokens, dialect=test.dialect)
     if measured.errors and len(measured.errors) == REQUESTS:
         return [Check("acceptance", "fail", f"no request succeeded: {measured.errors[0]}",
@@ -198,8 +182,9 @@ async def _acceptance_checks(url: str, key: str | None, block: int, test=None, c
                   + (f"; counters agree: {measured.counters:.2f}" if measured.counters and measured.request_values
                      else "") + _drafts_text(measured.drafts))
     value = measured.value
-    ceiling = test.ceiling(config, block, effective or {}) if config is not None else float(block)
-    what = f"block size {block}" if test is SGLANG_TEST else f"n_max + 1 = {ceiling:.0f} (draft block {block})"
+    ceiling = test.ceiling(config, block, effective or {})
+    what = f"{test.ceiling_label} {block}" if ceiling == block and not test.start_at_block \
+        else f"{test.ceiling_label} = {ceiling:.0f} (draft block {block})"
     if value >= AGREE_SHARE * ceiling:
         return [first, Check("agree", "pass", f"agreeing draft: acceptance {value:.2f} of {what}")]
     want = AGREE_SHARE * ceiling

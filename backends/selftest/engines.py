@@ -31,12 +31,16 @@ class Built:
 class EngineTest:
     label: str
     dialect: Dialect
-    draft_settings: tuple[str, ...]           # the checks the draft line must give (verified or the default)
+    build: Callable[[ServerConfig, str, int], tuple]  # (Check, the models' description or None)
+    draft_settings: tuple[str, ...]           # the checks the draft line must give
+    default_ok: bool                          # ... or the server's default when unset (else: verified only)
     draft_line: str                           # what the server's line that says them is called
     restart_knob: str                         # the knob the restart moves (with the random draft)
+    start_at_block: bool                      # unset, restart_knob starts at the draft's block - 1
     tokens: int                               # each agreeing request's max tokens
     move: Callable[[ServerConfig, int], int]  # the restart's value of restart_knob
     ceiling: Callable[[ServerConfig, int, dict], float]  # the most one step can yield (agree's yardstick)
+    ceiling_label: str                        # what that is, said with its value
 
 
 def _other_window(config: ServerConfig, block: int) -> int:
@@ -55,10 +59,28 @@ def _llama_ceiling(config: ServerConfig, block: int, effective: dict) -> float:
     return float(min(n_max, block - 1) + 1)
 
 
-SGLANG_TEST = EngineTest("SGLang", SGLANG, ("window", "compact_cache"), "draft runner line", "window", 64,
-                         _other_window, lambda config, block, effective: float(block))
-LLAMACPP_TEST = EngineTest("llama.cpp", LLAMACPP, ("n_max",), "draft-dflash startup line", "n_max", 256,
-                           _other_n_max, _llama_ceiling)
+def _build_torch(config: ServerConfig, out: str, block: int) -> tuple:
+    from backends.selftest.checks import build_models
+
+    return build_models(config, out, block)
+
+
+def _build_gguf(config: ServerConfig, out: str, block: int) -> tuple:
+    """llama.cpp's tiny models as the build check: ddtune's own GGUF builder (``build_gguf``)."""
+    from backends.selftest.checks import Check
+
+    failure, built = build_gguf(config, out, block)
+    if built is None:
+        return Check("build", "fail", failure or "the builder failed",
+                     "install the llamacpp extra into ddtune's environment: pip install 'ddtune[llamacpp]'"), None
+    return Check("build", "pass", built.detail), built.info
+
+
+SGLANG_TEST = EngineTest("SGLang", SGLANG, _build_torch, ("window", "compact_cache"), False, "draft runner line",
+                         "window", False, 64, _other_window, lambda config, block, effective: float(block),
+                         "block size")
+LLAMACPP_TEST = EngineTest("llama.cpp", LLAMACPP, _build_gguf, ("n_max",), True, "draft-dflash startup line",
+                           "n_max", True, 256, _other_n_max, _llama_ceiling, "n_max + 1")
 TESTS = {"sglang": SGLANG_TEST, "llamacpp": LLAMACPP_TEST}
 
 

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from backends.knobs.config import ServerConfig
 from backends.core.errors import UsageError
 from backends.selftest.checks import (
-    Check, Report, _acceptance_checks, _collapse_check, _first_line, _flags_check, _stop_check, build_gguf_models,
-    build_models, draft_runner_check, gpu_check, temporary_state_dir,
+    Check, Report, _acceptance_checks, _collapse_check, _first_line, _flags_check, _stop_check, draft_runner_check,
+    gpu_check, temporary_state_dir,
 )
-from backends.selftest.engines import SGLANG_TEST, engine_test
+from backends.selftest.engines import engine_test
 from backends.selftest.plan import block_size, derive, free_port, split_extra_args
 
 LATER = ("ready", "draft_runner", "acceptance", "agree", "gpu", "knob_restart", "collapse_alarm", "stop")
@@ -50,9 +50,8 @@ async def run_selftest(config: ServerConfig, on_event: Callable | None = None, *
     state_dir = os.path.join(root, "state")
     os.makedirs(state_dir, mode=0o700, exist_ok=True)
     checks = report.checks
-    build = build_models if engine_test(config) is SGLANG_TEST else build_gguf_models
     try:
-        check, built = build(config, os.path.join(root, "models"), block)
+        check, built = engine_test(config).build(config, os.path.join(root, "models"), block)
         checks.append(check)
         if built is None:
             _skip_rest(checks, "build")
@@ -60,7 +59,7 @@ async def run_selftest(config: ServerConfig, on_event: Callable | None = None, *
         derived = derive(config, built["target"], built["draft_agree"], free_port(config.host), kept, block,
                          ready_timeout_s)
         test = engine_test(derived)
-        if test is not SGLANG_TEST and derived.knobs.get(test.restart_knob) is None:
+        if test.start_at_block and derived.knobs.get(test.restart_knob) is None:
             # the draft's whole block (block - 1 drafted tokens): what "near the block" is judged on
             derived = derived.with_knobs({test.restart_knob: block - 1})
         with temporary_state_dir(state_dir):
@@ -100,7 +99,7 @@ async def _serve(derived: ServerConfig, built: dict, block: int, report: Report,
         test = engine_test(derived)
         checks.append(Check("ready", "pass", f"pid {state.pid} generated a token {took:.1f} s after launch "
                             f"(the pid that listens, probed by {test.dialect.generate_path})"))
-        checks.append(draft_runner_check(state, derived))
+        checks.append(draft_runner_check(state, derived, test=test))
         key = session.api_key()
         checks.extend(await _acceptance_checks(state.url, key, block, test, derived, state.effective))
         pids |= tree_pids(state.pid) if state.pid else set()
@@ -118,7 +117,7 @@ async def _serve(derived: ServerConfig, built: dict, block: int, report: Report,
                                 f"{_first_line(state.reason)}", f"read the server log {state.log_path}"))
             checks.append(Check("collapse_alarm", "skip", "needs knob_restart"))
             return
-        verdict = draft_runner_check(state, random, name="knob_restart")
+        verdict = draft_runner_check(state, random, name="knob_restart", test=test)
         checks.append(Check("knob_restart", verdict.status, f"restarted to {knob} {window} (pid {state.pid}): "
                             f"{verdict.detail}", verdict.fix))
         checks.append(await _collapse_check(session, state.url, session.api_key(), test.dialect))
