@@ -190,7 +190,7 @@ class ConsoleController:
         return ServerView(
             backend=self.config.backend, simulated=self.simulated, attached=session.backend.ATTACHES,
             pid=pid, url=self.config.base_url,
-            version=session.version, uptime_s=uptime, phase=phase,
+            version=session.version, engine=session.backend.DIALECT.engine.lower(), uptime_s=uptime, phase=phase,
             detail="" if phase in ("ready", "failed") else detail,
             progress=None if phase in ("ready", "stopped") else progress_fraction(detail),
             elapsed_s=self._elapsed(phase), eta_s=progress.eta_s if progress else None,

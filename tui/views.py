@@ -21,6 +21,7 @@ class ServerView:
     pid: int | None = None
     url: str = ""
     version: str | None = None
+    engine: str = "sglang"         # what ``version`` is a version of, as the panel shows it ("llama.cpp")
     uptime_s: float | None = None
     phase: str = "idle"
     detail: str = ""

@@ -19,6 +19,7 @@ from typing import ClassVar
 from backends.core.apikey import api_key, launched_key
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import LaunchPlan
+from backends.launch.dialect import SGLANG, Dialect
 from backends.launch.ownership import StopReport
 from backends.knobs.serverhelp import ServerHelp
 from backends.record.state import ServerState
@@ -42,6 +43,11 @@ class Backend(ABC):
     OWNS_GPU_MEMORY: ClassVar[bool] = False
     # ddtune's SGLang simulator: reads no weights, holds no GPU memory unless told to
     SIMULATED: ClassVar[bool] = False
+    # its log names the server's pid (SGLang's "Started server process [PID]"): readiness probes only
+    # once it did; without such a line the port's owner alone proves the pid (llama-server)
+    LOG_NAMES_PID: ClassVar[bool] = True
+    # how it is asked for a generation and for an account of itself (backends.launch.dialect)
+    DIALECT: ClassVar[Dialect] = SGLANG
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
@@ -92,6 +98,12 @@ class Backend(ABC):
     def learn_help(self) -> ServerHelp:
         """The server's ``--help`` (blocking; call through a thread)."""
         raise NotImplementedError
+
+    def installed_version(self) -> str | None:
+        """The version of the server this config would launch, read without starting it (blocking)."""
+        from backends.knobs.serverhelp import installed_version
+
+        return installed_version(self.config.python, self.server_env())
 
     @abstractmethod
     async def start(self, plan: LaunchPlan, record: Callable[[ServerState], object] | None = None) -> ServerState:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields, replace
 
 from backends.drivers.base import Backend
 from backends.drivers.endpoint import EndpointBackend
+from backends.drivers.llamacpp import LlamaCppBackend
 from backends.drivers.spawn import SGLangBackend, SimBackend
 from backends.drivers.systemd import SystemdBackend
 from backends.knobs.config import ServerConfig
@@ -21,6 +22,7 @@ from backends.record.state import ServerState
 
 DRIVERS: Mapping[str, type[Backend]] = {
     "sglang": SGLangBackend, "sim": SimBackend, "systemd": SystemdBackend, "endpoint": EndpointBackend,
+    "llamacpp": LlamaCppBackend,
 }
 
 
@@ -36,6 +38,7 @@ class DriverFlags:
     attaches: bool = False
     owns_gpu_memory: bool = False
     simulated: bool = False
+    log_names_pid: bool = False
 
     @classmethod
     def of(cls, driver: type[Backend]) -> DriverFlags:

@@ -20,16 +20,20 @@ from backends.core.datafile import read_toml
 from backends.core.errors import ConfigError, UsageError
 from backends.core.fields import MAX_ARG, MAX_NAME, expect, fail, key_name, positive, shown, url_problem
 from backends.knobs.decl import KnobTable, read_declarations
-from backends.knobs.shipped import DEFAULT_KNOBS, SHIPPED
+from backends.knobs.engine import engine
+from backends.knobs.shipped import DEFAULT_KNOBS, SHIPPED, shipped_table
 from backends.knobs.spec import KnobRoute, KnobSpec, KnobValue
 from backends.core.paths import find_config, presets_dir
 
-BACKENDS = ("sglang", "systemd", "endpoint", "sim")
+BACKENDS = ("sglang", "systemd", "endpoint", "sim", "llamacpp")
+# the engine each backend runs (its knob table and launch facts: backends.knobs.engine)
+BACKEND_ENGINE = {"sglang": "sglang", "systemd": "sglang", "endpoint": "sglang", "sim": "sglang",
+                  "llamacpp": "llamacpp"}
 
 _SERVER_FIELDS = {
     "backend", "python", "model", "draft_model", "host", "port", "extra_args", "env",
     "ready_timeout_s", "stop_timeout_s", "flavour", "unit", "user", "knob_file", "url", "log_file",
-    "block_size", "connect_grace_s",
+    "block_size", "connect_grace_s", "binary",
 }
 _MAP_FIELDS = {"flag", "env", "offset", "switch", "algorithm"}
 _MAX_ARGV = 1 << 20  # characters of extra_args in all: Linux takes ~2 MB of argv and environment together
@@ -55,15 +59,22 @@ class ServerConfig:
     url: str | None = None
     log_file: str | None = None
     block_size: int | None = None
+    binary: str | None = None       # llamacpp: the user's llama-server (none: the llamacpp extra's launcher)
     knobs: dict[str, KnobValue] = field(default_factory=lambda: dict(DEFAULT_KNOBS))
     knob_map: dict[str, KnobRoute] = field(default_factory=dict)
     source: str = "<built-in default: simulator>"
     declared: tuple[KnobSpec, ...] = ()  # the config's own [knob.NAME] declarations
 
+    @property
+    def engine(self) -> str:
+        """The engine its backend runs (``backends.knobs.engine``): sglang or llamacpp."""
+        return BACKEND_ENGINE.get(self.backend, "sglang")
+
     @cached_property
     def knob_table(self) -> KnobTable:
-        """The one knob table this config reads: the shipped declarations plus its own."""
-        return SHIPPED.extended(self.declared) if self.declared else SHIPPED
+        """The one knob table this config reads: its engine's shipped declarations plus its own."""
+        shipped = shipped_table(self.engine)
+        return shipped.extended(self.declared) if self.declared else shipped
 
     @property
     def base_url(self) -> str:
@@ -85,6 +96,7 @@ class ServerConfig:
             "draft_model": self.draft_model, "host": self.host, "port": self.port,
             "extra_args": list(self.extra_args), "env": dict(sorted(self.env.items())),
             "flavour": self.flavour, "unit": self.unit, "url": self.url, "block_size": self.block_size,
+            **({"binary": self.binary} if self.binary else {}),
             "knobs": dict(sorted(self.knob_table.listed(self.knobs).items())),
             "knob_map": {k: vars(v) for k, v in sorted(self.knob_map.items())},
         } | ({"declared": [asdict(s) for s in self.declared]} if self.declared else {})
@@ -190,7 +202,7 @@ def _server_settings(source: str, server: dict[str, Any]) -> dict[str, Any]:
                 source, at("backend"), f"unknown backend {shown(backend)}", f"use one of: {', '.join(BACKENDS)}"
             )
         kw["backend"] = backend
-    for key in ("python", "model", "host", "flavour", "unit", "knob_file", "url", "log_file"):
+    for key in ("python", "model", "host", "flavour", "unit", "knob_file", "url", "log_file", "binary"):
         if key in server:
             kw[key] = expect(source, at(key), server[key], str, f'{key} = "..." (a quoted string)', max_len=MAX_NAME)
     if "draft_model" in server:
@@ -278,9 +290,15 @@ def config_from_dict(data: dict[str, Any], source: str) -> ServerConfig:
             "ddtune reads [server], [knobs], [knobs.map] and [knob.NAME] declarations (docs/knobs.md)",
         )
     declared = read_declarations(source, data["knob"]) if "knob" in data else ()
-    table = SHIPPED.extended(declared) if declared else SHIPPED
     server = expect(source, "server", data.get("server", {}), dict, "write [server] on its own line")
     kw: dict[str, Any] = {"source": source, **_server_settings(source, server)}
+    engine_name = BACKEND_ENGINE.get(kw.get("backend", "sim"), "sglang")
+    default_model = engine(engine_name).default_model
+    if default_model is not None and "model" not in kw:
+        kw["model"] = default_model
+        kw.setdefault("draft_model", None)  # no model: no draft either (selftest brings both)
+    shipped = shipped_table(engine_name)
+    table = shipped.extended(declared) if declared else shipped
     knobs_section = expect(source, "knobs", data.get("knobs", {}), dict, "write [knobs] then budget = 8")
     routes = expect(
         source, "[knobs] map", knobs_section.get("map", {}), dict, '[knobs.map] then my_knob = { flag = "--my-flag" }'

@@ -28,7 +28,7 @@ from backends.knobs.spec import (BLOCK_SIZE, TYPES, DataRoute, KnobRoute, KnobSp
 
 _FIELDS = {"help", "type", "unit", "min", "max", "above", "choices", "none", "default", "none_means", "example",
            "pinned", "at_least", "requires", "flag", "env", "since", "until", "route", "unsupported", "verify",
-           "report_as", "offset", "switch", "algorithm", "when_help_has"}
+           "report_as", "offset", "switch", "algorithm", "when_help_has", "engine"}
 _ROUTE_FIELDS = {"flag", "env", "when_help_has", "since", "until", "offset", "switch", "algorithm", "source"}
 _VERIFY_FIELDS = {"log", "field", "server_info", "label", "negate"}
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -72,6 +72,7 @@ def declare(name: Any, raw: Any, source: str) -> KnobSpec:
         **_bounds(source, where, kind, raw),
         routes=_routes(source, where, name, raw),
         verify=_verify(source, at("verify"), kind, raw.get("verify")),
+        engine=text("engine", 'engine = "llamacpp" (or "sglang", the default)') or KnobSpec.engine,
     )
     if spec.at_least is not None and kind not in ("int", "float"):
         raise fail(source, at("at_least"), f"applies to int and float knobs, not {kind}", "remove at_least")
@@ -223,6 +224,8 @@ class KnobTable:
     replace a shipped one by name). A [knobs.map] knob nobody declared gets the generic spec."""
 
     specs: Mapping[str, KnobSpec] = field(default_factory=dict)
+    # the settings verification checks on every start, requested or not (the engine's, flavours.toml)
+    base: tuple[str, ...] = ("window_size", "compact_cache", "block_size", "budget")
 
     def spec(self, name: str, route: KnobRoute | None = None) -> KnobSpec:
         found = self.specs.get(name)
@@ -264,7 +267,7 @@ class KnobTable:
                     if other not in merged:
                         raise ConfigError(f"{spec.source}: [knob.{spec.name}] {key}: no knob named {other!r}",
                                           hint=f"name a declared knob: {', '.join(merged)}")
-        return KnobTable(merged)
+        return KnobTable(merged, self.base)
 
 
 def read_declarations(source: str, section: Any) -> tuple[KnobSpec, ...]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from backends.core.errors import ConfigError
 from backends.knobs.decl import KnobTable
+from backends.knobs.engine import Engine, engine as engine_of
 from backends.knobs.shipped import DEFAULT_KNOBS, KNOBS, SHIPPED
 from backends.knobs.spec import (BLOCK_SIZE, DEFAULT_BLOCK_SIZE, SERVER_DEFAULT, DataRoute, KnobRoute, KnobSpec,
                                  KnobValue, as_count, knob_text)
@@ -126,6 +127,7 @@ def resolve_routes(config: ServerConfig, flags: frozenset[str], version: str = "
     """The route for every knob that has a value; ConfigError for one the server cannot take."""
     routes: dict[str, KnobRoute] = {}
     table = config.knob_table
+    label = engine_of(config.engine).label
     for knob, value in config.knobs.items():
         spec = table.spec(knob, config.knob_map.get(knob))
         route = config.knob_map.get(knob)
@@ -139,14 +141,14 @@ def resolve_routes(config: ServerConfig, flags: frozenset[str], version: str = "
             why = []
         if route is not None and knob in config.knob_map and route.flag and flags and route.flag not in flags:
             raise ConfigError(
-                f"{config.source}: [knobs.map] {knob}: the server (SGLang {version}) has no flag {route.flag}",
+                f"{config.source}: [knobs.map] {knob}: the server ({label} {version}) has no flag {route.flag}",
                 hint=f"check '{config.python} -m sglang.launch_server --help', fix the mapping, "
                      f"or clear it: --set {knob}=none")
         if route is None:
             reason = spec.unsupported or "no flag or env var for it is known for this server"
             detail = f" ({'; '.join(why)})" if why and not spec.unsupported else ""
             raise ConfigError(
-                f"knob '{knob}' = {knob_text(value)} cannot be passed to this server (SGLang {version}): "
+                f"knob '{knob}' = {knob_text(value)} cannot be passed to this server ({label} {version}): "
                 f"{reason}{detail}",
                 hint=f'clear it (--set {knob}=none, or {knob} = "none" in [knobs]), or map it in {config.source}: '
                 f'[knobs.map] {knob} = {{ flag = "--..." }} or {{ env = "..." }}',
@@ -195,14 +197,14 @@ def _check_rules(config: ServerConfig, block_size: int) -> None:
                           hint=f"set {' and '.join(spec.requires) or spec.at_least}, or --set {name}=none")
 
 
-def _algorithm(config: ServerConfig, routes: dict[str, KnobRoute]) -> str | None:
+def _algorithm(config: ServerConfig, routes: dict[str, KnobRoute], eng: Engine) -> str | None:
     wanted = {r.algorithm.upper() for r in routes.values() if r.algorithm}
     if len(wanted) > 1:
         raise ConfigError(
             f"knobs need different speculative algorithms: {sorted(wanted)}",
             hint="clear one of the knobs or fix [knobs.map] algorithm",
         )
-    given = _arg_value(config.extra_args, "--speculative-algorithm")
+    given = _arg_value(config.extra_args, eng.algorithm_flag)
     if wanted:
         need = wanted.pop()
         if given and given.upper() != need:
@@ -215,7 +217,7 @@ def _algorithm(config: ServerConfig, routes: dict[str, KnobRoute]) -> str | None
         return need
     if given:
         return given
-    return "DFLASH" if config.draft_model else None
+    return eng.algorithm if config.draft_model else None
 
 
 def _value_text(value: KnobValue, route: KnobRoute) -> str:
@@ -229,13 +231,15 @@ _SPEC_ON_FLAGS = ("--speculative-algorithm", "--speculative-draft-model-path")
 
 def speculation_on(config: ServerConfig) -> bool:
     """A draft model, or extra_args that turn speculative decoding on themselves."""
-    return bool(config.draft_model) or any(a.split("=", 1)[0] in _SPEC_ON_FLAGS for a in config.extra_args)
+    eng = engine_of(config.engine)
+    on = (*_SPEC_ON_FLAGS, eng.algorithm_flag, *eng.draft_flags)
+    return bool(config.draft_model) or any(a.split("=", 1)[0] in on for a in config.extra_args)
 
 
 def _drafts(route: KnobRoute) -> bool:
     """The route sets something only speculative decoding reads (a --speculative-* flag, DDTree's or
     spec v2's env var, or it needs a speculative algorithm)."""
-    return bool(route.algorithm) or (route.flag or "").startswith("--speculative-") \
+    return bool(route.algorithm) or (route.flag or "").startswith(("--speculative-", "--spec-")) \
         or (route.switch or "").startswith("--speculative-") \
         or (route.env or "").startswith(("SGLANG_DDTREE", "SGLANG_ENABLE_SPEC"))
 
@@ -259,16 +263,25 @@ def plan_launch(config: ServerConfig, help_text: str, prefix: tuple[str, ...], v
     """The full launch: ``prefix`` (e.g. python -m sglang.launch_server) plus model, port, knobs, extras.
     Without speculation (no draft model) no draft knob is passed (``without_draft_knobs``)."""
     config = without_draft_knobs(config)
+    eng = engine_of(config.engine)
     flags = help_flags(help_text)
+    _check_extra_flags(config, eng, flags, version)
+    if not config.model:
+        raise ConfigError(f"{config.source}: [server] model: no model is set, so there is nothing to serve",
+                          hint='model = "/path/to/model.gguf" (llama.cpp) or "org/model" (SGLang); '
+                               "`ddtune selftest` needs none: it brings tiny models of its own")
     routes = resolve_routes(config, flags, version)
     block_size, block_explicit = _block_size(config, routes)
     _check_rules(config, block_size)
-    algorithm = _algorithm(config, routes)
-    argv: list[str] = [*prefix, "--model-path", config.model, "--host", config.host, "--port", str(config.port)]
-    if algorithm and _arg_value(config.extra_args, "--speculative-algorithm") is None:
-        argv += ["--speculative-algorithm", algorithm]
-    if config.draft_model and _arg_value(config.extra_args, "--speculative-draft-model-path") is None:
-        argv += ["--speculative-draft-model-path", config.draft_model]
+    algorithm = _algorithm(config, routes, eng)
+    argv: list[str] = [*prefix, eng.model_flag, config.model, "--host", config.host, "--port", str(config.port)]
+    algorithm_set = _arg_value(config.extra_args, eng.algorithm_flag) is not None \
+        or any(r.flag == eng.algorithm_flag for r in routes.values())
+    if algorithm and not algorithm_set:
+        argv += [eng.algorithm_flag, algorithm]
+    draft_flag = eng.draft_flag(flags)
+    if config.draft_model and _arg_value(config.extra_args, draft_flag) is None:
+        argv += [draft_flag, config.draft_model]
     env = dict(config.env)
     switches: list[str] = []
     for knob, route in routes.items():
@@ -289,14 +302,33 @@ def plan_launch(config: ServerConfig, help_text: str, prefix: tuple[str, ...], v
         elif value is not False:
             argv += [route.flag, _value_text(value, route)]
     argv += switches
-    if "--enable-metrics" in flags and not any(a.startswith("--enable-metrics") for a in config.extra_args):
+    if eng.metrics_flag in flags and not any(a.startswith(eng.metrics_flag) for a in config.extra_args):
         # the counters give acceptance where responses carry none (chat before sglang 0.5.19)
-        argv.append("--enable-metrics")
+        argv.append(eng.metrics_flag)
     argv += list(config.extra_args)
     expected = expected_reports(config.knobs, block_size if block_explicit else None, config.knob_table)
     return LaunchPlan(
         argv=tuple(argv), env=env, routes=routes, algorithm=algorithm, block_size=block_size, expected=expected
     )
+
+
+def _check_extra_flags(config: ServerConfig, eng: Engine, flags: frozenset[str], version: str) -> None:
+    """A flag a build removed is refused before a launch, naming its replacement; on an engine that
+    exits on any unknown flag (llama-server), so is every long flag its --help does not list."""
+    if not flags:
+        return
+    on = f"{eng.label} {version}" if version not in ("?", "unknown", "") else eng.label
+    for arg in config.extra_args:
+        flag = arg.split("=", 1)[0]
+        if not flag.startswith("--") or flag in flags:
+            continue
+        if flag in eng.removed:
+            raise ConfigError(f"{config.source}: [server] extra_args: {flag} was removed from {eng.label}: "
+                              f"this build ({on}) does not take it",
+                              hint=f"use {eng.removed[flag]} instead")
+        if eng.strict_flags:
+            raise ConfigError(f"{config.source}: [server] extra_args: {on} does not take {flag} (not in its --help); "
+                              "it would exit at once", hint=f"fix the spelling for this build, or remove {flag}")
 
 
 def expected_reports(knobs: Mapping[str, KnobValue], block_size: int | None,

@@ -36,16 +36,21 @@ def installed_version(python: str, env: dict[str, str]) -> str | None:
     return version if out.returncode == 0 and version else None
 
 
-def _cache_file(version: str):
+def _cache_file(version: str, engine: str = "sglang"):
     safe = re.sub(r"[^A-Za-z0-9._+-]", "_", version)
-    return trusted_dir(state_dir() / "help") / f"sglang-{safe}.txt"
+    return trusted_dir(state_dir() / "help") / f"{engine}-{safe}.txt"
 
 
-def fetch_help(prefix: tuple[str, ...], env: dict[str, str], version: str | None, timeout: float = 300) -> ServerHelp:
-    """``prefix --help`` as text, from the cache when ``version`` is known and cached."""
+_SGLANG_FIX = "set [server] python to the interpreter that has sglang installed"
+
+
+def fetch_help(prefix: tuple[str, ...], env: dict[str, str], version: str | None, timeout: float = 300,
+               lists: str = "--model-path", engine: str = "sglang", fix: str = _SGLANG_FIX) -> ServerHelp:
+    """``prefix --help`` as text, from the cache when ``version`` is known and cached; a text that
+    does not list ``lists`` (a flag every real --help of ``engine`` has) is no server's help."""
     if version:
         try:
-            cached = read_state_file(_cache_file(version))  # never through a symlink (backends.core.statefs)
+            cached = read_state_file(_cache_file(version, engine))  # never through a symlink (backends.core.statefs)
         except OSError:
             cached = None  # over the size a help text has, or unreadable: asked afresh and cached again
         if cached is not None:
@@ -55,22 +60,20 @@ def fetch_help(prefix: tuple[str, ...], env: dict[str, str], version: str | None
         out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout,
                              stdin=subprocess.DEVNULL, start_new_session=True)
     except FileNotFoundError as exc:
-        raise ServerError(f"cannot run the server: {argv[0]!r} not found",
-                          hint="set [server] python to the interpreter that has sglang installed") from exc
+        raise ServerError(f"cannot run the server: {argv[0]!r} not found", hint=fix) from exc
     except OSError as exc:  # a directory, not executable, ...
-        raise ServerError(f"cannot run the server: {argv[0]!r}: {exc.strerror or exc}",
-                          hint="set [server] python to the interpreter that has sglang installed") from exc
+        raise ServerError(f"cannot run the server: {argv[0]!r}: {exc.strerror or exc}", hint=fix) from exc
     except subprocess.TimeoutExpired as exc:
         raise ServerError(f"'{' '.join(argv)}' did not finish in {timeout:.0f} s",
-                          hint="check that the interpreter and sglang import cleanly") from exc
-    if out.returncode != 0 or "--model-path" not in out.stdout:
-        tail = " | ".join((out.stderr or out.stdout).strip().splitlines()[-5:])  # the error is one line
+                          hint="check that the server's program starts cleanly") from exc
+    if out.returncode != 0 or lists not in out.stdout:
+        tail = " | ".join(plain(out.stderr or out.stdout).strip().splitlines()[-5:])  # the error is one line
         raise ServerError(f"'{' '.join(argv)}' failed (exit {out.returncode}): {tail}",
-                          hint="set [server] python to an interpreter where "
-                               "'python -m sglang.launch_server --help' works")
+                          hint=fix if engine != "sglang" else "set [server] python to an interpreter where "
+                          "'python -m sglang.launch_server --help' works")
     if version:
         try:
-            write_atomic(_cache_file(version), out.stdout.encode("utf-8"))
+            write_atomic(_cache_file(version, engine), out.stdout.encode("utf-8"))
         except StateWriteError:
             pass  # a full disk costs the cache only: the next start asks --help again
     return ServerHelp(out.stdout, version, False)

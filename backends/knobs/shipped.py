@@ -1,7 +1,8 @@
-"""The one table of knobs ddtune ships: declared as data in presets/flavours.toml.
+"""The tables of knobs ddtune ships, one per engine: declared as data in presets/flavours.toml.
 
-A config's ``[knob.NAME]`` tables extend it (``ServerConfig.knob_table``); everything else reads knob
-facts from here or from that extension, never from a second copy.
+A knob's ``engine`` (default sglang) says whose table holds it; a config's ``[knob.NAME]`` tables
+extend its engine's table (``ServerConfig.knob_table``); everything else reads knob facts from here
+or from that extension, never from a second copy. ``SHIPPED`` is SGLang's (the simulator's too).
 """
 
 from __future__ import annotations
@@ -11,9 +12,19 @@ from collections.abc import Mapping
 from backends.core.datafile import read_toml
 from backends.core.paths import presets_dir
 from backends.knobs.decl import KnobTable, read_declarations
+from backends.knobs.engine import DEFAULT_ENGINE, ENGINES
 from backends.knobs.spec import KnobSpec, KnobValue
 
 FLAVOURS_FILE = presets_dir() / "flavours.toml"
-SHIPPED = KnobTable().extended(read_declarations(str(FLAVOURS_FILE), read_toml(FLAVOURS_FILE).get("knob", {})))
+_DECLARED = read_declarations(str(FLAVOURS_FILE), read_toml(FLAVOURS_FILE).get("knob", {}))
+TABLES: Mapping[str, KnobTable] = {
+    name: KnobTable(base=engine.verify_always).extended(s for s in _DECLARED if s.engine == name)
+    for name, engine in ENGINES.items()}
+SHIPPED = TABLES[DEFAULT_ENGINE]
 KNOBS: Mapping[str, KnobSpec] = SHIPPED.specs
 DEFAULT_KNOBS: dict[str, KnobValue] = SHIPPED.defaults()
+
+
+def shipped_table(engine: str) -> KnobTable:
+    """The shipped knob table of ``engine`` (SGLang's for a name no engine has)."""
+    return TABLES.get(engine, SHIPPED)

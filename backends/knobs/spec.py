@@ -38,7 +38,7 @@ def as_count(value: Any) -> int | None:
 
 def version_key(text: str) -> tuple[int, ...]:
     """``0.5.12.post1`` -> (0, 5, 12): the release numbers, for since/until checks."""
-    parts = re.match(r"\d+(?:\.\d+)*", text.strip().lstrip("v"))
+    parts = re.match(r"\d+(?:\.\d+)*", text.strip().lstrip("vb"))
     return tuple(int(p) for p in parts.group(0).split(".")) if parts else ()
 
 
@@ -122,6 +122,7 @@ class KnobSpec:
     verify: tuple[VerifySource, ...] = ()  # strongest first; empty: the server never says
     report_as: str | None = None          # the key verification stores it under (default: the name)
     source: str = "built-in"
+    engine: str = "sglang"                # the engine whose table holds it (flavours.toml: engine = ...)
 
     @property
     def effective_key(self) -> str | None:

@@ -154,8 +154,9 @@ def verify(expected: dict[str, Any], log_lines: Marked | None = None,
     Checked: the base settings always, and every requested knob; one the server never reports
     (topk, a [knobs.map] knob) is "unverified", so a reader sees every requested knob's standing."""
     table = table or SHIPPED
+    base = table.base  # the engine's settings checked on every start (SGLang's: BASE_KEYS)
     lines = log_lines or {}
-    effective: dict[str, Any] = {k: None for k in BASE_KEYS}
+    effective: dict[str, Any] = {k: None for k in base}
     sources: dict[str, str] = {}
     for spec in table.specs.values():
         said = _report(spec, lines, server_info) if spec.effective_key else None
@@ -166,7 +167,7 @@ def verify(expected: dict[str, Any], log_lines: Marked | None = None,
                 found, compact = line_field(line, "compact_cache") if line else (False, None)
                 effective["compact_cache"] = compact if found else said[1] is not None
                 sources["compact_cache"] = said[0].name
-    keys = list(BASE_KEYS)
+    keys = list(base)
     for name, value in (knobs or {}).items():
         key = table.spec(name).effective_key
         if value is not None and key and key not in keys:
@@ -175,7 +176,7 @@ def verify(expected: dict[str, Any], log_lines: Marked | None = None,
     for name, value in (knobs or {}).items():
         if value is not None and table.spec(name).effective_key is None:
             checks.append(KnobCheck(name, value, None, None, "unverified"))
-    shown = {k: effective.get(k) for k in keys if k in BASE_KEYS or k in sources}
+    shown = {k: effective.get(k) for k in keys if k in base or k in sources}
     return Verification(effective=shown, sources=sources, checks=tuple(checks))
 
 

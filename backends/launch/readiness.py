@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import httpx
 
-from backends.core.answers import BadAnswer, count, fetch, fetch_once
+from backends.core.answers import BadAnswer, fetch
 from backends.core.apikey import auth_headers
 from backends.core.plaintext import plain
+from backends.launch.dialect import SGLANG, Dialect
 from backends.launch.process import port_owner, tree_pids
 
 PROBE_PROMPT = "Hello"
@@ -57,25 +58,19 @@ def owner_check(port: int, expected_pid: int | None) -> ProbeResult | None:
     return None
 
 
-async def generate_one_token(client: httpx.AsyncClient, base_url: str, timeout: float = 30.0) -> int:
-    """POST /generate with max_new_tokens=1; returns the number of tokens generated (0 if none).
-    The answer is read within bounds (``backends.core.answers``): ``timeout`` seconds without a byte,
-    twice that in all; anything unusable is an httpx.HTTPError."""
-    answer = await fetch(client, "POST", f"{base_url}/generate", idle=timeout, json={
-        "text": PROBE_PROMPT, "sampling_params": {"max_new_tokens": 1, "temperature": 0},
-    })
+async def generate_one_token(client: httpx.AsyncClient, base_url: str, timeout: float = 30.0,
+                             dialect: Dialect = SGLANG) -> int:
+    """One 1-token generation in the server's dialect (SGLang: POST /generate with max_new_tokens=1;
+    llama.cpp: POST /completion with n_predict=1); returns the tokens generated (0 if none). The
+    answer is read within bounds (``backends.core.answers``): ``timeout`` seconds without a byte, twice
+    that in all; anything unusable is an httpx.HTTPError."""
+    path = dialect.generate_path
+    answer = await fetch(client, "POST", f"{base_url}{path}", idle=timeout,
+                         json=dialect.generate_body(PROBE_PROMPT, 1))
     if answer.status != 200:
-        raise BadAnswer(f"/generate returned HTTP {answer.status}")
-    body = answer.json()
-    if isinstance(body, list):
-        body = body[0] if body else {}
-    if not isinstance(body, dict):
-        raise BadAnswer("/generate did not answer a JSON object")
-    meta = body.get("meta_info")
-    tokens = count(meta.get("completion_tokens")) if isinstance(meta, dict) else None
-    if tokens is not None:
-        return min(tokens, 1)  # one was asked for: a larger count is the server's error, not tokens
-    return 1 if body.get("text") else 0
+        raise BadAnswer(f"{path} returned HTTP {answer.status}")
+    # one was asked for: a larger count is the server's error, not tokens
+    return min(dialect.tokens(answer.json()), 1)
 
 
 class ReadinessProbe:
@@ -84,8 +79,10 @@ class ReadinessProbe:
     ``probe()`` never runs more often than ``min_interval``: a call that comes sooner waits."""
 
     def __init__(self, base_url: str, port: int | None, expected_pid: int | None,
-                 min_interval: float = 1.0, check_owner: bool = True, api_key: str | None = None) -> None:
+                 min_interval: float = 1.0, check_owner: bool = True, api_key: str | None = None,
+                 dialect: Dialect = SGLANG) -> None:
         self.base_url = base_url.rstrip("/")
+        self.dialect = dialect
         self.port = port
         self.expected_pid = expected_pid
         self.min_interval = min_interval
@@ -116,7 +113,7 @@ class ReadinessProbe:
         client = self._client or httpx.AsyncClient(trust_env=False, headers=self._headers)
         try:
             self.generations += 1
-            tokens = await generate_one_token(client, self.base_url)
+            tokens = await generate_one_token(client, self.base_url, dialect=self.dialect)
         except httpx.ConnectError as exc:
             return ProbeResult(False, connect_failure(self.base_url, exc), owner_pid=self.expected_pid,
                                unreachable=True)
@@ -124,28 +121,27 @@ class ReadinessProbe:
             return ProbeResult(False, f"no answer from {self.base_url} (connecting timed out)",
                                owner_pid=self.expected_pid, unreachable=True)
         except (httpx.HTTPError, ValueError) as exc:
-            return ProbeResult(False, f"1-token /generate failed: {plain(str(exc), one_line=True)}",
+            return ProbeResult(False, f"1-token {self.dialect.generate_path} failed: {plain(str(exc), one_line=True)}",
                                owner_pid=self.expected_pid)
         finally:
             if client is not self._client:
                 await client.aclose()
         if tokens < 1:
-            return ProbeResult(False, "1-token /generate returned no tokens", owner_pid=self.expected_pid)
+            return ProbeResult(False, f"1-token {self.dialect.generate_path} returned no tokens",
+                               owner_pid=self.expected_pid)
         return ProbeResult(True, f"pid {self.expected_pid} owns port {self.port} and generated {tokens} token(s)"
                            if self.expected_pid else f"{self.base_url} generated {tokens} token(s)",
                            owner_pid=self.expected_pid, generated=tokens)
 
 
-async def fetch_server_info(url: str, api_key: str | None = None,
-                            note: Callable[[str], object] | None = None) -> dict | None:
-    """``/server_info`` as a JSON object, or None when it cannot be had. Untrusted, so read through
-    ``backends.core.answers``: bounded, its strings plain and on one line (each is shown after a label:
-    a version, a model, a knob's value), numbers out of range dropped and said to ``note``."""
+async def fetch_server_info(url: str, api_key: str | None = None, note: Callable[[str], object] | None = None,
+                            dialect: Dialect = SGLANG) -> dict | None:
+    """The server's account of itself (SGLang's ``/server_info``; llama.cpp's ``/props`` in its keys),
+    or None when it cannot be had. Untrusted, so read through ``backends.core.answers``: bounded, its
+    strings plain and on one line (each is shown after a label: a version, a model, a knob's value),
+    numbers out of range dropped and said to ``note``."""
     try:
-        answer = await fetch_once(f"{url}/server_info", api_key=api_key, idle=5.0)
-        info = answer.json(one_line=True) if answer.status == 200 else None
+        async with httpx.AsyncClient(trust_env=False, headers=auth_headers(api_key)) as client:
+            return await dialect.fetch_info(client, url, note)
     except httpx.HTTPError:
         return None
-    if answer.dropped and note is not None:
-        note(f"/server_info: dropped values that are not numbers ddtune uses: {', '.join(answer.dropped)}")
-    return info if isinstance(info, dict) else None

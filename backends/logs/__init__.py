@@ -9,7 +9,8 @@ alarms judged from decode lines or the server's /metrics counters.
 from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
-    "backends.logs.acceptance": ("SpecCounters", "counter_acceptance", "log_acceptance", "parse_counters"),
+    "backends.logs.acceptance": ("DraftCounters", "SpecCounters", "counter_acceptance", "draft_counters",
+                                  "log_acceptance", "parse_counters"),
     "backends.logs.alarms": ("AcceptanceWatch", "alarms_from_log"),
     "backends.logs.deprecations": ("deprecation",),
     "backends.logs.events": ("DecodeBatch", "DraftRunner", "ServerReady"),

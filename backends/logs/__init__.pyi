@@ -1,6 +1,7 @@
 # The types of what backends.logs offers (its __init__.py loads each module on first use).
 
-from backends.logs.acceptance import (SpecCounters as SpecCounters, counter_acceptance as counter_acceptance,
+from backends.logs.acceptance import (DraftCounters as DraftCounters, SpecCounters as SpecCounters,
+                                      counter_acceptance as counter_acceptance, draft_counters as draft_counters,
                                       log_acceptance as log_acceptance, parse_counters as parse_counters)
 from backends.logs.alarms import AcceptanceWatch as AcceptanceWatch, alarms_from_log as alarms_from_log
 from backends.logs.deprecations import deprecation as deprecation

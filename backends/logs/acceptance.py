@@ -14,6 +14,13 @@ recorded on a real 0.5.17), so a figure carries where it came from, in this orde
   server's own definition, total tokens / total verify calls, where the batch held steady.
 
 A server that does not run speculative decoding has no acceptance at all (None), whatever it sends.
+
+llama.cpp's ``llama-server`` says it the same two ways in its own words: per request, the answer's
+``timings`` (``predicted_n``, ``draft_n_accepted``: tokens / (tokens - accepted), each target step
+yielding its accepted draft tokens plus one), and its ``/metrics`` (``--metrics``) as
+``llamacpp:tokens_predicted_total`` and ``llamacpp:spec_decode_num_accepted_tokens_total`` read the
+same way, with ``spec_decode_num_draft_tokens_total``, ``..._drafts_total`` and the per-position
+``..._accepted_tokens_per_pos_total{position="k"}`` (which draft positions survive: ``draft_positions``).
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ SOURCES = ("request", "counters", "log")
 TOKENS = "generation_tokens_total"
 VERIFY = "spec_verify_calls_total"
 _SAMPLE = re.compile(r"^sglang:(generation_tokens_total|spec_verify_calls_total)(?:\{[^}]*\})?\s+(\S+)", re.M)
+_LLAMA = re.compile(r"^llamacpp:(tokens_predicted_total|spec_decode_num_accepted_tokens_total|"
+                    r"spec_decode_num_draft_tokens_total|spec_decode_num_drafts_total)\s+(\S+)", re.M)
+_POSITION = re.compile(r'^llamacpp:spec_decode_num_accepted_tokens_per_pos_total\{position="(\d+)"\}\s+(\S+)', re.M)
 
 
 @dataclass(frozen=True)
@@ -49,8 +59,11 @@ class SpecCounters:
 
 
 def parse_counters(text: str) -> SpecCounters | None:
-    """The counters in a ``/metrics`` text; None when it has no ``spec_verify_calls_total``. A
-    sample that is not a finite count (NaN, +Inf, negative: a server's text is untrusted) is skipped."""
+    """The counters in a ``/metrics`` text (SGLang's, or llama.cpp's read as tokens and target steps);
+    None when it has no verify-call counter (no speculative decoding counted there). A sample that is
+    not a finite count (NaN, +Inf, negative: a server's text is untrusted) is skipped."""
+    if "llamacpp:" in text:
+        return _llama_counters(text)
     sums = {TOKENS: 0.0, VERIFY: 0.0}
     seen = set()
     for m in _SAMPLE.finditer(text):
@@ -65,6 +78,82 @@ def parse_counters(text: str) -> SpecCounters | None:
     if VERIFY not in seen or TOKENS not in seen or not all(map(math.isfinite, sums.values())):
         return None
     return SpecCounters(sums[TOKENS], sums[VERIFY])
+
+
+def _llama_samples(text: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for m in _LLAMA.finditer(text):
+        try:
+            value = float(m[2])
+        except ValueError:
+            continue
+        if 0 <= value < math.inf:  # as for SGLang's: NaN, +Inf and negative samples are skipped
+            out[m[1]] = value
+    return out
+
+
+def _llama_counters(text: str) -> SpecCounters | None:
+    got = _llama_samples(text)
+    tokens, accepted = got.get("tokens_predicted_total"), got.get("spec_decode_num_accepted_tokens_total")
+    if tokens is None or accepted is None or accepted > tokens:
+        return None
+    return SpecCounters(tokens, tokens - accepted)
+
+
+@dataclass(frozen=True)
+class DraftCounters:
+    """llama.cpp's draft counters at one moment: drafted and accepted tokens, drafts, and the accepted
+    tokens per draft position (position 0 first: how far into a draft the target still agrees)."""
+
+    drafted: float
+    accepted: float
+    drafts: float
+    per_position: tuple[float, ...]
+
+    @property
+    def rate(self) -> float | None:
+        """Accepted / drafted tokens (llama.cpp's "draft acceptance")."""
+        return self.accepted / self.drafted if self.drafted > 0 else None
+
+    @property
+    def mean_len(self) -> float | None:
+        """1 + accepted per draft (llama.cpp's "mean len")."""
+        return 1.0 + self.accepted / self.drafts if self.drafts > 0 else None
+
+    def survival(self) -> tuple[float, ...]:
+        """Per position, the share of drafts whose token there was accepted."""
+        return tuple(n / self.drafts for n in self.per_position) if self.drafts > 0 else ()
+
+    def minus(self, before: DraftCounters | None) -> DraftCounters:
+        if before is None:
+            return self
+        pos = tuple(a - (before.per_position[i] if i < len(before.per_position) else 0.0)
+                    for i, a in enumerate(self.per_position))
+        return DraftCounters(self.drafted - before.drafted, self.accepted - before.accepted,
+                             self.drafts - before.drafts, pos)
+
+    def to_json(self) -> dict:
+        return {"drafted": self.drafted, "accepted": self.accepted, "drafts": self.drafts,
+                "rate": None if self.rate is None else round(self.rate, 4),
+                "mean_len": None if self.mean_len is None else round(self.mean_len, 4),
+                "accepted_per_position": list(self.per_position)}
+
+
+def draft_counters(text: str) -> DraftCounters | None:
+    """llama.cpp's ``llamacpp:spec_decode_*`` counters in a ``/metrics`` text; None without them."""
+    got = _llama_samples(text)
+    if "spec_decode_num_drafts_total" not in got:
+        return None
+    positions: dict[int, float] = {}
+    for m in _POSITION.finditer(text):
+        try:
+            positions[int(m[1])] = float(m[2])
+        except ValueError:
+            continue
+    per = tuple(positions.get(i, 0.0) for i in range(max(positions) + 1)) if positions else ()
+    return DraftCounters(got.get("spec_decode_num_draft_tokens_total", 0.0),
+                         got.get("spec_decode_num_accepted_tokens_total", 0.0),
+                         got["spec_decode_num_drafts_total"], per)
 
 
 def counter_acceptance(before: SpecCounters | None, after: SpecCounters | None) -> float | None:

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from backends.logs.events import (
     AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DecodeBatch, DraftCudaGraphDisabled,
     DraftRunner, DraftRunnerReady, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
-    GraphCaptureSizes, HttpRequest, KvCache, LogEvent, MaxTotalTokens, MemoryPoolEnd, PrefillBatch,
-    ServerArgs, ServerReady, ServerStarted, ShardProgress, StartupTimings, UvicornRunning,
-    WeightLoadBegin, WeightLoadEnd,
+    GraphCaptureSizes, HttpRequest, KvCache, LlamaDraftAcceptance, LlamaDraftBlock, LlamaDraftClamp,
+    LlamaDraftParams, LlamaEvalTime, LlamaFitNotice, LlamaListening, LlamaModelLoaded, LlamaModelLoading, LlamaNotice,
+    LlamaSlots,
+    LlamaSpecImpl, LlamaThreads, LogEvent, MaxTotalTokens, MemoryPoolEnd, PrefillBatch, ServerArgs, ServerReady,
+    ServerStarted, ShardProgress, StartupTimings, UvicornRunning, WeightLoadBegin, WeightLoadEnd,
 )
 from backends.logs.parse import parse_line
 
@@ -40,6 +42,11 @@ _BY_EVENT: dict[type, str] = {
     StartupTimings: "phase", ServerStarted: "phase", AppStartupComplete: "phase",
     UvicornRunning: "phase", ServerReady: "phase",
     ServerArgs: "info",
+    LlamaSpecImpl: "draft", LlamaDraftParams: "draft", LlamaDraftBlock: "draft", LlamaDraftClamp: "draft",
+    LlamaDraftAcceptance: "decode", LlamaEvalTime: "decode",
+    LlamaModelLoading: "phase", LlamaModelLoaded: "phase", LlamaSlots: "phase", LlamaThreads: "phase",
+    LlamaListening: "phase",
+    LlamaFitNotice: "info",  # an E line of llama.cpp's memory fitting: "this warning is normal"
 }
 # the fallback looks only this far into a line: levels and frames sit at the start, after at most
 # a log collector's prefix (docker/kubectl/journald timestamps, a compose tag: up to ~64 characters)
@@ -66,6 +73,8 @@ def classify(text: str, event: LogEvent | None) -> str:
             return "error" if event.generic else "fatal"
         if isinstance(event, HttpRequest):
             return "error" if event.status >= 500 else "http"
+        if isinstance(event, LlamaNotice):  # llama.cpp's level letter: W warning, E error
+            return "warning" if event.level == "W" else "error"
         kind = _BY_EVENT.get(type(event))
         if kind is not None:
             return kind

@@ -1,5 +1,8 @@
 """``parse_line``: one SGLang log line -> one typed event (``backends.logs.events``) or None.
 
+A line in llama.cpp's shape (``0.00.018.842 I ...``) goes to ``backends.logs.llamacpp``: one parser
+reads both engines' logs, so ``ddtune inspect`` and the log reader need not know which wrote it.
+
 Pure and total: any text gives an event or None, never an exception. A line is first stripped
 of ANSI codes and of the outer prefixes that log collectors add (``backends.logs.prefix``: a
 docker-compose tag, docker/kubectl/journald timestamps), then of SGLang's own
@@ -16,6 +19,7 @@ from collections.abc import Callable
 from backends.logs.batch import decode_batch, fields as _fields, prefill_batch
 from backends.logs.batch import to_bool as _bool, to_float as _fnum, to_int as _int
 from backends.logs.splitter import MAX_LINE, LineSplitter, split_lines, strip_ansi
+from backends.logs.llamacpp import BARE_WORDS, looks_like, parse_llama_line
 from backends.logs.prefix import MONTH_INITIALS, MONTHS, strip_collector, strip_compose
 from backends.logs.events import (
     AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DraftCudaGraphDisabled,
@@ -94,6 +98,8 @@ def _parse(line: str) -> LogEvent | None:
     if "| " in line[:64]:
         line = strip_compose(line)
     c = line[0]
+    if (c.isdigit() or line[1:2] == " " or line.startswith(BARE_WORDS)) and looks_like(line):
+        return parse_llama_line(line)  # llama.cpp's llama-server (backends.logs.llamacpp)
     if c == "[":
         m = _PREFIX.match(line)
         if m is None and line.startswith("[pod/"):
@@ -110,6 +116,8 @@ def _parse(line: str) -> LogEvent | None:
         m = _PREFIX.match(line) if c == "[" else None
     else:
         m = None
+    if m is None and line and looks_like(line):
+        return parse_llama_line(line)  # a llama-server line behind a collector's prefix
     ts = None
     ranks = None
     if m is not None:

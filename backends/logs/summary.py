@@ -33,8 +33,9 @@ from backends.core.datafile import open_regular
 from backends.core.errors import ConfigError, DdtuneError
 from backends.logs.splitter import LineSplitter
 from backends.logs.events import (
-    DecodeBatch, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, KvCache, LogEvent, Ranks,
-    ServerReady, ServerStarted, ShardProgress, WeightLoadBegin, WeightLoadEnd,
+    DecodeBatch, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, KvCache, LlamaDraftAcceptance,
+    LlamaDraftBlock, LlamaDraftClamp, LlamaDraftParams, LlamaEvalTime, LlamaEvent, LlamaListening, LlamaModelLoading,
+    LlamaSpecImpl, LogEvent, Ranks, ServerReady, ServerStarted, ShardProgress, WeightLoadBegin, WeightLoadEnd,
 )
 from backends.logs.parse import parse_line
 
@@ -84,10 +85,11 @@ class LogSummary:
     lines: int = 0
     events: int = 0
     notes: tuple[str, ...] = ()  # e.g. which rank a fact came from when the lead rank's line is missing
+    llamacpp: dict | None = None  # a llama-server log's own facts (LlamaFacts.to_json); None for SGLang's
 
     def to_json(self) -> dict:
         d = self.draft
-        return {
+        return ({"llamacpp": self.llamacpp} if self.llamacpp is not None else {}) | {
             "server_pid": self.server_pid,
             "ready": self.ready,
             "weights": [{"elapsed_s": w.elapsed_s, "type": w.type, "mem_usage_gb": w.mem_usage_gb}
@@ -152,6 +154,61 @@ class _RankFacts:
                 self.graphs.append(GraphCapture(e.name, e.elapsed_s))
 
 
+@dataclass
+class LlamaFacts:
+    """What a llama-server log says: where it listened, its models, its DFlash draft settings (the
+    requested n_max and the one it runs, with the clamp), and its requests' draft acceptance."""
+
+    listening: str | None = None
+    models: list[str] = field(default_factory=list)
+    spec_type: str | None = None
+    n_max: int | None = None
+    n_max_effective: int | None = None
+    clamp: str | None = None
+    block_size: int | None = None
+    requests: int = 0
+    accepted: int = 0
+    drafted: int = 0
+    mean_len_last: float | None = None
+    eval_tok_s_last: float | None = None
+
+    def add(self, e: LogEvent) -> bool:
+        """Fold ``e``; False when it is no llama.cpp fact."""
+        if isinstance(e, LlamaListening):
+            self.listening = f"{e.host}:{e.port}"
+        elif isinstance(e, LlamaModelLoading):
+            self.models.append(("draft " if e.draft else "target ") + e.path)
+        elif isinstance(e, LlamaSpecImpl):
+            self.spec_type = e.kind
+        elif isinstance(e, LlamaDraftParams):
+            self.n_max = self.n_max_effective = e.n_max
+        elif isinstance(e, LlamaDraftBlock):
+            self.block_size = e.block_size
+        elif isinstance(e, LlamaDraftClamp):
+            self.n_max_effective = e.effective
+            self.clamp = f"n_max {e.requested} exceeds the trained block size {e.block_size}: clamped to {e.effective}"
+        elif isinstance(e, LlamaDraftAcceptance):
+            self.requests += 1
+            self.accepted += e.accepted
+            self.drafted += e.generated
+            self.mean_len_last = e.mean_len
+        elif isinstance(e, LlamaEvalTime):
+            if not e.prompt:
+                self.eval_tok_s_last = e.tok_s
+        else:
+            return False
+        return True
+
+    def to_json(self) -> dict:
+        rate = round(self.accepted / self.drafted, 4) if self.drafted else None
+        return {"listening": self.listening, "models": list(self.models),
+                "draft": {"spec_type": self.spec_type, "n_max": self.n_max, "n_max_effective": self.n_max_effective,
+                          "clamp": self.clamp, "block_size": self.block_size},
+                "requests": {"count": self.requests, "draft_accepted": self.accepted, "draft_generated": self.drafted,
+                             "acceptance_rate": rate, "mean_len_last": self.mean_len_last,
+                             "eval_tok_s_last": self.eval_tok_s_last}}
+
+
 _PER_RANK = (WeightLoadBegin, WeightLoadEnd, KvCache, GraphCaptureBegin, GraphCaptureEnd)
 _FACTS = (("weights", "weights"), ("kv", "KV cache"), ("graphs", "CUDA graphs"))
 
@@ -172,6 +229,7 @@ class SummaryBuilder:
         self.gen_last: float | None = None
         self.running_max: int | None = None
         self.fatal: Fatal | None = None
+        self.llama: LlamaFacts | None = None
 
     def add_line(self, line: str) -> LogEvent | None:
         self.lines += 1
@@ -182,6 +240,11 @@ class SummaryBuilder:
 
     def add(self, e: LogEvent) -> None:
         self.events += 1
+        if isinstance(e, LlamaEvent):
+            self.llama = self.llama or LlamaFacts()
+            self.llama.add(e)
+            self.ready = self.ready or isinstance(e, LlamaListening)
+            return
         if isinstance(e, DecodeBatch):
             self.decode_lines += 1
             if e.accept_len is not None:
@@ -237,7 +300,7 @@ class SummaryBuilder:
             self.draft,
             DecodeStats(self.decode_lines, mean, self.accept[-1] if self.accept else None, self.gen_last,
                         self.running_max),
-            self.fatal, self.lines, self.events, notes,
+            self.fatal, self.lines, self.events, notes, self.llama.to_json() if self.llama else None,
         )
 
 

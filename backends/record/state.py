@@ -39,6 +39,7 @@ class ServerState:
     config_source: str | None = None
     unit: str | None = None
     token: str | None = None  # the launch token (launch.json only: never in server.json)
+    engine: str | None = None  # the engine and its version as it became ready ("llama.cpp b11549")
 
     def with_(self, **changes: Any) -> ServerState:
         return replace(self, **changes)
@@ -96,6 +97,7 @@ _SCHEMA: tuple[tuple[str, tuple[Any, ...], bool], ...] = (
     ("reason", (str, None), False), ("effective", (dict,), False), ("mismatches", ("strings",), False),
     ("checks", (list,), False),
     ("ready_at", (_NUM, None), False), ("config_source", (str, None), False), ("unit", (str, None), False),
+    ("engine", (str, None), False),
 )
 
 

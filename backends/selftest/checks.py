@@ -50,6 +50,7 @@ class Report:
     backend: str
     version: str | None = None
     work_dir: str | None = None
+    engine: str = "SGLang"       # the engine's label: what ``version`` is a version of
     log_paths: list[str] | None = None
 
     @property
@@ -57,7 +58,8 @@ class Report:
         return all(c.status != "fail" for c in self.checks)
 
     def to_json(self) -> dict:
-        return {"ok": self.ok, "backend": self.backend, "sglang_version": self.version,
+        return {"ok": self.ok, "backend": self.backend, "engine": self.engine,
+                "sglang_version": self.version if self.engine == "SGLang" else None, "engine_version": self.version,
                 "checks": [c.to_json() for c in self.checks], "set_aside": self.set_aside,
                 "work_dir": self.work_dir, "server_logs": self.log_paths or []}
 
@@ -105,6 +107,7 @@ def build_models(config: ServerConfig, out: str, block: int) -> tuple[Check, dic
 
 
 def _flags_check(derived: ServerConfig, backend) -> tuple[Check, str | None]:
+    from backends.knobs.engine import engine
     from backends.knobs.plan import help_flags, plan_launch
     from backends.selftest.plan import unknown_flags
 
@@ -114,7 +117,7 @@ def _flags_check(derived: ServerConfig, backend) -> tuple[Check, str | None]:
         return Check("flags", "fail", exc.message, exc.hint), None
     unknown = unknown_flags(derived.extra_args, help_flags(helptext.text))
     version = helptext.version
-    on = f"SGLang {version}" if version else "this server"
+    on = f"{engine(derived.engine).label} {version}" if version else "this server"
     if unknown:
         return Check("flags", "fail", f"{on} does not take {', '.join(unknown)} (not in its --help)",
                      "fix the spelling in [server] extra_args for this release (e.g. 0.5.11 spells the window "
@@ -135,8 +138,18 @@ def _knob_checks(state, names: tuple[str, ...]) -> list:
     return [c for c in state.checks if c.name in names]
 
 
-def draft_runner_check(state, config: ServerConfig, name: str = "draft_runner") -> Check:
-    """The requested window and compact cache, as the draft runner line (or /server_info) says them."""
+def draft_runner_check(state, config: ServerConfig, name: str = "draft_runner", test=None) -> Check:
+    """The requested draft settings (SGLang: window and compact cache; llama.cpp: n_max), as the
+    server's draft line (or /server_info) says them: verified, or the server's default when unset
+    (``test``: the engine's, backends.selftest.engines; SGLang's when not given)."""
+    if test is not None and test.default_ok:
+        checks = _knob_checks(state, test.draft_settings)
+        bad = [c for c in checks if c.status not in ("verified", "default")]
+        said = "; ".join(c.sentence for c in checks) or f"no {' or '.join(test.draft_settings)} check"
+        if not checks or bad:
+            return Check(name, "fail", said, f"the {test.draft_line} did not say what was requested: read the "
+                         "server log; a knob clamped by the draft's block shows as a mismatch")
+        return Check(name, "pass", said)
     checks = _knob_checks(state, ("window", "compact_cache"))
     bad = [c for c in checks if c.status != "verified"]
     said = "; ".join(c.sentence for c in checks) or "no window or compact cache check"
@@ -149,40 +162,58 @@ def draft_runner_check(state, config: ServerConfig, name: str = "draft_runner") 
     return Check(name, "pass", said)
 
 
-async def _acceptance_checks(url: str, key: str | None, block: int) -> list[Check]:
-    measured = await measure(url, key, REQUESTS, TOKENS)
+async def _acceptance_checks(url: str, key: str | None, block: int, test, config: ServerConfig,
+                             effective: dict | None = None) -> list[Check]:
+    """Acceptance readable, and the agreeing draft near what one step can yield (SGLang: the block
+    size; llama.cpp: n_max + 1, n_max at most the block - 1). ``test``: the engine's."""
+    measured = await measure(url, key, REQUESTS, test.tokens, dialect=test.dialect)
     if measured.errors and len(measured.errors) == REQUESTS:
         return [Check("acceptance", "fail", f"no request succeeded: {measured.errors[0]}",
                       "look at the server log (server_logs in --json)")]
     if measured.value is None:
-        return [Check("acceptance", "fail", "no spec_verify_ct in /generate's meta_info and no "
-                      "sglang:spec_verify_calls_total in /metrics: bench, load and the collapse guard "
+        return [Check("acceptance", "fail", f"no acceptance in the {test.dialect.generate_path} answers and no "
+                      "speculative counters in /metrics: bench, load and the collapse guard "
                       "cannot read acceptance on this server",
-                      "run SGLang with --enable-metrics (ddtune adds it where --help lists it), or a release "
-                      "that reports spec_verify_ct"),
+                      "run the server with its metrics switch (ddtune adds --enable-metrics / --metrics where "
+                      "--help lists it), or a release that reports acceptance per request"),
                 Check("agree", "skip", "needs acceptance")]
-    where = {"request": "per request (meta_info.spec_verify_ct)", "counters": "from /metrics counters"}
+    where = {"request": f"per request ({test.dialect.generate_path} answers)", "counters": "from /metrics counters"}
     first = Check("acceptance", "pass", f"readable {where[measured.source or 'counters']}"
                   + (f"; counters agree: {measured.counters:.2f}" if measured.counters and measured.request_values
-                     else ""))
+                     else "") + _drafts_text(measured.drafts))
     value = measured.value
-    if value >= AGREE_SHARE * block:
-        return [first, Check("agree", "pass", f"agreeing draft: acceptance {value:.2f} of block size {block}")]
-    return [first, Check("agree", "fail", f"agreeing draft: acceptance {value:.2f}, want >= {AGREE_SHARE * block:.1f} "
-                         f"(block size {block})", "verification or the draft's hidden-state capture is broken on "
-                         "this build (target_layer_ids, --speculative-num-draft-tokens); see the server log")]
+    ceiling = test.ceiling(config, block, effective or {})
+    what = f"{test.ceiling_label} {block}" if ceiling == block and not test.start_at_block \
+        else f"{test.ceiling_label} = {ceiling:.0f} (draft block {block})"
+    if value >= AGREE_SHARE * ceiling:
+        return [first, Check("agree", "pass", f"agreeing draft: acceptance {value:.2f} of {what}")]
+    want = AGREE_SHARE * ceiling
+    return [first, Check("agree", "fail", f"agreeing draft: acceptance {value:.2f}, want >= {want:.1f} ({what})",
+                         "verification or the draft's hidden-state capture is broken on "
+                         "this build (target layers, the draft's block size); see the server log")]
 
 
-async def _collapse_check(session, url: str, key: str | None) -> Check:
+def _drafts_text(drafts) -> str:
+    """llama.cpp's own draft counters over the batch: rate, mean length, survival per position."""
+    if drafts is None or not drafts.drafts:
+        return ""
+    per = " ".join(f"{n:.0f}" for n in drafts.per_position)
+    return (f"; llamacpp:spec_decode_* counters: {drafts.accepted:.0f}/{drafts.drafted:.0f} drafted tokens "
+            f"accepted, mean len {drafts.mean_len:.2f} over {drafts.drafts:.0f} drafts, accepted per position [{per}]")
+
+
+async def _collapse_check(session, url: str, key: str | None, dialect=None) -> Check:
     """The random draft: acceptance about 1 must trip ``acceptance_collapse`` (50 requests in a row)."""
+    from backends.launch.dialect import SGLANG
     from backends.logs.alarms import WINDOW_REQUESTS
 
+    dialect = dialect or SGLANG
     values: list[float] = []
-    batch = await measure(url, key, WINDOW_REQUESTS, COLLAPSE_TOKENS)
+    batch = await measure(url, key, WINDOW_REQUESTS, COLLAPSE_TOKENS, dialect=dialect)
     values = batch.request_values
     if not values and batch.counters is not None:  # no per-request field: the counters around each request
         for _ in range(WINDOW_REQUESTS):
-            one = await measure(url, key, 1, COLLAPSE_TOKENS, concurrency=1)
+            one = await measure(url, key, 1, COLLAPSE_TOKENS, concurrency=1, dialect=dialect)
             if one.counters is not None:
                 values.append(one.counters)
     if not values:

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import httpx
 
-from backends.core.answers import BadAnswer, count, fetch
+from backends.core.answers import BadAnswer, fetch
 from backends.core.apikey import auth_headers
-from backends.logs.acceptance import SpecCounters, counter_acceptance, parse_counters
+from backends.launch.dialect import SGLANG, Dialect
+from backends.logs.acceptance import DraftCounters, SpecCounters, counter_acceptance, draft_counters, parse_counters
 
 PROMPT = "def fibonacci(n):\n    "
 
@@ -24,6 +25,7 @@ class Measured:
     per_request: tuple[float | None, ...]   # each request's acceptance (None: its answer had no spec field)
     counters: float | None                  # Δtokens / Δverify calls over the batch, None without counters
     errors: tuple[str, ...] = ()
+    drafts: DraftCounters | None = None     # llama.cpp's draft counters over the batch (per position too)
 
     @property
     def request_values(self) -> list[float]:
@@ -42,48 +44,46 @@ class Measured:
         return "counters" if self.counters is not None else None
 
 
-async def _counters(client: httpx.AsyncClient, url: str) -> SpecCounters | None:
+async def _counters(client: httpx.AsyncClient, url: str) -> tuple[SpecCounters | None, DraftCounters | None]:
     try:
         answer = await fetch(client, "GET", f"{url}/metrics", idle=10.0)
     except httpx.HTTPError:
-        return None
-    return parse_counters(answer.text) if answer.status == 200 else None
+        return None, None
+    if answer.status != 200:
+        return None, None
+    return parse_counters(answer.text), draft_counters(answer.text)
 
 
 def request_acceptance(body: dict) -> float | None:
-    """completion tokens / verify steps of one answer; None unless both are counts (finite, >= 0)."""
-    meta = body.get("meta_info") if isinstance(body, dict) else None
-    if not isinstance(meta, dict):
-        return None
-    steps, tokens = count(meta.get("spec_verify_ct")), count(meta.get("completion_tokens"))
-    if steps and tokens is not None:
-        return tokens / steps
-    return None
+    """SGLang's per-request acceptance (``meta_info``): tokens / verify steps; None unless both are
+    counts (finite, >= 0)."""
+    return SGLANG.acceptance(body)
 
 
 async def measure(url: str, api_key: str | None, requests: int, max_new_tokens: int,
-                  concurrency: int = 8, timeout: float = 120.0) -> Measured:
-    """Send ``requests`` greedy generations, ``concurrency`` at a time; their acceptance."""
+                  concurrency: int = 8, timeout: float = 120.0, dialect: Dialect = SGLANG) -> Measured:
+    """Send ``requests`` greedy generations, ``concurrency`` at a time, in the server's dialect
+    (SGLang's ``/generate``, llama.cpp's ``/completion``); their acceptance."""
     url = url.rstrip("/")
     limit = asyncio.Semaphore(concurrency)
     errors: list[str] = []
+    path = dialect.generate_path
     async with httpx.AsyncClient(trust_env=False, headers=auth_headers(api_key)) as client:
-        before = await _counters(client, url)
+        before, drafts_before = await _counters(client, url)
 
         async def one(i: int) -> float | None:
             async with limit:
                 try:
-                    answer = await fetch(client, "POST", f"{url}/generate", idle=timeout, json={
-                        "text": PROMPT + f"# {i}\n",
-                        "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0,
-                                            "ignore_eos": True}})
+                    answer = await fetch(client, "POST", f"{url}{path}", idle=timeout, json=dialect.generate_body(
+                        PROMPT + f"# {i}\n", max_new_tokens, ignore_eos=True))
                     if answer.status != 200:
                         raise BadAnswer(f"HTTP {answer.status}")
-                    return request_acceptance(answer.json())
+                    return dialect.acceptance(answer.json())
                 except httpx.HTTPError as exc:
-                    errors.append(f"/generate: {type(exc).__name__}: {str(exc)[:200]}")
+                    errors.append(f"{path}: {type(exc).__name__}: {str(exc)[:200]}")
                     return None
 
         values = await asyncio.gather(*(one(i) for i in range(requests)))
-        after = await _counters(client, url)
-    return Measured(tuple(values), counter_acceptance(before, after), tuple(errors))
+        after, drafts_after = await _counters(client, url)
+    drafts = drafts_after.minus(drafts_before) if drafts_after is not None else None
+    return Measured(tuple(values), counter_acceptance(before, after), tuple(errors), drafts)

@@ -14,12 +14,12 @@ from collections.abc import Callable
 
 from backends.knobs.config import ServerConfig
 from backends.core.errors import UsageError
-from backends.knobs.plan import as_count
 from backends.selftest.checks import (
-    Check, Report, _acceptance_checks, _collapse_check, _first_line, _flags_check, _stop_check, build_models,
-    draft_runner_check, gpu_check, temporary_state_dir,
+    Check, Report, _acceptance_checks, _collapse_check, _first_line, _flags_check, _stop_check, draft_runner_check,
+    gpu_check, temporary_state_dir,
 )
-from backends.selftest.plan import block_size, derive, free_port, other_window, split_extra_args
+from backends.selftest.engines import engine_test
+from backends.selftest.plan import block_size, derive, free_port, split_extra_args
 
 LATER = ("ready", "draft_runner", "acceptance", "agree", "gpu", "knob_restart", "collapse_alarm", "stop")
 
@@ -39,24 +39,29 @@ async def run_selftest(config: ServerConfig, on_event: Callable | None = None, *
 
     if not driver_flags(config.backend).spawns:
         raise UsageError(f"selftest starts a server of its own; backend {config.backend!r} cannot",
-                         hint='use backend = "sglang" with python = the interpreter that has sglang '
-                              '(or no config: the simulator)')
+                         hint='use backend = "sglang" with python = the interpreter that has sglang, '
+                              'backend = "llamacpp" (or no config: the simulator)')
     block = block_size(config)
     kept, aside = split_extra_args(config.extra_args)
-    report = Report([], [{"args": list(a.args), "why": a.why} for a in aside], config.backend)
+    report = Report([], [{"args": list(a.args), "why": a.why} for a in aside], config.backend,
+                    engine=engine_test(config).label)
     root = work_dir or tempfile.mkdtemp(prefix="ddtune-selftest-")
     report.work_dir = root
     state_dir = os.path.join(root, "state")
     os.makedirs(state_dir, mode=0o700, exist_ok=True)
     checks = report.checks
     try:
-        check, built = build_models(config, os.path.join(root, "models"), block)
+        check, built = engine_test(config).build(config, os.path.join(root, "models"), block)
         checks.append(check)
         if built is None:
             _skip_rest(checks, "build")
             return report
         derived = derive(config, built["target"], built["draft_agree"], free_port(config.host), kept, block,
                          ready_timeout_s)
+        test = engine_test(derived)
+        if test.start_at_block and derived.knobs.get(test.restart_knob) is None:
+            # the draft's whole block (block - 1 drafted tokens): what "near the block" is judged on
+            derived = derived.with_knobs({test.restart_knob: block - 1})
         with temporary_state_dir(state_dir):
             check, report.version = _flags_check(derived, make_backend(derived))
             checks.append(check)
@@ -91,29 +96,31 @@ async def _serve(derived: ServerConfig, built: dict, block: int, report: Report,
             _skip_rest(checks, "ready", stop=False)
             return
         took = state.ready_at - state.started_at if state.ready_at and state.started_at else 0.0
+        test = engine_test(derived)
         checks.append(Check("ready", "pass", f"pid {state.pid} generated a token {took:.1f} s after launch "
-                            f"(the pid that listens, probed by /generate)"))
-        checks.append(draft_runner_check(state, derived))
+                            f"(the pid that listens, probed by {test.dialect.generate_path})"))
+        checks.append(draft_runner_check(state, derived, test=test))
         key = session.api_key()
-        checks.extend(await _acceptance_checks(state.url, key, block))
+        checks.extend(await _acceptance_checks(state.url, key, block, test, derived, state.effective))
         pids |= tree_pids(state.pid) if state.pid else set()
         checks.append(gpu_check(derived, pids))
-        window = other_window(as_count(derived.knobs.get("window")), block)
-        moved = derived.with_knobs({"window": window})
+        knob = test.restart_knob
+        window = test.move(derived, block)
+        moved = derived.with_knobs({knob: window})
         random = _with_draft(moved, built["draft_random"])
         state = await session.restart(config=random)
         logs.append(state.log_path or "")
         if state.pid:
             pids |= tree_pids(state.pid)
         if state.phase != "ready":
-            checks.append(Check("knob_restart", "fail", f"the restart to window {window} failed: "
+            checks.append(Check("knob_restart", "fail", f"the restart to {knob} {window} failed: "
                                 f"{_first_line(state.reason)}", f"read the server log {state.log_path}"))
             checks.append(Check("collapse_alarm", "skip", "needs knob_restart"))
             return
-        verdict = draft_runner_check(state, random, name="knob_restart")
-        checks.append(Check("knob_restart", verdict.status, f"restarted to window {window} (pid {state.pid}): "
+        verdict = draft_runner_check(state, random, name="knob_restart", test=test)
+        checks.append(Check("knob_restart", verdict.status, f"restarted to {knob} {window} (pid {state.pid}): "
                             f"{verdict.detail}", verdict.fix))
-        checks.append(await _collapse_check(session, state.url, session.api_key()))
+        checks.append(await _collapse_check(session, state.url, session.api_key(), test.dialect))
     finally:
         checks.append(await _stop_check(session, pids, derived.port))
         await session.close()

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from backends.drivers.base import Backend
-from backends.logs.events import DecodeBatch, Fatal, ServerStarted
+from backends.logs.events import DecodeBatch, Fatal, LlamaListening, ServerStarted
 from backends.logs.kind import LogLine, classify
 from backends.logs.parse import parse_line
 from backends.record.state import ServerState
@@ -142,6 +142,8 @@ class LogFollower:
                 facts.started_pid = event.pid
                 if facts is self.facts:
                     self._started.set()
+            elif isinstance(event, LlamaListening) and facts is self.facts:
+                self._started.set()  # llama.cpp names no pid: its listening line ends the start's lines
             elif isinstance(event, Fatal) and (phases.judging or facts.fatal_at is not None):
                 facts.fatals.append(event)
                 if not event.generic and facts.fatal_at is None:

@@ -40,7 +40,7 @@ async def until_ready(driver: Backend, state: ServerState, facts: LogFacts, log:
     failure: str | None = None
     last: str | None = None  # the latest probe's reason: what a start that ran out of time was waiting for
     async with ReadinessProbe(state.url, state.port, state.pid, api_key=driver.api_key(state),
-                              check_owner=not attached) as probe:
+                              check_owner=not attached, dialect=driver.DIALECT) as probe:
         while True:
             phases.report(state.pid, probing=True)
             if not await driver.is_running(state):
@@ -58,7 +58,7 @@ async def until_ready(driver: Backend, state: ServerState, facts: LogFacts, log:
                            + (f"; last probe: {last}" if last else ""))
                 break
             # with a log, probe only once it named our pid in "Started server process [PID]"
-            pid_ok = attached or not driver.has_logs() or facts.started_pid is not None
+            pid_ok = attached or not driver.has_logs() or not driver.LOG_NAMES_PID or facts.started_pid is not None
             if facts.started_pid is not None and state.pid and facts.started_pid not in tree_pids(state.pid):
                 pid_ok = False
             if not pid_ok:

@@ -222,9 +222,12 @@ class ServerSession(EventHub):
         if state.phase == "ready":
             info, self._fresh_info = self._fresh_info, None
             if info is None:  # re-attached without a start: ask once
-                info = await fetch_server_info(state.url, self.backend.api_key(state), self._on_note)
+                info = await fetch_server_info(state.url, self.backend.api_key(state), self._on_note,
+                                               self.backend.DIALECT)
             self.server_info = info
             self.version = str(info["version"]) if info and info.get("version") else None
+            if self.version is None and state.engine:  # what the start learned from the driver
+                self.version = state.engine.removeprefix(self.backend.DIALECT.engine).strip() or None
             if self.stream_log:
                 self.log.follow(state, self.backend)  # a re-attach did not read the log yet
         self.log.flush()  # the lines that led here reach readers before the settle they explain
@@ -267,7 +270,8 @@ class ServerSession(EventHub):
         """Follow a server an earlier ddtune started (same pid, same start time) until it is ready."""
         self._on_note(f"re-attached to pid {state.pid} ({state.phase}): it already runs this config")
         if state.phase == "ready":
-            async with ReadinessProbe(state.url, state.port, state.pid, api_key=self.backend.api_key(state)) as probe:
+            async with ReadinessProbe(state.url, state.port, state.pid, api_key=self.backend.api_key(state),
+                                      dialect=self.backend.DIALECT) as probe:
                 result = await probe.probe()
             if result.ready:
                 return state
@@ -341,11 +345,16 @@ class ServerSession(EventHub):
     async def _ready(self, state: ServerState, plan: LaunchPlan | None, facts: LogFacts) -> ServerState:
         self.phases.ready(state.pid)
         durations = self.tracker.durations(time.monotonic())
-        info = self._fresh_info = await fetch_server_info(state.url, self.backend.api_key(state), self._on_note)
+        info = self._fresh_info = await fetch_server_info(state.url, self.backend.api_key(state), self._on_note,
+                                                          self.backend.DIALECT)
         checked = verify(plan.expected if plan else {}, facts.marked, info, knobs=self.config.knobs,
                          table=self.config.knob_table)
+        version = (info or {}).get("version") or await asyncio.to_thread(self.backend.installed_version)
+        if info is not None and not info.get("version") and version:
+            info["version"] = version
         final = state.with_(
-            phase="ready", ready_at=time.time(), effective=checked.effective, checks=checked.checks, reason=None
+            phase="ready", ready_at=time.time(), effective=checked.effective, checks=checked.checks, reason=None,
+            engine=f"{self.backend.DIALECT.engine} {version or '(version unknown)'}",
         )
         self.record.save(final)
         self.settled_at = time.monotonic()

@@ -25,7 +25,8 @@ from backends.core.fields import shown
 from backends.core.statefs import StateWriteError, append_line, open_state_for_reading
 from backends.logs.events import (
     AppStartupComplete, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
-    GraphCaptureSizes, KvCache, LogEvent, MaxTotalTokens, MemoryPoolEnd, ServerArgs, ServerReady,
+    GraphCaptureSizes, KvCache, LlamaDraftBlock, LlamaDraftClamp, LlamaDraftParams, LlamaListening, LlamaModelLoaded,
+    LlamaModelLoading, LlamaSlots, LlamaSpecImpl, LogEvent, MaxTotalTokens, MemoryPoolEnd, ServerArgs, ServerReady,
     ServerStarted, ShardProgress, StartupTimings, UvicornRunning, WeightLoadBegin, WeightLoadEnd,
 )
 
@@ -37,10 +38,12 @@ WORK_PHASES = (STOPPING, WAITING, STARTING, LOADING, CAPTURING, WARMUP)  # the o
 MAX_PHASE_S = 7 * 24 * 3600.0  # no phase of a start lasts a week: a longer "duration" is not one
 _ORDER = {p: i for i, p in enumerate(PHASES)}
 
-_LOADING_EVENTS = (WeightLoadBegin, ShardProgress, WeightLoadEnd, DraftRunner, KvCache, MemoryPoolEnd)
+_LOADING_EVENTS = (WeightLoadBegin, ShardProgress, WeightLoadEnd, DraftRunner, KvCache, MemoryPoolEnd,
+                   LlamaModelLoading, LlamaModelLoaded, LlamaSlots, LlamaSpecImpl, LlamaDraftParams, LlamaDraftBlock,
+                   LlamaDraftClamp)
 _CAPTURE_EVENTS = (GraphCaptureBegin, GraphCaptureSizes, GraphCaptureProgress, GraphCaptureEnd,
                    MaxTotalTokens, StartupTimings)
-_WARMUP_EVENTS = (ServerStarted, AppStartupComplete, UvicornRunning)
+_WARMUP_EVENTS = (ServerStarted, AppStartupComplete, UvicornRunning, LlamaListening)
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,14 @@ class StartupTracker:
             detail = "allocating KV cache"
         elif isinstance(e, DraftRunner):
             detail = "draft runner ready"
+        elif isinstance(e, LlamaModelLoading):
+            detail = f"{'draft' if e.draft else 'target'} model"
+        elif isinstance(e, LlamaModelLoaded):
+            detail = "models loaded"
+        elif isinstance(e, LlamaSlots):
+            detail = f"{e.n_slots} slot(s) of {e.n_ctx_slot} tokens"
+        elif isinstance(e, (LlamaSpecImpl, LlamaDraftParams, LlamaDraftBlock, LlamaDraftClamp)):
+            detail = "DFlash draft set up"
         else:
             detail = f"{which} weights"
         self._advance(LOADING, detail, now)

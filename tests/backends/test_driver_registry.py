@@ -13,11 +13,14 @@ from backends.record.state import ServerState
 
 # what each driver can do, pinned: a flag that moves changes what the lifecycle does with it
 EXPECTED = {
-    "sglang": DriverFlags(can_start=True, can_stop=True, has_logs=True, spawns=True, owns_gpu_memory=True),
+    "sglang": DriverFlags(can_start=True, can_stop=True, has_logs=True, spawns=True, owns_gpu_memory=True,
+                          log_names_pid=True),
     "sim": DriverFlags(can_start=True, can_stop=True, has_logs=True, spawns=True, owns_gpu_memory=True,
-                       simulated=True),
-    "systemd": DriverFlags(can_start=True, can_stop=True, has_logs=True, stops_by_unit=True),
-    "endpoint": DriverFlags(attaches=True),
+                       simulated=True, log_names_pid=True),
+    "systemd": DriverFlags(can_start=True, can_stop=True, has_logs=True, stops_by_unit=True, log_names_pid=True),
+    "endpoint": DriverFlags(attaches=True, log_names_pid=True),
+    # llama-server names no pid in its log: the port's owner alone proves the pid ready
+    "llamacpp": DriverFlags(can_start=True, can_stop=True, has_logs=True, spawns=True, owns_gpu_memory=True),
 }
 
 
@@ -62,7 +65,7 @@ def test_a_unit_s_main_pid_is_alive_without_a_launch_token():
     assert alive(_record("systemd"))
 
 
-@pytest.mark.parametrize("backend", ["sim", "sglang", "hand-edited"])
+@pytest.mark.parametrize("backend", ["sim", "sglang", "llamacpp", "hand-edited"])
 def test_a_spawned_record_is_alive_only_with_its_launch_token(backend):
     """This test process runs, at that start time, but carries no launch token: it is no server ddtune
     spawned (nor is a record naming a driver nobody has)."""

@@ -175,11 +175,10 @@ def report_final(state, allow_mismatch: bool = False) -> int:
     took = f" in {state.ready_at - state.started_at:.1f}s" if state.ready_at else ""
     who = f"pid {state.pid}" if state.pid else "attached"
     err(f"ready{took}: {who} at {state.url}")
-    eff = state.effective or {}
-    from backends.knobs import BASE_KEYS
-
-    keys = [*BASE_KEYS, *(k for k in eff if k not in BASE_KEYS)]  # and what the declared knobs report
-    err("effective: " + ", ".join(f"{k}={eff.get(k)}" for k in keys))
+    eff = state.effective or {}  # the engine's checked settings first, then what the declared knobs report
+    if state.engine:
+        err(f"engine: {state.engine}")
+    err("effective: " + ", ".join(f"{k}={v}" for k, v in eff.items()))
     for check in state.checks:
         if check.status == "mismatch":
             err(f"MISMATCH: {check.sentence}")
@@ -198,6 +197,7 @@ def status_doc(state, config) -> dict[str, Any]:
     if state is None:
         return {
             "backend": config.backend,
+            "engine": None,
             "pid": None,
             "phase": "stopped",
             "url": config.base_url,
@@ -215,6 +215,7 @@ def status_doc(state, config) -> dict[str, Any]:
         }
     return {
         "backend": state.backend,
+        "engine": state.engine,
         "pid": state.pid,
         "phase": state.phase,
         "url": state.url,
@@ -236,8 +237,17 @@ def status_doc(state, config) -> dict[str, Any]:
 LOG_ACCEPT_S = 60.0  # the recent decode lines status weighs when the server has no counters
 
 
+_SPEC_FLAGS = ("--speculative-algorithm", "--spec-type")  # SGLang's and llama-server's (backends.knobs.engine)
+
+
 def _speculative(state) -> bool:
-    return any(a == "--speculative-algorithm" or a.startswith("--speculative-algorithm=") for a in state.argv)
+    args = state.argv
+    for i, arg in enumerate(args):
+        flag, eq, value = arg.partition("=")
+        if flag in _SPEC_FLAGS:
+            value = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            return value.lower() != "none"
+    return False
 
 
 def server_acceptance(state) -> dict | None:
@@ -249,19 +259,25 @@ def server_acceptance(state) -> dict | None:
     import httpx
 
     from backends.core import fetch_once
-    from backends.logs import DecodeBatch, SpecCounters, counter_acceptance, log_acceptance, parse_counters, parse_line
+    from backends.logs import (DecodeBatch, SpecCounters, counter_acceptance, draft_counters, log_acceptance,
+                               parse_counters, parse_line)
 
     if not _speculative(state):
         return None
+    drafts = None
     try:
         answer = asyncio.run(fetch_once(state.url.rstrip("/") + "/metrics", idle=3.0))  # /metrics needs no API key
         counters = parse_counters(answer.text) if answer.status == 200 else None
+        drafts = draft_counters(answer.text) if answer.status == 200 else None
     except httpx.HTTPError:
         counters = None
     value = counter_acceptance(SpecCounters(0.0, 0.0), counters)
     if value is not None and counters is not None:
-        return {"value": round(value, 4), "source": "counters", "over": "the server's lifetime",
-                "tokens": counters.tokens, "verify_calls": counters.verify_calls}
+        doc = {"value": round(value, 4), "source": "counters", "over": "the server's lifetime",
+               "tokens": counters.tokens, "verify_calls": counters.verify_calls}
+        if drafts is not None:  # llama.cpp: its own draft counters, per draft position too
+            doc["drafts"] = drafts.to_json()
+        return doc
     lines = [(e.time_s, e.accept_len, e.running_req) for e in map(parse_line, _recent_lines(state))
              if isinstance(e, DecodeBatch) and e.is_lead and e.time_s is not None]
     if not lines:

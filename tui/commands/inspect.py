@@ -37,7 +37,7 @@ def run(args) -> int:
 
     path = args.logfile
     if not os.path.exists(path):
-        raise UsageError(f"LOGFILE: no such file: {path}", hint="give the path of a saved SGLang server log")
+        raise UsageError(f"LOGFILE: no such file: {path}", hint="give the path of a saved SGLang or llama-server log")
     if os.path.isdir(path):
         raise UsageError(f"LOGFILE: {path} is a directory", hint="give the path of a log file inside it")
     builder = SummaryBuilder()
@@ -77,6 +77,22 @@ def run(args) -> int:
         if watch.alarm is not None:
             print(f"ALARM {watch.alarm.kind}: {watch.alarm.message}")
     return 0
+
+
+def _llama_lines(doc: dict) -> list[str]:
+    """A llama-server log's own facts: where it listened, its models, its draft, its requests."""
+    out = ["llama.cpp: " + (f"listening on {doc['listening']}" if doc["listening"] else "never listened")]
+    out.extend(f"  model: {m}" for m in doc["models"])
+    d = doc["draft"]
+    if d["spec_type"] or d["n_max"] is not None:
+        out.append(f"  draft: {d['spec_type'] or '?'}, n_max {d['n_max_effective']}"
+                   + (f" ({d['clamp']})" if d["clamp"] else "") + f", block size {d['block_size'] or '?'}")
+    r = doc["requests"]
+    if r["count"]:
+        rate = f"{r['acceptance_rate']:.3f}" if r["acceptance_rate"] is not None else "?"
+        out.append(f"  requests: {r['count']}, draft tokens accepted {r['draft_accepted']}/{r['draft_generated']} "
+                   f"(rate {rate}), mean len last {r['mean_len_last']}, eval tok/s last {r['eval_tok_s_last']}")
+    return out
 
 
 def render(path, summary, tracker, clock) -> str:
@@ -121,6 +137,8 @@ def render(path, summary, tracker, clock) -> str:
         if s.running_req_max is not None:
             parts.append(f"max running {s.running_req_max}")
         out.append("decode: " + ", ".join(parts))
+    if summary.llamacpp is not None:
+        out.extend(_llama_lines(summary.llamacpp))
     for text in summary.notes:
         out.append(f"note: {text}")
     if summary.fatal is not None:

@@ -27,6 +27,9 @@ lifecycle, under a temporary state dir (your server record is untouched) on a fr
 Flags a tiny model cannot take (--tp/--dp/--pp sizes, quantization, parsers, chat templates,
 --context-length, multi-node) are set aside and named. Each line is PASS, FAIL (with the fix) or
 SKIP (with why). Exit 0 when nothing failed, 1 otherwise, 2 on bad usage.
+On a llama.cpp config ([server] backend = "llamacpp", nothing else needed): ddtune's own tiny-GGUF
+builder (gguf + numpy, the llamacpp extra) makes the models; draft_runner checks n_max from the
+draft-dflash startup line, agree judges the agreeing draft against n_max + 1, the restart moves n_max.
 Supported: SGLang 0.5.11 to 0.5.23 with DFLASH (written against 0.5.17's source and recordings, and
 run on a real 0.5.17 server on an H200: every check passes in about three minutes, two server starts;
 docs/real-sglang.md), and the built-in simulator; with NVML for the GPU check.
@@ -67,7 +70,7 @@ def print_report(report) -> None:
     import sys
 
     out = sys.stdout
-    version = f" (SGLang {report.version})" if report.version else ""
+    version = f" ({report.engine} {report.version})" if report.version else ""
     out.write(f"ddtune selftest: {report.backend}{version}\n")
     for aside in report.set_aside:
         out.write(f"  set aside: {' '.join(aside['args'])}: {aside['why']}\n")

@@ -11,7 +11,8 @@ examples:
 phase: ready | starting | failed | stale (the recorded pid is gone or not the same process) | stopped.
 A starting server whose `up`/`restart` was interrupted is alive but followed by nobody: its reason
 says so (`ddtune up` re-attaches and waits for it); one that died since reads stale.
---json keys: backend, pid, phase, url, knobs, effective {window_size, compact_cache, block_size,
+--json keys: backend, engine (e.g. "llama.cpp b11549"; null before a start), pid, phase, url, knobs,
+effective {window_size, compact_cache, block_size,
 budget, and each requested knob the server reports (spec_v2, a knob declared in the config, ...)},
 checks [{name, requested, effective, source, status}], mismatches, reason, log_path, port,
 started_at, ready_at. A check's status: verified, mismatch, unverified (the server did not say) or
@@ -44,7 +45,7 @@ def run(args) -> int:
     if args.json:
         print_json(doc)
         return 0
-    print(f"backend:    {doc['backend']}")
+    print(f"backend:    {doc['backend']}" + (f" ({doc['engine']})" if doc.get("engine") else ""))
     print(f"phase:      {doc['phase']}")
     print(f"pid:        {doc['pid'] or '-'}")
     print(f"url:        {doc['url']}")
@@ -57,6 +58,11 @@ def run(args) -> int:
     acc = doc.get("acceptance")
     if acc:
         print(f"acceptance: {acc['value']:.2f} (from {acc['source']}: {acc['over']})")
+        drafts = acc.get("drafts")
+        if drafts:  # llama.cpp's own draft counters: which draft positions survive
+            print(f"drafts:     {drafts['accepted']:.0f}/{drafts['drafted']:.0f} drafted tokens accepted "
+                  f"(rate {drafts['rate']}), mean len {drafts['mean_len']} over {drafts['drafts']:.0f} drafts")
+            print("per position: " + " ".join(f"{i}:{n:.0f}" for i, n in enumerate(drafts["accepted_per_position"])))
     for alarm in doc.get("alarms", []):
         print(f"ALARM:      {alarm['kind']}: {alarm['message']}")
     if doc.get("reason"):

@@ -55,7 +55,7 @@ class ServerPanel(DiffedWidget):
         head.append(f"{v.backend} ", "bold")
         head.append(f"  pid {v.pid or '-'}  {v.url or ''}")
         if v.version:
-            head.append(f"  sglang {v.version}", "grey70")
+            head.append(f"  {v.engine} {v.version}", "grey70")
         if v.uptime_s is not None and v.phase == "ready":  # whole minutes: a ready server's age, not a clock
             head.append(f"  up {duration(v.uptime_s) if v.uptime_s >= 60 else '<1m'}", "grey70")
 

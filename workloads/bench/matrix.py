@@ -31,7 +31,7 @@ from workloads.grading.evaluate import Grade, RawResponse, grade_async, summariz
 from workloads.stats.metrics import distribution, percentile
 from workloads.grading.problems import Problem
 from workloads.bench.prompts import PLAIN_TASK, PromptSizer, SizedPrompt
-from workloads.runs.provenance import speculative_from_info
+from workloads.runs.provenance import server_info_of, speculative_from_info
 from workloads.runs.checks import cell as check_cell
 from workloads.runs.checks import plausible, usable
 from workloads.runs.store import RunStore
@@ -370,7 +370,7 @@ class BenchRunner:
         if not failed or (len(failed) < len(results) and not any(r.unreachable for r in failed)):
             return
         try:
-            await self.client.get_json("/server_info")
+            await server_info_of(self.client)
         except ServerError:
             raise self._lost(ctx, conc, cells_done, failed[0].error or "") from None
 

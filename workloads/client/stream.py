@@ -7,8 +7,9 @@ verify step: the *step gap*) and how many tokens each chunk brought (from the cu
 which ``on_tokens`` is told: its second argument, ``exact``, is False for such an approximate count),
 end-to-end time, output tokens, finish reason and speculative acceptance
 (``sglext.spec_tokens_details`` on chat, ``meta_info`` on /generate; both arrive in the last chunk),
-and keeps the reasoning and the answer text apart. The event loop only splits lines and decodes
-JSON; nothing is tokenised here.
+and keeps the reasoning and the answer text apart. llama.cpp's server says acceptance in the last
+chunk's ``timings`` (``predicted_n``, ``draft_n_accepted``: its target steps are their difference).
+The event loop only splits lines and decodes JSON; nothing is tokenised here.
 
 Acceptance is reported only for a server that runs speculative decoding: ``StreamingClient.speculative``
 (from ``/server_info``'s ``speculative_algorithm``, set by whoever read it) False means every
@@ -35,6 +36,7 @@ from backends.core.answers import (ERROR_BYTES, TOKENS_MAX, BadAnswer, StreamLim
                                    read_body, shown, sse_lines)
 from backends.core.apikey import auth_headers
 from backends.core.errors import ServerError
+from backends.launch.dialect import steps_of
 from backends.logs.acceptance import SpecCounters, parse_counters
 from backends.core.plaintext import escaped, plain
 from workloads.client.result import RequestResult
@@ -161,6 +163,9 @@ class _Stream:
         sglext = obj.get("sglext")
         if sglext:
             self.spec(sglext.get("spec_tokens_details"))
+        timings = obj.get("timings")
+        if timings:  # llama.cpp: its target steps are tokens - accepted draft tokens
+            self.verify_ct = steps_of(timings.get("predicted_n"), timings.get("draft_n_accepted")) or self.verify_ct
         if self.on_tokens is not None:
             self.count(self.completion_tokens if usage else None, 1 if produced else 0)
 

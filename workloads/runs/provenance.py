@@ -49,6 +49,33 @@ def speculative_from_info(info: dict | None) -> bool | None:
     return bool(info.get("speculative_algorithm"))
 
 
+async def server_info_of(client, dropped: list[str] | None = None) -> dict:
+    """What the server says about itself: SGLang's ``/server_info``, else (a llama.cpp server answers it
+    404) ``/props`` and ``/slots`` in the same keys (``backends.launch.dialect.llamacpp_info``; its
+    build from ddtune's record of the launch when /props does not know it). ServerError when neither.
+    ``dropped``: told the numbers out of range the answers held (left out, null)."""
+    from backends.launch.dialect import llamacpp_info
+
+    try:
+        return await client.get_json("/server_info", dropped)
+    except ServerError as first:
+        try:
+            props = await client.get_json("/props", dropped)
+        except ServerError:
+            raise first from None
+        try:
+            slots = await client.get_json("/slots", dropped)
+        except ServerError:
+            slots = None
+        state = server_state() or {}
+        engine = state.get("engine") if state.get("url") == client.base_url else None
+        build = engine.split()[-1] if isinstance(engine, str) and engine.startswith("llama.cpp b") else None
+        info = llamacpp_info(props, slots, build)
+        if info is None:
+            raise first from None
+        return info
+
+
 async def server_provenance(client) -> dict:
     """The server's own account: /server_info (launch_command, version, args), plus ddtune's record of it.
     ``speculative`` says whether it runs speculative decoding (null: /server_info unreadable).
@@ -58,7 +85,7 @@ async def server_provenance(client) -> dict:
     error = None
     dropped: list[str] = []
     try:
-        info = await client.get_json("/server_info", dropped)
+        info = await server_info_of(client, dropped)
     except ServerError as exc:
         info, error = None, exc.message
     if info is not None and hasattr(client, "speculative"):
