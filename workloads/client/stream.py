@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -164,8 +165,10 @@ class _Stream:
         if sglext:
             self.spec(sglext.get("spec_tokens_details"))
         timings = obj.get("timings")
-        if timings:  # llama.cpp: its target steps are tokens - accepted draft tokens
-            self.verify_ct = steps_of(timings.get("predicted_n"), timings.get("draft_n_accepted")) or self.verify_ct
+        if timings and type(timings) is dict:  # llama.cpp: its target steps are tokens - accepted draft tokens
+            steps = steps_of(self.checked("predicted_n", timings.get("predicted_n"), self.most),
+                             self.checked("draft_n_accepted", timings.get("draft_n_accepted"), self.most))
+            self.verify_ct = steps or self.verify_ct
         if self.on_tokens is not None:
             self.count(self.completion_tokens if usage else None, 1 if produced else 0)
 
@@ -263,9 +266,10 @@ class StreamingClient:
         """Have ``n`` connections open and idle (see ``LeanTransport.warm``); how many are."""
         return await self._transport.warm(httpx.URL(self.base_url), n)
 
-    async def get_json(self, path: str, dropped: list[str] | None = None) -> dict:
-        """A JSON object the server answers at ``path``, read within bounds (``backends.core.answers``):
-        its strings plain and on one line, numbers out of range dropped (noted in ``dropped``)."""
+    async def get_json(self, path: str, dropped: list[str] | None = None, shape: type = dict) -> Any:
+        """A JSON object (``shape``: or a list, as llama.cpp's ``/slots``) the server answers at ``path``,
+        read within bounds (``backends.core.answers``): its strings plain and on one line, numbers out
+        of range dropped (noted in ``dropped``)."""
         try:
             answer = await fetch(self._http, "GET", path, idle=JSON_IDLE_S)
         except BadAnswer as exc:
@@ -281,8 +285,8 @@ class StreamingClient:
             doc = answer.json(one_line=True)
         except BadAnswer as exc:
             raise ServerError(f"{self.base_url}{path}: {_describe(exc)}") from exc
-        if not isinstance(doc, dict):
-            raise ServerError(f"{self.base_url}{path} did not answer a JSON object")
+        if not isinstance(doc, shape):
+            raise ServerError(f"{self.base_url}{path} did not answer a JSON {'object' if shape is dict else 'array'}")
         if dropped is not None:
             dropped.extend(answer.dropped)
         return doc

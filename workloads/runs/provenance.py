@@ -64,7 +64,7 @@ async def server_info_of(client, dropped: list[str] | None = None) -> dict:
         except ServerError:
             raise first from None
         try:
-            slots = await client.get_json("/slots", dropped)
+            slots = await client.get_json("/slots", dropped, shape=list)
         except ServerError:
             slots = None
         state = server_state() or {}
