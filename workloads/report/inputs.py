@@ -298,6 +298,7 @@ def load_inputs(paths: list[str]) -> Inputs:
     failures: list[Failure] = []
     restarts: list[Restart] = []
     checks: list[Lossless] = []
+    placements: list[Placement] = []
     seconds = 0.0
     any_sweep = False
     evals: dict[str, dict] = {}
@@ -309,6 +310,7 @@ def load_inputs(paths: list[str]) -> Inputs:
             failures += found.failures
             restarts += found.restarts
             checks += found.lossless
+            placements += found.placements
             seconds += found.sweep_seconds or 0.0
             any_sweep = True
         elif (path / "run.json").is_file():
@@ -333,7 +335,8 @@ def load_inputs(paths: list[str]) -> Inputs:
                                   "runs live under $DDTUNE_STATE_DIR/runs")
     if evals:
         runs = [replace(r, eval_summary=r.eval_summary or evals.get(r.label)) for r in runs]
-    return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds if any_sweep else None, tuple(checks))
+    return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds if any_sweep else None, tuple(checks),
+                  tuple(placements))
 
 
 def _repeat_of(run: RunData, earlier: list[RunData]) -> RunData:
