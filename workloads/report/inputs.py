@@ -71,6 +71,7 @@ class Placement:
     gpus: tuple[str, ...]
     devices: tuple[dict, ...] = ()
     status: str = "done"
+    shared: bool = False   # its GPU ran another lane's server too (--share-gpu): throughput interfered
 
 
 @dataclass(frozen=True)
@@ -271,8 +272,9 @@ def _placement(where: str, server: dict, name: str, repeat: int, status: str) ->
         return None
     gpus = _field(f"{where} server", server, "gpus", list) or []
     devices = _field(f"{where} server", server, "gpu_devices", list) or []
+    shared = _field(f"{where} server", server, "shared_gpu", bool) or False
     return Placement(name, repeat, int(lane), tuple(str(g) for g in gpus),
-                     tuple(d for d in devices if isinstance(d, dict)), status)
+                     tuple(d for d in devices if isinstance(d, dict)), status, shared)
 
 
 def _lossless(where: str, rec: dict, name: str, repeat: int) -> Lossless | None:
