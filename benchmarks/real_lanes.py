@@ -18,7 +18,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from realtier import check, ddtune, gpu_used_mib, server_pids, write_config
+from benchmarks.realtier import check, ddtune, gpu_used_mib, server_pids, write_config
 
 BENCH = ("--no-eval", "--contexts", "60", "--concurrency", "1", "4", "--max-tokens", "128", "--requests-per-cell",
          "8", "--warmup", "0")

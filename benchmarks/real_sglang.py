@@ -35,7 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from realtier import (  # benchmarks/, this script's folder, is first on sys.path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.realtier import (  # noqa: E402
     PORT, REPO, check, counters, ddtune, failures, gpu_used_mib, server_pids, status, window_check, write_config,
 )
 
@@ -287,7 +288,7 @@ def main() -> int:
         if args.selftest:
             selftest(args, work, out)
         if args.lanes:
-            from real_lanes import shared_lanes
+            from benchmarks.real_lanes import shared_lanes
 
             shared_lanes(args, work, out)
         if not args.skip_loop:
