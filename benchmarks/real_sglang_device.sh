@@ -27,6 +27,14 @@ DG=/tmp/sgl/site/sglang/srt/layers/dual_gemm.py
 if [ -f $DG ] && ! grep -q "not is_sm100_supported()" $DG; then
   sed -i 's/^        from sglang.kernels.ops.gemm.cutedsl_dual_gemm import ($/        from sglang.srt.utils import is_sm100_supported\n        if not is_sm100_supported():\n            return None\n&/' $DG
 fi
+# ... and rehearses DFLASH's non-greedy verify at startup with a JIT kernel built on flashinfer's headers (dropped
+# from the slim bundle): take SGLang's own fallback for builds without that kernel (non-greedy rows verified by
+# greedy argmax, with a warning; the tier's requests are greedy)
+sed -i 's/^_DFLASH_SAMPLING_VERIFY_AVAILABLE = ($/_DFLASH_SAMPLING_VERIFY_AVAILABLE = False and (/' \
+  /tmp/sgl/site/sglang/srt/speculative/dflash_utils.py
+# (the same for the draft's candidate top-k: torch.topk, SGLang's fallback without flashinfer)
+sed -i 's/^    from flashinfer import top_k as _flashinfer_top_k$/    raise ImportError("no flashinfer JIT sources here")/' \
+  /tmp/sgl/site/sglang/srt/models/dflash.py
 if [ ! -d /tmp/tiny/target ]; then   # ddtune's own builder: target/, draft-agree/, draft-random/
   PYTHONPATH=/tmp/sgl/site python3 "$REPO/backends/selftest/tinymodels/build_tiny.py" --out /tmp/tiny | tail -1
 fi
