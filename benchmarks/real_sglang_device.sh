@@ -58,13 +58,17 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM
 export NVSHMEM_DISABLE_NVLS=1
 log "tier"
 # SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK: 0.5.19+ Python on sglang-kernel 0.4.5 (the kernel that loads on the
-# image's torch 2.11); harmless on 0.5.17, which ships that kernel
+# image's torch 2.11); harmless on 0.5.17, which ships that kernel. SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND=python:
+# 0.5.23's default radix tree core is a Rust extension built against torch 2.14, whose dtype numbers differ from
+# 2.11's (the fourth run on the H200 panicked at the first cache insert: "UnknownKind(29)"); python is SGLang's own
+# other core (0.5.19's default); 0.5.17 reads no such variable
 python3 "$REPO/benchmarks/real_sglang.py" --python "$(command -v python3)" --agree /tmp/t_agree \
   --random /tmp/t_random --out "$OUT" --env PYTHONPATH=/tmp/sgl/site:$SGL/dsstub --env PATH=/tmp/sgl/bin:$PATH \
   --env CUDA_HOME="$CUDA_HOME" --env LIBRARY_PATH="$LIBP" --env TVM_FFI_CACHE_DIR=/tmp/sgl/tvmffi \
   --env TRITON_CACHE_DIR=/tmp/sgl/triton --env SGLANG_IS_FLASHINFER_AVAILABLE=false --env HF_HUB_OFFLINE=1 \
   --env TRANSFORMERS_OFFLINE=1 --env NCCL_NVLS_ENABLE=0 --env TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
-  --env NVSHMEM_DISABLE_NVLS=1 --env SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK=1 "$@" -- \
+  --env NVSHMEM_DISABLE_NVLS=1 --env SGLANG_SKIP_SGL_KERNEL_VERSION_CHECK=1 \
+  --env SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND=python "$@" -- \
   --attention-backend triton --sampling-backend pytorch --grammar-backend none --mem-fraction-static 0.1 \
   --max-total-tokens 262144 --mm-feature-transport cpu --decode-log-interval 10 --disable-prefill-cuda-graph \
   --cuda-graph-max-bs-decode 8
