@@ -6,14 +6,17 @@ PASS/FAIL line:
 
   up with a window -> the draft runner's window verified -> restart to another window, verified, with
   its phases -> bench (acceptance not null, within 3% of the server's own counters over the same run)
-  -> load windows with acceptance and its source -> the console, headless, with a screenshot -> a random
-  draft, whose acceptance must raise the collapse alarm -> down, with nothing of the server left.
+  -> load windows with acceptance and its source -> the console, headless, with a screenshot -> down,
+  with nothing of the server left -> (--lanes) -> a random draft, whose acceptance must raise the
+  collapse alarm -> down again.
 
-``--compare`` then puts SGLang's own ``bench_serving`` beside ``ddtune bench --release staggered`` on the
-same server and cells (each cell long enough: --cell-seconds, several rounds, interleaved) and prints
-the ratios of output tok/s and mean TTFT.
+``--lanes`` then runs two lanes on GPU 0 (``--share-gpu``; benchmarks/real_lanes.py). ``--compare``
+puts SGLang's own ``bench_serving`` beside ``ddtune bench --release staggered`` on the same server and
+cells (each cell long enough: --cell-seconds, several rounds, interleaved) and prints the ratios of
+output tok/s and mean TTFT. ``--record DIR`` keeps the first server's HTTP answers for the simulator's
+conformance suite (benchmarks/record_sglang.py); ``--expect-source`` names where acceptance must come from.
 
-  python3 benchmarks/real_sglang.py --python PY --agree DIR --random DIR [--compare] [--out DIR]
+  python3 benchmarks/real_sglang.py --python PY --agree DIR --random DIR [--lanes] [--compare] [--out DIR]
       DIR holds target/ and draft/; PY must import sglang. Extra SGLang flags after --.
 
 Figures are printed, never asserted by the test suite (this is a benchmark, run by hand on a GPU).
@@ -30,90 +33,12 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-PORT = 30200
-failures: list[str] = []
-
-
-def check(ok: bool, what: str) -> bool:
-    print(f"{'PASS' if ok else 'FAIL'}: {what}", flush=True)
-    if not ok:
-        failures.append(what)
-    return ok
-
-
-def ddtune(config: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "tui.cli", "--config", str(config), *args]
-    print(f"$ ddtune {' '.join(args)}", flush=True)
-    t0 = time.monotonic()
-    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout)
-    print(f"  exit {done.returncode} in {time.monotonic() - t0:.1f} s", flush=True)
-    for line in done.stderr.strip().splitlines()[-12:]:
-        print(f"  | {line}", flush=True)
-    return done
-
-
-def write_config(path: Path, args, pair: str, window: int) -> Path:
-    root = Path(getattr(args, pair))
-    env = {k: v for k, v in (item.split("=", 1) for item in args.env)}
-    lines = ["[server]", 'backend = "sglang"', f"python = {json.dumps(args.python)}",
-             f"model = {json.dumps(str(root / 'target'))}", f"draft_model = {json.dumps(str(root / 'draft'))}",
-             'host = "127.0.0.1"', f"port = {PORT}", "ready_timeout_s = 420",
-             f"extra_args = {json.dumps(args.sglang_args)}", "[server.env]"]
-    lines += [f"{k} = {json.dumps(v)}" for k, v in env.items()]
-    lines += ["[knobs]", f"window = {window}"]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def status(config: Path) -> dict:
-    done = ddtune(config, "status", "--json", timeout=60)
-    try:
-        return json.loads(done.stdout)
-    except ValueError:
-        return {}
-
-
-def window_check(doc: dict) -> dict:
-    return next((c for c in doc.get("checks", []) if c.get("name") == "window"), {})
-
-
-def counters() -> tuple[float, float]:
-    """(generation tokens, verify calls) summed over label sets, from the server's /metrics."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    sums = {"sglang:generation_tokens_total": 0.0, "sglang:spec_verify_calls_total": 0.0}
-    for line in text.splitlines():
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        if name in sums:
-            sums[name] += float(line.rsplit(" ", 1)[1])
-    return sums["sglang:generation_tokens_total"], sums["sglang:spec_verify_calls_total"]
-
-
-def server_pids() -> list[int]:
-    """Live SGLang server processes: the launcher and its children (named ``sglang::...``)."""
-    import psutil
-
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        try:
-            line = " ".join(proc.info["cmdline"] or [])
-            if proc.info["status"] != psutil.STATUS_ZOMBIE and ("sglang.launch_server" in line
-                                                                or line.startswith("sglang::")):
-                found.append(proc.pid)
-        except psutil.Error:
-            pass
-    return found
-
-
-def gpu_used_mib() -> list[int]:
-    done = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                          capture_output=True, text=True)
-    return [int(line.split(",")[1]) for line in done.stdout.strip().splitlines() if "," in line]
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.realtier import (  # noqa: E402
+    PORT, REPO, check, counters, ddtune, failures, gpu_used_mib, server_pids, status, window_check, write_config,
+)
 
 CONSOLE = """
 import asyncio, json, sys
@@ -140,10 +65,14 @@ asyncio.run(main())
 def loop(args, work: Path, out: Path) -> None:
     agree = write_config(work / "agree.toml", args, "agree", 512)
     up = ddtune(agree, "up")
-    check(up.returncode == 0, "up: the real server became ready by ddtune's readiness")
+    if not check(up.returncode == 0, "up: the real server became ready by ddtune's readiness"):
+        shutil_copy(Path(os.environ["DDTUNE_STATE_DIR"]) / "logs", out)
+        raise SystemExit("the first start failed: nothing after it can pass (its log is in --out)")
     doc = status(agree)
     w = window_check(doc)
     check(w.get("status") == "verified" and w.get("effective") == 512, f"window 512 verified: {w}")
+    if args.record and up.returncode == 0:
+        record(Path(args.record))
     restart = ddtune(agree, "restart", "--set", "window=1024")
     phases = re.findall(r"^(?:\[[^]]*\] )?([a-z-]+)\b", restart.stderr, re.M)
     check(restart.returncode == 0 and {"stopping-old", "loading-weights"} <= set(phases),
@@ -160,6 +89,9 @@ def loop(args, work: Path, out: Path) -> None:
     accs = [c.get("acceptance") or {} for c in cells]
     seen = [(c["concurrency"], a.get("total"), a.get("source")) for c, a in zip(cells, accs, strict=True)]
     check(bool(cells) and all(a.get("total") for a in accs), f"bench acceptance not null: {seen}")
+    if args.expect_source:
+        check(bool(cells) and all(a.get("source") == args.expect_source for a in accs),
+              f"bench acceptance from source {args.expect_source!r}: {seen}")
     if after[1] > before[1]:
         truth = (after[0] - before[0]) / (after[1] - before[1])
         tok = sum(a.get("tokens") or 0 for a in accs)
@@ -169,13 +101,23 @@ def loop(args, work: Path, out: Path) -> None:
     for c in cells:
         print(f"  cell c={c['concurrency']}: {c.get('output_tok_s', 0):.0f} tok/s, ttft p50 "
               f"{(c.get('ttft_ms') or {}).get('p50')} ms", flush=True)
-    load = ddtune(agree, "load", "--concurrency", "8", "--duration", "20", "--window", "5", "--json", timeout=120)
+    load = ddtune(agree, "load", "--concurrency", "8", "--duration", "10", "--window", "5", "--json", timeout=120)
     (out / "load_agree.json").write_text(load.stdout)
     summary = json.loads(load.stdout) if load.returncode == 0 and load.stdout.strip() else {}
     windows = summary.get("windows", [])
     check(bool(windows) and any(w.get("acceptance") for w in windows),
           f"load windows with acceptance: {[(w.get('acceptance'), w.get('acceptance_source')) for w in windows][:4]}")
+    if args.expect_source:
+        sources = {w.get("acceptance_source") for w in windows if w.get("acceptance")}
+        check(sources == {args.expect_source},
+              f"load acceptance from source {args.expect_source!r}: {sorted(map(str, sources))}")
     console_check(agree, out)
+    shutil_copy(Path(os.environ["DDTUNE_STATE_DIR"]) / "logs", out)
+    down_check(agree)
+
+
+def collapse(args, work: Path, out: Path) -> None:
+    """A random draft: its acceptance must raise the collapse alarm (run last: --lanes goes before it)."""
     rand = write_config(work / "random.toml", args, "random", 1024)
     ddtune(rand, "up", "--apply-config")
     ddtune(rand, "load", "--concurrency", "8", "--duration", "25", "--json", timeout=120)
@@ -185,10 +127,17 @@ def loop(args, work: Path, out: Path) -> None:
     down_check(rand)
 
 
+def record(folder: Path) -> None:
+    """The server's HTTP answers, raw, for the simulator's conformance suite (benchmarks/record_sglang.py)."""
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("record_sglang.py")),
+                           f"http://127.0.0.1:{PORT}", str(folder)], capture_output=True, text=True, timeout=240)
+    check(done.returncode == 0, f"recorded the server's answers in {folder}: {(done.stdout or done.stderr)[-300:]}")
+
+
 def console_check(config: Path, out: Path) -> None:
-    """The console, headless at 200x50, on the running server for 25 s of its coding load."""
+    """The console, headless at 200x50, on the running server for 10 s of its coding load."""
     shot = out / "console_real.svg"
-    done = subprocess.run([sys.executable, "-c", CONSOLE, str(config), str(shot), "25"], cwd=REPO,
+    done = subprocess.run([sys.executable, "-c", CONSOLE, str(config), str(shot), "10"], cwd=REPO,
                           capture_output=True, text=True, timeout=180)
     check(done.returncode == 0 and shot.exists(), f"the console ran headless, screenshot {shot.name}: "
           f"{done.stdout.strip()[-300:] or done.stderr.strip()[-300:]}")
@@ -310,8 +259,15 @@ def main() -> int:
     parser.add_argument("--env", action="append", default=[], metavar="K=V", help="[server.env] entries")
     parser.add_argument("--out", default=os.environ.get("OUT", "/tmp/real_sglang"))
     parser.add_argument("--skip-loop", action="store_true")
+    parser.add_argument("--record", metavar="DIR", default=None,
+                        help="once the first server is up, record its HTTP answers in DIR (record_sglang.py)")
+    parser.add_argument("--expect-source", choices=("request", "counters", "log"), default=None,
+                        help="where bench and load must read acceptance (request: sglang 0.5.19+ sends it per "
+                             "request on chat; counters: 0.5.17)")
     parser.add_argument("--compare", action="store_true", help="bench_serving beside ddtune bench")
     parser.add_argument("--selftest", action="store_true", help="ddtune selftest on this SGLang, twice")
+    parser.add_argument("--lanes", action="store_true", help="two lanes sharing GPU 0 (benchmarks/real_lanes.py), "
+                        "after the loop and before its random draft")
     parser.add_argument("--compare-concurrency", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--cell-seconds", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=3)
@@ -331,9 +287,16 @@ def main() -> int:
             compare(args, work, out)
         if args.selftest:
             selftest(args, work, out)
+        if args.lanes:
+            from benchmarks.real_lanes import shared_lanes
+
+            shared_lanes(args, work, out)
+        if not args.skip_loop:
+            collapse(args, work, out)
     finally:
         if server_pids():
-            ddtune(work / "agree.toml", "down")
+            ddtune(next((c for c in (work / "agree.toml", work / "lanes.toml") if c.exists()), work / "agree.toml"),
+                   "down")
     print(f"{len(failures)} failure(s) in {time.monotonic() - t0:.0f} s", flush=True)
     return 1 if failures else 0
 

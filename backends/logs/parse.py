@@ -360,5 +360,7 @@ _HANDLERS: dict[str, Callable[[str, object, object], LogEvent | None]] = {
     "Not": _starts("Not enough memory.", "oom"),
     "Scheduler": _starts("Scheduler hit an exception", "scheduler_died"),
     "Received": _starts("Received sigquit from a child process", "scheduler_died"),
+    # the launcher's handler when a child dies once serving began (recorded on 0.5.23)
+    "SIGQUIT": _starts("SIGQUIT received.", "scheduler_died"),
     "Initialization": _starts("Initialization failed.", "init_failed"),
 }

@@ -57,8 +57,9 @@ class Inventory:
     attributable: bool = True   # False: NVML's pids are another namespace's, holders cannot be told apart
 
 
-def parse_gpus(text: str) -> tuple[str, ...]:
-    """``"0,1,2,3"`` -> ("0", "1", "2", "3"): distinct non-negative indices, or UsageError naming the fix."""
+def parse_gpus(text: str, share: bool = False) -> tuple[str, ...]:
+    """``"0,1,2,3"`` -> ("0", "1", "2", "3"): non-negative indices, or UsageError naming the fix. Each
+    GPU once, unless ``share`` (``--share-gpu``: ``"0,0"`` puts two lanes' servers on GPU 0)."""
     items = [t.strip() for t in text.split(",")]
     if not text.strip() or any(not t for t in items):
         raise UsageError(f"--gpus {text!r}: expected GPU indices separated by commas",
@@ -67,15 +68,19 @@ def parse_gpus(text: str) -> tuple[str, ...]:
         if not item.isdigit():
             raise UsageError(f"--gpus {text!r}: {item!r} is not a GPU index",
                              hint="give the indices nvidia-smi shows, e.g. --gpus 0,1")
-    dupes = sorted({i for i in items if items.count(i) > 1})
-    if dupes:
+    gpus = tuple(str(int(i)) for i in items)
+    dupes = sorted({i for i in gpus if gpus.count(i) > 1})
+    if dupes and not share:
         raise UsageError(f"--gpus {text!r}: GPU {dupes[0]} is named twice",
-                         hint="name each GPU once; --gpus-per-server K gives a server several")
-    return tuple(str(int(i)) for i in items)
+                         hint="name each GPU once (--gpus-per-server K gives a server several); to run several "
+                              "lanes' servers on one GPU anyway, whose throughput then interferes, add --share-gpu")
+    return gpus
 
 
-def groups(gpus: tuple[str, ...], per_server: int, parallel: int) -> tuple[tuple[str, ...], ...]:
-    """Consecutive sets of ``per_server`` GPUs, at most ``parallel`` of them."""
+def groups(gpus: tuple[str, ...], per_server: int, parallel: int,
+           share: bool = False) -> tuple[tuple[str, ...], ...]:
+    """Consecutive sets of ``per_server`` GPUs, at most ``parallel`` of them. With ``share`` the sets
+    are dealt out in turn until there are ``parallel`` (``--parallel 2 --gpus 0``: two sets on GPU 0)."""
     if per_server < 1:
         raise UsageError(f"--gpus-per-server must be at least 1, got {per_server}", hint="--gpus-per-server 2")
     sets = [gpus[i:i + per_server] for i in range(0, len(gpus) - per_server + 1, per_server)]
@@ -83,7 +88,20 @@ def groups(gpus: tuple[str, ...], per_server: int, parallel: int) -> tuple[tuple
         raise UsageError(f"--gpus-per-server {per_server}: only {len(gpus)} GPU(s) to share "
                          f"({', '.join(gpus) or 'none'})",
                          hint="name more GPUs with --gpus, or give each server fewer")
+    twice = next((s for s in sets if len(set(s)) < len(s)), None)
+    if twice is not None:
+        raise UsageError(f"--gpus-per-server {per_server}: one server's GPU set {','.join(twice)} names a GPU twice",
+                         hint="a server's tensor-parallel ranks need GPUs of their own: name distinct GPUs per set")
+    if share:
+        sets = [sets[i % len(sets)] for i in range(max(parallel, len(sets)))]
     return tuple(sets[:parallel])
+
+
+def sharing(sets: Collection[tuple[str, ...]]) -> dict[int, tuple[int, ...]]:
+    """Per lane (its index in ``sets``), the other lanes whose GPU sets share a GPU with its own."""
+    sets = list(sets)
+    return {i: tuple(j for j, other in enumerate(sets) if j != i and set(mine) & set(other))
+            for i, mine in enumerate(sets)}
 
 
 def inventory(nvml: ModuleType | None = None) -> Inventory:
@@ -158,7 +176,7 @@ def choose(requested: tuple[str, ...] | None, inv: Inventory, own_pids: Collecti
         if missing:
             raise UsageError(f"--gpus: GPU {missing[0]} does not exist here; NVML sees {len(known)} "
                              f"({', '.join(known)})", hint=f"pick from {', '.join(known)}")
-        for gpu in requested:
+        for gpu in dict.fromkeys(requested):
             if foreign[gpu]:
                 notes.append(f"GPU {gpu} already holds memory of pids {foreign[gpu]}: its lane may run out of "
                              "memory or measure slower")

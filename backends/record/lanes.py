@@ -45,6 +45,7 @@ class Lane:
     gpus: tuple[str, ...]
     port: int
     devices: tuple[GpuIdentity, ...] = ()
+    shares_with: tuple[int, ...] = ()   # lanes whose servers run on one of its GPUs too (--share-gpu)
 
     @property
     def folder(self) -> Path:
@@ -70,12 +71,13 @@ class Lane:
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "gpus": list(self.gpus), "port": self.port,
-                "devices": [d.to_json() for d in self.devices]}
+                "devices": [d.to_json() for d in self.devices], "shares_with": list(self.shares_with)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Lane:
         return cls(int(data["index"]), tuple(str(g) for g in data["gpus"]), int(data["port"]),
-                   tuple(GpuIdentity.from_json(d) for d in data.get("devices") or () if isinstance(d, dict)))
+                   tuple(GpuIdentity.from_json(d) for d in data.get("devices") or () if isinstance(d, dict)),
+                   tuple(int(i) for i in data.get("shares_with") or ()))
 
 
 def lanes_root() -> Path:

@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from backends.sim.draftdir import read_draft_dir
 
 VERSIONS = ("0.5.23", "0.5.19", "0.5.17", "0.5.15", "0.5.11")
+# flags of open SGLang PRs (DDTree, all-SWA draft KV) the newest imitation also takes: no release has them
+OPEN_PR_FLAGS = ("--speculative-ddtree-budget", "--speculative-dflash-enable-ddtree", "--speculative-draft-kv-ratio",
+                 "--speculative-draft-swa-pool")
 PHASES = ("load", "capture", "warmup")
 HANG_PHASES = ("load", "capture", "warmup", "shutdown")
 ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH")
@@ -146,9 +149,20 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
     a("--max-running-requests", type=int, default=None, help="The maximum number of running requests.")
     a("--chunked-prefill-size", type=int, default=None,
       help="The maximum number of tokens in a chunk for the chunked prefill.")
-    a("--tp-size", "--tp", type=int, default=1, help="The tensor parallelism size.")
+    rel = release(version)
+    a("--tp-size", "--tensor-parallel-size", type=int, default=1, help="The tensor parallelism size.")
     a("--attention-backend", type=str, default=None, help="Choose the kernels for attention layers.")
-    a("--cuda-graph-max-bs", type=int, default=None, help="Set the maximum batch size for cuda graph.")
+    if rel < (0, 5, 20):  # recorded in 0.5.17's --help, gone from 0.5.23's
+        a("--cuda-graph-max-bs", type=int, default=None, help="Set the maximum batch size for cuda graph.")
+    # accepted and not modelled: the flags the real-server tier sets (both recordings' --help list them)
+    accepted = [("--max-total-tokens", int), ("--sampling-backend", str), ("--grammar-backend", str),
+                ("--nccl-port", int)]
+    if rel >= (0, 5, 15):
+        accepted += [("--cuda-graph-max-bs-decode", int), ("--cuda-graph-max-bs-prefill", int),
+                     ("--mm-feature-transport", str)]
+        a("--disable-prefill-cuda-graph", action="store_true", help="Disable the prefill cuda graph.")
+    for flag, kind in accepted:
+        a(flag, type=kind, default=None, help=f"SGLang's {flag} (accepted; the simulator models nothing of it).")
     a("--disable-cuda-graph", action="store_true",
       help="Deprecated. Use --cuda-graph-backend-{decode,prefill}=disabled instead."
       if (0, 5, 15) <= release(version) < (0, 5, 20) else "Disable cuda graph.")
@@ -178,7 +192,6 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
            "For DFLASH: the verify block size.")
     a("--speculative-dflash-block-size", type=int, default=None,
       help="Alias of --speculative-num-draft-tokens for DFLASH.")
-    rel = release(version)
     if rel < (0, 5, 12):
         a("--speculative-dflash-draft-window-size", dest="speculative_draft_window_size", type=int, default=None,
           help="DFLASH draft KV sliding-window size. Must be >= block_size when set.")
@@ -188,7 +201,7 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
     if (0, 5, 12) <= rel < (0, 5, 20):  # DeprecatedAliasStoreAction, help=SUPPRESS (0.5.15, 0.5.19 wheels)
         a("--speculative-dflash-draft-window-size", dest="speculative_draft_window_size", type=int,
           default=None, help=argparse.SUPPRESS)
-    if rel >= (0, 5, 20):  # flags of open PRs, imitated on the newest release only (no release has them)
+    if rel >= (0, 5, 20):  # OPEN_PR_FLAGS, imitated on the newest release only (no release has them)
         a("--speculative-ddtree-budget", type=int, default=None,
           help="DDTREE: number of draft tree nodes verified per step (default: block size - 1). "
                "Max top-k per node is the environment variable SGLANG_DDTREE_MAX_TOPK (default 6).")
@@ -351,7 +364,8 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
                     speculative_eagle_topk=1, speculative_num_draft_tokens=block, max_running_requests=max_running)
     dump["disable_overlap_schedule"] = overlap_off
     if (0, 5, 17) <= rel < (0, 5, 20):  # the 0.5.17 recording's ServerArgs: per-phase CUDA graph sizes
-        dump["cuda_graph_max_bs_decode"] = dump.pop("cuda_graph_max_bs")
+        legacy = dump.pop("cuda_graph_max_bs")
+        dump["cuda_graph_max_bs_decode"] = dump.get("cuda_graph_max_bs_decode") or legacy
     return SimArgs(
         version=version, model_path=ns.model_path, served_model_name=served,
         host=ns.host, port=ns.port, api_key=ns.api_key, reasoning_parser=ns.reasoning_parser,

@@ -19,7 +19,7 @@ from backends.sim.engine import KV_TOKENS
 from backends.sim.logwriter import LogWriter, stamp
 
 # the line of sglang/launch_server.py that warns about the entrypoint, by release (read from the wheels)
-LAUNCH_WARNING_LINE = {"0.5.11": 56, "0.5.15": 57, "0.5.17": 56, "0.5.19": 65, "0.5.23": 73}
+LAUNCH_WARNING_LINE = {"0.5.11": 56, "0.5.15": 57, "0.5.17": 56, "0.5.19": 65, "0.5.23": 71}  # 0.5.23: recorded
 CAPTURE_BS = [1, 2, 4, 8, 12, 16, 24, 32, 40, 48]
 
 # Memory, in GB as SGLang prints it, on an H200 running Qwen3-8B with a DFlash drafter. Every line
@@ -123,9 +123,20 @@ class Startup:
             self.log.info(f"Max running requests is reset to {a.max_running_requests} for speculative decoding. "
                           "You can override this by explicitly setting --max-running-requests.")
 
-    def init_dist(self) -> None:
-        self.log.info("Init torch distributed begin.")
-        self.log.info("Init torch distributed ends. elapsed=0.07 s, mem usage=0.09 GB")
+    @property
+    def new(self) -> bool:
+        """0.5.20 on: the startup lines recorded on a real 0.5.23 (tests/data/real/0.5.23/logs)."""
+        return release(self.args.version) >= (0, 5, 20)
+
+    def init_dist(self, first: bool = True) -> None:
+        if not self.new:
+            self.log.info("Init torch distributed begin.")
+            self.log.info("Init torch distributed ends. elapsed=0.07 s, mem usage=0.09 GB")
+            return
+        if first:  # once per server; each model's weights then start from a memory baseline
+            self.log.info("Init parallel begin.")
+            self.log.info("Init parallel ends. elapsed=0.21 s")
+        self.log.info("Memory baseline taken. mem usage=0.00 GB")
 
     async def load(self) -> None:
         a, L = self.args, self.args.load_seconds
@@ -140,13 +151,18 @@ class Startup:
         if a.fail_at == "load":
             self.fatal("Exception: Failed to load weights: " + OOM)
         if a.speculative:
-            self.init_dist()
+            self.init_dist(first=False)
             await self._weights("DFlashDraftModel", 1, L * 0.08, DRAFT_GB)
             self.log.info(f"Initialized DFLASH draft runner. attention_backend=flashinfer, model=DFlashDraftModel, "
                           f"block_size={a.block_size}, draft_window_size={a.window}, "
                           f"compact_cache={a.window is not None}")
-            self.log.info("DFLASH draft runner ready. mask_token=<|MASK|>, mask_token_id=151669, "
-                          f"block_size={a.block_size}")
+            if self.new:
+                self.log.info("DFLASH draft runner ready. mask_token=<|MASK|>, mask_token_id=151669, "
+                              "mask_token_id_override=151669, noise_embed_scale=1.0")
+                self.log.info("DFLASH fused KV materialization enabled. n_layers=1, num_kv_heads=8, head_dim=128")
+            else:
+                self.log.info("DFLASH draft runner ready. mask_token=<|MASK|>, mask_token_id=151669, "
+                              f"block_size={a.block_size}")
             if a.algorithm == "DDTREE" and a.budget is not None:
                 self.log.info(f"Initialized DDTree worker. block_size={a.block_size}, tree_budget={a.budget}, "
                               f"max_tree_nodes={a.budget + 1}")
@@ -159,9 +175,9 @@ class Startup:
             self.log.info(f"KV Cache is allocated. {dtype}#tokens: {tokens}, K size: {size:.2f} GB, "
                           f"V size: {size:.2f} GB")
             self.use(2 * size)
-            if (0, 5, 15) <= release(a.version) < (0, 5, 20):  # recorded on 0.5.17: one per pool
+            if release(a.version) >= (0, 5, 15):  # recorded on 0.5.17 and 0.5.23: one per pool
                 self.log.info(f"Memory pool end. avail mem={self.avail:.2f} GB")
-        if not (0, 5, 15) <= release(a.version) < (0, 5, 20):
+        if release(a.version) < (0, 5, 15):
             self.log.info(f"Memory pool end. avail mem={self.avail:.2f} GB")
         self.timings["kv_cache_allocation"] = time.monotonic() - t1
         await self.capture()
@@ -169,11 +185,15 @@ class Startup:
         self.log.info(f"max_total_num_tokens={tokens}, chunked_prefill_size=8192, max_prefill_tokens=16384, "
                       f"max_running_requests={a.max_running_requests}, context_len={ctx}, "
                       f"available_gpu_mem={self.avail:.2f} GB")
-        mid = (0, 5, 15) <= release(a.version) < (0, 5, 20)
-        if mid:
+        if self.new:
+            self.log.info("Init Unified Radix Cache. Components: (<ComponentType.FULL: 0>,). Tree Core: "
+                          "RustUnifiedTreeCore")
+            self.log.info("Tree cache initialized: source=default impl=UnifiedRadixCache hybrid_swa=False "
+                          "hybrid_ssm=False hicache_attached=False")
+        elif release(a.version) >= (0, 5, 15):
             self.log.info("Tree cache initialized: source=default impl=RadixCache hybrid_swa=False hybrid_ssm=False "
                           "hierarchical=False streaming_wrapped=False")
-        if mid:  # recorded on 0.5.17: key=value, every graph kind
+        if release(a.version) >= (0, 5, 15):  # recorded on 0.5.17 and 0.5.23: key=value, every graph kind
             g = {k.replace(" ", "_"): v for k, v in self.graph_s.items()}
             g = {"target_verify": g.get("target_verify", 0.0), "draft_decode": g.get("draft_verify", 0.0),
                  "decode": g.get("target_decode", 0.0)}
@@ -182,11 +202,6 @@ class Startup:
             self.log.info(f"Engine startup timings (s): load_weight={self.timings['load_weight']:.2f}, "
                           f"kv_cache_allocation={self.timings['kv_cache_allocation']:.2f}, "
                           f"scheduler_e2e={time.monotonic() - t0:.2f}, cuda_graph={{{graphs}}}, tokenizer_e2e=40.04")
-        elif a.version != "0.5.11":
-            graphs = ", ".join(f"'{k}': {v:.2f}" for k, v in self.graph_s.items())
-            self.log.info(f"Engine startup timings (s): load_weight={self.timings['load_weight']:.2f}, "
-                          f"kv_cache_allocation={self.timings['kv_cache_allocation']:.2f}, "
-                          f"scheduler_e2e={time.monotonic() - t0:.2f}, cuda_graph={{{graphs}}}, tokenizer_e2e=0.41")
         await self.pause(0.04)
 
     async def capture(self) -> None:
@@ -234,6 +249,8 @@ class Startup:
             else:
                 self.log.info(f"Capture {name} CUDA graph end. bs={bs_list}, elapsed={elapsed:.2f} s, "
                               f"mem usage={GRAPH_GB:.2f} GB, avail mem={self.use(GRAPH_GB):.2f} GB.")
+                if name == "target verify":  # recorded on 0.5.23, between the two captures
+                    self.log.info("DFLASH draft greedy head folded into the draft cuda graph (tp=1).")
 
     def after_bind(self) -> None:
         a = self.args

@@ -156,6 +156,7 @@ FATALS = [
     ("OSError: [Errno 98] Address already in use", "port_in_use"),
     (f"[{T}] Rank 0 scheduler died during initialization (exit code: -9).", "scheduler_died"),
     (f"[{T}] Received sigquit from a child process. It usually means the child failed.", "scheduler_died"),
+    (f"[{T}] SIGQUIT received. signum=None, frame=None. It usually means one child failed.", "scheduler_died"),
     (f"[{T} DP7 TP7] Scheduler hit an exception: Traceback (most recent call last):", "scheduler_died"),
     (f"[{T}] Initialization failed. warmup error: Traceback (most recent call last):", "init_failed"),
     ("Exception: Capture cuda graph failed: ", "other"),

@@ -1,10 +1,12 @@
-"""The simulator, imitating SGLang 0.5.17, against what a real 0.5.17 DFLASH server said
-(tests/data/real/0.5.17: http/*, logs/*, launch_server_help.txt; copied from shared/real-sglang).
+"""The simulator against what real SGLang DFLASH servers said (tests/data/real/<version>: http/*,
+logs/*, launch_server_help.txt), one simulator per recorded release imitating it (``--sim-version``):
+0.5.17 (a whole run, copied from shared/real-sglang) and 0.5.23 (its --help, and a startup on the H200
+up to the HTTP server, whose warmup request then panicked in the radix cache: docs/real-sglang.md).
 
 Shapes, not values: per recorded answer, the status, the JSON key tree and value types, the SSE
 framing, metric names and label keys; per recorded log line kind, the event type parse_line gives;
 the startup order; the speculative flags of ``--help``. Every recorded file present is checked (a
-new recording is picked up by its ``# METHOD /path -> status`` header); one simulator serves all.
+new recording is picked up by its ``# METHOD /path -> status`` header); one simulator per release.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import pytest
 from backends.logs.parse import parse_line, strip_ansi
 from tests.simproc import launch
 
-REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "0.5.17"
-HTTP = sorted((REAL / "http").glob("*"))
-LOGS = sorted((REAL / "logs").glob("*.log"))
-ARGS = ("--sim-version", "0.5.17", "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "draft",
+DATA = Path(__file__).resolve().parents[1] / "data" / "real"
+RELEASES = ("0.5.17", "0.5.23")  # the releases a real server was recorded on
+HTTP = [(v, p) for v in RELEASES for p in sorted((DATA / v / "http").glob("*"))]
+LOGS = [(v, p) for v in RELEASES for p in sorted((DATA / v / "logs").glob("*.log"))]
+ARGS = ("--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "draft",
         "--speculative-draft-window-size", "512", "--enable-metrics", "--context-length", "8192",
         "--sim-step-ms", "0", "--decode-log-interval", "10")
 MSGS = [{"role": "user", "content": "Write a Python function fib(n)."}]
@@ -49,10 +52,19 @@ HEAD = re.compile(r"# (GET|POST) (\S+) -> (\d+)")
 
 
 @pytest.fixture(scope="module")
-def sim(tmp_path_factory):
-    proc = launch(*ARGS, log_dir=tmp_path_factory.mktemp("conformance"))
-    yield proc
-    proc.kill_group()
+def sims(tmp_path_factory):
+    """One simulator per release, started when a test first asks for it: ``sims(version)``."""
+    running: dict[str, object] = {}
+
+    def get(version: str):
+        if version not in running:
+            running[version] = launch("--sim-version", version, *ARGS,
+                                      log_dir=tmp_path_factory.mktemp(f"conformance-{version}"))
+        return running[version]
+
+    yield get
+    for proc in running.values():
+        proc.kill_group()  # type: ignore[attr-defined]
 
 
 def recorded(path: Path) -> tuple[str | None, str | None, int | None, object, str]:
@@ -127,8 +139,10 @@ def metric_labels(text: str) -> dict[str, set[tuple[str, ...]]]:
     return out
 
 
-@pytest.mark.parametrize("path", [p for p in HTTP if p.suffix in (".json", ".txt", ".sse")], ids=lambda p: p.name)
-def test_answer_is_shaped_like_the_recording(sim, path):
+@pytest.mark.parametrize("version, path", [(v, p) for v, p in HTTP if p.suffix in (".json", ".txt", ".sse")],
+                         ids=[f"{v}-{p.name}" for v, p in HTTP if p.suffix in (".json", ".txt", ".sse")])
+def test_answer_is_shaped_like_the_recording(sims, version, path):
+    sim = sims(version)
     method, route, status, body, text = recorded(path)
     if path.name.startswith("metrics_") or path.name == "get_metrics.txt":
         mine = metric_labels(httpx.get(sim.url + "/metrics", timeout=30).text)
@@ -196,15 +210,23 @@ def log_events(text: str) -> dict[str, set[str]]:
     return out
 
 
-# the milestones of a real startup, in their recorded order
-ORDER = ("UserWarning: 'python -m sglang.launch_server'", "server_args=ServerArgs(", "Init torch distributed begin",
-         "Load weight begin", "Initialized DFLASH draft runner", "KV Cache is allocated", "Capture target verify",
-         "Capture draft verify", "max_total_num_tokens=", "Engine startup timings", "Started server process",
-         "Uvicorn running on", "The server is fired up")
+# the milestones of a real startup, in their recorded order (0.5.23's recording ends at its warmup request)
+ORDER = {
+    "0.5.17": ("UserWarning: 'python -m sglang.launch_server'", "server_args=ServerArgs(",
+               "Init torch distributed begin", "Load weight begin", "Initialized DFLASH draft runner",
+               "KV Cache is allocated", "Capture target verify", "Capture draft verify", "max_total_num_tokens=",
+               "Engine startup timings", "Started server process", "Uvicorn running on", "The server is fired up"),
+    "0.5.23": ("UserWarning: 'python -m sglang.launch_server'", "server_args={", "Init parallel begin",
+               "Memory baseline taken", "Load weight begin", "Initialized DFLASH draft runner",
+               "DFLASH draft runner ready", "KV Cache is allocated", "Memory pool end", "Capture target verify",
+               "Capture draft verify", "max_total_num_tokens=", "Tree cache initialized", "Engine startup timings",
+               "Started server process", "Uvicorn running on"),
+}
 
 
-@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name)
-def test_log_lines_parse_to_the_recorded_events_in_the_recorded_order(sim, path):
+@pytest.mark.parametrize("version, path", LOGS, ids=[f"{v}-{p.name}" for v, p in LOGS])
+def test_log_lines_parse_to_the_recorded_events_in_the_recorded_order(sims, version, path):
+    sim = sims(version)
     real_text = path.read_text(errors="replace")
     httpx.post(sim.url + "/v1/chat/completions", json=BODIES["chat_nostream.json"], timeout=30)
     mine_text = sim.text()
@@ -213,32 +235,59 @@ def test_log_lines_parse_to_the_recorded_events_in_the_recorded_order(sim, path)
     assert len(shared) >= 20, sorted(shared)
     for k in shared:
         assert mine[k] <= real[k], (k, real[k], mine[k])
-    positions = [(needle, real_text.find(needle), mine_text.find(needle)) for needle in ORDER]
+    order = ORDER[version]
+    positions = [(needle, real_text.find(needle), mine_text.find(needle)) for needle in order]
     assert all(r >= 0 and m >= 0 for _, r, m in positions), positions
-    assert [n for n, _, _ in sorted(positions, key=lambda p: p[2])] == list(ORDER)
-    # a burst ends on an idle decode line (#token: 0), as every recorded burst does
-    assert re.search(r"Decode batch, #running-req: \d+, #token: 0, ", mine_text)
+    assert [n for n, _, _ in sorted(positions, key=lambda p: p[1])] == list(order)  # the list is the recording's
+    assert [n for n, _, _ in sorted(positions, key=lambda p: p[2])] == list(order)
+    if "Decode batch" in real_text:  # a burst ends on an idle decode line (#token: 0), as every recorded burst does
+        assert re.search(r"Decode batch, #running-req: \d+, #token: 0, ", mine_text)
 
 
-def test_speculative_help_flags_are_the_recorded_ones():
+@pytest.mark.parametrize("version, path", LOGS, ids=[f"{v}-{p.name}" for v, p in LOGS])
+def test_startup_lines_are_the_recorded_ones(sims, version, path):
+    """Every kind of line the simulator prints before its HTTP server, the recording has too."""
+    def kinds(text: str) -> set[str | None]:  # the install's path in the entrypoint warning is no kind of line
+        return {kind(re.sub(r"^/\S+\.py:\d+: ", "", line)) for line in re.split(r"[\r\n]", text)}
+
+    lines = sims(version).text().splitlines()
+    startup = lines[:next(i for i, line in enumerate(lines) if "Started server process" in line)]
+    mine = kinds("\n".join(startup)) - {None}
+    assert mine <= kinds(path.read_text(errors="replace")), sorted(mine - kinds(path.read_text(errors="replace")))
+
+
+def sim_help(version: str) -> str:
     import subprocess
     import sys
 
     from tests.helpers import REPO
-    out = subprocess.run([sys.executable, "-m", "backends.sim", "--sim-version", "0.5.17", "--help"], cwd=REPO,
+    out = subprocess.run([sys.executable, "-m", "backends.sim", "--sim-version", version, "--help"], cwd=REPO,
                          capture_output=True, text=True, timeout=30).stdout
-    flags = lambda text: set(re.findall(r"--speculative-[a-z-]+[a-z]", text))  # noqa: E731
-    real = flags((REAL / "launch_server_help.txt").read_text())
-    mine = flags(out.split("simulator (ddtune sim only")[0])
-    assert mine <= real, sorted(mine - real)
+    return out.split("simulator (ddtune sim only")[0]
+
+
+def flags(text: str) -> set[str]:
+    """The flags a --help names, the simulator's own --sim-* left out."""
+    return {f for f in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]", text) if not f.startswith("--sim-")}
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_help_flags_are_the_recorded_ones(version):
+    from backends.sim.args import OPEN_PR_FLAGS
+
+    real = flags((DATA / version / "launch_server_help.txt").read_text())
+    mine = flags(sim_help(version))
+    assert mine - set(OPEN_PR_FLAGS) <= real, sorted(mine - real)
+    assert not set(OPEN_PR_FLAGS) & real  # still no release of them: the allowance stays honest
     assert {"--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-draft-tokens",
-            "--speculative-dflash-block-size", "--speculative-draft-window-size"} <= mine
-    assert "--speculative-dflash-draft-window-size" not in real | mine  # a hidden deprecated alias
+            "--speculative-dflash-block-size", "--speculative-draft-window-size", "--mem-fraction-static",
+            "--decode-log-interval", "--enable-metrics", "--nccl-port"} <= mine
+    assert "--speculative-dflash-draft-window-size" not in real | mine  # a hidden deprecated alias, then gone
 
 
 def test_deprecations_and_sigterm_as_recorded(tmp_path):
     argv = [a if a != "--speculative-draft-window-size" else "--speculative-dflash-draft-window-size" for a in ARGS]
-    sim = launch(*argv, "--disable-cuda-graph", log_dir=tmp_path)
+    sim = launch("--sim-version", "0.5.17", *argv, "--disable-cuda-graph", log_dir=tmp_path)
     try:
         text = sim.text()
         assert "\x1b[1;33m'--speculative-dflash-draft-window-size' is deprecated" in text

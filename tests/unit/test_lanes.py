@@ -7,14 +7,16 @@ import pytest
 
 from backends.knobs.config import ServerConfig
 from backends.core.errors import UsageError
-from backends.machine.gpuset import GpuIdentity, Inventory, choose, differences, groups, inventory, parse_gpus
+from backends.machine.gpuset import (
+    GpuIdentity, Inventory, choose, differences, groups, inventory, parse_gpus, sharing,
+)
 from backends.record.lanes import Lane, assign_ports
 from tests.fake_nvml import GIB, FakeGpu, NVMLError_DriverNotLoaded, make_fake_nvml
 from workloads.bench.matrix import BenchPlan
 from workloads.report.compare import build_report
 from workloads.report.render import to_json, to_markdown
 from workloads.report.inputs import Inputs, Placement
-from workloads.sweep.lanes import assign
+from workloads.sweep.lanes import StartGate, assign
 from workloads.sweep.plan import SweepConfig, SweepPlan
 
 
@@ -26,6 +28,45 @@ def test_parse_gpus_takes_distinct_indices_and_names_the_fix():
         with pytest.raises(UsageError) as err:
             parse_gpus(bad)
         assert words in err.value.message and "--gpus" in err.value.hint
+
+
+def test_a_gpu_named_twice_needs_share_gpu_and_then_gives_lanes_one_gpu():
+    with pytest.raises(UsageError) as err:
+        parse_gpus("0,0")
+    assert "--share-gpu" in err.value.hint and "interferes" in err.value.hint
+    assert parse_gpus("0, 0", share=True) == ("0", "0")
+    assert groups(("0", "0"), 1, 2, share=True) == (("0",), ("0",))
+    assert groups(("0",), 1, 3, share=True) == (("0",), ("0",), ("0",))  # --parallel beyond the GPUs: dealt in turn
+    assert groups(("0", "1"), 1, 3, share=True) == (("0",), ("1",), ("0",))
+    assert groups(("0",), 1, 3) == (("0",),)  # not asked: one lane per GPU set
+    assert groups(("0", "1", "0", "1"), 2, 2, share=True) == (("0", "1"), ("0", "1"))
+    with pytest.raises(UsageError) as err:
+        groups(("0", "0"), 2, 1, share=True)
+    assert "names a GPU twice" in err.value.message
+    assert sharing([("0",), ("0",), ("1",)]) == {0: (1,), 1: (0,), 2: ()}
+    assert sharing([("0", "1"), ("1", "2"), ("3", "4")]) == {0: (1,), 1: (0,), 2: ()}
+
+
+async def test_lanes_of_one_gpu_start_one_at_a_time_and_others_at_once():
+    import asyncio
+
+    gate = StartGate([Lane(0, ("0",), 1), Lane(1, ("0",), 2), Lane(2, ("1",), 3)])
+    assert sorted(gate.locks) == ["0"]  # only a GPU several lanes use is gated
+    inside: set[str] = set()
+    seen: list[frozenset[str]] = []   # who was starting at once, at each entry
+    said: list[str] = []
+
+    async def start(name: str, gpus: tuple[str, ...]) -> None:
+        async with gate.hold(gpus, lambda kind, text: said.append(text)):
+            inside.add(name)
+            seen.append(frozenset(inside))
+            await asyncio.sleep(0.05)
+            inside.discard(name)
+
+    await asyncio.gather(start("a", ("0",)), start("c", ("1",)), start("b", ("0",)))
+    assert not any({"a", "b"} <= group for group in seen), seen       # GPU 0: never two starts at once
+    assert any("c" in group and len(group) > 1 for group in seen), seen  # GPU 1 did not wait for GPU 0
+    assert any("GPU 0" in text and "one at a time" in text for text in said), said
 
 
 def test_groups_split_gpus_into_sets_per_server():
@@ -122,3 +163,16 @@ def test_report_names_each_runs_gpu_and_warns_when_gpus_differ():
     alike = build_report(Inputs((), (), (), 10.0, placements=(Placement("A", 1, 0, ("0",), (h200,)),)))
     assert "Warning" not in to_markdown(alike) and "## lanes" in to_markdown(alike)
     assert "## lanes" not in to_markdown(build_report(Inputs((), (), (), 10.0)))
+
+
+def test_report_labels_runs_of_a_shared_gpu():
+    h200 = GpuIdentity("0", "GPU-a", "NVIDIA H200", 141 * GIB, 700.0, 1980).to_json()
+    inputs = Inputs((), (), (), 10.0, placements=(Placement("A", 1, 0, ("0",), (h200,), shared=True),
+                                                   Placement("B", 1, 1, ("0",), (h200,), shared=True)))
+    md = to_markdown(build_report(inputs))
+    assert "**Warning: lanes 0, 1 shared GPU 0 (--share-gpu): their runs interfered in throughput" in md
+    assert "| A | 1 | 0 | 0 | NVIDIA H200 | GPU-a | done | shared |" in md and "| GPU use |" in md
+    assert "differ in" not in md  # one GPU is alike itself
+    assert [p["shared_gpu"] for p in to_json(build_report(inputs))["placements"]] == [True, True]
+    own = to_markdown(build_report(Inputs((), (), (), 10.0, placements=(Placement("A", 1, 0, ("0",), (h200,)),))))
+    assert "GPU use" not in own and "shared GPU" not in own

@@ -124,6 +124,8 @@ def test_two_lanes_each_on_its_own_gpu_rotate_the_repeats(box):
     assert len({x["server"]["pid"] for x in recs}) == 4
     box.seen.update(x["server"]["pid"] for x in recs)
     assert "## lanes" in r.stdout and "| b8-t4-w2048 | 1 | 0 | 3 |" in r.stdout
+    again = run_ddtune("report", str(out), timeout=60, DDTUNE_STATE_DIR=str(box.state))  # read back: the same lanes
+    assert again.returncode == 0 and "| b8-t4-w2048 | 1 | 0 | 3 |" in again.stdout, again.stderr
     lane = json.loads((box.state / "lanes" / "1" / "lane.json").read_text())
     assert lane["gpus"] == ["5"] and lane["sweep"] == str(out)
     assert lane_states(box.state) == {}  # every lane server stopped, its record cleared

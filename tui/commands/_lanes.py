@@ -1,4 +1,4 @@
-"""``ddtune sweep --parallel N [--gpus 0,1] [--gpus-per-server K]``: the options and the run of a
+"""``ddtune sweep --parallel N [--gpus 0,1] [--gpus-per-server K] [--share-gpu]``: the options and the run of a
 parallel sweep (workloads.sweep.lanes), with its signal handling and its lane-tagged printer."""
 
 from __future__ import annotations
@@ -14,22 +14,27 @@ def add_lane_options(parser) -> None:
                              "required where NVML cannot list GPUs, as with the simulator)")
     parser.add_argument("--gpus-per-server", type=positive_int, default=None, metavar="K",
                         help="GPUs per server with --parallel (default 1; match the server's --tp-size)")
+    parser.add_argument("--share-gpu", action="store_true", default=None,
+                        help="let lanes share a GPU (--gpus 0,0, or --parallel beyond the GPUs): their servers "
+                             "start one at a time and their throughput interferes; runs are labelled shared-GPU")
 
 
 def wants_lanes(args, manifest: dict | None = None) -> bool:
     """A parallel sweep: asked for now, or the resumed sweep ran as one."""
     from workloads.sweep import ran_in_lanes
 
-    asked = any(getattr(args, k, None) is not None for k in ("parallel", "gpus", "gpus_per_server"))
+    asked = any(getattr(args, k, None) is not None for k in ("parallel", "gpus", "gpus_per_server", "share_gpu"))
     return asked or ran_in_lanes(manifest)
 
 
 def lane_settings(args, manifest: dict | None):
-    """--parallel/--gpus/--gpus-per-server, falling back to what the resumed sweep or search recorded."""
+    """--parallel/--gpus/--gpus-per-server/--share-gpu, falling back to what the resumed sweep or search
+    recorded."""
     from workloads.sweep import LaneSettings
 
     return LaneSettings.resolve(getattr(args, "parallel", None), getattr(args, "gpus", None),
-                                getattr(args, "gpus_per_server", None), manifest)
+                                getattr(args, "gpus_per_server", None), manifest,
+                                share_gpu=bool(getattr(args, "share_gpu", None)))
 
 
 def prepare_parallel(args, plan, kind: str):

@@ -301,12 +301,20 @@ def _knobs(by_config: dict[str, list[RunData]]) -> dict[str, dict]:
 
 
 def _gpu_warnings(placements: tuple[Placement, ...]) -> tuple[str, ...]:
-    """What the GPUs of a parallel sweep's runs do not share (model, clocks, power limit, memory)."""
+    """What the GPUs of a parallel sweep's runs do not share (model, clocks, power limit, memory), and
+    which GPUs several lanes shared (--share-gpu: their runs' throughput interfered)."""
     from backends.machine.gpuset import GpuIdentity, differences
 
     devices = {}
+    lanes: dict[str, set[int]] = {}
     for p in placements:
         for d in p.devices:
             ident = GpuIdentity.from_json(d)
             devices[ident.uuid or ident.index] = ident
-    return tuple(differences(list(devices.values())))
+        if p.shared:
+            for gpu in p.gpus:
+                lanes.setdefault(gpu, set()).add(p.lane)
+    shared = [f"lanes {', '.join(map(str, sorted(idx)))} shared GPU {gpu} (--share-gpu): their runs interfered in "
+              "throughput, so compare configurations by their acceptance and within one lane, and measure speed "
+              "on GPUs of their own" for gpu, idx in sorted(lanes.items())]
+    return tuple(differences(list(devices.values())) + shared)

@@ -76,6 +76,7 @@ class Placement:
     gpus: tuple[str, ...]
     devices: tuple[dict, ...] = ()
     status: str = "done"
+    shared: bool = False   # its GPU ran another lane's server too (--share-gpu): throughput interfered
 
 
 @dataclass(frozen=True)
@@ -229,8 +230,9 @@ def _placement(where: str, server: dict, name: str, repeat: int, status: str) ->
         return None
     gpus = _field(f"{where} server", server, "gpus", list) or []
     devices = _field(f"{where} server", server, "gpu_devices", list) or []
+    shared = _field(f"{where} server", server, "shared_gpu", bool) or False
     return Placement(name, repeat, int(lane), tuple(str(g) for g in gpus),
-                     tuple(d for d in devices if isinstance(d, dict)), status)
+                     tuple(d for d in devices if isinstance(d, dict)), status, shared)
 
 
 def _lossless(where: str, rec: dict, name: str, repeat: int) -> Lossless | None:
@@ -256,6 +258,7 @@ def load_inputs(paths: list[str]) -> Inputs:
     failures: list[Failure] = []
     restarts: list[Restart] = []
     checks: list[Lossless] = []
+    placements: list[Placement] = []
     seconds = 0.0
     any_sweep = False
     evals: dict[str, dict] = {}
@@ -267,6 +270,7 @@ def load_inputs(paths: list[str]) -> Inputs:
             failures += found.failures
             restarts += found.restarts
             checks += found.lossless
+            placements += found.placements
             seconds += found.sweep_seconds or 0.0
             any_sweep = True
         elif (path / "run.json").is_file():
@@ -291,7 +295,8 @@ def load_inputs(paths: list[str]) -> Inputs:
                                   "runs live under $DDTUNE_STATE_DIR/runs")
     if evals:
         runs = [replace(r, eval_summary=r.eval_summary or evals.get(r.label)) for r in runs]
-    return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds if any_sweep else None, tuple(checks))
+    return Inputs(tuple(runs), tuple(failures), tuple(restarts), seconds if any_sweep else None, tuple(checks),
+                  tuple(placements))
 
 
 def _repeat_of(run: RunData, earlier: list[RunData]) -> RunData:

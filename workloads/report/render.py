@@ -166,11 +166,13 @@ def _lanes_markdown(report: Report) -> list[str]:
         out.append(f"**Warning: {warning}.**")
         out.append("")
     rows = []
+    shared = any(p.shared for p in report.placements)  # the column only where a GPU was shared
     for p in sorted(report.placements, key=lambda p: (p.label, p.repeat)):
         names = ", ".join(sorted({str(d.get("name")) for d in p.devices if d.get("name")})) or "-"
         uuids = ", ".join(str(d.get("uuid")) for d in p.devices if d.get("uuid")) or "-"
-        rows.append([p.label, str(p.repeat), str(p.lane), ",".join(p.gpus), names, uuids, p.status])
-    out += _table(["config", "run", "lane", "GPU", "model", "UUID", "status"], rows)
+        rows.append([p.label, str(p.repeat), str(p.lane), ",".join(p.gpus), names, uuids, p.status]
+                    + (["shared" if p.shared else "own"] if shared else []))
+    out += _table(["config", "run", "lane", "GPU", "model", "UUID", "status"] + (["GPU use"] if shared else []), rows)
     out.append("")
     return out
 
@@ -199,7 +201,8 @@ def to_json(report: Report) -> dict:
         "lossless": [{"config": r.config, "compared": r.compared, "prompts": r.prompts, "diverged": r.diverged,
                       "rate": r.rate, "first": list(r.first), "notes": list(r.notes)} for r in report.lossless],
         "placements": [{"config": p.label, "repeat": p.repeat, "lane": p.lane, "gpus": list(p.gpus),
-                        "devices": list(p.devices), "status": p.status} for p in report.placements],
+                        "devices": list(p.devices), "status": p.status, "shared_gpu": p.shared}
+                       for p in report.placements],
         "gpu_warnings": list(report.gpu_warnings),
         "restarts": {"count": report.restarts.count, "total_s": report.restarts.total_s,
                      "median_s": report.restarts.median_s, "phases_mean_s": report.restarts.phases_mean_s,

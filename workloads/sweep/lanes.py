@@ -24,8 +24,10 @@ there (``LaneController``); lane.json, sweep.json and the slot record name the n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Collection
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import replace
 
 from backends.core.errors import PortTaken, ServerError, UsageError
@@ -42,17 +44,41 @@ from workloads.sweep.events import Applied, LaneClosed, LaneEvent, LaneMoved, La
 from workloads.sweep.plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 
+class StartGate:
+    """One lock per GPU that several lanes share (``--share-gpu``): a lane that (re)starts its server
+    holds the locks of its GPUs until that start is over, so the servers of one GPU start one after
+    another. SGLang sizes its KV cache from the memory free when it starts (--mem-fraction-static):
+    two starting at once on one GPU can each count the other's memory as free."""
+
+    def __init__(self, lanes: Collection[Lane]) -> None:
+        users = Counter(gpu for lane in lanes for gpu in set(lane.gpus))
+        self.locks = {gpu: asyncio.Lock() for gpu, count in users.items() if count > 1}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, gpus: Collection[str], progress: Callable[[str, str], None]) -> AsyncIterator[None]:
+        mine = sorted(set(gpus) & self.locks.keys(), key=int)  # one order for every lane: no deadlock
+        busy = [gpu for gpu in mine if self.locks[gpu].locked()]
+        if busy:
+            progress("note", f"waiting for another lane's server to finish starting on GPU {', '.join(busy)} "
+                             "(a shared GPU: its servers start one at a time)")
+        async with contextlib.AsyncExitStack() as stack:
+            for gpu in mine:
+                await stack.enter_async_context(self.locks[gpu])
+            yield
+
+
 class LaneController(ManagedController):
     """The serial sweep's controller on one lane's port and GPUs; every Applied names the lane.
 
     A start that fails because the lane's port was taken since planning (someone else listens on
     it, or the server's log says "address already in use" for it) moves the lane to the next free
     port no other lane uses and is tried once more there; ``on_moved(lane, old_port, why)`` records
-    the move. Any other failure is the slot's, as in a serial sweep."""
+    the move. Any other failure is the slot's, as in a serial sweep. A lane that shares a GPU starts
+    its server through ``gate`` (one start at a time per GPU)."""
 
     def __init__(self, lane: Lane, base: ServerConfig, *, others: Callable[[], Collection[int]] = frozenset,
                  on_moved: Callable[[Lane, int, str], None] | None = None,
-                 move_lock: asyncio.Lock | None = None) -> None:
+                 move_lock: asyncio.Lock | None = None, gate: StartGate | None = None) -> None:
         super().__init__(lane.config(base))
         self.lane = lane
         self.server_base = base
@@ -60,9 +86,16 @@ class LaneController(ManagedController):
         self.on_moved = on_moved or (lambda lane, old, why: None)
         # one lane moves at a time: two lanes moving at once must not pick the same port
         self.move_lock = move_lock or asyncio.Lock()
+        self.gate = gate or StartGate([lane])
         self.remember_before(None)  # the sweep started this server: it stops it at the end
 
     async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
+        if self.lane.shares_with and self.restart_needed(config):
+            async with self.gate.hold(self.lane.gpus, progress):
+                return await self._apply(config, progress)
+        return await self._apply(config, progress)
+
+    async def _apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
         why: str | None
         try:
             applied = await super().apply(config, progress)
@@ -99,8 +132,10 @@ class LaneController(ManagedController):
         return {"from": old, "to": port, "why": why}
 
     def _tagged(self, applied: Applied, moved: dict | None = None) -> Applied:
+        shared = {"shared_gpu": True, "gpu_shared_with": list(self.lane.shares_with)} if self.lane.shares_with else {}
         info = {**applied.info, "lane": self.lane.index, "gpus": list(self.lane.gpus), "port": self.lane.port,
-                "gpu_devices": [d.to_json() for d in self.lane.devices], **({"port_moved": moved} if moved else {})}
+                "gpu_devices": [d.to_json() for d in self.lane.devices], **shared,
+                **({"port_moved": moved} if moved else {})}
         return replace(applied, info=info)
 
     async def shutdown(self) -> str | None:
@@ -123,22 +158,46 @@ def assign(pending: list[Slot], plan: SweepPlan, lanes: int) -> list[list[Slot]]
     return queues
 
 
-def _tp_size(args: tuple[str, ...]) -> int | None:
+def _flag_value(args: tuple[str, ...], *flags: str) -> str | None:
+    """The value given to one of ``flags`` in a server's extra_args (``--flag V`` or ``--flag=V``)."""
     for i, arg in enumerate(args):
-        for flag in ("--tp-size", "--tp", "--tensor-parallel-size"):
-            if arg == flag and i + 1 < len(args) and args[i + 1].isdigit():
-                return int(args[i + 1])
-            if arg.startswith(flag + "=") and arg.split("=", 1)[1].isdigit():
-                return int(arg.split("=", 1)[1])
+        for flag in flags:
+            if arg == flag and i + 1 < len(args):
+                return args[i + 1]
+            if arg.startswith(flag + "="):
+                return arg.split("=", 1)[1]
     return None
 
 
+def _tp_size(args: tuple[str, ...]) -> int | None:
+    value = _flag_value(args, "--tp-size", "--tp", "--tensor-parallel-size")
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def shared_notes(lanes: list[Lane], base: ServerConfig) -> list[str]:
+    """What the user must know of lanes that share GPUs (``--share-gpu``): none when no GPU is shared."""
+    users: dict[str, list[int]] = {}
+    for lane in lanes:
+        for gpu in dict.fromkeys(lane.gpus):
+            users.setdefault(gpu, []).append(lane.index)
+    notes = [f"GPU {gpu} is shared by lanes {', '.join(map(str, idx))} (--share-gpu): their throughput interferes "
+             "(one GPU, time-sliced), so their runs are labelled shared-GPU and compare lane management, not speed; "
+             "their servers start one at a time" for gpu, idx in users.items() if len(idx) > 1]
+    if notes and _flag_value(base.extra_args, "--mem-fraction-static") is None:
+        notes.append("each SGLang server takes --mem-fraction-static of the GPU memory free when it starts (by "
+                     "default most of it): set it in [server] extra_args so every server of a shared GPU fits, "
+                     "e.g. --mem-fraction-static 0.4 for two")
+    return notes
+
+
 async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | None, per_server: int = 1, *,
-                     nvml=None, note: Callable[[str], None] | None = None) -> tuple[list[Lane], list[str]]:
-    """The lanes to run: GPU sets (``--gpus`` or every GPU no foreign process uses), one port each.
-    Stops this state dir's lane servers beyond the new lane count (ours, left by an earlier sweep).
-    Call it outside any lane scope. Returns (lanes, notes for the user)."""
-    from backends.machine.gpuset import differences, groups, inventory
+                     nvml=None, note: Callable[[str], None] | None = None,
+                     share: bool = False) -> tuple[list[Lane], list[str]]:
+    """The lanes to run: GPU sets (``--gpus`` or every GPU no foreign process uses), one port each;
+    with ``share`` (``--share-gpu``) several lanes may run on one GPU. Stops this state dir's lane
+    servers beyond the new lane count (ours, left by an earlier sweep). Call it outside any lane
+    scope. Returns (lanes, notes for the user)."""
+    from backends.machine.gpuset import differences, groups, inventory, sharing
     from backends.machine.gpuset import choose as choose_gpus
     from backends.machine.host import server_tree_pids
     from backends.server import assign_ports, is_alive, recorded_server
@@ -153,10 +212,15 @@ async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | 
     if tp is not None and tp != per_server:
         raise UsageError(f"--gpus-per-server {per_server} but [server] extra_args run --tp-size {tp}",
                          hint=f"give each server as many GPUs as its tensor-parallel size: --gpus-per-server {tp}")
+    nccl = _flag_value(base.extra_args, "--nccl-port")
+    if nccl is not None and parallel > 1:
+        raise UsageError(f"--parallel {parallel}: [server] extra_args pin --nccl-port {nccl}, which every lane's "
+                         "server would bind", hint="drop --nccl-port from extra_args: SGLang picks a free one for "
+                                                   "each server")
     inv = await asyncio.to_thread(inventory, nvml)
     own = await asyncio.to_thread(live_lane_pids)
     chosen, notes = choose_gpus(gpus, inv, own)
-    sets = groups(chosen, per_server, parallel)
+    sets = groups(chosen, per_server, parallel, share)
     if len(sets) < parallel:
         notes.append(f"{len(sets)} lane(s), not {parallel}: GPUs {', '.join(chosen)} make {len(sets)} set(s) "
                      f"of {per_server}")
@@ -177,8 +241,11 @@ async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | 
     known = {d.index: d for d in inv.devices}
     from backends.machine.gpuset import GpuIdentity
 
-    lanes = [Lane(i, g, ports[i], tuple(known.get(x, GpuIdentity(x)) for x in g)) for i, g in enumerate(sets)]
-    notes += differences([d for lane in lanes for d in lane.devices])
+    shared = sharing(sets)
+    lanes = [Lane(i, g, ports[i], tuple(known.get(x, GpuIdentity(x)) for x in g), shared[i])
+             for i, g in enumerate(sets)]
+    notes += shared_notes(lanes, base)
+    notes += differences(list({d.index: d for lane in lanes for d in lane.devices}.values()))
     return lanes, notes
 
 
@@ -195,8 +262,9 @@ class LanePool:
         # told of each lane that moved port (set by the LaneSweep running the pool now)
         self.on_move: Callable[[Lane, int, str], None] = lambda lane, old, why: None
         moving = asyncio.Lock()
+        gate = StartGate(lanes)
         self.controllers = {lane.index: LaneController(lane, base, on_moved=self._moved, move_lock=moving,
-                                                       others=self._ports_but(lane.index))
+                                                       others=self._ports_but(lane.index), gate=gate)
                             for lane in lanes}
 
     def _ports_but(self, index: int) -> Callable[[], set[int]]:

@@ -29,12 +29,13 @@ UNRECORDED = "unknown"  # server_before in a sweep older than the field: the con
 
 @dataclass(frozen=True)
 class LaneSettings:
-    """Parallel lanes as asked (``--parallel N --gpus LIST --gpus-per-server K``), and as a sweep's or
-    search's manifest records them (``parallel``), so that ``--resume`` plans the same lanes."""
+    """Parallel lanes as asked (``--parallel N --gpus LIST --gpus-per-server K [--share-gpu]``), and as a
+    sweep's or search's manifest records them (``parallel``), so that ``--resume`` plans the same lanes."""
 
     parallel: int
     gpus: tuple[str, ...] | None = None  # None: every GPU no other process uses
     gpus_per_server: int = 1
+    share_gpu: bool = False  # lanes may share a GPU (their throughput interferes; runs labelled shared-GPU)
 
     @classmethod
     def one_per_gpu(cls, gpus: tuple[str, ...]) -> LaneSettings:
@@ -43,29 +44,32 @@ class LaneSettings:
 
     @classmethod
     def resolve(cls, parallel: int | None, gpus: str | None, gpus_per_server: int | None,
-                manifest: dict | None = None) -> LaneSettings:
+                manifest: dict | None = None, share_gpu: bool = False) -> LaneSettings:
         """The options given now (None: not given), each falling back to what the resumed sweep or
         search recorded (``manifest``); ``parallel`` then defaults to as many servers as the GPUs
         named make. A bad ``gpus`` raises UsageError naming --gpus."""
         found = (manifest or {}).get("parallel")
         recorded: dict = found if isinstance(found, dict) else {}
-        chosen = parse_gpus(gpus) if gpus is not None else None
+        share_gpu = share_gpu or recorded.get("share_gpu") is True
+        chosen = parse_gpus(gpus, share_gpu) if gpus is not None else None
         if chosen is None and isinstance(recorded.get("gpus"), list):
             chosen = tuple(str(g) for g in recorded["gpus"])
         per_server = gpus_per_server or recorded.get("gpus_per_server") or 1
         count = parallel or recorded.get("parallel")
         if count is None:
             count = max(1, len(chosen) // per_server) if chosen else 1
-        return cls(int(count), chosen, int(per_server))
+        return cls(int(count), chosen, int(per_server), share_gpu)
 
     def to_json(self) -> dict:
-        return {"parallel": self.parallel, "gpus": list(self.gpus) if self.gpus is not None else None,
-                "gpus_per_server": self.gpus_per_server}
+        doc = {"parallel": self.parallel, "gpus": list(self.gpus) if self.gpus is not None else None,
+               "gpus_per_server": self.gpus_per_server}
+        return {**doc, "share_gpu": True} if self.share_gpu else doc
 
     async def plan(self, base: ServerConfig,
                    note: Callable[[str], None] | None = None) -> tuple[list[Lane], list[str]]:
         """The lanes (GPU sets, ports) for these settings: workloads.sweep.lanes.plan_lanes."""
-        return await plan_lanes(base, self.parallel, self.gpus, self.gpus_per_server, note=note)
+        return await plan_lanes(base, self.parallel, self.gpus, self.gpus_per_server, note=note,
+                                share=self.share_gpu)
 
 
 def ran_in_lanes(manifest: dict | None) -> bool:
