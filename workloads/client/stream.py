@@ -239,6 +239,20 @@ class StreamingClient:
         except ValueError as exc:
             raise ServerError(f"{self.base_url}{path} did not answer JSON") from exc
 
+    async def post_json(self, path: str, body: dict) -> dict | None:
+        """POST ``body`` to ``path``: the JSON object answered (made plain), or None when the server
+        has no such route or refuses it (any status but 200) or answers something else."""
+        try:
+            resp = await self._http.post(path, json=body)
+        except httpx.HTTPError as exc:
+            raise ServerError(f"cannot reach {self.base_url}{path}: {_describe(exc)}",
+                              hint="is the server up? check --url or 'ddtune status'") from exc
+        try:
+            data = resp.json() if resp.status_code == 200 else None
+        except ValueError:
+            return None
+        return plain_data(data) if isinstance(data, dict) else None
+
     async def spec_counters(self) -> SpecCounters | None:
         """The server's generation and verify-call counters from ``/metrics`` (``--enable-metrics``);
         None when it has none (asked once: a 404 or a text without them is not asked again)."""
