@@ -8,7 +8,7 @@ import pytest
 
 from backends.core.errors import UsageError
 from tests.helpers import run_ddtune
-from workloads.bench.matrix import BenchPlan
+from workloads.bench.plan import BenchPlan
 from workloads.report.compare import build_report, wilson
 from workloads.report.render import to_csv, to_json, to_markdown
 from workloads.report.inputs import load_inputs, read_sweep

@@ -253,6 +253,23 @@ class StreamingClient:
             return None
         return plain_data(data) if isinstance(data, dict) else None
 
+    async def flush_cache(self) -> bool:
+        """Ask the server to drop its prefix cache (``/flush_cache``); whether it did. SGLang refuses
+        (HTTP 400) while it runs or queues requests."""
+        try:
+            resp = await self._http.post("/flush_cache")
+        except httpx.HTTPError:
+            return False
+        return resp.status_code == 200
+
+    async def get_text(self, path: str) -> str | None:
+        """The text ``path`` answers (made plain), None on any status but 200 or no answer."""
+        try:
+            resp = await self._http.get(path)
+        except httpx.HTTPError:
+            return None
+        return plain(resp.text) if resp.status_code == 200 else None
+
     async def spec_counters(self) -> SpecCounters | None:
         """The server's generation and verify-call counters from ``/metrics`` (``--enable-metrics``);
         None when it has none (asked once: a 404 or a text without them is not asked again)."""

@@ -1,8 +1,8 @@
 """Real long contexts: a record brought to N tokens, as the server counts them, with real text.
 
 ``ContextBuilder.build(record, N, front)`` puts whole units of real text (workloads/prompts/material.py)
-before the record's task until the next one would pass N, then the head of one more unit, cut at a
-word, so the prompt lands on N:
+before the record's task until the next one would pass N, then the head of one more unit, cut where
+the prompt lands on N:
 
 - a ``code`` set gets standard-library source files as repository context, in its last user
   message before the task (``REPO_HEAD``, then one fenced file after another, then the task);
@@ -21,7 +21,6 @@ counted by a ``TokenCounter`` (workloads/prompts/counting.py): the server's.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,7 +30,6 @@ from workloads.prompts.records import CODE, PromptRecord, PromptSet, Turn
 
 REPO_HEAD = "Files from the repository this task belongs to:"
 _PER_MESSAGE = 6      # tokens a chat template adds per message, before the counter says otherwise
-_WORD_END = re.compile(r"\S+")
 _STRIDES = (7919, 7927, 7933, 7937, 7949, 7951, 7963, 7993)
 
 
@@ -97,7 +95,7 @@ def assemble(record: PromptRecord, units: list[Unit], cut: str | None, kind: str
 
 
 class ContextBuilder:
-    def __init__(self, prompts: PromptSet, counter: TokenCounter, max_probes: int = 5) -> None:
+    def __init__(self, prompts: PromptSet, counter: TokenCounter, max_probes: int = 8) -> None:
         self.prompts = prompts
         self.counter = counter
         self.max_probes = max_probes
@@ -172,22 +170,23 @@ class ContextBuilder:
 
     async def _fit(self, record: PromptRecord, units: list[Unit], cut_unit: Unit | None,
                    target: int) -> tuple[tuple[Turn, ...], int]:
-        """Cut ``cut_unit`` after the word that brings the prompt closest to ``target`` (a bracketing
-        search over its word ends, at most ``max_probes`` counts); the messages and their count."""
-        ends = [m.end() for m in _WORD_END.finditer(cut_unit.text)] if cut_unit is not None else []
+        """Cut ``cut_unit`` after the character that brings the prompt closest to ``target`` (a
+        bracketing search, each guess from the rate measured so far, at most ``max_probes``
+        counts); the messages and their count."""
 
         async def measure(n: int) -> tuple[tuple[Turn, ...], int]:
-            cut = cut_unit.text[:ends[n - 1]] if cut_unit is not None and n > 0 else None
-            messages = assemble(record, units, cut, self.prompts.kind)
+            cut = cut_unit.text[:n].rstrip() if cut_unit is not None and n > 0 else None
+            messages = assemble(record, units, cut or None, self.prompts.kind)
             return messages, await self.counter.messages([t.to_json() for t in messages])
 
         best = await measure(0)
-        if cut_unit is None or not ends or best[1] >= target:
+        if cut_unit is None or best[1] >= target:
             return best
-        per_word = max(0.3, (await self.counter.texts([cut_unit.text]))[0] / len(ends))
+        size = len(cut_unit.text)
+        per_char = max(0.05, (await self.counter.texts([cut_unit.text]))[0] / size)
         base = best[1]
-        lo, lo_t, hi, hi_t = 0, base, len(ends) + 1, None  # counts at lo are below target, at hi above
-        n = min(len(ends), max(1, round((target - lo_t) / per_word)))
+        lo, lo_t, hi, hi_t = 0, base, size + 1, None  # counts at lo are below target, at hi above
+        n = min(size, max(1, round((target - base) / per_char)))
         for _ in range(self.max_probes):
             messages, tokens = await measure(n)
             if (abs(tokens - target), tokens > target) < (abs(best[1] - target), best[1] > target):
@@ -202,9 +201,9 @@ class ContextBuilder:
                 break
             if hi_t is not None:  # between two measured points
                 step = (target - lo_t) * (hi - lo) / (hi_t - lo_t)
-            else:  # past the last one, at the rate measured so far (the counter's own estimate at first)
-                step = (target - lo_t) * lo / (lo_t - base) if lo and lo_t > base else (target - lo_t) / per_word
-            n = min(max(lo + round(step), lo + 1), hi - 1, len(ends))
+            else:  # past the last one, at the rate measured so far
+                step = (target - lo_t) * lo / (lo_t - base) if lo and lo_t > base else (target - lo_t) / per_char
+            n = min(max(lo + round(step), lo + 1), hi - 1, size)
         return best
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from backends.core.errors import UsageError
-from workloads.bench.matrix import BenchPlan
+from workloads.bench.plan import BenchPlan
 from workloads.runs.attempts import begin_attempt, recording_end
 from workloads.search.events import (
     RoundFinished, RoundStarted, SearchEvent, SearchFinished, SearchStarted,

@@ -28,7 +28,7 @@ from typing import Any
 from backends.core.datafile import parse_jsonl, read_json, read_text
 from backends.core.errors import UsageError
 from backends.core.paths import runs_dir
-from workloads.bench.matrix import BenchPlan
+from workloads.bench.plan import BenchPlan
 from workloads.runs.store import JsonManifest, run_folder
 
 _RESUME_HINT = "give the folder a sweep wrote (its --out), or start a new sweep"

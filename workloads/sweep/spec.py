@@ -31,7 +31,7 @@ from backends.core.datafile import read_toml
 from backends.core.errors import ConfigError, UsageError
 from backends.core.fields import expect, key_name
 from backends.knobs.plan import SHIPPED, KnobTable
-from workloads.bench.matrix import RELEASES, BenchPlan
+from workloads.bench.plan import RELEASES, BenchPlan
 from workloads.sweep.plan import BASELINE, EvalSettings, SweepConfig, SweepPlan
 
 _TOP = {"presets", "repeats", "baseline", "eval", "bench", "config", "warmup_requests"}
