@@ -165,8 +165,8 @@ def test_load_on_0523_stops_reading_metrics_once_the_requests_carry_acceptance(s
 
     async def run():
         async with StreamingClient(sim.url, concurrency=2) as client:
-            engine = LoadEngine(client, load_problems(), concurrency=2, max_tokens=32, grade=False,
-                                on_event=on_event, roll_s=1.0)
+            engine = LoadEngine.for_problems(client, load_problems(), concurrency=2, max_tokens=32, grade=False,
+                                             on_event=on_event, roll_s=1.0)
             return await engine.run(4.5)
 
     stats = asyncio.run(run())

@@ -34,7 +34,7 @@ def add_traffic_options(parser, rates: bool = True) -> None:
                         help="keep generating past the model's end of sequence (default: requests stop where the "
                              "model stops, as the papers measure; tokens forced past it often loop and are easy "
                              "to draft, which inflates acceptance). Recorded in the plan")
-    parser.add_argument("--multi-turn", choices=("live", "first"), default="live",
+    parser.add_argument("--multi-turn", choices=("live", "first"), default=None,
                         help="multi-turn sets (MT-Bench, AIPerf sessions): live (default) sends each later turn "
                              "after the model's own reply; first sends the first turn only")
     parser.add_argument("--include-degenerate", action="store_true",
@@ -54,9 +54,12 @@ def add_traffic_options(parser, rates: bool = True) -> None:
 
 
 def traffic_fields(args) -> dict:
-    """The options as BenchPlan's fields (prompts only when given)."""
-    out: dict = {"ignore_eos": args.ignore_eos, "multi_turn": args.multi_turn,
-                 "include_degenerate": args.include_degenerate, "slo": dict(args.slo or {})}
+    """The options given, as BenchPlan's fields (one left out keeps the plan file's, else the default)."""
+    out: dict = {key: True for key in ("ignore_eos", "include_degenerate") if getattr(args, key)}
+    if args.multi_turn:
+        out["multi_turn"] = args.multi_turn
+    if args.slo:
+        out["slo"] = dict(args.slo)
     if args.prompts:
         out["prompts"] = tuple(dict.fromkeys(args.prompts))
     if getattr(args, "request_rate", None):

