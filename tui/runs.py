@@ -117,15 +117,17 @@ def list_runs(limit: int = 200) -> list[RunRow]:
 
 def compare(a: RunRow, b: RunRow) -> list[tuple[str, str, str, str, str, str]]:
     """Per shared cell: (cell, tok/s A, tok/s B, ratio B/A, accept A, accept B)."""
-    index = {(c["context"], c["concurrency"]): c for c in a.cells}
+    from workloads.bench import CellKey
+
+    index = {CellKey.of(c): c for c in a.cells}  # prompts x context x concurrency x rate
     out = []
     for cell in b.cells:
-        key = (cell["context"], cell["concurrency"])
+        key = CellKey.of(cell)
         if key not in index:
             continue
         x, y = index[key].get("output_tok_s") or 0.0, cell.get("output_tok_s") or 0.0
         acc_a, acc_b = cell_acceptance(index[key]), cell_acceptance(cell)
-        out.append((f"ctx {key[0]} c{key[1]}", f"{x:.0f}", f"{y:.0f}", f"{y / x:.2f}x" if x else "-",
+        out.append((key.label(), f"{x:.0f}", f"{y:.0f}", f"{y / x:.2f}x" if x else "-",
                     "-" if acc_a is None else f"{acc_a:.2f}", "-" if acc_b is None else f"{acc_b:.2f}"))
     return out
 
@@ -153,7 +155,9 @@ def compare_runs(a: RunRow, b: RunRow) -> Comparison:
         rows = compare(a, b)
         if rows:
             return Comparison(f"{len(rows)} bench cell(s) in both runs", CELL_HEAD, list(rows))
-        cells = lambda r: ", ".join(sorted({f"ctx {c['context']} c{c['concurrency']}" for c in r.cells}))  # noqa: E731
+        from workloads.bench import CellKey
+
+        cells = lambda r: ", ".join(sorted({CellKey.of(c).label() for c in r.cells}))  # noqa: E731
         return Comparison(f"no bench cell in both runs (A: {cells(a)}; B: {cells(b)})", CELL_HEAD, [])
     what = lambda r: ("a load run" if r.load is not None else f"a {r.kind} run with {len(r.cells)} cells" if r.cells  # noqa: E731
                       else f"a {r.kind}" if r.kind in ("sweep", "search") else f"a {r.kind} run with no cell")

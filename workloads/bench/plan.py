@@ -12,31 +12,13 @@ gamma), ``concurrency`` capping what is in flight. Requests stop where the model
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import NamedTuple
+
+from workloads.runs.cellkey import CellKey
+
+__all__ = ["RELEASES", "MULTI_TURN", "BenchPlan", "CellKey"]
 
 RELEASES = ("wave", "staggered")
 MULTI_TURN = ("live", "first")  # follow-up turns: after the model's live reply, or not sent
-
-
-class CellKey(NamedTuple):
-    """One cell. Indexes 0 and 1 are context and concurrency, as the older (context, concurrency) keys."""
-
-    context: int
-    concurrency: int
-    prompts: str = ""
-    rate: float | None = None   # requests/s; None: closed loop
-
-    @classmethod
-    def of(cls, cell: dict, default_prompts: str = "") -> CellKey:
-        """The key of a cells.jsonl record (one written before prompts and rates: the plan's source, closed loop)."""
-        rate = cell.get("request_rate")
-        return cls(int(cell["context"]), int(cell["concurrency"]), str(cell.get("prompts") or default_prompts),
-                   float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None)
-
-    def label(self) -> str:
-        ctx = "as is" if self.context == 0 else f"ctx {self.context}"
-        rate = f" rate {self.rate:g}/s" if self.rate is not None else ""
-        return f"{self.prompts} {ctx} c{self.concurrency}{rate}"
 
 
 @dataclass(frozen=True)
