@@ -33,9 +33,12 @@ def _knobs(run: dict) -> str:
 
 def _summary(run: dict, cells: list[dict], status: str) -> str:
     if run.get("kind") == "bench" and cells:
+        from workloads.bench import CellKey
+
         best = max(cells, key=lambda c: c.get("output_tok_s") or 0)
-        return (f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s "
-                f"(ctx {best['context']} c{best['concurrency']})")
+        shared = sum(1 for c in cells if c.get("contended") is True)
+        return (f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s ({CellKey.of(best).label()})"
+                + (f", {shared} CONTENDED" if shared else ""))
     summary = run.get("summary")
     if not isinstance(summary, dict):
         return status
@@ -46,8 +49,11 @@ def _summary(run: dict, cells: list[dict], status: str) -> str:
         graded = sum(v for v in verdicts.values() if isinstance(v, int))
         rate = summary.get("output_tok_s")
         where = " (console)" if run.get("source") == "console" else ""
-        return (f"{summary['finished']} requests, {rate or 0:.0f} tok/s, {verdicts.get('pass', 0)}/{graded} pass"
-                f"{where}")
+        plan = run.get("plan") if isinstance(run.get("plan"), dict) else {}
+        prompts = plan.get("prompts") if isinstance(plan, dict) else None
+        of = f" of {prompts}" if isinstance(prompts, str) and prompts != "coding" else ""
+        passed = f", {verdicts.get('pass', 0)}/{graded} pass" if graded or not of else ""
+        return f"{summary['finished']} requests{of}, {rate or 0:.0f} tok/s{passed}{where}"
     if "pass" in summary:
         total = sum(v for v in summary.values() if isinstance(v, int))
         return f"{summary['pass']}/{total} pass"

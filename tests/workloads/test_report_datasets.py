@@ -51,7 +51,7 @@ def test_comparable_yes_partly_no_with_the_reason():
     assert _judge("my own traffic") is None
 
 
-def _sweep(tmp_path, speeds, accept=None, knobs=None, prompts="humaneval"):
+def _sweep(tmp_path, speeds, accept=None, knobs=None, prompts="humaneval", contended=()):
     """speeds: {config: {concurrency: [tok/s per repeat]}} at one context; accept: {concurrency: tau}."""
     names = list(speeds)
     configs = tuple(SweepConfig(n, (knobs or {}).get(n, {"budget": 8})) for n in names)
@@ -71,7 +71,8 @@ def _sweep(tmp_path, speeds, accept=None, knobs=None, prompts="humaneval"):
         for conc in concs:
             c = cell(0, conc, speeds[slot.config][conc][slot.repeat - 1], (accept or {}).get(conc, 6.5))
             rows.append({**c, "prompts": prompts, "acceptance": {**c["acceptance"], "total": c["acceptance"]["mean"]},
-                         "multi_turn": []})
+                         "multi_turn": [], "contended": (slot.config, slot.repeat) in contended,
+                         "note": "someone else's" if (slot.config, slot.repeat) in contended else None})
         (bench / "cells.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         store.append(SlotRecord(slot, "done", None, str(bench), None, {"restarted": True, "restart_s": 4.0}, 1, 2))
     return store.path
@@ -137,3 +138,10 @@ def test_report_cli_prints_the_bands_and_the_papers(tmp_path):
     doc = json.loads(out.stdout)
     assert doc["bands"][0]["config"] == "b8" and doc["datasets"][0]["dataset"] == "HumanEval"
     assert load_inputs([str(path)]).runs[0].facts.model == "Qwen/Qwen3-8B"
+
+
+def test_a_contended_run_is_marked_in_the_report(tmp_path):
+    path = _sweep(tmp_path, {"b8": {1: [100, 101, 99]}}, contended={("b8", 2)})
+    report = build_report(read_sweep(path))
+    assert report.row("b8", report.cells[0]).contended == 1
+    assert "| 1/3 CONTENDED |" in to_markdown(report) and to_json(report)["cells"][0]["contended_runs"] == 1

@@ -35,7 +35,8 @@ async def run_load(url: str, api_key: str | None, *, concurrency: int, max_token
             await client.get_json("/v1/models")
         store = RunStore.create("load", {"plan": {"concurrency": concurrency, "duration_s": duration_s,
                                                   "max_tokens": max_tokens, "prompts": work.name,
-                                                  "problems": list(problems) if problems else None},
+                                                  "problems": list(problems) if problems else None,
+                                                  "multi_turn": "live reply" if work.prompts.multi_turn else None},
                                          "prompt_sets": [work.prompts.describe()],
                                          "server": server, "host": host_provenance(), "started_at": time.time()})
         engine = LoadEngine(client, work.records, problems=work.problems, prompts=work.name,

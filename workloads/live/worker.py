@@ -200,7 +200,8 @@ async def serve(emit: Emit) -> int:
 
             recorder = LoadRecorder(client, {"concurrency": settings.concurrency, "duration_s": None,
                                              "max_tokens": settings.max_tokens, "prompts": work.name,
-                                             "problems": list(settings.problems or ()) or None},
+                                             "problems": list(settings.problems or ()) or None,
+                                             "multi_turn": "live reply" if work.prompts.multi_turn else None},
                                     work.prompts.describe())
         engine = LoadEngine(client, work.records, problems=work.problems, prompts=work.name,
                             concurrency=settings.concurrency, max_tokens=settings.max_tokens,

@@ -47,6 +47,7 @@ class ConfigCell:
     # figure over each cell, never a per-request mean: its interval is from repeats only), "mixed"
     # (its runs differ); None: no acceptance
     acceptance_source: str | None = None
+    contended: int = 0   # runs whose cell shared the server with traffic that was not ddtune's
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,8 @@ def _config_cell(config: str, cell: Cell, runs: list[tuple[RunData, dict]]) -> C
     return ConfigCell(config, cell, len(runs), sum(int(c.get("requests") or 0) for _, c in runs),
                       sum(int(c.get("errors") or 0) for _, c in runs), tok, acc, pick("ttft_ms", "p50"),
                       pick("ttft_ms", "p95"), pick("itl_ms", "p50"), pick("itl_ms", "p95"),
-                      pick("itl_token_ms", "p50"), pick("itl_token_ms", "p95"), None, source)
+                      pick("itl_token_ms", "p50"), pick("itl_token_ms", "p95"), None, source,
+                      sum(1 for _, c in runs if c.get("contended") is True))
 
 
 def _margin(a: Estimate | None, b: Estimate | None) -> Ratio | None:

@@ -101,7 +101,8 @@ def to_markdown(report: Report) -> str:
                "lines over the cell weighted by #running-req (sglang before 0.5.19 puts none on chat): the "
                "server's figures over all it ran, not per-request means. step gap: time "
                "between content chunks (one per decode or verify step); ITL/token: each gap divided by the tokens "
-               "its chunk brought (sglang.bench_serving's ITL).")
+               "its chunk brought (sglang.bench_serving's ITL). shared: runs of the cell during which the server also "
+               "served traffic that was not ddtune's (their figures are shared with that load).")
     out.append("")
     out.append("## configurations")
     out.append("")
@@ -118,9 +119,10 @@ def to_markdown(report: Report) -> str:
             rows.append([config, str(r.repeats), _est(r.tok_s), _ratio(r.vs_reference) if config != ref else "ref",
                          accept_text(r), _est(r.ttft_p50, ".0f"), _est(r.ttft_p95, ".0f"),
                          _est(r.itl_p50, ".1f"), _est(r.itl_p95, ".1f"), _est(r.itl_token_p50, ".1f"),
-                         _est(r.itl_token_p95, ".1f"), str(r.errors)])
+                         _est(r.itl_token_p95, ".1f"), str(r.errors),
+                         f"{r.contended}/{r.repeats} CONTENDED" if r.contended else "-"])
         out += _table(["config", "runs", "tok/s", vs, "accept", "TTFT p50 ms", "TTFT p95 ms", "step gap p50 ms",
-                       "step gap p95 ms", "ITL/token p50 ms", "ITL/token p95 ms", "errors"], rows)
+                       "step gap p95 ms", "ITL/token p50 ms", "ITL/token p95 ms", "errors", "shared"], rows)
         best = next((b for b in report.best_per_cell if b.cell == cell), None)
         if best:
             out.append("")
@@ -205,7 +207,8 @@ def to_json(report: Report) -> dict:
         "cells": [{"context": r.cell[0], "concurrency": r.cell[1], "prompts": r.cell.prompts,
                    "request_rate": r.cell.rate, "config": r.config, "runs": r.repeats,
                    "requests": r.requests, "errors": r.errors, **{m: e(getattr(r, m)) for m in METRICS},
-                   "vs_reference": e(r.vs_reference), "acceptance_source": r.acceptance_source}
+                   "vs_reference": e(r.vs_reference), "acceptance_source": r.acceptance_source,
+                   "contended_runs": r.contended}
                   for r in report.rows],
         "best_per_cell": [best(b) for b in report.best_per_cell],
         "best_overall": best(report.overall),
@@ -234,7 +237,7 @@ def to_csv(report: Report) -> str:
     for m in METRICS:
         head += [m, f"{m}_lo", f"{m}_hi"]
     head += ["vs_reference", "vs_reference_lo", "vs_reference_hi", "best_in_cell", "pass", "total",
-             "acceptance_source", "knobs", "prompts", "request_rate"]
+             "acceptance_source", "knobs", "prompts", "request_rate", "contended_runs"]
     w.writerow(head)
     best = {b.cell: b.config for b in report.best_per_cell}
     rates = {p.config: p for p in report.pass_rates}
@@ -248,6 +251,7 @@ def to_csv(report: Report) -> str:
         row += [num(v.value), num(v.lo), num(v.hi)] if v else ["", "", ""]
         p = rates.get(r.config)
         row += [int(best.get(r.cell) == r.config), p.passed if p else "", p.total if p else "",
-                r.acceptance_source or "", knob_text(report, r.config), r.cell.prompts, num(r.cell.rate)]
+                r.acceptance_source or "", knob_text(report, r.config), r.cell.prompts, num(r.cell.rate),
+                r.contended]
         w.writerow(row)
     return buf.getvalue()
