@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from backends.core.datafile import MAX_BYTES, TooDeep, loads
+from backends.core.datafile import MAX_BYTES, TooDeep, loads, parse_jsonl
 from backends.core.errors import UsageError
 from workloads.prompts.formats import RecordError, read_record
 from workloads.prompts.records import PromptRecord
@@ -79,18 +79,23 @@ class _Unreadable(str):
     """A line that is not JSON, in its place among the records: its problem, reported in line order."""
 
 
+def _why(line: str) -> str:
+    try:
+        loads(line)
+    except TooDeep as exc:
+        return f"JSON {exc}"
+    except ValueError as exc:
+        return f"not JSON ({exc})"
+    return "not JSON"
+
+
 def _lines(text: str) -> list[tuple[int, Any]]:
-    out: list[tuple[int, Any]] = []
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            out.append((lineno, loads(line)))
-        except TooDeep as exc:
-            out.append((lineno, _Unreadable(f"JSON {exc}")))
-        except ValueError as exc:
-            out.append((lineno, _Unreadable(f"not JSON ({exc})")))
-    return out
+    """(line, record) of each JSON line, and (line, _Unreadable) in the place of each line that is not."""
+    parsed = parse_jsonl(text)
+    read = {n for n, _ in parsed}
+    bad = [(n, _Unreadable(_why(line))) for n, line in enumerate(text.split("\n"), 1)
+           if line.strip() and n not in read]
+    return sorted([*parsed, *bad], key=lambda entry: entry[0])
 
 
 def _one_object(text: str) -> dict | None:

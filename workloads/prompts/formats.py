@@ -88,38 +88,34 @@ def _cut_at_last_user(turns: list[Turn], field: str) -> tuple[tuple[Turn, ...], 
     return tuple(turns[:last + 1]), reply
 
 
-def _openai(raw: dict) -> dict:
-    messages = raw["messages"]
-    if not isinstance(messages, list) or not messages:
-        raise RecordError("messages", "expected a non-empty list of {role, content}")
+def _conversation(raw: dict, key: str, role_key: str, text_key: str, roles: dict[str, str],
+                  expected: str) -> tuple[tuple[Turn, ...], str | None]:
+    """A list of turns (``{role_key, text_key}`` objects) cut at its last user message, and the reply after it."""
+    items = raw[key]
+    if not isinstance(items, list) or not items:
+        raise RecordError(key, f"expected a non-empty list of {{{role_key}, {text_key}}}")
     turns = []
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict):
-            raise RecordError(f"messages[{i}]", "expected an object {role, content}")
-        role = m.get("role")
-        if role not in ROLES:
-            raise RecordError(f"messages[{i}].role", f"expected one of {', '.join(ROLES)}, got {role!r}")
-        turns.append(Turn(role, _content(m.get("content"), f"messages[{i}].content")))
-    kept, reply = _cut_at_last_user(turns, "messages")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise RecordError(f"{key}[{i}]", f"expected an object {{{role_key}, {text_key}}}")
+        who = item.get(role_key)
+        role = roles.get(who.lower()) if isinstance(who, str) else None
+        if role is None:
+            raise RecordError(f"{key}[{i}].{role_key}", f"expected {expected}, got {who!r}")
+        turns.append(Turn(role, _content(item.get(text_key), f"{key}[{i}].{text_key}")))
+    return _cut_at_last_user(turns, key)
+
+
+def _openai(raw: dict) -> dict:
+    kept, reply = _conversation(raw, "messages", "role", "content", {r: r for r in ROLES},
+                                f"one of {', '.join(ROLES)}")
     given = raw.get("max_tokens", raw.get("max_completion_tokens"))
     return {"messages": kept, "reply": reply,
             "max_tokens": _count(given, "max_tokens" if "max_tokens" in raw else "max_completion_tokens")}
 
 
 def _sharegpt(raw: dict) -> dict:
-    conv = raw["conversations"]
-    if not isinstance(conv, list) or not conv:
-        raise RecordError("conversations", "expected a non-empty list of {from, value}")
-    turns = []
-    for i, c in enumerate(conv):
-        if not isinstance(c, dict):
-            raise RecordError(f"conversations[{i}]", "expected an object {from, value}")
-        who = c.get("from")
-        role = SHAREGPT_ROLES.get(who.lower()) if isinstance(who, str) else None
-        if role is None:
-            raise RecordError(f"conversations[{i}].from", f"expected human or gpt, got {who!r}")
-        turns.append(Turn(role, _text(c.get("value"), f"conversations[{i}].value")))
-    kept, reply = _cut_at_last_user(turns, "conversations")
+    kept, reply = _conversation(raw, "conversations", "from", "value", SHAREGPT_ROLES, "human or gpt")
     return {"messages": kept, "reply": reply}
 
 

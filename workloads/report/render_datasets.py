@@ -20,6 +20,10 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
             *("| " + " | ".join(r) + " |" for r in rows)]
 
 
+def _section(title: str, intro: str, head: list[str], rows: list[list[str]]) -> list[str]:
+    return [f"## {title}", "", intro, "", *_table(head, rows), ""]
+
+
 def _ctx(context: int) -> str:
     return "as is" if context == 0 else str(context)
 
@@ -34,10 +38,6 @@ def drift_text(d: Drift) -> str:
 def datasets_markdown(report: Report) -> list[str]:
     if not report.datasets and not report.drifts:
         return []
-    out = ["## acceptance per dataset, beside the papers", "",
-           "Acceptance is a property of the prompts: each source on its own, beside the published tau of the "
-           "matching row (presets/papers.toml) and whether the two compare (model, drafter, block size, "
-           "temperature, template, natural stops; docs/workloads.md).", ""]
     rows = []
     for r in report.datasets:
         v = r.verdict
@@ -48,9 +48,12 @@ def datasets_markdown(report: Report) -> list[str]:
                                                   not in (None, "request") else ""),
                      _est(r.tok_s, ".0f"), paper, "-" if v is None else v.comparable,
                      "-" if v is None else "; ".join(v.reasons) or "-"])
-    out += _table(["prompts", "dataset", "config", "context", "conc", "rate", "accept", "tok/s", "paper tau",
-                   "comparable", "why"], rows)
-    out.append("")
+    out = _section("acceptance per dataset, beside the papers",
+                   "Acceptance is a property of the prompts: each source on its own, beside the published tau of "
+                   "the matching row (presets/papers.toml) and whether the two compare (model, drafter, block "
+                   "size, temperature, template, natural stops; docs/workloads.md).",
+                   ["prompts", "dataset", "config", "context", "conc", "rate", "accept", "tok/s", "paper tau",
+                    "comparable", "why"], rows)
     for d in report.drifts:
         out.append(f"**DRIFT** {drift_text(d)}.")
     if report.drifts:
@@ -65,21 +68,20 @@ def band_text(b: Band) -> str:
 def bands_markdown(report: Report) -> list[str]:
     if not report.bands:
         return []
-    out = ["## best configuration per concurrency band", "",
-           "Per concurrency: the median of each configuration's repeats minus 1.4826 x MAD (at least 3 repeats; "
-           "a relative MAD above 0.1 is too noisy to win); within 1% the cheaper configuration wins. SGLang's "
-           "knobs are fixed at launch: launch the band's profile for the concurrency your server sees.", ""]
     rows = []
     for b in report.bands:
         mine = [s for s in b.scores if s.config == b.config]
         score = ", ".join(f"c{s.concurrency}: {s.score:.0f}" for s in mine)
         rows.append([band_text(b), b.config, score, str(min(len(s.values) for s in mine)), f"`{b.up_command()}`"])
-    out += _table(["band", "config", "score tok/s (median - 1.4826 MAD)", "repeats", "launch"], rows)
+    out = _section("best configuration per concurrency band",
+                   "Per concurrency: the median of each configuration's repeats minus 1.4826 x MAD (at least 3 "
+                   "repeats; a relative MAD above 0.1 is too noisy to win); within 1% the cheaper configuration "
+                   "wins. SGLang's knobs are fixed at launch: launch the band's profile for the concurrency your "
+                   "server sees.", ["band", "config", "score tok/s (median - 1.4826 MAD)", "repeats", "launch"], rows)
     rejected = sorted({f"{s.config} at c{s.concurrency}: {s.rejected}" for b in report.bands for s in b.scores
                        if s.rejected})
     if rejected:
-        out += ["", "not eligible: " + "; ".join(rejected)]
-    out.append("")
+        out += ["not eligible: " + "; ".join(rejected), ""]
     return out
 
 
