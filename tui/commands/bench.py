@@ -41,7 +41,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--concurrency", type=positive_int, nargs="+", default=[1, 8, 32, 64], metavar="C",
                         help="requests in flight per cell (default 1 8 32 64)")
     parser.add_argument("--max-tokens", type=positive_int, default=512, metavar="N",
-                        help="output tokens per request (default 512)")
+                        help="at most N output tokens per request; a record that names its own output length "
+                             "keeps it (default 512)")
     parser.add_argument("--coding", action="store_true",
                         help="use the coding problems as prompts and grade every answer (--prompts coding)")
     parser.add_argument("--requests-per-cell", type=positive_int, default=None, metavar="N",
@@ -69,6 +70,11 @@ def run(args) -> int:
     from tui.commands._traffic import say_skipped, traffic_fields
     from workloads.bench import BenchPlan, load_sets, run_bench
 
+    if args.coding and args.prompts:
+        from backends.core import UsageError
+
+        raise UsageError("--coding is the built-in coding set: name it among --prompts instead",
+                         hint="ddtune bench --prompts coding " + " ".join(args.prompts))
     url, api_key = server_url(args)
     contexts = args.contexts if args.contexts is not None else ([0] if args.prompts else [60, 1024, 4096, 8192])
     plan = BenchPlan(tuple(dict.fromkeys(contexts)), tuple(dict.fromkeys(args.concurrency)), args.max_tokens,
@@ -123,8 +129,11 @@ class ProgressBar:
         filled = int(frac * self.width)
         bar = "#" * filled + "-" * (self.width - filled)
         eta = f"  {eta_text(p.eta_s)}" if p.eta_s is not None else ""
-        self.stream.write(f"\r[{bar}] {frac * 100:5.1f}%  cell {p.cells_done + 1}/{p.cells_total}  ctx {p.context}"
-                          f"  c {p.concurrency}  {p.phase} {p.requests_done}/{p.requests_total}{eta}   ")
+        what = f"  {p.prompts.rsplit('/', 1)[-1][:24]}" if p.prompts else ""
+        rate = f"  {p.rate:g}/s" if p.rate is not None else ""
+        self.stream.write(f"\r[{bar}] {frac * 100:5.1f}%  cell {p.cells_done + 1}/{p.cells_total}{what}"
+                          f"  ctx {p.context}  c {p.concurrency}{rate}  {p.phase} {p.requests_done}/{p.requests_total}"
+                          f"{eta}   ")
         self.stream.flush()
         self._drawn = True
 
