@@ -57,7 +57,8 @@ async def main(args: argparse.Namespace) -> None:
         if state.phase != "ready":
             raise SystemExit(f"the simulator did not start: {state.reason}")
         async with StreamingClient(state.url, concurrency=args.streams) as client:
-            engine = LoadEngine(client, load_problems(), concurrency=args.streams, max_tokens=1024, grade=False)
+            engine = LoadEngine.for_problems(client, load_problems(), concurrency=args.streams, max_tokens=1024,
+                                             grade=False)
             holder.append(engine)
             stats = await engine.run(args.seconds)
     finally:

@@ -157,8 +157,8 @@ def subject(mode: str, url: str, concurrency: int, max_tokens: int) -> int:
         from workloads.grading.problems import load_problems
 
         async with StreamingClient(url, concurrency=concurrency) as client:
-            engine = LoadEngine(client, load_problems(), concurrency=concurrency, max_tokens=max_tokens,
-                                on_event=lambda e: tick(e.stats) if isinstance(e, StatsUpdated) else None)
+            engine = LoadEngine.for_problems(client, load_problems(), concurrency=concurrency, max_tokens=max_tokens,
+                                             on_event=lambda e: tick(e.stats) if isinstance(e, StatsUpdated) else None)
             asyncio.get_running_loop().add_signal_handler(
                 signal.SIGTERM, lambda: engine.stop("stopped", drop_grading=True))
             await engine.run()

@@ -17,6 +17,18 @@ if TYPE_CHECKING:
     from tui.controller import ConsoleController
 
 
+def _source_problem(source: str) -> str | None:
+    """Why the load could not send ``source`` (one line), or None: read as the load would (blocking)."""
+    from backends.core import DdtuneError
+    from workloads.live import load_work
+
+    try:
+        load_work(source)
+    except DdtuneError as exc:
+        return exc.message + (f" ({exc.hint})" if exc.hint else "")
+    return None
+
+
 class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctrl+c) are ours
     TITLE = "ddtune"
     CSS_PATH = "ddtune.tcss"
@@ -39,6 +51,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         Binding("x", "stop_server", "Stop server", show=False, id="app.stop"),
         Binding("t", "toggle_requests", "Requests", show=False, id="app.requests"),
         Binding("b", "pin_baseline", "Pin A/B baseline", show=False, id="app.pin_baseline"),
+        Binding("p", "pick_prompts", "Prompts", show=False, id="app.prompts"),
         Binding("S", "search", "Knob search", show=False, id="app.search"),
         # Ctrl+Q and Ctrl+C ask the same question as q: leaving must never stop the server by surprise
         # (ctrl+c hidden: the screen's own ctrl+c comes first in the footer's order, before ? and q)
@@ -51,7 +64,9 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         ("Apply the config file", "restart with the config file's knobs (asks first)", "apply_config_file"),
         ("Start / retry the server", "start it, re-attach to it, or retry a failed start", "start_server"),
         ("Stop the server", "stop the managed server (asks first)", "stop_server"),
-        ("Coding load on/off", "stream coding prompts and plot tok/s and acceptance", "toggle_load"),
+        ("Load on/off", "stream prompts (coding by default) and plot tok/s and acceptance", "toggle_load"),
+        ("Load prompts", "what the live load sends: coding, story, humaneval, a JSON/JSONL file, hf:NAME",
+         "pick_prompts"),
         ("Cycle the log filter", "all, errors, draft, decode", "cycle_log_filter"),
         ("Requests / plots", "on a narrow terminal, show the recent requests in the plots' place", "toggle_requests"),
         ("Pin the A/B baseline", "the A/B strip compares every later configuration with the current one",
@@ -199,7 +214,24 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         if self.controller is None:
             return
         running = self.controller.toggle_load()
-        self.notify("coding load starting" if running else "coding load stopping", timeout=2)
+        source = self.controller.load_prompts
+        self.notify(f"load starting ({source})" if running else "load stopping", timeout=2)
+
+    def action_pick_prompts(self) -> None:
+        if self.controller is None:
+            return
+        from tui.screens.prompts_picker import PromptsPicker
+        from workloads.live import BUILTIN_HELP
+
+        controller = self.controller
+
+        def chosen(source: str | None) -> None:
+            if source is not None and source != controller.load_prompts:
+                restarted = controller.choose_prompts(source)
+                self.notify(f"load prompts: {source}" + ("; the load restarts on them" if restarted else ""),
+                            timeout=3)
+
+        self.push_screen(PromptsPicker(controller.load_prompts, BUILTIN_HELP, _source_problem), chosen)
 
     def action_pin_baseline(self) -> None:
         if self.controller is None:

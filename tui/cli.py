@@ -28,6 +28,7 @@ MAIN_EXAMPLES = """\
 examples:
   ddtune                                  open the console (the built-in simulator when no server is configured)
   ddtune --load 8                         open it and start the live coding load with 8 streams
+  ddtune --load 8 --load-prompts my-traffic.jsonl   ... with your own prompts (p picks another source)
   ddtune sim --model-path demo --port 30000 --speculative-algorithm DFLASH \\
              --speculative-draft-model-path demo-draft
   ddtune --config box.toml up --preset b8-t4-w2048
@@ -92,6 +93,9 @@ def build_parser() -> Parser:
                         help="config file (default: ./ddtune.toml, then $XDG_CONFIG_HOME/ddtune/ddtune.toml)")
     parser.add_argument("--load", metavar="C", type=int, default=None,
                         help="console only: start the live coding load with C streams on open")
+    parser.add_argument("--load-prompts", metavar="SOURCE", default=None,
+                        help="console only: the live load's prompts (default coding; story, humaneval, a JSON/JSONL "
+                             "file, hf:NAME; p in the console picks another)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in COMMANDS:
         module = load_command(name)

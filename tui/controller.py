@@ -48,7 +48,8 @@ class ConsoleController:
     """What the app drives: start or re-attach, apply knobs, load on/off, and leave or stop on quit."""
 
     def __init__(self, config: ServerConfig, simulated: bool, load_concurrency: int = 8,
-                 load_max_tokens: int = 1024, autostart_load: bool = False, load_window_s: float = 5.0) -> None:
+                 load_max_tokens: int = 1024, autostart_load: bool = False, load_window_s: float = 5.0,
+                 load_prompts: str = "coding") -> None:
 
         self.session = ServerSession(config)
         self.file_config = config  # what the config file says; a re-attached server may run other knobs
@@ -57,6 +58,7 @@ class ConsoleController:
         self.load_concurrency = load_concurrency
         self.load_max_tokens = load_max_tokens
         self.load_window_s = load_window_s  # the rolling window of the plotted rates
+        self.load_prompts = load_prompts    # the load's prompt source (workloads/prompts): the picker changes it
         self.load: LoadProcess | None = None
         self.figures = LoadFigures(config.knobs, lambda message: self._post(message))
         self._load_paused = False
@@ -274,6 +276,18 @@ class ConsoleController:
             self._run_worker(self._run_load(), group="load", exclusive=True, exit_on_error=False)
         return True
 
+    def choose_prompts(self, source: str) -> bool:
+        """The load's prompt source from now on; a running load restarts on it (its A/B starts
+        afresh: figures on two sources do not compare). Whether a load was restarted."""
+        if source == self.load_prompts:
+            return False
+        self.load_prompts = source
+        self.figures.new_source(self.config.knobs, source)
+        if self.load is None or self._run_worker is None:
+            return False
+        self._run_worker(self._run_load(), group="load", exclusive=True, exit_on_error=False)
+        return True
+
     def _pause_load(self, why: str = "server restarting") -> None:
         if self.load is not None and not self._load_paused:
             self._load_paused = True
@@ -321,7 +335,7 @@ class ConsoleController:
         if self.load is not None and self._load_paused:
             self._load_paused = False
             self.load.resume()
-            self.post(m.LoadStateChanged(True, f"{self.load_concurrency} streams"))
+            self.post(m.LoadStateChanged(True, f"{self.load_concurrency} streams of {self.load_prompts}"))
 
     async def _run_load(self) -> None:
         from workloads.live import LoadPaused, LoadProcess, LoadStarted, LoadStopped, RequestDone
@@ -330,7 +344,7 @@ class ConsoleController:
         self.load, self._load_paused = proc, False
         try:
             await proc.start(self.config.base_url, self.session.api_key(), self.load_concurrency,
-                             self.load_max_tokens, record=True)
+                             self.load_max_tokens, record=True, prompts=self.load_prompts)
             async for event in proc.events():
                 self.figures.on_load_event(event)
                 if isinstance(event, RequestDone):
@@ -343,14 +357,16 @@ class ConsoleController:
                 elif isinstance(event, LoadPaused):
                     self._load_drained.set()
                 elif isinstance(event, LoadStarted):
-                    self.post(m.LoadStateChanged(True, f"{event.concurrency} streams"))
+                    self.post(m.LoadSourceChanged(event.prompts))
+                    self.post(m.LoadStateChanged(True, f"{event.concurrency} streams of {event.prompts}"))
                     if self._run_worker is not None:
                         self._run_worker(self._find_no_spec_baseline(event.concurrency), group="baseline",
                                          exclusive=True, exit_on_error=False)
-                elif isinstance(event, LoadStopped):
+                elif isinstance(event, LoadStopped) and self.load is proc:
                     self.post(m.LoadStateChanged(False, event.error or event.reason))
         finally:
-            self.load = None
+            if self.load is proc:  # a load restarted on another source is already the next one
+                self.load = None
             await proc.stop("stopped")
 
     async def _find_no_spec_baseline(self, concurrency: int) -> None:

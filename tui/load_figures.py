@@ -46,6 +46,14 @@ class LoadFigures:
         elif isinstance(event, (LoadPaused, LoadStopped)):
             self.ab.pause()
 
+    def new_source(self, knobs: Mapping[str, KnobValue], source: str) -> None:
+        """Another prompt source: its figures start afresh (an A/B compares configurations on one
+        source: acceptance is a property of the prompts), and the screen names it."""
+        self.ab = LiveAB(knobs)
+        self._shown = -1
+        self._post(m.LoadSourceChanged(source))
+        self.tick()
+
     def config_changed(self, knobs: Mapping[str, KnobValue], label: str) -> None:
         """A restart to other knobs: a labelled marker on both plots, a new configuration in the A/B."""
         self.ab.mark(knobs, label)

@@ -102,3 +102,10 @@ class ConfigMarked(Message):
 class LoadStateChanged(Message):
     running: bool
     detail: str
+
+
+@dataclass
+class LoadSourceChanged(Message):
+    """The live load's prompt source (coding, a file, ...): the A/B strip and the plots name it."""
+
+    source: str

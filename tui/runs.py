@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.core import DdtuneError, runs_dir
+from backends.core import DdtuneError, escaped, runs_dir
 from workloads.report import (LoadRun, cell_acceptance, compare_loads, read_cells, read_load_run, read_run_file,
                               report_text, status_of)
 
@@ -33,17 +33,24 @@ def _knobs(run: dict) -> str:
 
 def _summary(run: dict, cells: list[dict], status: str, load: LoadRun | None = None) -> str:
     if run.get("kind") == "bench" and cells:
+        from workloads.bench import CellKey
+
         best = max(cells, key=lambda c: c.get("output_tok_s") or 0)
-        return (f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s "
-                f"(ctx {best['context']} c{best['concurrency']})")
+        shared = sum(1 for c in cells if c.get("contended") is True)
+        return (f"{len(cells)} cells, best {best.get('output_tok_s') or 0:.0f} tok/s ({CellKey.of(best).label()})"
+                + (f", {shared} CONTENDED" if shared else ""))
     summary = run.get("summary")
     if not isinstance(summary, dict):
         return status
     if load is not None and "finished" in load.summary:  # its numbers checked (report.read_load_run)
         finished, rate = load.number("finished"), load.number("output_tok_s")
         where = " (console)" if run.get("source") == "console" else ""
-        return (f"{'-' if finished is None else f'{finished:.0f}'} requests, {rate or 0:.0f} tok/s, "
-                f"{load.verdicts.get('pass', 0)}/{sum(load.verdicts.values())} pass{where}")
+        plan = run.get("plan") if isinstance(run.get("plan"), dict) else {}
+        prompts = plan.get("prompts") if isinstance(plan, dict) else None
+        of = f" of {escaped(prompts)}" if isinstance(prompts, str) and prompts != "coding" else ""
+        graded = sum(load.verdicts.values())
+        passed = f", {load.verdicts.get('pass', 0)}/{graded} pass" if graded or not of else ""
+        return f"{'-' if finished is None else f'{finished:.0f}'} requests{of}, {rate or 0:.0f} tok/s{passed}{where}"
     if "pass" in summary:
         total = sum(v for v in summary.values() if isinstance(v, int))
         return f"{summary['pass']}/{total} pass"
@@ -113,15 +120,17 @@ def list_runs(limit: int = 200) -> list[RunRow]:
 
 def compare(a: RunRow, b: RunRow) -> list[tuple[str, str, str, str, str, str]]:
     """Per shared cell: (cell, tok/s A, tok/s B, ratio B/A, accept A, accept B)."""
-    index = {(c["context"], c["concurrency"]): c for c in a.cells}
+    from workloads.bench import CellKey
+
+    index = {CellKey.of(c): c for c in a.cells}  # prompts x context x concurrency x rate
     out = []
     for cell in b.cells:
-        key = (cell["context"], cell["concurrency"])
+        key = CellKey.of(cell)
         if key not in index:
             continue
         x, y = index[key].get("output_tok_s") or 0.0, cell.get("output_tok_s") or 0.0
         acc_a, acc_b = cell_acceptance(index[key]), cell_acceptance(cell)
-        out.append((f"ctx {key[0]} c{key[1]}", f"{x:.0f}", f"{y:.0f}", f"{y / x:.2f}x" if x else "-",
+        out.append((key.label(), f"{x:.0f}", f"{y:.0f}", f"{y / x:.2f}x" if x else "-",
                     "-" if acc_a is None else f"{acc_a:.2f}", "-" if acc_b is None else f"{acc_b:.2f}"))
     return out
 
@@ -149,7 +158,9 @@ def compare_runs(a: RunRow, b: RunRow) -> Comparison:
         rows = compare(a, b)
         if rows:
             return Comparison(f"{len(rows)} bench cell(s) in both runs", CELL_HEAD, list(rows))
-        cells = lambda r: ", ".join(sorted({f"ctx {c['context']} c{c['concurrency']}" for c in r.cells}))  # noqa: E731
+        from workloads.bench import CellKey
+
+        cells = lambda r: ", ".join(sorted({CellKey.of(c).label() for c in r.cells}))  # noqa: E731
         return Comparison(f"no bench cell in both runs (A: {cells(a)}; B: {cells(b)})", CELL_HEAD, [])
     what = lambda r: ("a load run" if r.load is not None else f"a {r.kind} run with {len(r.cells)} cells" if r.cells  # noqa: E731
                       else f"a {r.kind}" if r.kind in ("sweep", "search") else f"a {r.kind} run with no cell")

@@ -81,6 +81,8 @@ class SimArgs:
     deprecations: tuple[str, ...] = ()  # the yellow warnings SGLang's deprecated aliases print at parse time
     draft_agreement: str | None = None  # "agree"/"random": a selftest draft's config says so (backends.sim.draftdir)
     no_spec_fields: bool = False     # --sim-no-spec-fields: no spec_* in answers, no verify counter in /metrics
+    no_tokenize: bool = False        # --sim-no-tokenize: no /tokenize route (a server without one)
+    request_log: str | None = None   # --sim-request-log: append what each generation request asked, as JSONL
     log_forward_iters: bool = False  # env SGLANG_LOG_FORWARD_ITERS (0.5.15+): "Decode batch [N], ..."
 
     @property
@@ -240,6 +242,11 @@ def build_parser(version: str = "0.5.23") -> argparse.ArgumentParser:
     g.add_argument("--sim-no-spec-fields", action="store_true",
                    help="Leave the spec_* fields out of every answer and spec_verify_calls_total out of /metrics, "
                         "as a build that reports neither would: acceptance is then only in the log.")
+    g.add_argument("--sim-no-tokenize", action="store_true",
+                   help="Answer /tokenize and /v1/tokenize with 404, as a server without them would.")
+    g.add_argument("--sim-request-log", metavar="FILE", default=None,
+                   help="Append one JSON line per generation request to FILE: its route, messages or prompt, "
+                        "max_tokens, ignore_eos, temperature and when it arrived (time.time()), as received.")
     g.add_argument("--sim-fail-at", choices=PHASES, default=None,
                    help="Die during this startup phase with SGLang's fatal text.")
     g.add_argument("--sim-hang-at", choices=HANG_PHASES, default=None,
@@ -380,6 +387,7 @@ def parse(argv: list[str], environ: Mapping[str, str] | None = None) -> SimArgs:
         server_args=dump, acceptance=ns.sim_acceptance, diverge_rate=ns.sim_diverge_rate,
         gpu_alloc_gib=ns.sim_gpu_alloc_gib, hostile=ns.sim_hostile, deprecations=deprecations,
         draft_agreement=draft.agreement, no_spec_fields=ns.sim_no_spec_fields,
+        no_tokenize=ns.sim_no_tokenize, request_log=ns.sim_request_log,
         # metrics_reporter.py of the 0.5.15/0.5.19/0.5.23 wheels: the batch lines carry the forward count
         log_forward_iters=rel >= (0, 5, 15) and _env_bool(env, "SGLANG_LOG_FORWARD_ITERS", False),
     )

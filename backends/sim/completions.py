@@ -75,6 +75,17 @@ class Completions:
         self.filler = answers.filler_tokens()
         self.hostile: str = args.hostile or ""  # --sim-hostile: every answer starts with this text
 
+    def received(self, route: str, body: dict) -> None:
+        """--sim-request-log: what a generation request asked, one JSON line, as it arrived."""
+        if not self.args.request_log:
+            return
+        keys = ("messages", "prompt", "text", "max_tokens", "max_completion_tokens", "ignore_eos", "temperature")
+        record = {"route": route, "t": time.time(), **{k: body[k] for k in keys if k in body}}
+        if isinstance(body.get("sampling_params"), dict):
+            record["sampling_params"] = body["sampling_params"]
+        with open(self.args.request_log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+
     def make_request(self, prompt: str, prompt_tokens: int, max_new: int, ignore_eos: bool, thinking: bool,
                      seed, greedy: bool = False) -> SimRequest:
         """The request and its planned answer. Repeats of a prompt get other answers (as if sampled)
@@ -153,6 +164,7 @@ class Completions:
             raise BadRequest("Either text or input_ids should be provided.")
         if isinstance(text, list) or (isinstance(ids, list) and ids and isinstance(ids[0], list)):
             raise BadRequest("batched /generate is not supported by the simulator; send one prompt per request")
+        self.received("/generate", body)
         sp = body.get("sampling_params") or {}
         given = sp.get("max_new_tokens")
         if isinstance(given, int) and not isinstance(given, bool) and given < 0:  # SGLang's own words
@@ -199,6 +211,7 @@ class Completions:
         body = req.json()
         if not isinstance(body, dict):
             raise BadRequest("request body must be a JSON object")
+        self.received("/v1/chat/completions", body)
         messages = body.get("messages")
         if messages is None:
             raise ValidationError(validation_message("/v1/chat/completions", [
@@ -328,6 +341,7 @@ class Completions:
         body = req.json()
         if not isinstance(body, dict):
             raise BadRequest("request body must be a JSON object")
+        self.received("/v1/completions", body)
         prompt = body.get("prompt")
         if not isinstance(prompt, str):
             raise BadRequest("prompt must be a string (the simulator takes one prompt per request)")

@@ -8,6 +8,7 @@ import shlex
 import sys
 import time
 
+from backends.sim.answers import count_prompt_tokens
 from backends.sim.args import release
 from backends.sim.completions import BadRequest, Completions, GenerateError, ValidationError, validation_message
 from backends.sim.engine import KV_TOKENS, Engine
@@ -47,6 +48,7 @@ class SimServer:
             "/generate": self.generate, "/v1/chat/completions": self.chat, "/metrics": self.metrics,
             "/flush_cache": self.flush_cache, "/abort_request": self.abort_request,
             "/v1/completions": self.text_completion, "/ping": self.ping, "/v1/loads": self.loads,
+            "/tokenize": self.tokenize, "/v1/tokenize": self.tokenize,
         }
 
     async def handle(self, req: Request, resp: Response) -> None:
@@ -58,7 +60,8 @@ class SimServer:
                 self.log.access(req.peer, req.method, req.path, 401)
                 return
         if route is None or (req.path == "/ready" and release(self.args.version) < (0, 5, 20)) or \
-                (req.path == "/metrics" and not self.args.enable_metrics):
+                (req.path == "/metrics" and not self.args.enable_metrics) or \
+                (req.path.endswith("/tokenize") and self.args.no_tokenize):
             resp.send_json(404, {"detail": "Not Found" + hostile})
         else:
             try:
@@ -155,6 +158,23 @@ class SimServer:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + ".000000+00:00"
         resp.send_json(200, {"timestamp": stamp, "version": a.version, "accelerator": "NVIDIA H200",
                              "num_accelerators": 1, "loads": [load]})
+
+    async def tokenize(self, req: Request, resp: Response) -> None:
+        """``/tokenize``: ``{"prompt": str | [str], "add_special_tokens"}`` -> ``{"tokens", "count",
+        "max_model_len"}`` (sglang's serving_tokenize.py), by the simulator's token rule (answers.py)."""
+        if req.method != "POST":
+            resp.send_json(405, {"detail": "Method Not Allowed"})
+            return
+        body = req.json()
+        prompt = body.get("prompt") if isinstance(body, dict) else None
+        texts = [prompt] if isinstance(prompt, str) else prompt
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise BadRequest(f"Invalid prompt type: {type(prompt)}. Expected str or List[str].")
+        counts = [count_prompt_tokens(t) if t else 0 for t in texts]
+        ids = [list(range(1000, 1000 + n)) for n in counts]
+        resp.send_json(200, {"tokens": ids[0] if isinstance(prompt, str) else ids,
+                             "count": counts[0] if isinstance(prompt, str) else counts,
+                             "max_model_len": self.args.context_length})
 
     # ---- generation -----------------------------------------------------------------------
     async def generate(self, req: Request, resp: Response) -> None:

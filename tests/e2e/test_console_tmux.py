@@ -53,7 +53,7 @@ def test_apply_keeps_the_load_running_in_a_real_terminal(open_console, tmp_path,
     tmux = open_console("--config", str(config), "--load", "4", width=160, height=44)
     tmux.wait_for(re.compile(r"window\s+2048\s+2048\s+✓ verified"), timeout=90)
     screen = tmux.wait_for(re.compile(r"requests: \d+/([4-9]|\d\d+) pass"), timeout=90)
-    assert "load: on (4 streams)" in screen
+    assert "load: on (4 streams of coding)" in screen
 
     tmux.send_keys("k")
     tmux.wait_for("Edit knobs")
@@ -77,7 +77,7 @@ def test_apply_keeps_the_load_running_in_a_real_terminal(open_console, tmp_path,
         time.sleep(0.5)
         screen = tmux.capture()
     assert grown(screen), screen
-    assert "load: on (4 streams)" in screen
+    assert "load: on (4 streams of coding)" in screen
     assert not re.search(r"\berror\b", screen.split("requests:", 1)[1].split("log:", 1)[0]), screen
 
     tmux.send_keys("q")

@@ -88,7 +88,8 @@ async def test_apply_draws_labelled_markers_and_the_strip_compares_both_configur
 
         wide = strip_text(app)                               # as laid out at 200x50
         header, before, now = wide.splitlines()
-        assert header.split() == ["config", "tok/s", "change", "accept", "change", "pass", "req"]
+        # over the tags: the load's prompts (acceptance is theirs)
+        assert header.split() == ["coding", "config", "tok/s", "change", "accept", "change", "pass", "req"]
         assert before.startswith("before") and "window=2048" in before and f"{cmp.reference.tok_s.mean:.0f} ±" in before
         assert now.startswith("now") and "window=1024" in now and f"{cmp.current.tok_s.mean:.0f} ±" in now
         assert re.search(r"[+-]\d+\.\d% \[-?\d+\.\d, -?\d+\.\d\]", now), now
@@ -133,7 +134,8 @@ async def test_on_0517_the_strip_shows_the_counters_acceptance_labelled(tmp_path
         plots = app.main.query_one(LivePlots)
         assert plots.accept_source == "counters"
         plots.add_server_point(0.0, 1.0, None)  # a point: the next redraw draws
-        assert "client 1s: counters" in plot_text(app, "plot-accept") and "server log" in plot_text(app, "plot-accept")
+        accept = plot_text(app, "plot-accept")
+        assert "client 1s (coding): counters" in accept and "server log" in accept
         table = app.main.query_one(RequestsTable)
         await wait_until(pilot, lambda: len(table.rows) > 0, timeout=30, what="a finished request")
         table.flush()

@@ -43,7 +43,7 @@ async def test_the_load_resumes_after_a_console_sweep(tmp_path, groups):
         await wait_until(pilot, lambda: panel(app).phase == "ready" and table.total >= before + 2,
                          timeout=60, what="the load to resume after the sweep")
         groups.track_state()
-        assert app.controller.load_running and str(table.border_subtitle) == "load: on (2 streams)"
+        assert app.controller.load_running and str(table.border_subtitle) == "load: on (2 streams of coding)"
         await app.controller.detach(stop_server=True)
 
 
@@ -65,5 +65,5 @@ async def test_the_load_resumes_after_leaving_a_search_with_esc(tmp_path, groups
         before = table.total
         await wait_until(pilot, lambda: (groups.track_state() or True) and panel(app).phase == "ready"
                          and table.total >= before + 2, timeout=60, what="the load to resume after the search")
-        assert app.controller.load_running and str(table.border_subtitle) == "load: on (2 streams)"
+        assert app.controller.load_running and str(table.border_subtitle) == "load: on (2 streams of coding)"
         await app.controller.detach(stop_server=True)

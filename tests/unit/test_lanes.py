@@ -12,7 +12,7 @@ from backends.machine.gpuset import (
 )
 from backends.record.lanes import Lane, assign_ports
 from tests.fake_nvml import GIB, FakeGpu, NVMLError_DriverNotLoaded, make_fake_nvml
-from workloads.bench.matrix import BenchPlan
+from workloads.bench.plan import BenchPlan
 from workloads.report.compare import build_report
 from workloads.report.render import to_json, to_markdown
 from workloads.report.inputs import Inputs, Placement

@@ -3,7 +3,7 @@
 import pytest
 
 from backends.core.errors import UsageError
-from workloads.bench.matrix import BenchPlan
+from workloads.bench.plan import BenchPlan
 from workloads.sweep.plan import EvalSettings, Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 BENCH = BenchPlan((60,), (1, 2), 64, False, 2, 0)

@@ -36,7 +36,11 @@ def test_plan_file_with_custom_config_and_cli_overrides(tmp_path):
     ("[bench]\nctx = [1]\n", r"\[bench\] ctx"),
     ('[[config]]\nname = "x"\n', "needs name"),
     ('[[config]]\nname = "x"\nknobs = { budget = -1 }\n', "knob 'budget'"),
-    ("[bench]\ncontexts = [0]\n", "contexts: expected a positive integer"),
+    ("[bench]\ncontexts = [-1]\n", "contexts: expected an integer >= 0"),  # 0: each prompt as it is
+    ("[bench]\nprompts = [3]\n", r"prompts\[0\]: expected a string"),
+    ("[bench]\nrequest_rates = [0]\n", r"request_rates\[0\] must be above 0"),
+    ("[bench]\nslo = { ttfb_ms = 5 }\n", "slo.ttfb_ms"),
+    ("[bench]\nmulti_turn = \"all\"\n", "multi_turn must be"),
 ])
 def test_bad_plan_files_name_the_field(tmp_path, text, match):
     f = tmp_path / "plan.toml"

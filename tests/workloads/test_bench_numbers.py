@@ -13,7 +13,7 @@ import pytest
 from backends.core.errors import ConfigError
 from tests.helpers import free_port, run_ddtune
 from tests.workloads.sim_args import SPEC
-from workloads.bench.matrix import acceptance_stats, cell_stats
+from workloads.bench.cells import acceptance_stats, cell_stats
 from workloads.client.result import RequestResult
 from workloads.client.stream import StreamingClient
 from workloads.stats.metrics import cell_acceptance

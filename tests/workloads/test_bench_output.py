@@ -3,7 +3,9 @@
 import io
 
 from tui.commands.bench import ProgressBar, format_table
-from workloads.bench.matrix import BenchEta, BenchPlan, BenchProgress, cell_stats
+from workloads.bench.cells import cell_stats
+from workloads.bench.matrix import BenchEta, BenchProgress
+from workloads.bench.plan import BenchPlan
 from workloads.client.result import RequestResult
 from workloads.grading.evaluate import Grade
 
@@ -37,7 +39,7 @@ def test_progress_without_a_terminal_prints_one_line_per_cell_with_its_eta():
     bar.update(BenchProgress(1, 3, 60, 8, 16, 16, "done", 300.0))
     bar.update(BenchProgress(2, 3, 1024, 1, 8, 8, "done", 0.0))
     assert out.getvalue().splitlines() == [
-        "cell 1/3 done: context 60, concurrency 1, 8 requests; ETA 40 s",
+        "cell 1/3 done: context 60, concurrency 1, 8 requests; ETA 40 s",  # progress of an older caller: no prompts
         "cell 2/3 done: context 60, concurrency 8, 16 requests; ETA 5.0 min",
         "cell 3/3 done: context 1024, concurrency 1, 8 requests",
     ]
@@ -74,6 +76,6 @@ def test_cell_stats_and_table():
     table = format_table([cell], {"server": {"url": "http://x", "version": "0.5.23"}, "host": {"gpus": None},
                                   "dir": "/runs/r"})
     lines = table.splitlines()
-    assert lines[0].split()[:3] == ["ctx", "prompt", "conc"] and lines[0].rstrip().endswith("pass")
-    assert lines[1].split()[:5] == ["1024", "1024", "8", "3", "1"] and lines[1].endswith("1/3")
+    assert lines[0].split()[:4] == ["prompts", "ctx", "prompt", "conc"] and lines[0].rstrip().endswith("pass")
+    assert lines[1].split()[:6] == ["-", "1024", "1024", "8", "3", "1"] and lines[1].endswith("1/3")
     assert "coding: pass 1/3" in table and "version 0.5.23" in table

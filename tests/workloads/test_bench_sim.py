@@ -35,7 +35,9 @@ def test_coding_matrix_prints_table_and_records_config(start_sim, state_dir, tmp
         assert c["output_tok_s"] > 0 and c["ttft_ms"]["p50"] is not None and c["itl_ms"]["p99"] is not None
         assert c["acceptance"]["mean"] > 1.0 and c["acceptance"]["count"] == c["requests"]
     big = [c for c in cells if c["context"] == 1024]
-    assert all(c["prompt_tokens"]["min"] == c["prompt_tokens"]["max"] == 1024 for c in big)
+    # as the server counts them, within the rounding of the chat template's cost (counted with /tokenize)
+    sizes = [(c["prompt_tokens"]["min"], c["prompt_tokens"]["max"]) for c in big]
+    assert all(1023 <= lo <= hi <= 1025 for lo, hi in sizes), sizes
     small = cells[0]["prompt_tokens"]
     assert small["min"] >= 60 and small["target"] == 60
     # Regrading the saved raw responses reproduces the verdicts.
@@ -99,7 +101,10 @@ def test_unreachable_server_is_a_clear_error(state_dir):
 
 def test_bad_cli_values_exit_2_naming_the_option(state_dir):
     cases = [
-        (("bench", "--contexts", "0"), "--contexts"),
+        (("bench", "--contexts", "-1"), "--contexts"),  # 0 is allowed: each prompt as it is
+        (("bench", "--prompts", "no-such-source"), "--prompts no-such-source"),
+        (("bench", "--request-rate", "0"), "--request-rate"),
+        (("bench", "--slo", "ttft=5"), "--slo"),
         (("bench", "--concurrency", "8", "x"), "--concurrency"),
         (("bench", "--max-tokens", "-5"), "--max-tokens"),
         (("bench", "--warmup", "-1"), "--warmup"),

@@ -55,7 +55,7 @@ def test_load_engine_publishes_windows_and_verdicts(start_sim):
 
     async def go():
         async with StreamingClient(sim.url, concurrency=4) as client:
-            engine = LoadEngine(client, problems, concurrency=4, max_tokens=1024, tick_s=0.2)
+            engine = LoadEngine.for_problems(client, problems, concurrency=4, max_tokens=1024, tick_s=0.2)
             events = []
 
             async def collect():
@@ -86,7 +86,7 @@ def test_load_stops_clearly_when_the_server_dies(start_sim):
 
     async def go():
         async with StreamingClient(sim.url, concurrency=2) as client:
-            engine = LoadEngine(client, problems, concurrency=2, max_tokens=2000, tick_s=0.2)
+            engine = LoadEngine.for_problems(client, problems, concurrency=2, max_tokens=2000, tick_s=0.2)
 
             def on_event(event):
                 if isinstance(event, RequestFinished) and event.result.ok and sim.proc.poll() is None:

@@ -18,7 +18,7 @@ from backends.knobs.config import ServerConfig
 from backends.launch.process import group_members, port_owner
 from tests.helpers import free_port, free_port_run
 from workloads.sweep import events as se
-from workloads.bench.matrix import BenchPlan
+from workloads.bench.plan import BenchPlan
 from workloads.sweep.lanes import LaneSweep, plan_lanes
 from workloads.sweep.plan import SweepConfig, SweepPlan, SweepStore
 

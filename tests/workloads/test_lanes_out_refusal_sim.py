@@ -16,7 +16,7 @@ from backends.launch.process import group_members, is_running
 from tests.helpers import free_port_run, run_ddtune
 from workloads.search.store import SearchStore
 from workloads.sweep.plan import SweepConfig, SweepPlan, SweepStore
-from workloads.bench.matrix import BenchPlan
+from workloads.bench.plan import BenchPlan
 from tests.backends.lifecycle_support import headless
 
 

@@ -60,7 +60,7 @@ async def _client_and_server(duration_s: float, steady_after_s: float) -> list[t
         state = await session.up()
         assert state.phase == "ready", state
         async with StreamingClient(state.url, concurrency=8) as client:
-            engine = LoadEngine(client, load_problems(), concurrency=8, max_tokens=1024, grade=False)
+            engine = LoadEngine.for_problems(client, load_problems(), concurrency=8, max_tokens=1024, grade=False)
             await engine.run(duration_s)
     finally:
         await session.stop()

@@ -8,7 +8,7 @@ import pytest
 
 from tests.workloads.sim_controller import SimController
 import workloads.sweep as ev
-from workloads.bench.matrix import BenchPlan
+from workloads.bench.plan import BenchPlan
 from workloads.report.compare import build_report
 from workloads.report.inputs import read_sweep
 from workloads.sweep.engine import SweepEngine

@@ -9,7 +9,7 @@ import pytest
 
 from tests.workloads.sim_controller import SimController
 from tests.workloads.test_sweep_cli_sim import box, records, server_alive, sweep  # noqa: F401  (box: a fixture)
-from workloads.bench.matrix import BenchPlan
+from workloads.bench.plan import BenchPlan
 from workloads.report.compare import build_report
 from workloads.report.inputs import read_sweep
 from workloads.sweep.engine import SweepEngine

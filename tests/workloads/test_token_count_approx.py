@@ -92,8 +92,8 @@ def test_chunk_counts_are_approx_in_the_client_and_the_windows(countless_server)
         async with StreamingClient(countless_server, concurrency=2) as client:
             result = await client.chat([{"role": "user", "content": "hi"}], max_tokens=100,
                                        on_tokens=lambda n, exact: seen.append((n, exact)))
-            engine = LoadEngine(client, select_problems(load_problems(), ["fib"]), concurrency=2, grade=False,
-                                roll_s=1.0)
+            engine = LoadEngine.for_problems(client, select_problems(load_problems(), ["fib"]), concurrency=2,
+                                             grade=False, roll_s=1.0)
             stats = await engine.run(2.5)
             return result, stats, list(engine.windows.closed)
 

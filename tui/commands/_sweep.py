@@ -9,8 +9,9 @@ from tui.commands._options import non_negative_int, positive_int
 
 
 def add_matrix_options(parser, contexts: list[int], concurrency: list[int], max_tokens: int) -> None:
-    parser.add_argument("--contexts", type=positive_int, nargs="+", default=None, metavar="TOKENS",
-                        help=f"prompt sizes in tokens (default {' '.join(map(str, contexts))})")
+    parser.add_argument("--contexts", type=non_negative_int, nargs="+", default=None, metavar="TOKENS",
+                        help="bring each prompt to this many tokens with real text; 0: as it is (default "
+                             f"{' '.join(map(str, contexts))}, or 0 with --prompts)")
     parser.add_argument("--concurrency", type=positive_int, nargs="+", default=None, metavar="C",
                         help=f"requests in flight per cell (default {' '.join(map(str, concurrency))})")
     parser.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
@@ -28,6 +29,19 @@ def add_matrix_options(parser, contexts: list[int], concurrency: list[int], max_
                              "the config it ran before the sweep, or stop it when none was running)")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON document on stdout")
     parser.add_argument("--api-key", metavar="KEY", default=None, help="API key (default: $DDTUNE_API_KEY)")
+    from tui.commands._traffic import add_traffic_options
+
+    add_traffic_options(parser)
+
+
+def check_prompts(plan) -> None:
+    """Read the plan's prompt sources before any server is touched: a bad one is refused (exit 2),
+    a malformed record is one line on stderr."""
+    from tui.commands._traffic import say_skipped
+    from workloads.bench import load_sets
+
+    if plan is not None:
+        say_skipped(load_sets(plan.bench)[0])
 
 
 def run_sweep(args, plan, kind: str) -> int:
@@ -41,6 +55,7 @@ def run_sweep(args, plan, kind: str) -> int:
     from tui.commands._sweep_print import EventPrinter
     from workloads.sweep import ManagedController, SweepEngine, SweepStore, begin_serial, resume_serial
 
+    check_prompts(plan)
     resumed = SweepStore.open(args.out, kind).read() if args.resume else None
     if wants_lanes(args, resumed):
         main_of_lanes, path = prepare_parallel(args, plan, kind)

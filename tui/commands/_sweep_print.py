@@ -42,8 +42,12 @@ class EventPrinter:
             c = event.cell
             tok = c.get("output_tok_s")
             acc, source = ev.cell_acceptance(c), ev.cell_acceptance_source(c)
-            w(f"    cell {event.cells_done}/{event.cells_total}: ctx {c['context']} c {c['concurrency']}: "
-              f"{tok or 0:.1f} tok/s" + (f", accept {acc:.2f} ({source})" if acc else "") + self._eta(event.eta_s))
+            what = f"{c['prompts']} " if c.get("prompts") else ""
+            rate = f" rate {c['request_rate']:g}/s" if c.get("request_rate") is not None else ""
+            shared = f"; CONTENDED: {c.get('note') or 'other traffic on the server'}" if c.get("contended") else ""
+            w(f"    cell {event.cells_done}/{event.cells_total}: {what}ctx {c['context']} c {c['concurrency']}{rate}: "
+              f"{tok or 0:.1f} tok/s" + (f", accept {acc:.2f} ({source})" if acc else "") + shared
+              + self._eta(event.eta_s))
         elif isinstance(event, ev.EvalFinished):
             verdicts = event.summary
             w(f"    coding eval: pass {verdicts.get('pass', 0)}/{sum(verdicts.values())}")

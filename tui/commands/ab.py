@@ -9,11 +9,13 @@ EXAMPLES = """\
 examples:
   ddtune ab b8-t4-w2048 b8-t4-nowindow                 does the draft window pay off here?
   ddtune ab b8-t4-w2048 b8-t4-nowindow --rounds 4 --contexts 8192 --concurrency 8
+  ddtune ab b8-t4-w2048 b8-t4-nowindow --prompts humaneval --contexts 8192   on HumanEval at 8k tokens
   ddtune ab --resume --out DIR                         continue an interrupted A/B
 
 Runs A and B in serpentine order (A B B A A B ...), --rounds times each, one bench cell matrix per
-run (default: context 4096, concurrency 8), no coding eval unless --eval, then prints the ratio B/A
-per cell with a 95% interval from the rounds. The folder and resume work as in 'ddtune sweep'.
+run (default: context 4096, concurrency 8; with --prompts each prompt as it is), no coding eval
+unless --eval, then prints the ratio B/A per cell with a 95% interval from the rounds. The folder
+and resume work as in 'ddtune sweep'.
 """
 
 
@@ -31,6 +33,7 @@ def run(args) -> int:
     from backends.core import UsageError
     from tui.commands._server import load_config
     from tui.commands._sweep import run_sweep
+    from tui.commands._traffic import traffic_fields
     from workloads.sweep import build_plan
 
     plan = None
@@ -39,8 +42,10 @@ def run(args) -> int:
             raise UsageError("ddtune ab needs two presets", hint="ddtune ab b8-t4-w2048 b8-t4-nowindow")
         if args.a == args.b:
             raise UsageError(f"A and B are the same preset ({args.a})", hint="compare two different presets")
-        plan = build_plan([args.a, args.b], repeats=args.rounds, contexts=args.contexts or [4096],
+        plan = build_plan([args.a, args.b], repeats=args.rounds,
+                          contexts=args.contexts or ([0] if args.prompts else [4096]),
                           concurrency=args.concurrency or [8], max_tokens=args.max_tokens or 256,
                           requests_per_cell=args.requests_per_cell, warmup=args.warmup,
-                          run_eval=bool(args.eval), knob_table=load_config(args).knob_table)
+                          run_eval=bool(args.eval), knob_table=load_config(args).knob_table,
+                          traffic=traffic_fields(args))
     return run_sweep(args, plan, "ab")

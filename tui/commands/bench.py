@@ -1,14 +1,20 @@
-"""ddtune bench: run the benchmark matrix (contexts x concurrency) against a server."""
+"""ddtune bench: run the benchmark matrix (prompts x contexts x concurrency x rate) against a server."""
 
 from __future__ import annotations
 
 import sys
 
 from tui.commands._options import add_log_option, add_server_options, non_negative_int, positive_int
+from tui.commands._traffic import add_traffic_options
 
-HELP = "run the benchmark matrix (contexts x concurrency) against a server"
+HELP = "run the benchmark matrix (prompts x contexts x concurrency x rate) against a server"
 EXAMPLES = """\
 examples:
+  ddtune bench --prompts my-traffic.jsonl --concurrency 1 8 32     your prompts, each as it is
+  ddtune bench --prompts humaneval mt_bench.jsonl --contexts 8192 --concurrency 1 8
+                                         two sets, each brought to 8192 tokens with real text
+  ddtune bench --prompts sharegpt.json --request-rate 2 4 --concurrency 64 --slo ttft_ms=500,tpot_ms=50
+                                         Poisson arrivals at 2 and 4 req/s, goodput against the SLO
   ddtune bench --contexts 60 1024 4096 8192 --concurrency 1 8 32 64 --max-tokens 512
   ddtune bench --contexts 60 1024 --concurrency 1 8 --coding          also grade coding answers
   ddtune bench --url http://127.0.0.1:30000 --requests-per-cell 32 --warmup 2 --out bench.json
@@ -16,8 +22,15 @@ examples:
   ddtune bench --resume                  continue the latest unfinished bench run
   ddtune bench --resume RUN_DIR          continue that run (its plan is reused)
 
+Prompts are sent as their source wrote them (the last user message verbatim, earlier turns as
+history) unless --contexts brings them to a size: with real text, never filler (a coding set: whole
+standard-library files before the task; a chat set: its own earlier turns, then Python's docs),
+counted by the server. Requests stop where the model stops (no ignore_eos unless --ignore-eos). Each
+cell names its prompts, the share that hit --max-tokens, degenerate answers (left out of acceptance),
+and whether the server served someone else's traffic meanwhile (contended).
+
 results: $DDTUNE_STATE_DIR/runs/<time>-bench/ (run.json, cells.jsonl, responses.jsonl);
-schema: docs/results-schema.md
+schema: docs/results-schema.md; prompt formats and how to compare with the papers: docs/workloads.md
 Exit 0 when the run finished, 1 when the server stopped answering or every request failed (the first
 error is named). A stream is read within bounds: DDTUNE_IDLE_S seconds at most without a byte
 (default 900), that plus 0.5 s per --max-tokens token in all, bytes and line length from --max-tokens.
@@ -25,14 +38,16 @@ error is named). A stream is read within bounds: DDTUNE_IDLE_S seconds at most w
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--contexts", type=positive_int, nargs="+", default=[60, 1024, 4096, 8192], metavar="TOKENS",
-                        help="prompt sizes in tokens, as the server counts them (default 60 1024 4096 8192)")
+    parser.add_argument("--contexts", type=non_negative_int, nargs="+", default=None, metavar="TOKENS",
+                        help="bring each prompt to this many tokens, as the server counts them, with real text; "
+                             "0: as it is (default: 0 with --prompts, else 60 1024 4096 8192)")
     parser.add_argument("--concurrency", type=positive_int, nargs="+", default=[1, 8, 32, 64], metavar="C",
                         help="requests in flight per cell (default 1 8 32 64)")
     parser.add_argument("--max-tokens", type=positive_int, default=512, metavar="N",
-                        help="output tokens per request (default 512)")
+                        help="at most N output tokens per request; a record that names its own output length "
+                             "keeps it (default 512)")
     parser.add_argument("--coding", action="store_true",
-                        help="use the coding problems as prompts and grade every answer")
+                        help="use the coding problems as prompts and grade every answer (--prompts coding)")
     parser.add_argument("--requests-per-cell", type=positive_int, default=None, metavar="N",
                         help="requests measured per cell (default: 2 x concurrency, at least 8)")
     parser.add_argument("--warmup", type=non_negative_int, default=1, metavar="N",
@@ -46,6 +61,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--resume", nargs="?", const="latest", metavar="RUN_DIR",
                         help="continue an interrupted run (default: the latest bench run)")
     parser.add_argument("--json", action="store_true", help="print the run as one JSON document on stdout")
+    add_traffic_options(parser)
     add_server_options(parser)
     add_log_option(parser)
 
@@ -54,18 +70,29 @@ def run(args) -> int:
     import asyncio
 
     from tui.commands._options import server_log, server_url
-    from workloads.bench import BenchPlan, run_bench
+    from tui.commands._traffic import say_skipped, traffic_fields
+    from workloads.bench import BenchPlan, load_sets, run_bench
 
+    if args.coding and args.prompts:
+        from backends.core import UsageError
+
+        raise UsageError("--coding is the built-in coding set: name it among --prompts instead",
+                         hint="ddtune bench --prompts coding " + " ".join(args.prompts))
     if args.out:
         from backends.core import check_output
 
         check_output(args.out)  # refused now (a link, another user's folder), not after the run
     url, api_key = server_url(args)
-    plan = BenchPlan(tuple(dict.fromkeys(args.contexts)), tuple(dict.fromkeys(args.concurrency)), args.max_tokens,
-                     args.coding, args.requests_per_cell, args.warmup, args.release)
+    contexts = args.contexts if args.contexts is not None else ([0] if args.prompts else [60, 1024, 4096, 8192])
+    plan = BenchPlan(tuple(dict.fromkeys(contexts)), tuple(dict.fromkeys(args.concurrency)), args.max_tokens,
+                     args.coding, args.requests_per_cell, args.warmup, args.release, **traffic_fields(args))
+    sets = None
+    if not args.resume:
+        sets, _ = load_sets(plan)  # a bad source is refused before anything is sent
+        say_skipped(sets)
     bar = ProgressBar(sys.stderr)
     doc = asyncio.run(run_bench(url, plan, api_key=api_key, resume=args.resume, progress=bar.update,
-                               log_path=server_log(args, url)))
+                               log_path=server_log(args, url), sets=sets))
     bar.close()
     if args.out:
         import json
@@ -106,8 +133,10 @@ class ProgressBar:
         if not self.tty:
             if p.phase == "done":
                 last = p.cells_done + 1 >= p.cells_total
-                self.stream.write(f"cell {p.cells_done + 1}/{p.cells_total} done: context {p.context}, "
-                                  f"concurrency {p.concurrency}, {p.requests_total} requests"
+                what = f"{p.prompts}, " if p.prompts else ""
+                rate = f", rate {p.rate:g}/s" if p.rate is not None else ""
+                self.stream.write(f"cell {p.cells_done + 1}/{p.cells_total} done: {what}context {p.context}, "
+                                  f"concurrency {p.concurrency}{rate}, {p.requests_total} requests"
                                   f"{'' if last else '; ' + eta_text(p.eta_s)}\n")
                 self.stream.flush()
             return
@@ -115,8 +144,11 @@ class ProgressBar:
         filled = int(frac * self.width)
         bar = "#" * filled + "-" * (self.width - filled)
         eta = f"  {eta_text(p.eta_s)}" if p.eta_s is not None else ""
-        self.stream.write(f"\r[{bar}] {frac * 100:5.1f}%  cell {p.cells_done + 1}/{p.cells_total}  ctx {p.context}"
-                          f"  c {p.concurrency}  {p.phase} {p.requests_done}/{p.requests_total}{eta}   ")
+        what = f"  {p.prompts.rsplit('/', 1)[-1][:24]}" if p.prompts else ""
+        rate = f"  {p.rate:g}/s" if p.rate is not None else ""
+        self.stream.write(f"\r[{bar}] {frac * 100:5.1f}%  cell {p.cells_done + 1}/{p.cells_total}{what}"
+                          f"  ctx {p.context}  c {p.concurrency}{rate}  {p.phase} {p.requests_done}/{p.requests_total}"
+                          f"{eta}   ")
         self.stream.flush()
         self._drawn = True
 
@@ -142,6 +174,12 @@ def _ms3(d: dict) -> str:
     return "/".join(_f(d.get(q), ".1f") for q in ("p50", "p95", "p99"))
 
 
+def _where(cell: dict) -> str:
+    ctx = "as is" if cell["context"] == 0 else f"ctx {cell['context']}"
+    rate = f" rate {cell['request_rate']:g}/s" if cell.get("request_rate") is not None else ""
+    return f"{cell.get('prompts') or ''} {ctx} c{cell['concurrency']}{rate}".strip()
+
+
 def accept_source(acceptance: dict) -> str:
     """Where a cell's acceptance came from; a cell written before sources were named had requests'."""
     if not acceptance:
@@ -149,22 +187,43 @@ def accept_source(acceptance: dict) -> str:
     return str(acceptance.get("source") or "request")
 
 
+def _share(value) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def _flag(cell: dict) -> str:
+    """``yes`` when the server served someone else's traffic during the cell, ``?`` when it cannot say."""
+    contended = cell.get("contended")
+    return "yes" if contended else "?" if contended is None and "contended" in cell else "-"
+
+
 def format_table(cells: list[dict], run: dict) -> str:
     from backends.core import escaped
 
     coding = any(c.get("verdicts") for c in cells)
-    head = ["ctx", "prompt", "conc", "req", "err", "tok/s", "stream p50", "TTFT p50/p95/p99 ms",
-            "step gap p50/p95/p99 ms", "ITL/token p50/p95/p99 ms", "accept total/mean", "from"] + \
-        (["pass"] if coding else [])
+    rates = any(c.get("request_rate") is not None for c in cells)
+    goodput = any(c.get("goodput") for c in cells)
+    head = ["prompts", "ctx", "prompt", "conc"] + (["rate"] if rates else []) + \
+        ["req", "err", "req/s", "tok/s", "stream p50", "TTFT p50/p95/p99 ms", "step gap p50/p95/p99 ms",
+         "ITL/token p50/p95/p99 ms", "accept total/mean", "from", "max", "loops", "shared"] + \
+        (["goodput"] if goodput else []) + (["pass"] if coding else [])
     rows = []
     empty: dict = {}
     for c in cells:
         t, i, a = c["ttft_ms"], c["itl_ms"], c.get("acceptance") or empty
         k = c.get("itl_token_ms") or empty  # absent in runs written before it existed
-        row = [str(c["context"]), _f(c["prompt_tokens"]["mean"]), str(c["concurrency"]), str(c["requests"]),
-               str(c["errors"]), _f(c["output_tok_s"], ".1f"), _f(c["per_stream_tok_s"]["p50"], ".1f"),
-               f"{_f(t['p50'])}/{_f(t['p95'])}/{_f(t['p99'])}", _ms3(i), _ms3(k),
-               f"{_f(a.get('total'), '.2f')}/{_f(a.get('mean'), '.2f')}", accept_source(a)]
+        row = [str(c.get("prompts") or "-"), "as is" if c["context"] == 0 else str(c["context"]),
+               _f(c["prompt_tokens"]["mean"]), str(c["concurrency"])]
+        if rates:
+            row.append(_f(c.get("request_rate"), "g"))
+        row += [str(c["requests"]), str(c["errors"]), _f(c.get("req_s"), ".2f"), _f(c["output_tok_s"], ".1f"),
+                _f(c["per_stream_tok_s"]["p50"], ".1f"), f"{_f(t['p50'])}/{_f(t['p95'])}/{_f(t['p99'])}", _ms3(i),
+                _ms3(k), f"{_f(a.get('total'), '.2f')}/{_f(a.get('mean'), '.2f')}", accept_source(a),
+                _share((c.get("hit_max_tokens") or empty).get("share")),
+                str((c.get("degenerate") or empty).get("count", "-")), _flag(c)]
+        if goodput:
+            g = c.get("goodput") or empty
+            row.append(f"{_f(g.get('req_s'), '.2f')} ({_share(g.get('share'))})" if g else "-")
         if coding:
             v = c.get("verdicts") or {}
             row.append(f"{v.get('pass', 0)}/{sum(v.values())}")
@@ -179,22 +238,32 @@ def format_table(cells: list[dict], run: dict) -> str:
         lines.append(f"ALARM acceptance_collapse in {where}: <= 1.10 tokens per verify step on a speculative "
                      f"server; the drafter is not helping (wrong draft model, a window that broke drafting?)")
     for c in cells:  # what went wrong, on one line per cell (server text: escaped, it cannot start a line)
-        where = f"ctx {c['context']} c{c['concurrency']}"
         if c.get("errors"):
             first = escaped(c.get("first_error") or "?")
-            lines.append(f"errors in {where}: {c['errors']} of {c['requests']}, the first: {first}")
+            lines.append(f"errors in {_where(c)}: {c['errors']} of {c['requests']}, the first: {first}")
         if c.get("dropped"):
-            lines.append(f"dropped in {where}: the server sent numbers that are not counts, left out: "
+            lines.append(f"dropped in {_where(c)}: the server sent numbers that are not counts, left out: "
                          + escaped(", ".join(c["dropped"])))
+        if c.get("contended"):
+            lines.append(f"CONTENDED {_where(c)}: {c.get('note') or 'the server served other traffic'}; its "
+                         "figures are shared with that load")
+    repeated = [c for c in cells if c.get("n_distinct")]
+    if repeated:
+        lines.append("repeated prompts: " + ", ".join(f"{_where(c)} sent {c['n_distinct']} distinct prompts "
+                                                       f"{c['requests']} times" for c in repeated))
     lines.append("")
     release = (run.get("plan") or {}).get("release") or "staggered"
+    plan = run.get("plan") or {}
     lines.append("step gap: time between content chunks (one per decode/verify step); ITL/token: each gap / the "
                  "tokens its chunk brought (sglang.bench_serving's ITL); accept total: all tokens / all verify "
                  f"steps of the cell; from: where it came from (request: the requests' own spec fields; "
                  f"counters: the server's /metrics over the cell; log: its Decode batch lines over the cell, "
                  f"weighted by #running-req; counters and log are the server's figures, not per-request "
-                 f"means); "
-                 f"requests released: {release}")
+                 f"means); max: requests that ran into --max-tokens; loops: degenerate answers (left out of "
+                 f"accept unless --include-degenerate); shared: the server served other traffic meanwhile; "
+                 f"requests released: {release}; "
+                 + ("ignore_eos ON (--ignore-eos): tokens past the model's stop count" if plan.get("ignore_eos")
+                    else "natural stops (no ignore_eos)"))
     lines.append(f"server {server.get('url')}  version {server.get('version') or '?'}  "
                  f"gpu {', '.join((run.get('host') or {}).get('gpus') or []) or 'none'}")
     if coding:

@@ -21,8 +21,14 @@ def run(args) -> int:
         from backends.core import UsageError
 
         raise UsageError(f"--load {load}: the coding load needs at least 1 stream", hint="e.g. ddtune --load 8")
+    prompts = getattr(args, "load_prompts", None) or "coding"
+    if prompts != "coding":
+        from tui.commands._traffic import say_skipped
+        from workloads.live import load_work
+
+        say_skipped({prompts: load_work(prompts).prompts})  # a bad source is refused before the console opens
     controller = ConsoleController(config, simulated=simulated, load_concurrency=load or 8,
-                                   autostart_load=load is not None)
+                                   autostart_load=load is not None, load_prompts=prompts)
     app = DdtuneApp(controller, note=config_note)
     app.run()
     return 0

@@ -1,4 +1,4 @@
-"""ddtune load: keep coding prompts in flight and print windowed tok/s and acceptance.
+"""ddtune load: keep prompts in flight (the coding problems, or any source) and print windowed tok/s and acceptance.
 
 The figures come from the load's one window engine (workloads/live/windows.py), as in the console:
 each status line shows the 1 s and the rolling ``--window`` rate; ``--json`` adds the closed windows.
@@ -10,7 +10,7 @@ import sys
 
 from tui.commands._options import add_log_option, add_server_options, positive_float, positive_int
 
-HELP = "keep coding prompts in flight and print windowed tok/s and acceptance"
+HELP = "keep prompts in flight (coding, or --prompts SOURCE) and print windowed tok/s and acceptance"
 EXAMPLES = """\
 examples:
   ddtune load --concurrency 8                       until Ctrl-C, one status line per second
@@ -19,6 +19,8 @@ examples:
   ddtune load --concurrency 8 --duration 30 --json  one JSON summary on stdout at the end, with
                                                     tok/s and acceptance per 5 s window
   ddtune load --concurrency 8 --window 10           10 s rolling rates and windows
+  ddtune load --concurrency 16 --prompts my-traffic.jsonl   your prompts, each as it is (not graded)
+  ddtune load --concurrency 8 --prompts mt_bench.jsonl      multi-turn: each later turn after the live reply
 
 tok/s is exact when the server sends token counts per chunk (SGLang does, asked with
 stream_options.continuous_usage_stats); otherwise it counts chunks and says "approx".
@@ -37,7 +39,11 @@ def add_arguments(parser) -> None:
                         help="stop after S seconds (default: run until Ctrl-C)")
     parser.add_argument("--max-tokens", type=positive_int, default=2048, metavar="N",
                         help="max tokens per answer (default 2048)")
-    parser.add_argument("--problems", nargs="+", metavar="ID", help="problem ids to cycle through (default: all)")
+    parser.add_argument("--prompts", metavar="SOURCE", default=None,
+                        help="what to send: coding (default: the built-in problems, graded), story, humaneval, a "
+                             "JSON/JSONL file in any format docs/workloads.md lists, or hf:NAME[:SPLIT]")
+    parser.add_argument("--problems", nargs="+", metavar="ID",
+                        help="ids of the prompts to cycle through (default: all of the source's)")
     parser.add_argument("--window", type=positive_float, default=5.0, metavar="S",
                         help="the rolling window of the rates, and the length of the JSON windows (default 5)")
     parser.add_argument("--show-requests", action="store_true", help="also print every finished request")
@@ -73,8 +79,11 @@ def run(args) -> int:
 
     from backends.core import ServerError
     from tui.commands._options import server_log, server_url
-    from workloads.live import RequestFinished, StatsUpdated, run_load
+    from tui.commands._traffic import say_skipped
+    from workloads.live import RequestFinished, StatsUpdated, load_work, run_load
 
+    work = load_work(args.prompts, args.problems)  # a bad source or id is refused before anything is sent
+    say_skipped({work.name: work.prompts})
     url, api_key = server_url(args)
     out = sys.stdout
 
@@ -92,14 +101,15 @@ def run(args) -> int:
 
     summary = asyncio.run(run_load(url, api_key, concurrency=args.concurrency, max_tokens=args.max_tokens,
                                    duration_s=args.duration, problems=args.problems, window_s=args.window,
-                                   log_path=server_log(args, url), on_event=on_event))
+                                   log_path=server_log(args, url), on_event=on_event, work=work))
     if args.json:
         out.write(json.dumps(summary) + "\n")
     else:
         approx = " (approx: counted by chunks)" if summary["token_count"] == "approx" else ""
         acc = summary.get("acceptance")
         accept = f", acceptance {acc['total']:.2f} ({acc['source']})" if acc else ""
-        out.write(f"{summary['reason']}: {summary['finished']} finished, {summary['errors']} errors, "
+        out.write(f"{summary['reason']}: {summary['prompts']}: {summary['finished']} finished, "
+                  f"{summary['errors']} errors, "
                   f"{_f(summary['output_tok_s'], '.1f')} tok/s overall{approx}{accept}; "
                   f"responses in {summary['run_dir']}\n")
     if summary["error"]:

@@ -11,6 +11,7 @@ EXAMPLES = """\
 examples:
   ddtune search --space 'budget=4,8,16 topk=2,4,6 window=1024,2048,none'
   ddtune search --space 'budget=4,8,16 topk=2,4,6' --target-context 16384 --target-concurrency 4
+  ddtune search --space 'budget=4,8,16 window=1024,2048,none' --prompts my-traffic.jsonl --target-context 0
   ddtune search --space 'budget=8,12,16 window=2048,4096,none' --max-restarts 6 --out ~/search/box
   ddtune search --resume --out ~/search/box       continue an interrupted search where it stopped
   ddtune search --space '...' --passes 2          a second pass for knobs that interact
@@ -37,8 +38,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--space", metavar="SPACE",
                         help="knob=value,value,... per knob, space-separated; 'none' clears a knob "
                              "(e.g. 'budget=4,8,16 topk=2,4,6 window=1024,2048,none')")
-    parser.add_argument("--target-context", type=positive_int, default=4096, metavar="C",
-                        help="prompt tokens of the measured cell (default 4096)")
+    parser.add_argument("--target-context", type=non_negative_int, default=4096, metavar="C",
+                        help="prompt tokens of the measured cell, real text; 0: each prompt as it is (default 4096)")
+    parser.add_argument("--prompts", metavar="SOURCE", default=None,
+                        help="what to send: coding, story (the default), humaneval, a JSON/JSONL file or "
+                             "hf:NAME[:SPLIT] (docs/workloads.md); only first turns (a wave is one sample)")
+    parser.add_argument("--ignore-eos", action="store_true",
+                        help="keep generating past the model's stop (default: natural stops)")
     parser.add_argument("--target-concurrency", type=positive_int, default=8, metavar="K",
                         help="requests in flight, released together as one wave (default 8)")
     parser.add_argument("--max-tokens", type=positive_int, default=256, metavar="N",
@@ -75,7 +81,8 @@ def request(args):
     from workloads.search import SearchRequest
 
     return SearchRequest(args.space or "", args.target_context, args.target_concurrency, args.max_tokens, args.waves,
-                         args.rungs, args.passes, args.max_restarts, args.warmup, args.start, args.out)
+                         args.rungs, args.passes, args.max_restarts, args.warmup, args.start, args.out,
+                         prompts=args.prompts, ignore_eos=args.ignore_eos)
 
 
 def run(args) -> int:

@@ -9,6 +9,8 @@ EXAMPLES = """\
 examples:
   ddtune sweep b8-t4-w2048 b16-t4-w2048 b4-t4-w2048 --baseline
   ddtune sweep b8-t4-w2048 b12-t6-w2048 --repeats 3 --contexts 4096 --concurrency 8 --no-eval
+  ddtune sweep b8-t4-w2048 b16-t4-w2048 --prompts my-traffic.jsonl --concurrency 1 8 32 --repeats 3
+                                                       your prompts; report names the best per concurrency band
   ddtune sweep --plan sweep.toml --out ~/sweeps/qwen-box
   ddtune sweep --resume --out ~/sweeps/qwen-box        continue where an interrupted sweep stopped
   ddtune report ~/sweeps/qwen-box --format csv          the comparison again, in another format
@@ -61,6 +63,7 @@ def run(args) -> int:
     from backends.core import UsageError
     from tui.commands._server import load_config
     from tui.commands._sweep import run_sweep
+    from tui.commands._traffic import traffic_fields
     from workloads.sweep import build_plan
 
     plan = None
@@ -76,5 +79,6 @@ def run(args) -> int:
                           contexts=args.contexts, concurrency=args.concurrency, max_tokens=args.max_tokens,
                           requests_per_cell=args.requests_per_cell, warmup=args.warmup, coding=args.coding,
                           run_eval=False if args.no_eval else None, eval_max_tokens=args.eval_max_tokens,
-                          eval_problems=args.eval_problems, knob_table=load_config(args).knob_table)
+                          eval_problems=args.eval_problems, knob_table=load_config(args).knob_table,
+                          traffic=traffic_fields(args))
     return run_sweep(args, plan, "sweep")

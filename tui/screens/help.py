@@ -36,7 +36,8 @@ excludes no change.
 | `a` | apply the config file's knobs, after asking (after tuning, or when re-attaching kept a tuned server) |
 | `u` | start, re-attach, or retry after a failed start |
 | `x` | stop the server (asks first) |
-| `l` | start / stop the live coding load; it pauses across a restart and resumes once verified |
+| `l` | start / stop the live load; it pauses across a restart and resumes once verified |
+| `p` | the load's prompts: coding, story, humaneval, a JSON/JSONL file, hf:NAME (a new A/B) |
 | `t` | narrow terminal: the recent requests in the plots' place (and back) |
 | `↑` `↓` `Enter` | in the requests table: pick a request, open it: its verdict and why (the failed test, the error) |
 | `b` | pin the current configuration as the A/B strip's baseline |

@@ -140,11 +140,16 @@ class MainScreen(Screen):
         self._show_log()  # in order, at once
         self.log_pane.append((note(f"--- ddtune: plot marker {self.plots.mark(message.t, message.label)}"),))
 
+    def on_load_source_changed(self, message: m.LoadSourceChanged) -> None:
+        self.strip.set_source(message.source)
+        self.plots.set_source(message.source)
+        self.plots.redraw()
+
     def on_load_state_changed(self, message: m.LoadStateChanged) -> None:
         table = self.requests
         table.set_load_state(f"load: {'on' if message.running else 'off'} ({message.detail})")
         if not message.running and message.detail not in ("stopped", "duration"):
-            self.notify(f"coding load stopped: {message.detail}", severity="warning")
+            self.notify(f"load stopped: {message.detail}", severity="warning")
 
     def on_request_finished(self, message: m.RequestFinished) -> None:
         self.requests.add_request(message.row)

@@ -5,7 +5,9 @@ configuration before) and the current configuration with its change against it, 
 least important columns go first when they do not fit. At 80x24 one line, whose parts go in order
 of priority (name, tok/s, the change in tok/s, acceptance, pass rate) as far as they fit. The
 figures come computed (workloads/live/ab.py); this only lays them out. An acceptance that is not
-the requests' own says where it came from: ``5.60 (counters)``, ``5.60 (log)``.
+the requests' own says where it came from: ``5.60 (counters)``, ``5.60 (log)``. The load's prompt
+source is named over the tags (one line: among the parts, before the request count): acceptance is a
+property of the prompts, so a figure always says on which it was measured.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def _change_style(r: Ratio | None) -> str:
     return "bold green" if r.value > 1 else "bold red"
 
 
-def _parts(f: ConfigFigures, name: str) -> list[tuple[int, Text]]:
+def _parts(f: ConfigFigures, name: str) -> list[tuple[float, Text]]:
     """(priority, text) for one configuration's one-line form; lower numbers matter more."""
     approx = " (approx)" if f.approx else ""
     passed = f"{f.passed}/{f.graded} pass" if f.graded else "- pass"
@@ -50,7 +52,7 @@ def _parts(f: ConfigFigures, name: str) -> list[tuple[int, Text]]:
             (4, Text(passed))]
 
 
-def _fit(parts: list[tuple[int, Text]], width: int) -> Text:
+def _fit(parts: list[tuple[float, Text]], width: int) -> Text:
     """Join the parts in order, leaving out the least important ones until the line fits."""
     kept = list(parts)
     while len(kept) > 1 and sum(len(t) for _, t in kept) + len(SEP) * (len(kept) - 1) > width:
@@ -71,10 +73,17 @@ def _row(tag: str, f: ConfigFigures, name: str, tok: Text, acc: Text) -> list[Te
             Text(f"{f.passed}/{f.graded}" if f.graded else "-"), Text(str(f.requests))]
 
 
-def _grid(rows: list[list[Text]], width: int) -> list[Text]:
-    """A dim header row and the rows in aligned columns, leaving out the least important columns
-    until they fit."""
-    rows = [[Text(h, style="dim") for _, h in COLUMNS], *rows]
+def source_label(source: str) -> str:
+    """A prompt source as the strip and the plots name it: a file by its name, cut to 24 characters."""
+    name = source.rstrip("/").rsplit("/", 1)[-1] or source
+    return name if len(name) <= 24 else name[:23] + "…"
+
+
+def _grid(rows: list[list[Text]], width: int, source: str | None = None) -> list[Text]:
+    """A dim header row (the prompt source over the tags) and the rows in aligned columns, leaving
+    out the least important columns until they fit."""
+    rows = [[Text(source or h, style="dim") if i == 0 else Text(h, style="dim") for i, (_, h) in enumerate(COLUMNS)],
+            *rows]
     keep = list(range(len(COLUMNS)))
     widths = [max(len(r[i]) for r in rows) for i in keep]
     while len(keep) > 2 and sum(widths[i] for i in keep) + GAP * (len(keep) - 1) > width:
@@ -97,33 +106,44 @@ class ABStrip(Widget):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.comparison: Comparison | None = None
+        self.source: str | None = None  # the load's prompt source, named in the strip
 
     def show(self, comparison: Comparison) -> None:
         self.comparison = comparison
         self.refresh()
 
+    def set_source(self, source: str) -> None:
+        self.source = source_label(source)
+        self.refresh()
+
     def lines(self, width: int, height: int) -> list[Text]:
         c = self.comparison
+        on = f" on {self.source}" if self.source else ""
         if c is None or not (c.current.windows or c.current.requests or c.reference):
-            hint = "A/B per configuration: starts with the load (l); b pins a baseline"
+            hint = f"A/B per configuration{on}: starts with the load (l); b pins a baseline"
             return [Text(hint, style="dim")]
+        # one line: the source after the change in tok/s, before acceptance, cut shorter
+        short = self.source if not self.source or len(self.source) <= 16 else self.source[:15] + "…"
+        source = [(2.5, Text(short, style="dim"))] if short else []
         now, ref = c.current, c.reference
         if ref is None:
             tail = ("the baseline (b): later configurations are compared with it" if c.pinned
                     else "the next Apply shows the change; b pins this as the baseline")
             if height <= 1:
-                return [_fit([*_parts(now, now.name), (6, Text(tail, style="dim"))], width)]
+                return [_fit([*_parts(now, now.name), *source, (6, Text(tail, style="dim"))], width)]
             tag = "baseline" if c.pinned else "now"
-            return [*_grid([_row(tag, now, now.name, Text(), Text())], width)[:height - 1], Text(tail, style="dim")]
+            return [*_grid([_row(tag, now, now.name, Text(), Text())], width, self.source)[:height - 1],
+                    Text(tail, style="dim")]
         now_name, ref_name = config_names(now.knobs, ref.knobs)
         tag = "baseline" if c.pinned else "before"
         if height <= 1:
             tok = Text(f"{change_pct(c.tok_s) or '-'} tok/s vs {ref_name or tag}", style=_change_style(c.tok_s))
             current = _parts(now, now_name)
-            return [_fit([*current[:2], (2, tok), *current[2:]], width)]
+            return [_fit([*current[:2], (2, tok), *current[2:], *source], width)]
         tok = Text(change_pct(c.tok_s) or "-", style=_change_style(c.tok_s))
         acc = Text(change_pct(c.acceptance) or "-", style=_change_style(c.acceptance))
-        return _grid([_row(tag, ref, ref_name, Text(), Text()), _row("now", now, now_name, tok, acc)], width)
+        return _grid([_row(tag, ref, ref_name, Text(), Text()), _row("now", now, now_name, tok, acc)], width,
+                     self.source)
 
     def render(self) -> Text:
         return Text("\n").join(self.lines(self.size.width, self.size.height))

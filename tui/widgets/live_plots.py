@@ -28,15 +28,29 @@ SOURCE_LABEL = {"request": "requests", "counters": "counters", "log": "log"}  # 
 LEGEND_ROWS = 12      # a shorter plot (80x24) names its lines in the title: a legend would cover the data
 
 
-def tok_s_title(width: int, legend: bool, approx: bool) -> str:
+def tok_s_title(width: int, legend: bool, approx: bool, source: str | None = None) -> str:
     """The longest title that fits (plotext drops a title wider than the plot): without a legend it
-    names the lines by colour; ``approx`` says the rate was counted by chunks."""
+    names the lines by colour and, where the title still fits beside the y axis' labels, the load's
+    prompt source; ``approx`` says the rate was counted by chunks."""
     notes = (" (approx: counted by chunks)", " (approx)") if approx else ("",)
     lines = ("",) if legend else (": client cyan, server grey", ": cyan client")
     fits = [f"tok/s{n}{line}" for line in lines for n in notes]
     if width <= 0:  # not laid out yet: the resize that follows redraws with the real width
         return fits[0]
+    if source and not legend:  # centred over the plotting area: the axis labels' columns are not free
+        short = source if len(source) <= 16 else source[:13] + "..."
+        named = [f"tok/s{n} ({name}): cyan client" for name in (source, short) for n in notes]
+        fits = [t for t in named if len(t) <= width - 12] + fits
     return next((t for t in fits if len(t) <= width - 2), f"tok/s{notes[-1]}")
+
+
+def accept_title(width: int, source: str | None) -> str:
+    """``accept length``, naming the load's prompt source (cut to fit beside the axis labels) where
+    there is room: on a short plot the legend that names it is left out."""
+    room = width - 12 - len("accept length ()")
+    if not source or room < 6:
+        return "accept length"
+    return f"accept length ({source if len(source) <= room else source[:room - 3] + '...'})"
 
 
 class CachedPlot(PlotextPlot):
@@ -119,6 +133,7 @@ class LivePlots(Horizontal):
         self.approx = False
         self.window_s = 5.0   # the client's rolling window
         self.accept_source: str | None = None  # where the client's acceptance came from (the latest point's)
+        self.source: str | None = None  # the load's prompt source (named in the legend or the title)
         self._dirty = True
         self.t0: float | None = None
         self.toks_plot = CachedPlot(id="plot-toks")      # held, not queried (see MainScreen)
@@ -172,6 +187,13 @@ class LivePlots(Horizontal):
         self._dirty = True
         return numbered
 
+    def set_source(self, source: str) -> None:
+        """The load's prompt source, named beside the client's lines."""
+        from tui.widgets.ab_strip import source_label
+
+        self.source = source_label(source)
+        self._dirty = True
+
     def set_no_spec_baseline(self, tok_s: float, source: str) -> None:
         self.no_spec = (tok_s, source)
         self._dirty = True
@@ -185,15 +207,16 @@ class LivePlots(Horizontal):
         # Drawn in this order, so the client's 5 s line lies on top where it agrees with the server.
         toks = self.toks_plot
         legend = toks.size.height >= LEGEND_ROWS
-        self._draw(toks, tok_s_title(toks.size.width, legend, self.approx),
+        prompts = f" ({self.source})" if self.source else ""
+        self._draw(toks, tok_s_title(toks.size.width, legend, self.approx, self.source),
                    [("server", self.server_tok_s, "gray"), ("client 1s", self.tok_s_1s, FAINT),
-                    (f"client {self.window_s:g}s", self.tok_s, "cyan")], floor=0.0, reference=self.no_spec,
-                   legend=legend)
+                    (f"client {self.window_s:g}s{prompts}", self.tok_s, "cyan")], floor=0.0,
+                   reference=self.no_spec, legend=legend)
         source = SOURCE_LABEL.get(self.accept_source or "", "")
-        client = f"client {self.window_s:g}s" + (f": {source}" if source else "")
+        client = f"client {self.window_s:g}s{prompts}" + (f": {source}" if source else "")
         named = f"accept length: client{f' ({source})' if source else ''} magenta, server log grey"
         fits = not legend and len(named) <= self.accept_plot.size.width - 2  # without a legend, if it fits
-        self._draw(self.accept_plot, named if fits else "accept length",
+        self._draw(self.accept_plot, named if fits else accept_title(self.accept_plot.size.width, self.source),
                    [("server log", self.server_accept, "gray"), (client, self.accept, "magenta")],
                    floor=1.0, legend=legend)
 

@@ -1,4 +1,4 @@
-"""``ddtune bench``: the benchmark matrix (context lengths x concurrency), one durable cell at a time.
+"""``ddtune bench``: the benchmark matrix (prompts x context x concurrency x rate), one durable cell at a time.
 
 The face: ``run_bench(url, BenchPlan(...))`` measures every cell against a server and records the run
 under runs/ (resumable).
@@ -7,6 +7,6 @@ under runs/ (resumable).
 from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
-    "workloads.bench.matrix": ("BenchPlan",),
-    "workloads.bench.session": ("run_bench",),
+    "workloads.bench.plan": ("BenchPlan", "CellKey"),
+    "workloads.bench.session": ("load_sets", "run_bench"),
 })

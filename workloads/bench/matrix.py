@@ -1,15 +1,13 @@
-"""The benchmark matrix: context lengths x concurrency, one durable cell at a time.
+"""The benchmark matrix: prompts x context x concurrency (x request rate), one durable cell at a time.
 
-Each cell sizes its prompts to the context (``PromptSizer``), runs ``warmup`` unrecorded requests,
-then sends its ``requests`` ``concurrency`` at a time and appends its statistics to cells.jsonl the
-moment it ends. ``release`` says how: ``wave`` (the default) sends each wave of ``concurrency``
-requests at once (connections opened and request bytes built first, then an asyncio barrier,
-``transport.WaveRelease``, lets them all go) and starts the next wave when this one has finished,
-so the server admits a wave together; ``staggered`` keeps ``concurrency`` requests in flight, each
-slot sending its next request as soon as its last one ends, as ``sglang.bench_serving
---max-concurrency`` does (use it to reproduce bench_serving's TTFT and ITL: benchmarks/crosscheck.md).
-With ``coding`` the prompts are the coding problems (padded to the context)
-and every answer is graded in the sandbox, off the event loop.
+Each cell makes its jobs (workloads/bench/traffic.py: the set's prompts, built to the context with
+real text), runs ``warmup`` unrecorded jobs, flushes the server's prefix cache where it may hold the
+cell's prompts, then sends its jobs (workloads/bench/send.py: in waves, staggered, or at a request
+rate) and appends its record to cells.jsonl the moment it ends (workloads/bench/cells.py), with how
+its traffic went: the share that hit max_tokens, degenerate answers (left out of acceptance unless
+``include_degenerate``), whether someone else's traffic shared the server (``contended``) and the
+local GPUs' utilisation. Requests stop where the model stops unless ``ignore_eos``. A graded set's
+answers (the coding problems) are graded in the sandbox, off the event loop.
 """
 
 from __future__ import annotations
@@ -18,65 +16,27 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from backends.core.datafile import warn
 from backends.core.errors import ServerError
-from backends.logs.events import DecodeBatch
-from backends.logs.span import decode_since, log_end, weighted_accept
-from backends.logs.acceptance import SpecCounters, counter_acceptance
+from backends.logs.span import decode_since, log_end
+from workloads.bench.arrivals import arrival_offsets, cell_seed
+from workloads.bench.cells import cell_stats, traffic_stats
+from workloads.bench.plan import BenchPlan, CellKey
+from workloads.bench.quality import degenerate
+from workloads.bench.send import Sender
+from workloads.bench.traffic import CellJobs, Job, Traffic, multi_turn_of
+from workloads.bench.watch import ContentionWatch, GpuWatch, InFlight, is_local
 from workloads.client.result import RequestResult
 from workloads.client.stream import StreamingClient
-from workloads.grading.evaluate import Grade, RawResponse, grade_async, summarize
-from workloads.stats.metrics import distribution, percentile
+from workloads.grading.evaluate import Grade, RawResponse, grade_async
 from workloads.grading.problems import Problem
-from workloads.bench.prompts import PLAIN_TASK, PromptSizer, SizedPrompt
-from workloads.runs.provenance import server_info_of, speculative_from_info
+from workloads.prompts.records import PromptSet
 from workloads.runs.checks import cell as check_cell
-from workloads.runs.checks import plausible, usable
+from workloads.runs.checks import usable
+from workloads.runs.provenance import server_info_of, speculative_from_info
 from workloads.runs.store import RunStore
-from workloads.client.transport import WaveRelease
-
-
-RELEASES = ("wave", "staggered")
-
-
-@dataclass(frozen=True)
-class BenchPlan:
-    contexts: tuple[int, ...]
-    concurrencies: tuple[int, ...]
-    max_tokens: int = 512
-    coding: bool = False
-    requests_per_cell: int | None = None
-    warmup: int = 1
-    release: str = "wave"  # "wave" or "staggered" (see the module docstring)
-
-    def __post_init__(self) -> None:
-        if self.release not in RELEASES:
-            raise ValueError(f"release must be one of {', '.join(RELEASES)}, got {self.release!r}")
-
-    def cells(self) -> list[tuple[int, int]]:
-        return [(ctx, conc) for ctx in self.contexts for conc in self.concurrencies]
-
-    def requests_for(self, concurrency: int) -> int:
-        return self.requests_per_cell or max(2 * concurrency, 8)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> BenchPlan:
-        # a plan written before waves existed was run staggered: its resume keeps that
-        requests = data.get("requests_per_cell")
-        return cls(tuple(plausible(c, "context") for c in data["contexts"]) or _none("contexts"),
-                   tuple(plausible(c, "concurrency") for c in data["concurrencies"]) or _none("concurrencies"),
-                   plausible(data["max_tokens"], "max_tokens"), bool(data["coding"]),
-                   None if requests is None else plausible(requests, "requests", "requests_per_cell"),
-                   plausible(data.get("warmup", 1), "requests", "warmup", low=0), str(data.get("release", "staggered")))
-
-
-def _none(what: str) -> tuple[int, ...]:
-    raise ValueError(f"{what}: none")
 
 
 @dataclass(frozen=True)
@@ -89,6 +49,8 @@ class BenchProgress:
     requests_total: int
     phase: str  # "sizing", "warmup", "running", "done"
     eta_s: float | None = None  # seconds left of the whole run (BenchEta); None before a cell finished
+    prompts: str = ""           # the cell's prompt source
+    rate: float | None = None   # its request rate (None: closed loop)
 
 
 ProgressCallback = Callable[[BenchProgress], None]
@@ -113,134 +75,40 @@ class BenchEta:
         self.rounds_done += self.rounds(concurrency)
         self.seconds += max(0.0, seconds)
 
-    def eta(self, cells_left: list[tuple[int, int]], current: tuple[int, float] | None = None) -> float | None:
+    def eta(self, cells_left: list, current: tuple[int, float] | None = None) -> float | None:
         """Seconds for ``cells_left`` (context, concurrency) plus, with ``current`` (concurrency,
         fraction still to run), what is left of the cell under way."""
         if not self.rounds_done:
             return None
-        rounds: float = sum(self.rounds(conc) for _, conc in cells_left)
+        rounds: float = sum(self.rounds(key[1]) for key in cells_left)
         if current is not None:
             rounds += self.rounds(current[0]) * min(1.0, max(0.0, current[1]))
         return round(rounds * self.seconds / self.rounds_done, 1)
 
 
-def cell_stats(context: int, concurrency: int, results: list[RequestResult], duration_s: float,
-               grades: list[Grade] | None, started_at: float,
-               counters: tuple[SpecCounters | None, SpecCounters | None] = (None, None),
-               decode: list[DecodeBatch] | None = None) -> dict:
-    """One cell's JSON record (docs/results-schema.md); ``decode``: the server log's decode lines
-    the cell covers (``backends.logs.span``), for acceptance where neither requests nor counters have it."""
-    ok = [r for r in results if r.ok]
-    tokens = sum(r.output_tokens for r in ok)
-    itl = [x for r in ok for x in r.itl_s]
-    itl_token = [x for r in ok for x in r.itl_token_s]
-    prompt = [r.prompt_tokens for r in results if r.prompt_tokens is not None]
-    ms = lambda d: {k: (v * 1000 if isinstance(v, float) and k != "count" else v) for k, v in d.to_json().items()}
-    errors = [r.error for r in results if not r.ok]
-    acceptance = acceptance_stats(ok, counters, decode)
-    return {
-        "context": context,
-        "concurrency": concurrency,
-        "started_at": started_at,
-        "duration_s": duration_s,
-        "requests": len(results),
-        "errors": len(errors),
-        "first_error": errors[0] if errors else None,
-        "prompt_tokens": {"target": context, "min": min(prompt) if prompt else None,
-                          "mean": sum(prompt) / len(prompt) if prompt else None,
-                          "max": max(prompt) if prompt else None},
-        "output_tokens": tokens,
-        "output_tok_s": tokens / duration_s if duration_s > 0 else None,
-        "per_stream_tok_s": distribution([r.decode_tok_s for r in ok if r.decode_tok_s is not None]).to_json(),
-        "ttft_ms": ms(distribution([r.ttft_s for r in ok if r.ttft_s is not None])),
-        "itl_ms": ms(distribution(itl)),
-        "itl_token_ms": ms(distribution(itl_token)),
-        "e2e_ms": ms(distribution([r.e2e_s for r in ok])),
-        "acceptance": acceptance,
-        "alarms": cell_alarms(acceptance),
-        "finish_reasons": _count(r.finish_reason or "none" for r in ok),
-        "verdicts": summarize(grades) if grades is not None else None,
-        "dropped": list(dict.fromkeys(note for r in results for note in r.dropped))[:8],
-    }
-
-
-def acceptance_stats(ok: list[RequestResult],
-                     counters: tuple[SpecCounters | None, SpecCounters | None] = (None, None),
-                     decode: list[DecodeBatch] | None = None) -> dict | None:
-    """``total`` (the server's definition: all completion tokens / all verify steps of the cell),
-    beside the per-request ``mean`` and ``p50``, and ``source``:
-
-    - ``request``: the requests' own spec fields;
-    - ``counters``: where they carry none (chat before sglang 0.5.19) and the server's /metrics
-      counters read at the cell's edges moved (``total`` = Δtokens / Δverify calls);
-    - ``log``: without counters either (a server started without ``--enable-metrics``), the
-      ``Decode batch`` lines the cell's stretch of the server log holds: their ``accept len``
-      weighted by ``#running-req``, the verify calls each line stands for (``lines``, ``weight``).
-
-    Only ``request`` has per-request figures (``mean``, ``p50``, ``count``); the others are the
-    server's, over every request it ran in the cell. None on a server known not to speculate, or
-    with none of them."""
-    if any(r.speculative is False for r in ok):
-        return None
-    values = [r.acceptance for r in ok if r.acceptance is not None]
-    if not values:
-        before, after = counters
-        total = counter_acceptance(before, after)
-        if total is not None and before is not None and after is not None:
-            return {"total": total, "mean": None, "p50": None, "count": 0, "source": "counters",
-                    "tokens": after.tokens - before.tokens, "verify_calls": after.verify_calls - before.verify_calls}
-        total, lines, weight = weighted_accept(decode or ())
-        if total is None:
-            return None
-        return {"total": total, "mean": None, "p50": None, "count": 0, "source": "log", "lines": lines,
-                "weight": weight}
-    steps = [(r.output_tokens, r.verify_steps) for r in ok if r.verify_steps]
-    total = sum(t for t, _ in steps) / sum(v for _, v in steps) if steps else None
-    return {"total": total, "mean": sum(values) / len(values), "p50": percentile(values, 50), "count": len(values),
-            "source": "request"}
-
-
-def cell_alarms(acceptance: dict | None) -> list[str]:
-    """``acceptance_collapse`` when a speculative server's cell averaged <= 1.10 tokens per verify
-    step (its drafter is not helping); acceptance is None on a plain server, which never raises it."""
-    from backends.logs.alarms import THRESHOLD
-
-    value = None if acceptance is None else acceptance.get("total") or acceptance.get("mean")
-    return ["acceptance_collapse"] if value is not None and value <= THRESHOLD else []
-
-
-def _count(items) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for item in items:
-        out[item] = out.get(item, 0) + 1
-    return out
-
-
 class BenchRunner:
-    def __init__(self, client: StreamingClient, plan: BenchPlan, store: RunStore,
+    def __init__(self, client: StreamingClient, plan: BenchPlan, store: RunStore, sets: dict[str, PromptSet],
                  problems: tuple[Problem, ...] = (), progress: ProgressCallback | None = None,
-                 grade_parallel: int = 2, log_path: str | None = None) -> None:
-        if plan.coding and not problems:
-            raise ValueError("a coding bench needs problems")
+                 grade_parallel: int = 2, log_path: str | None = None, gpu_sampler=None) -> None:
+        missing = [s for s in plan.sources if s not in sets]
+        if missing:
+            raise ValueError(f"no prompt set loaded for {', '.join(missing)}")
         self.client = client
         self.plan = plan
         self.store = store
-        self.problems = problems
+        self.sets = sets
         self.progress = progress or (lambda p: None)
-        self.sizer = PromptSizer(self._measure)
         self._gate = asyncio.Semaphore(grade_parallel)
-        self._nonce = int(time.time() * 1000) % 10**6
         self.eta = BenchEta(plan)
         self.log_path = log_path  # the server's log, read by offset over each cell (acceptance's last source)
-        self._left: list[tuple[int, int]] = []  # the cells still to run after the one under way
+        if gpu_sampler is None and is_local(client.base_url):
+            from backends.machine.gpu import GpuSampler
 
-    async def _measure(self, text: str) -> int:
-        result = await self.client.chat([{"role": "user", "content": text}], max_tokens=1)
-        if not result.ok or result.prompt_tokens is None:
-            dropped = f" (dropped: {', '.join(result.dropped)})" if result.dropped else ""
-            why = result.error or f"the response carried no usable usage.prompt_tokens{dropped}"
-            raise ServerError(f"cannot size prompts: {why}", hint="ddtune counts prompt tokens with the server itself")
-        return int(result.prompt_tokens)
+            gpu_sampler = GpuSampler()  # NVML: each cell's GPU utilisation and memory, where there is a driver
+        self.gpu_sampler = gpu_sampler if is_local(client.base_url) else None
+        self._left: list[CellKey] = []  # the cells still to run after the one under way
+        self.traffic = Traffic(client, plan, sets, {p.id: p for p in problems},
+                               resumed=bool(store.read_run().get("resumed_at")))
 
     async def run(self) -> list[dict]:
         """Run every cell not already in cells.jsonl; returns all cells (old and new) in plan order."""
@@ -250,75 +118,110 @@ class BenchRunner:
             server = run.get("server_on_resume") or run.get("server") or {}
             self.client.speculative = speculative_from_info(server.get("server_info") if isinstance(server, dict)
                                                             else None)
+        first = self.plan.sources[0]
         # a cell a resume cannot trust (an edited or absurd line) is measured again, never passed on
         kept = usable(self.store.cells(), check_cell, str(self.store.cells_file), warn,
                       "those cells are measured again")
-        done = {(c["context"], c["concurrency"]): c for c in kept}
+        done = {CellKey.of(c, first): c for c in kept}
         cells = self.plan.cells()
-        for ctx, conc in cells:
-            if (ctx, conc) in done:
+        for key in cells:
+            if key in done:
                 continue
-            self._left = [key for key in cells if key not in done and key != (ctx, conc)]
+            self._left = [k for k in cells if k not in done and k != key]
             t0 = time.perf_counter()
-            cell = await self._run_cell(ctx, conc, len(done), len(cells))
-            self.eta.cell_finished(conc, time.perf_counter() - t0)
+            cell = await self._run_cell(key, len(done), len(cells))
+            self.eta.cell_finished(key.concurrency, time.perf_counter() - t0)
             self.store.append_cell(cell)
-            done[(ctx, conc)] = cell
-            total = self.plan.requests_for(conc)
-            self.progress(BenchProgress(len(done) - 1, len(cells), ctx, conc, total, total,
-                                        "done", self.eta.eta(self._left)))
+            done[key] = cell
+            total = self.plan.requests_for(key.concurrency)
+            self.progress(BenchProgress(len(done) - 1, len(cells), key.context, key.concurrency, total, total,
+                                        "done", self.eta.eta(self._left), key.prompts, key.rate))
         return [done[key] for key in cells if key in done]
 
-    async def _prompts(self, ctx: int, count: int) -> list[tuple[SizedPrompt, Problem | None]]:
-        out: list[tuple[SizedPrompt, Problem | None]] = []
-        for i in range(count):
-            if self.plan.coding:
-                problem = self.problems[i % len(self.problems)]
-                out.append((await self.sizer.size(problem.id, problem.chat_prompt(), ctx), problem))
-            else:
-                out.append((await self.sizer.size("plain", PLAIN_TASK, ctx), None))
-        return out
-
-    async def _run_cell(self, ctx: int, conc: int, cells_done: int, cells_total: int) -> dict:
+    async def _run_cell(self, key: CellKey, cells_done: int, cells_total: int) -> dict:
+        conc = key.concurrency
         total = self.plan.requests_for(conc)
         report = lambda n, phase: self.progress(BenchProgress(  # noqa: E731
-            cells_done, cells_total, ctx, conc, n, total, phase, self.eta.eta(self._left, (conc, 1 - n / total))))
+            cells_done, cells_total, key.context, conc, n, total, phase,
+            self.eta.eta(self._left, (conc, 1 - n / total)), key.prompts, key.rate))
         report(0, "sizing")
         try:
-            prompts = await self._prompts(ctx, max(total, self.plan.warmup))
+            made = await self.traffic.cell(key, total, self.plan.warmup)
         except ServerError as exc:
-            raise self._lost(ctx, conc, cells_done, exc.message) from None
-        if self.plan.warmup:
+            raise self._lost(key, cells_done, exc.message) from None
+        sender = Sender(self.client, self.plan.ignore_eos, InFlight())
+        if made.warmup:
             report(0, "warmup")
-            await self._batch(prompts[:self.plan.warmup], min(conc, self.plan.warmup), None, None)
+            await sender.staggered(made.warmup, min(conc, len(made.warmup)), None)
+            self.traffic.sent(made.warmup)
+        prefix = await self.traffic.settle_cache(made.jobs)
         report(0, "running")
+        return await self._measure(key, made, sender, prefix, report)
+
+    async def _measure(self, key: CellKey, made: CellJobs, sender: Sender, prefix: str, report) -> dict:
         speculative = self.client.speculative is not False
         before = await self.client.spec_counters() if speculative else None  # the cell's edges on /metrics
         offset = log_end(self.log_path) if speculative else None  # ... and in the server log
+        watch = ContentionWatch(self.client, sender.flight)
+        gpus = GpuWatch(self.gpu_sampler) if self.gpu_sampler is not None else None
+        await watch.start()
+        if gpus is not None:
+            await gpus.start()
         started_at = time.time()
         t0 = time.perf_counter()
         results: list[RequestResult] = []
+        caps: list[int] = []
+        loops: dict[int, str] = {}
         grades: list[asyncio.Task] = []
 
-        def finished(result: RequestResult, problem: Problem | None) -> None:
+        def finished(job: Job, turn: int, result: RequestResult, scheduled: float | None) -> None:
+            why = degenerate(result.content + (result.reasoning_content or "")) if result.ok else None
+            if why is not None:
+                loops[len(results)] = why
             results.append(result)
-            record = {"kind": "bench", "context": ctx, "concurrency": conc,
-                      "problem": problem.id if problem else None, **result.raw()}
+            caps.append(job.max_tokens)
+            record = {"kind": "bench", "context": key.context, "concurrency": key.concurrency,
+                      "prompts": key.prompts, "request_rate": key.rate, "record": job.prompt.record.id,
+                      "turn": turn, "problem": job.problem.id if job.problem else None,
+                      "degenerate": why, **result.raw()}
+            if scheduled is not None:
+                record["scheduled_s"] = scheduled
             self.store.append_response(record)
-            if problem is not None:
-                grades.append(asyncio.ensure_future(self._grade(problem, result)))
+            if job.problem is not None and turn == 0:
+                grades.append(asyncio.ensure_future(self._grade(job.problem, result)))
             report(len(results), "running")
 
-        if self.plan.release == "wave":
-            await self._waves(prompts[:total], conc, finished)
+        if key.rate is not None:
+            offsets = arrival_offsets(len(made.jobs), key.rate, self.plan.burstiness, cell_seed(self.plan.seed, key))
+            await sender.at_rate(made.jobs, key.concurrency, offsets, finished)
+        elif self.plan.release == "wave":
+            await sender.waves(made.jobs, key.concurrency, finished)
         else:
-            await self._batch(prompts[:total], conc, finished, ctx)
+            await sender.staggered(made.jobs, key.concurrency, finished)
         duration = time.perf_counter() - t0
+        self.traffic.sent(made.jobs)
+        honest = await watch.stop()
+        gpu = await gpus.stop() if gpus is not None else None
         after = await self.client.spec_counters() if before is not None else None
         decode = decode_since(self.log_path, offset)[0] if offset is not None and after is None else None
-        graded = list(await asyncio.gather(*grades)) if self.plan.coding else None
-        await self._check_alive(results, ctx, conc, cells_done)
-        return cell_stats(ctx, conc, results, duration, graded, started_at, (before, after), decode)
+        graded = list(await asyncio.gather(*grades)) if any(j.problem for j in made.jobs) else None
+        await self._check_alive(results, key, made)
+        left_out = frozenset() if self.plan.include_degenerate else frozenset(loops)
+        cell = cell_stats(key.context, key.concurrency, results, duration, graded, started_at, (before, after),
+                          decode, left_out)
+        if cell["acceptance"] is not None and left_out and cell["acceptance"].get("source") == "request":
+            cell["acceptance"]["left_out_degenerate"] = len(left_out)
+        return {**cell, "prompts": key.prompts, "request_rate": key.rate, **self._traffic_fields(key, made, prefix),
+                **traffic_stats(results, duration, caps, loops, self.plan.slo), **honest, "gpu": gpu}
+
+    def _traffic_fields(self, key: CellKey, made: CellJobs, prefix: str) -> dict:
+        out: dict = {"ignore_eos": self.plan.ignore_eos, "context_from": made.material, "prefix_cache": prefix,
+                     "multi_turn": multi_turn_of(made.jobs, self.plan)}
+        if key.rate is not None:
+            out["burstiness"] = self.plan.burstiness
+        if made.n_distinct < len(made.jobs):
+            out["n_distinct"] = made.n_distinct
+        return out
 
     async def _grade(self, problem: Problem, result: RequestResult) -> Grade:
         if not result.ok:
@@ -326,57 +229,17 @@ class BenchRunner:
         raw = RawResponse(problem.id, result.content, result.reasoning_content, result.finish_reason)
         return await grade_async(problem, raw, gate=self._gate)
 
-    async def _batch(self, prompts: list[tuple[SizedPrompt, Problem | None]], conc: int,
-                     finished: Callable | None, ctx: int | None) -> None:
-        queue = list(reversed(prompts))
-        extra = None if self.plan.coding else {"ignore_eos": True}
-
-        async def worker() -> None:
-            while queue:
-                sized, problem = queue.pop()
-                self._nonce += 1
-                msg = [{"role": "user", "content": sized.text(self._nonce)}]
-                result = await self.client.chat(msg, max_tokens=self.plan.max_tokens, extra=extra)
-                if finished is not None:
-                    finished(result, problem)
-                if result.unreachable:
-                    queue.clear()
-
-        await asyncio.gather(*(worker() for _ in range(max(1, conc))))
-
-    async def _waves(self, prompts: list[tuple[SizedPrompt, Problem | None]], conc: int,
-                     finished: Callable) -> None:
-        """Send ``prompts`` in waves of ``conc``, each released at once (module docstring)."""
-        extra = None if self.plan.coding else {"ignore_eos": True}
-        for start in range(0, len(prompts), conc):
-            wave = prompts[start:start + conc]
-            await self.client.warm(len(wave))  # no request of the wave waits for a handshake
-            release = WaveRelease(len(wave))  # each waits there with its bytes ready; the last lets all go
-
-            async def send(sized: SizedPrompt, problem: Problem | None,
-                           release: WaveRelease = release) -> RequestResult:
-                self._nonce += 1
-                msg = [{"role": "user", "content": sized.text(self._nonce)}]
-                result = await self.client.chat(msg, max_tokens=self.plan.max_tokens, extra=extra, release=release)
-                finished(result, problem)
-                return result
-
-            done = await asyncio.gather(*(send(sized, problem) for sized, problem in wave))
-            if any(r.unreachable for r in done):
-                return
-
-    async def _check_alive(self, results: list[RequestResult], ctx: int, conc: int, cells_done: int) -> None:
+    async def _check_alive(self, results: list[RequestResult], key: CellKey, made: CellJobs) -> None:
         failed = [r for r in results if not r.ok]
         if not failed or (len(failed) < len(results) and not any(r.unreachable for r in failed)):
             return
         try:
             await server_info_of(self.client)
         except ServerError:
-            raise self._lost(ctx, conc, cells_done, failed[0].error or "") from None
+            raise self._lost(key, len(self.store.cells()), failed[0].error or "") from None
 
-    def _lost(self, ctx: int, conc: int, cells_done: int, why: str) -> ServerError:
+    def _lost(self, key: CellKey, cells_done: int, why: str) -> ServerError:
         return ServerError(
-            f"the server at {self.client.base_url} stopped answering during cell context={ctx} "
-            f"concurrency={conc}: {why}",
+            f"the server at {self.client.base_url} stopped answering during cell {key.label()}: {why}",
             hint=f"{cells_done} finished cell(s) are kept in {self.store.path}; "
                  f"start the server again and run 'ddtune bench --resume {self.store.path}'")

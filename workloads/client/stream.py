@@ -27,19 +27,17 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
 
-from backends.core.answers import (ERROR_BYTES, TOKENS_MAX, BadAnswer, StreamLimits, amount, count, fetch, idle_s,
+from backends.core.answers import (ERROR_BYTES, TOKENS_MAX, BadAnswer, StreamLimits, amount, count, idle_s,
                                    read_body, shown, sse_lines)
 from backends.core.apikey import auth_headers
-from backends.core.errors import ServerError
 from backends.launch.dialect import steps_of
-from backends.logs.acceptance import SpecCounters, parse_counters
 from backends.core.plaintext import escaped, plain
+from workloads.client.queries import ServerQueries, describe, short
 from workloads.client.result import RequestResult
 from workloads.client.transport import RELEASE, LeanTransport, WaveRelease
 
@@ -203,7 +201,7 @@ class _Stream:
             self.finish_reason = kind if type(kind) is str else "unknown"
             if self.finish_reason == "abort":
                 msg = fr.get("message") if isinstance(fr, dict) else None
-                self.error = f"request aborted by the server{': ' + _short(msg) if type(msg) is str else ''}"
+                self.error = f"request aborted by the server{': ' + short(msg) if type(msg) is str else ''}"
         self.spec(meta)
         self.count(self.completion_tokens, 1 if piece else 0)
 
@@ -229,12 +227,7 @@ class _Stream:
             speculative=self.speculative, dropped=tuple(self.dropped))
 
 
-JSON_IDLE_S = 30.0  # a JSON answer comes whole at once: this long without a byte is a server that hangs
-KEY_HINT = ("the server wants an API key: pass --api-key, or set DDTUNE_API_KEY (ddtune uses the --api-key "
-            "of a server it launched by itself)")
-
-
-class StreamingClient:
+class StreamingClient(ServerQueries):
     """One connection pool sized to the concurrency. Use as ``async with StreamingClient(url) as c``."""
 
     def __init__(self, base_url: str, *, api_key: str | None = None, concurrency: int = 64,
@@ -265,58 +258,6 @@ class StreamingClient:
     async def warm(self, n: int) -> int:
         """Have ``n`` connections open and idle (see ``LeanTransport.warm``); how many are."""
         return await self._transport.warm(httpx.URL(self.base_url), n)
-
-    async def get_json(self, path: str, dropped: list[str] | None = None, shape: type = dict) -> Any:
-        """A JSON object (``shape``: or a list, as llama.cpp's ``/slots``) the server answers at ``path``,
-        read within bounds (``backends.core.answers``): its strings plain and on one line, numbers out
-        of range dropped (noted in ``dropped``)."""
-        try:
-            answer = await fetch(self._http, "GET", path, idle=JSON_IDLE_S)
-        except BadAnswer as exc:
-            raise ServerError(f"{self.base_url}{path}: {_describe(exc)}",
-                              hint="is it an SGLang server? check --url") from exc
-        except httpx.HTTPError as exc:
-            raise ServerError(f"cannot reach {self.base_url}{path}: {_describe(exc)}",
-                              hint="is the server up? check --url or 'ddtune status'") from exc
-        if answer.status != 200:
-            hint = KEY_HINT if answer.status in (401, 403) else None
-            raise ServerError(f"{self.base_url}{path} answered HTTP {answer.status}: {_short(answer.text)}", hint=hint)
-        try:
-            doc = answer.json(one_line=True)
-        except BadAnswer as exc:
-            raise ServerError(f"{self.base_url}{path}: {_describe(exc)}") from exc
-        if not isinstance(doc, shape):
-            raise ServerError(f"{self.base_url}{path} did not answer a JSON {'object' if shape is dict else 'array'}")
-        if dropped is not None:
-            dropped.extend(answer.dropped)
-        return doc
-
-    async def spec_counters(self) -> SpecCounters | None:
-        """The server's generation and verify-call counters from ``/metrics`` (``--enable-metrics``);
-        None when it has none (asked once: a 404 or a text without them is not asked again)."""
-        if self.metrics is False:
-            return None
-        try:
-            answer = await fetch(self._http, "GET", "/metrics", idle=JSON_IDLE_S)
-        except httpx.HTTPError:
-            return None
-        counters = parse_counters(answer.text) if answer.status == 200 else None
-        if counters is None and answer.status in (200, 404):
-            self.metrics = False
-        elif counters is not None:
-            self.metrics = True
-        return counters
-
-    async def model_id(self) -> str:
-        """The served model's id from /v1/models (SGLang accepts any name; this keeps logs honest)."""
-        if self._model is None:
-            try:
-                data = (await self.get_json("/v1/models")).get("data") or []
-                model = data[0]["id"] if data else "default"
-                self._model = model if isinstance(model, str) else "default"
-            except (ServerError, KeyError, TypeError, IndexError):
-                self._model = "default"
-        return self._model
 
     async def chat(self, messages: list[dict], *, max_tokens: int, temperature: float = 0.0,
                    extra: dict | None = None, on_tokens: TokenCallback | None = None,
@@ -353,7 +294,7 @@ class StreamingClient:
                     st.t0, st.wall = release.released_at  # the request left when its wave did
                 if resp.status_code != 200:
                     text = (await read_body(resp, ERROR_BYTES)).decode("utf-8", "replace")
-                    return st.result(f"HTTP {resp.status_code} from {path}: {_short(text)}")
+                    return st.result(f"HTTP {resp.status_code} from {path}: {short(text)}")
                 async for lines in sse_lines(resp, limits):
                     if st.done:
                         continue  # drain to the end of the body so the connection can be reused
@@ -368,20 +309,20 @@ class StreamingClient:
                         try:
                             feed(_decode(data.decode()), now)
                         except (ValueError, AttributeError, TypeError, LookupError) as exc:
-                            return st.result(f"unreadable stream data from {path}: {_short(str(exc))}")
+                            return st.result(f"unreadable stream data from {path}: {short(str(exc))}")
                         except RecursionError:
                             return st.result(f"unreadable stream data from {path}: JSON nested too deep")
                         if st.error:
                             return st.result()
         except BadAnswer as exc:  # too large, a line too long, bad framing: the answer is not used
-            return st.result() if st.done else st.result(f"unusable answer from {path}: {_describe(exc)}")
+            return st.result() if st.done else st.result(f"unusable answer from {path}: {describe(exc)}")
         except httpx.ConnectError as exc:
-            return st.result(f"cannot connect to {self.base_url}: {_describe(exc)}", unreachable=True)
+            return st.result(f"cannot connect to {self.base_url}: {describe(exc)}", unreachable=True)
         except httpx.TimeoutException as exc:
-            return st.result() if st.done else st.result(f"timed out waiting for {path}: {_describe(exc)}")
+            return st.result() if st.done else st.result(f"timed out waiting for {path}: {describe(exc)}")
         except httpx.HTTPError as exc:
             # Dropped before any response (a dying server still accepting for a moment) counts as unreachable.
-            return st.result(f"connection lost during {path}: {_describe(exc)}", unreachable=not answered)
+            return st.result(f"connection lost during {path}: {describe(exc)}", unreachable=not answered)
         finally:
             if ticket is not None:
                 ticket.drop()  # never reached the gate (no connection): do not hold the wave back
@@ -397,14 +338,4 @@ def most_tokens(max_tokens: int) -> int:
 def _server_error(err) -> str:
     """The server's own error, on one line and short (its message when it sent one as text)."""
     message = err.get("message") if isinstance(err, dict) else err
-    return f"server error mid-stream: {_short(message) if type(message) is str else 'no message'}"
-
-
-def _short(text: str, limit: int = 300) -> str:
-    """An error body on one line, plain (it is the server's text)."""
-    text = " ".join(plain(text).split())
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _describe(exc: Exception) -> str:
-    return str(exc) or type(exc).__name__
+    return f"server error mid-stream: {short(message) if type(message) is str else 'no message'}"

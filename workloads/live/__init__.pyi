@@ -8,4 +8,6 @@ from workloads.live.load import (LoadPaused as LoadPaused, LoadResumed as LoadRe
                                  RequestFinished as RequestFinished, StatsUpdated as StatsUpdated)
 from workloads.live.proc import (LoadProcEvent as LoadProcEvent, LoadProcess as LoadProcess,
                                  LoadStarted as LoadStarted, RequestDone as RequestDone)
+from workloads.live.work import load_work as load_work
+from workloads.prompts.sources import BUILTIN_HELP as BUILTIN_HELP
 from workloads.stats.estimate import Estimate as Estimate, Ratio as Ratio

@@ -1,4 +1,4 @@
-"""Live coding load: keep C coding prompts in flight, stream, grade, publish windowed rates.
+"""Live load: keep C prompts of a prompt set in flight, stream, grade coding answers, publish windowed rates.
 
 The console's engine and ``ddtune load``'s. It never prints: everything goes out as events to a
 callback (``on_event``) or through ``events()``, an async iterator. Rates come from the one window
@@ -7,6 +7,11 @@ tokens, and closed ``roll_s`` windows; acceptance in a window is tokens / verify
 requests that finished in it (never the server's lifetime average). ``pause()`` cancels the
 requests in flight (each reported as RequestCancelled, never as an error) and sends nothing until
 ``resume()``: the console pauses the load while it restarts the server.
+
+The prompts are any set's records (workloads/prompts), each sent as its source wrote it, in turn;
+a record with follow-up turns (MT-Bench, AIPerf sessions) is a conversation: each later turn is sent
+after the model's reply to the one before, with that reply as the assistant's turn. Answers to the
+built-in coding problems are graded; other answers are not (their verdict is ``-``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from workloads.client.stream import StreamingClient
 from workloads.grading.evaluate import VERDICTS, Grade, RawResponse, grade_async
 from workloads.live.windows import LiveWindows, Window, WindowStats
 from workloads.grading.problems import Problem
+from workloads.prompts.records import PromptRecord
 from workloads.runs.store import RunStore
 
 
@@ -96,15 +102,18 @@ LoadEvent = RequestFinished | RequestCancelled | StatsUpdated | LoadPaused | Loa
 
 
 class LoadEngine:
-    def __init__(self, client: StreamingClient, problems: tuple[Problem, ...], *, concurrency: int,
+    def __init__(self, client: StreamingClient, records: tuple[PromptRecord, ...], *, concurrency: int,
+                 problems: tuple[Problem, ...] = (), prompts: str = "coding",
                  max_tokens: int = 2048, on_event: Callable[[LoadEvent], None] | None = None,
                  store: RunStore | None = None, tick_s: float = 1.0, grade: bool = True,
                  unreachable_limit: int = 3, clock: Callable[[], float] = time.monotonic,
                  roll_s: float = 5.0, log_path: str | None = None) -> None:
-        if not problems:
-            raise ValueError("the load needs at least one problem")
+        if not records:
+            raise ValueError("the load needs at least one prompt")
         self.client = client
-        self.problems = problems
+        self.records = records
+        self.graders = {p.id: p for p in problems}  # the coding problems whose answers are graded
+        self.prompts = prompts                      # the source's name, as results carry it
         self.concurrency = concurrency
         self.max_tokens = max_tokens
         self.store = store
@@ -141,6 +150,13 @@ class LoadEngine:
         self._drained = asyncio.Event()  # set while no request is in flight
         self._drained.set()
         self._started = clock()
+
+    @classmethod
+    def for_problems(cls, client: StreamingClient, problems: tuple[Problem, ...], **kwargs) -> LoadEngine:
+        """A load of the coding problems given, their answers graded."""
+        from workloads.prompts.sources import coding_records
+
+        return cls(client, coding_records(problems), problems=problems, prompts="coding", **kwargs)
 
     # ---- control ----------------------------------------------------------------------------
     def stop(self, reason: str = "stopped", error: str | None = None, *, drop_grading: bool = False) -> None:
@@ -303,14 +319,19 @@ class LoadEngine:
         self.windows.add_tokens(self.clock(), n, exact)
 
     async def _worker(self) -> None:
+        turn: tuple[PromptRecord, list[dict], int] | None = None  # a conversation's next turn
         while not self._stop.is_set():
             await self._sending.wait()
             while len(self._grading) > 2 * self.concurrency:  # backpressure when grading falls behind
                 await asyncio.wait(set(self._grading), return_when=asyncio.FIRST_COMPLETED)
             if self.paused:
+                turn = None  # a pause ends the conversation
                 continue
-            problem = self.problems[self._next % len(self.problems)]
-            self._next += 1
+            if turn is None:
+                record = self.records[self._next % len(self.records)]
+                self._next += 1
+                turn = (record, record.chat(), 0)
+            record, messages, index = turn
             streamed = [0]
 
             def on_tokens(n: int, exact: bool, streamed: list[int] = streamed) -> None:
@@ -319,8 +340,7 @@ class LoadEngine:
 
             # The request runs as its own task so pause() can cancel it without ending this worker.
             request = asyncio.ensure_future(self.client.chat(
-                [{"role": "user", "content": problem.chat_prompt()}], max_tokens=self.max_tokens,
-                on_tokens=on_tokens))
+                messages, max_tokens=record.max_tokens or self.max_tokens, on_tokens=on_tokens))
             self._requests.add(request)
             self._in_flight += 1
             self._drained.clear()
@@ -333,20 +353,27 @@ class LoadEngine:
                 self._in_flight -= 1
                 if not self._in_flight:
                     self._drained.set()
+            turn = None
             if request.cancelled():
                 self._cancelled += 1
-                self._emit(RequestCancelled(problem.id, streamed[0]))
+                self._emit(RequestCancelled(record.id, streamed[0]))
                 continue
-            await self._finish(problem, request.result())
+            result = request.result()
+            if result.ok and index < len(record.followups):  # the live reply goes back with the next turn
+                turn = (record, [*messages, {"role": "assistant", "content": result.content},
+                                 {"role": "user", "content": record.followups[index]}], index + 1)
+            await self._finish(record, result, index)
 
-    async def _finish(self, problem: Problem, result: RequestResult) -> None:
+    async def _finish(self, record: PromptRecord, result: RequestResult, turn: int = 0) -> None:
         now = self.clock()
+        problem = self.graders.get(record.problem) if record.problem and turn == 0 else None
         if self.store is not None:
-            self.store.append_response({"kind": "load", "problem": problem.id, **result.raw()})
+            self.store.append_response({"kind": "load", "prompts": self.prompts, "record": record.id, "turn": turn,
+                                        "problem": problem.id if problem else None, **result.raw()})
         if not result.ok:
             self._errors += 1
             self._unreachable = self._unreachable + 1 if result.unreachable else 0
-            self._emit(RequestFinished(problem.id, result, None))
+            self._emit(RequestFinished(record.id, result, None))
             if self._unreachable >= self.unreachable_limit:
                 self.stop("server-unreachable", result.error)
             elif result.unreachable:
@@ -358,8 +385,8 @@ class LoadEngine:
         if result.verify_steps:
             self._spec_tokens += result.output_tokens
             self._spec_verify += result.verify_steps
-        if not self.grade:
-            self._emit(RequestFinished(problem.id, result, None))
+        if not self.grade or problem is None:
+            self._emit(RequestFinished(record.id, result, None))
             return
         # Grade in the background: the worker goes straight back to keeping C requests in flight.
         task = asyncio.ensure_future(self._grade(problem, result))

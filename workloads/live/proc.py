@@ -47,8 +47,9 @@ WORKER = ("-P", "-m", "workloads.live.worker")
 class LoadStarted:
     pid: int
     concurrency: int
-    problems: tuple[str, ...]
+    problems: tuple[str, ...]    # the ids of the prompts it cycles through (the first thousand)
     run_dir: str | None = None   # where this configuration's run is recorded (record=True)
+    prompts: str = "coding"      # the prompt source
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,8 @@ def decode(record: dict, concurrency: int) -> LoadProcEvent | None:
         return RequestDone(record["problem"], record["ok"], record["tokens"], record["tok_s"], record["accept_len"],
                            record["ttft_s"], record["e2e_s"], record["verdict"], record["detail"])
     if kind == "started":
-        return LoadStarted(record["pid"], record["concurrency"], tuple(record["problems"]), record.get("run_dir"))
+        return LoadStarted(record["pid"], record["concurrency"], tuple(record["problems"]), record.get("run_dir"),
+                           str(record.get("prompts") or "coding"))
     if kind == "paused":
         return LoadPaused(record["cancelled"], stats)
     if kind == "resumed":
@@ -163,7 +165,8 @@ class LoadProcess:
         return await self._proc.wait()
 
     async def start(self, url: str, api_key: str | None, concurrency: int, max_tokens: int,
-                    problems: list[str] | tuple[str, ...] | None = None, record: bool = False) -> None:
+                    problems: list[str] | tuple[str, ...] | None = None, record: bool = False,
+                    prompts: str | None = None) -> None:
         """Spawn the worker and hand it the settings; everything after arrives as events (a bad
         setting or an unreachable server as LoadStopped)."""
         if self._proc is not None:
@@ -180,6 +183,7 @@ class LoadProcess:
             self.create_time = None
         settings = {"url": url, "api_key": api_key, "concurrency": concurrency, "max_tokens": max_tokens,
                     "problems": list(problems) if problems else None, "tick_s": self.tick_s, "record": record,
+                    "prompts": prompts,
                     "window_s": self.window_s}
         self._send(settings)
         self._readers = [asyncio.ensure_future(self._read_events()), asyncio.ensure_future(self._read_stderr())]

@@ -47,9 +47,10 @@ def load_summary(stats: LoadStats, reason: str, error: str | None, elapsed_s: fl
 
 
 class LoadRecorder:
-    def __init__(self, client, plan: dict) -> None:
+    def __init__(self, client, plan: dict, prompt_set: dict | None = None) -> None:
         self.client = client
         self.plan = plan
+        self.prompt_set = prompt_set  # the set's description (PromptSet.describe), recorded in each run
         self._segment: _Segment | None = None
 
     @property
@@ -61,6 +62,7 @@ class LoadRecorder:
 
         server = await server_provenance(self.client)
         store = RunStore.create("load", {"plan": self.plan, "server": server, "host": host_provenance(),
+                                         "prompt_sets": [self.prompt_set] if self.prompt_set else [],
                                          "started_at": time.time(), "source": "console"})
         self._segment = _Segment(store, stats, time.monotonic())
         return store
@@ -71,6 +73,7 @@ class LoadRecorder:
             return
         summary = load_summary(stats, reason, error, time.monotonic() - segment.started,
                                str(segment.store.path), since=segment.at)
+        summary["prompts"] = self.plan.get("prompts")
         status = "failed" if error else ("interrupted" if reason in ("parent-gone", "terminated", "interrupted")
                                          else "done")
         segment.store.update_run(status=status, finished_at=time.time(), summary=summary)

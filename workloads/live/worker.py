@@ -4,9 +4,10 @@ The console's UI process only renders; this process runs the LoadEngine (streami
 and grades the answers, whose sandboxes are its own child processes. workloads/live/proc.py is the
 parent side. The pipe protocol, one JSON object per line:
 
-stdin, first line: the settings ``{"url", "api_key", "concurrency", "max_tokens", "problems", "tick_s",
-"window_s", "record"}`` (``api_key``, ``problems``, ``tick_s``, ``window_s`` and ``record`` may be null or
-left out; ``window_s``: the rolling window, 5 s). The key travels only here, never
+stdin, first line: the settings ``{"url", "api_key", "concurrency", "max_tokens", "prompts", "problems",
+"tick_s", "window_s", "record"}`` (``api_key``, ``prompts``, ``problems``, ``tick_s``, ``window_s`` and
+``record`` may be null or left out; ``prompts``: the source, default coding; ``problems``: record ids;
+``window_s``: the rolling window, 5 s). The key travels only here, never
 in argv or the environment. Later lines are commands: ``{"cmd": "pause"}``, ``{"cmd": "resume"}``,
 ``{"cmd": "stop", "reason": "..."}``,
 ``{"cmd": "decode", "t", "accept_len", "running_req"}`` (a ``Decode batch`` line the console's log
@@ -47,6 +48,7 @@ class Settings:
     tick_s: float = 1.0
     record: bool = False   # write runs (kind load) under runs/, one per server configuration
     window_s: float = 5.0  # the rolling window of the rates and the length of the closed windows
+    prompts: str | None = None  # the prompt source (workloads/prompts); None: the coding problems
 
 
 def parse_settings(line: bytes) -> Settings:
@@ -74,12 +76,15 @@ def parse_settings(line: bytes) -> Settings:
             raise ValueError(f"settings: '{name}' must be a whole number >= 1")
     if problems is not None and (not isinstance(problems, list) or not all(isinstance(p, str) for p in problems)):
         raise ValueError("settings: 'problems' must be a list of problem ids or null")
+    source = raw.get("prompts")
+    if source is not None and (not isinstance(source, str) or not source.strip()):
+        raise ValueError("settings: 'prompts' must be a prompt source (coding, story, humaneval, a file) or null")
     if not isinstance(tick, (int, float)) or isinstance(tick, bool) or tick <= 0:
         raise ValueError("settings: 'tick_s' must be a number of seconds above 0")
     if not isinstance(window, (int, float)) or isinstance(window, bool) or not 0 < window < 3600:
         raise ValueError("settings: 'window_s' must be a number of seconds above 0 and below 3600")
     return Settings(url, key or None, raw["concurrency"], raw["max_tokens"],
-                    tuple(problems) if problems else None, float(tick), record, float(window))
+                    tuple(problems) if problems else None, float(tick), record, float(window), source)
 
 
 def stats_json(stats: LoadStats) -> dict:
@@ -178,12 +183,12 @@ async def _open_run(recorder, engine: LoadEngine | None):
 async def serve(emit: Emit) -> int:
     """Read the settings, run the load until told to stop, report every event. The exit status."""
     from workloads.client.stream import StreamingClient
-    from workloads.grading.problems import load_problems, select_problems
+    from workloads.live.work import load_work
 
     reader = await _stdin_reader()
     try:
         settings = parse_settings(await reader.readline())
-        problems = select_problems(load_problems(), list(settings.problems) if settings.problems else None)
+        work = load_work(settings.prompts, settings.problems)
     except Exception as exc:  # noqa: BLE001 - any bad setting ends the worker with a message, never a traceback
         emit({"event": "stopped", "reason": "bad-settings", "error": getattr(exc, "message", None) or str(exc),
               "stats": None})
@@ -194,8 +199,12 @@ async def serve(emit: Emit) -> int:
             from workloads.live.record import LoadRecorder
 
             recorder = LoadRecorder(client, {"concurrency": settings.concurrency, "duration_s": None,
-                                             "max_tokens": settings.max_tokens, "problems": [p.id for p in problems]})
-        engine = LoadEngine(client, problems, concurrency=settings.concurrency, max_tokens=settings.max_tokens,
+                                             "max_tokens": settings.max_tokens, "prompts": work.name,
+                                             "problems": list(settings.problems or ()) or None,
+                                             "multi_turn": "live reply" if work.prompts.multi_turn else None},
+                                    work.prompts.describe())
+        engine = LoadEngine(client, work.records, problems=work.problems, prompts=work.name,
+                            concurrency=settings.concurrency, max_tokens=settings.max_tokens,
                             on_event=lambda event: emit(encode(event)), tick_s=settings.tick_s,
                             roll_s=settings.window_s)
         if recorder is not None:  # provenance also tells the client whether the server is speculative
@@ -214,7 +223,7 @@ async def serve(emit: Emit) -> int:
                             (signal.SIGHUP, "interrupted")):  # a signal means hurry: drop the grading
             loop.add_signal_handler(sig, partial(engine.stop, reason, drop_grading=True))
         emit({"event": "started", "pid": os.getpid(), "concurrency": settings.concurrency,
-              "problems": [p.id for p in problems], "run_dir": run_dir})
+              "problems": [r.id for r in work.records][:1000], "run_dir": run_dir, "prompts": work.name})
         commands = asyncio.ensure_future(_follow_commands(reader, engine, recorder))
         stopped: list[LoadStopped] = []
         engine.add_listener(lambda e: stopped.append(e) if isinstance(e, LoadStopped) else None)

@@ -18,9 +18,12 @@ from dataclasses import dataclass, field, replace
 
 from workloads.stats.metrics import cell_acceptance, cell_acceptance_source
 from workloads.stats.estimate import Estimate, Ratio, exp, from_repeats, from_samples, geomean, ratio, t95
-from workloads.report.inputs import Failure, Inputs, Lossless, Placement, RunData
+from workloads.report.bands import Band, bands
+from workloads.report.datasets import DatasetRow, Drift, dataset_rows, drifts
+from workloads.report.inputs import Failure, Inputs, Lossless, Placement, RunData, cell_key
+from workloads.runs.cellkey import CellKey
 
-Cell = tuple[int, int]  # (context, concurrency)
+Cell = CellKey  # (context, concurrency, prompts, rate): indexes 0 and 1 as the older (context, concurrency)
 METRICS = ("tok_s", "acceptance", "ttft_p50", "ttft_p95", "itl_p50", "itl_p95", "itl_token_p50", "itl_token_p95")
 
 
@@ -44,6 +47,7 @@ class ConfigCell:
     # figure over each cell, never a per-request mean: its interval is from repeats only), "mixed"
     # (its runs differ); None: no acceptance
     acceptance_source: str | None = None
+    contended: int = 0   # runs whose cell shared the server with traffic that was not ddtune's
 
 
 @dataclass(frozen=True)
@@ -123,13 +127,18 @@ class Report:
     placements: tuple[Placement, ...] = ()   # a parallel sweep: each run's lane and GPUs
     gpu_warnings: tuple[str, ...] = ()       # the lanes' GPUs differ in model or clocks
     knobs: dict = field(default_factory=dict)  # config -> the knob values it ran with (where recorded)
+    datasets: tuple[DatasetRow, ...] = ()    # acceptance per prompt source, beside the papers
+    drifts: tuple[Drift, ...] = ()           # acceptance spread > 5% across concurrency in one source
+    bands: tuple[Band, ...] = ()             # the best configuration per concurrency band
 
     @property
     def lanes(self) -> int:
         return len({p.lane for p in self.placements})
 
-    def row(self, config: str, cell: Cell) -> ConfigCell | None:
-        return next((r for r in self.rows if r.config == config and r.cell == cell), None)
+    def row(self, config: str, cell: Cell | tuple[int, int]) -> ConfigCell | None:
+        """The configuration's row in ``cell``; a (context, concurrency) pair finds it in a report of
+        one prompt source and no rate."""
+        return next((r for r in self.rows if r.config == config and (r.cell == cell or r.cell[:2] == cell)), None)
 
 
 def wilson(passed: int, total: int) -> tuple[float, float]:
@@ -143,8 +152,8 @@ def wilson(passed: int, total: int) -> tuple[float, float]:
 
 
 def _cell_requests(run: RunData, cell: Cell) -> list[dict]:
-    return [r for r in run.responses if r.get("ok", True) and r.get("context") == cell[0]
-            and r.get("concurrency") == cell[1]]
+    return [r for r in run.responses if r.get("ok", True) and isinstance(r.get("context"), int)
+            and isinstance(r.get("concurrency"), int) and cell_key(run, r) == cell]
 
 
 def _per_request_tok_s(responses: list[dict]) -> list[float]:
@@ -186,7 +195,8 @@ def _config_cell(config: str, cell: Cell, runs: list[tuple[RunData, dict]]) -> C
     return ConfigCell(config, cell, len(runs), sum(int(c.get("requests") or 0) for _, c in runs),
                       sum(int(c.get("errors") or 0) for _, c in runs), tok, acc, pick("ttft_ms", "p50"),
                       pick("ttft_ms", "p95"), pick("itl_ms", "p50"), pick("itl_ms", "p95"),
-                      pick("itl_token_ms", "p50"), pick("itl_token_ms", "p95"), None, source)
+                      pick("itl_token_ms", "p50"), pick("itl_token_ms", "p95"), None, source,
+                      sum(1 for _, c in runs if c.get("contended") is True))
 
 
 def _margin(a: Estimate | None, b: Estimate | None) -> Ratio | None:
@@ -223,14 +233,14 @@ def build_report(inputs: Inputs) -> Report:
     for runs in by_config.values():
         for run in runs:
             for c in run.cells:
-                key = (int(c["context"]), int(c["concurrency"]))
+                key = cell_key(run, c)
                 if key not in cells:
                     cells.append(key)
-    cells.sort()
+    cells.sort(key=CellKey.sort_key)
     rows: list[ConfigCell] = []
     for config, runs in by_config.items():
         for cell in cells:
-            found = [(r, c) for r in runs for c in r.cells if (c.get("context"), c.get("concurrency")) == cell]
+            found = [(r, c) for r in runs for c in r.cells if cell_key(r, c) == cell]
             if found:
                 rows.append(_config_cell(config, cell, found))
     index = {(r.config, r.cell): r for r in rows}
@@ -289,9 +299,11 @@ def build_report(inputs: Inputs) -> Report:
             phases.setdefault(p, []).append(float(v))
     cost = RestartCost(len(seconds), sum(seconds), statistics.median(seconds) if seconds else None,
                        {p: sum(v) / len(v) for p, v in phases.items()}, inputs.sweep_seconds)
+    knobs = _knobs(by_config)
     return Report(configs, reference, baseline is not None, tuple(cells), tuple(rows), tuple(best_cells), overall,
                   scores, tuple(pass_rates), inputs.failures, cost, _lossless_rows(configs, inputs.lossless),
-                  inputs.placements, _gpu_warnings(inputs.placements), _knobs(by_config))
+                  inputs.placements, _gpu_warnings(inputs.placements), knobs, dataset_rows(by_config, tuple(rows)),
+                  drifts(tuple(rows)), bands(by_config, knobs))
 
 
 def _knobs(by_config: dict[str, list[RunData]]) -> dict[str, dict]:

@@ -34,6 +34,47 @@ class RunData:
     baseline: bool = False
     order: int = 0
     knobs: dict | None = None  # the knob values it ran with (None: not recorded); a baseline: speculation off
+    facts: RunFacts | None = None  # what the papers' comparison needs (None: a file without its run)
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run measured on, as far as comparing its acceptance with the papers goes."""
+
+    prompts: str = "story"               # the plan's first source: a cell written before sources has it
+    model: str | None = None             # /server_info's model_path (or served name)
+    algorithm: str | None = None         # its speculative_algorithm (None: not speculative, or not known)
+    block_size: int | None = None        # its speculative_num_draft_tokens
+    ignore_eos: bool = False
+    datasets: dict[str, str] = field(default_factory=dict)  # source -> the published dataset it is
+
+
+def cell_key(run: RunData, record: dict):
+    """The key of one of ``run``'s cells (or of a response, which carries the same fields): prompts x
+    context x concurrency x rate (workloads/runs/cellkey.py); an older record has its run's first source."""
+    from workloads.runs.cellkey import CellKey
+
+    return CellKey.of(record, run.facts.prompts if run.facts is not None else "")
+
+
+def run_facts(run: dict) -> RunFacts:
+    """A run.json's facts (the server it ran on, the plan's stops, its prompt sets' datasets)."""
+    from workloads.runs.cellkey import plan_prompts
+
+    found = run.get("plan")
+    plan: dict = found if isinstance(found, dict) else {}
+    server = run.get("server_on_resume") or run.get("server") or {}
+    found = server.get("server_info") if isinstance(server, dict) else None
+    info: dict = found if isinstance(found, dict) else {}
+    text = lambda key: str(info[key]) if isinstance(info.get(key), (str, int)) else None  # noqa: E731
+    block = info.get("speculative_num_draft_tokens")
+    legacy = "prompts" not in plan and not plan.get("coding")  # the old plain matrix sent ignore_eos
+    sets = run.get("prompt_sets")
+    datasets = {str(s["name"]): str(s["dataset"]) for s in (sets if isinstance(sets, list) else [])
+                if isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("dataset"), str)}
+    return RunFacts(plan_prompts(plan), text("model_path") or text("served_model_name"),
+                    text("speculative_algorithm"), block if isinstance(block, int) and not isinstance(block, bool)
+                    else None, bool(plan.get("ignore_eos", legacy)), datasets)
 
 
 @dataclass(frozen=True)
@@ -157,7 +198,7 @@ def read_bench_dir(path: Path, label: str | None = None, repeat: int = 1, baseli
     kept = kept_filter(path)  # not the answers of an attempt killed mid-cell: its cell was redone
     responses = tuple(_response(where, r) for where, r in _jsonl(path / "responses.jsonl") if kept is None or kept(r))
     return RunData(label or found_label, repeat, str(path), cells, responses, None, baseline or found_baseline, order,
-                   _run_knobs(run, str(path / "run.json")))
+                   _run_knobs(run, str(path / "run.json")), run_facts(run))
 
 
 def _eval_summary(path: Path) -> dict | None:
@@ -214,7 +255,7 @@ def read_sweep(path: Path, order0: int = 0) -> Inputs:
         knobs = (configs.get(name) or {}).get("knobs")
         runs.append(RunData(bench.label, repeat, bench.source, bench.cells, bench.responses,
                             _eval_summary(Path(eval_dir)) if eval_dir else None, baseline, bench.order,
-                            dict(knobs) if isinstance(knobs, dict) else bench.knobs))
+                            dict(knobs) if isinstance(knobs, dict) else bench.knobs, bench.facts))
     started = _field(str(path / "sweep.json"), doc, "started_at", float)
     finished = _field(str(path / "sweep.json"), doc, "finished_at", float)
     span = [r["finished_at"] for _, r in records if r.get("finished_at")]
@@ -288,7 +329,7 @@ def load_inputs(paths: list[str]) -> Inputs:
             label, baseline = _run_label(doc["run"], path.stem, f"{path} run")
             cells = tuple(_cell(f"{path} cells[{n}]", c) for n, c in enumerate(doc["cells"]))
             runs.append(_repeat_of(RunData(label, 1, str(path), cells, (), None, baseline, len(runs) * 100,
-                                           _run_knobs(doc["run"], f"{path} run")), runs))
+                                           _run_knobs(doc["run"], f"{path} run"), run_facts(doc["run"])), runs))
         else:
             raise UsageError(f"{path}: no such run",
                              hint="give a sweep folder (sweep.json), a run folder (run.json) or a bench JSON file; "

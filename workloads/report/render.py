@@ -7,6 +7,7 @@ import io
 
 from workloads.stats.estimate import Estimate, Ratio
 from workloads.report.compare import METRICS, Report
+from workloads.report.render_datasets import band_text, bands_markdown, datasets_json, datasets_markdown
 
 
 def _est(e: Estimate | None, fmt: str = ".1f") -> str:
@@ -15,6 +16,14 @@ def _est(e: Estimate | None, fmt: str = ".1f") -> str:
     if e.lo is None:
         return format(e.mean, fmt)
     return f"{format(e.mean, fmt)} ±{format(e.half_width, fmt)}"
+
+
+def cell_title(cell) -> str:
+    """``coding, context 4096, concurrency 8`` (an older cell without prompts: as before, without them)."""
+    what = f"{cell.prompts}, " if getattr(cell, "prompts", "") else ""
+    ctx = "each prompt as it is" if cell[0] == 0 else f"context {cell[0]}"
+    rate = getattr(cell, "rate", None)
+    return f"{what}{ctx}, concurrency {cell[1]}" + (f", {rate:g} requests/s" if rate is not None else "")
 
 
 def accept_text(r) -> str:
@@ -82,20 +91,25 @@ def to_markdown(report: Report) -> str:
     if failed:
         out.append(f"**{failed}** (see \"lossless check\" below).")
         out.append("")
+    for band in report.bands:
+        out.append(f"**Best at {band_text(band)}: {band.config}**: `{band.up_command()}`")
+    if report.bands:
+        out.append("")
     out.append("Intervals are 95%: from repeats where a configuration ran more than once, else from per-request "
                "variation. ±: half-width. accept: all tokens / all verify steps of the cell, from the requests' own "
                "spec fields; (counters): the server's /metrics counters over the cell, (log): its Decode batch "
                "lines over the cell weighted by #running-req (sglang before 0.5.19 puts none on chat): the "
                "server's figures over all it ran, not per-request means. step gap: time "
                "between content chunks (one per decode or verify step); ITL/token: each gap divided by the tokens "
-               "its chunk brought (sglang.bench_serving's ITL).")
+               "its chunk brought (sglang.bench_serving's ITL). shared: runs of the cell during which the server also "
+               "served traffic that was not ddtune's (their figures are shared with that load).")
     out.append("")
     out.append("## configurations")
     out.append("")
     out += _table(["config", "knobs"], [[config, knob_text(report, config)] for config in report.configs])
     out.append("")
     for cell in report.cells:
-        out.append(f"## context {cell[0]}, concurrency {cell[1]}")
+        out.append(f"## {cell_title(cell)}")
         out.append("")
         rows = []
         for config in report.configs:
@@ -105,15 +119,18 @@ def to_markdown(report: Report) -> str:
             rows.append([config, str(r.repeats), _est(r.tok_s), _ratio(r.vs_reference) if config != ref else "ref",
                          accept_text(r), _est(r.ttft_p50, ".0f"), _est(r.ttft_p95, ".0f"),
                          _est(r.itl_p50, ".1f"), _est(r.itl_p95, ".1f"), _est(r.itl_token_p50, ".1f"),
-                         _est(r.itl_token_p95, ".1f"), str(r.errors)])
+                         _est(r.itl_token_p95, ".1f"), str(r.errors),
+                         f"{r.contended}/{r.repeats} CONTENDED" if r.contended else "-"])
         out += _table(["config", "runs", "tok/s", vs, "accept", "TTFT p50 ms", "TTFT p95 ms", "step gap p50 ms",
-                       "step gap p95 ms", "ITL/token p50 ms", "ITL/token p95 ms", "errors"], rows)
+                       "step gap p95 ms", "ITL/token p50 ms", "ITL/token p95 ms", "errors", "shared"], rows)
         best = next((b for b in report.best_per_cell if b.cell == cell), None)
         if best:
             out.append("")
             out.append(f"best: **{best.config}** ({best.value:.1f} tok/s)" +
                        (f", ahead of {best.runner_up} by {margin_text(best.margin)}" if best.runner_up else ""))
         out.append("")
+    out += datasets_markdown(report)
+    out += bands_markdown(report)
     if report.pass_rates:
         out.append("## coding pass rate")
         out.append("")
@@ -179,7 +196,9 @@ def _lanes_markdown(report: Report) -> list[str]:
 
 def to_json(report: Report) -> dict:
     e = lambda x: x.to_json() if x is not None else None
-    best = lambda b: None if b is None else {"cell": list(b.cell) if b.cell else None, "config": b.config,
+    best = lambda b: None if b is None else {"cell": list(b.cell[:2]) if b.cell else None, "config": b.config,
+                                             "prompts": b.cell.prompts if b.cell else None,
+                                             "request_rate": b.cell.rate if b.cell else None,
                                              "value": b.value, "runner_up": b.runner_up, "margin": e(b.margin)}
     return {
         "schema": "ddtune.report/1",
@@ -187,9 +206,11 @@ def to_json(report: Report) -> dict:
         "knobs": {config: report.knobs.get(config) for config in report.configs},
         "reference": report.reference,
         "reference_is_baseline": report.reference_is_baseline,
-        "cells": [{"context": r.cell[0], "concurrency": r.cell[1], "config": r.config, "runs": r.repeats,
+        "cells": [{"context": r.cell[0], "concurrency": r.cell[1], "prompts": r.cell.prompts,
+                   "request_rate": r.cell.rate, "config": r.config, "runs": r.repeats,
                    "requests": r.requests, "errors": r.errors, **{m: e(getattr(r, m)) for m in METRICS},
-                   "vs_reference": e(r.vs_reference), "acceptance_source": r.acceptance_source}
+                   "vs_reference": e(r.vs_reference), "acceptance_source": r.acceptance_source,
+                   "contended_runs": r.contended}
                   for r in report.rows],
         "best_per_cell": [best(b) for b in report.best_per_cell],
         "best_overall": best(report.overall),
@@ -204,6 +225,7 @@ def to_json(report: Report) -> dict:
                         "devices": list(p.devices), "status": p.status, "shared_gpu": p.shared}
                        for p in report.placements],
         "gpu_warnings": list(report.gpu_warnings),
+        **datasets_json(report),
         "restarts": {"count": report.restarts.count, "total_s": report.restarts.total_s,
                      "median_s": report.restarts.median_s, "phases_mean_s": report.restarts.phases_mean_s,
                      "sweep_s": report.restarts.sweep_s},
@@ -218,7 +240,7 @@ def to_csv(report: Report) -> str:
     for m in METRICS:
         head += [m, f"{m}_lo", f"{m}_hi"]
     head += ["vs_reference", "vs_reference_lo", "vs_reference_hi", "best_in_cell", "pass", "total",
-             "acceptance_source", "knobs"]
+             "acceptance_source", "knobs", "prompts", "request_rate", "contended_runs"]
     w.writerow(head)
     best = {b.cell: b.config for b in report.best_per_cell}
     rates = {p.config: p for p in report.pass_rates}
@@ -232,6 +254,7 @@ def to_csv(report: Report) -> str:
         row += [num(v.value), num(v.lo), num(v.hi)] if v else ["", "", ""]
         p = rates.get(r.config)
         row += [int(best.get(r.cell) == r.config), p.passed if p else "", p.total if p else "",
-                r.acceptance_source or "", knob_text(report, r.config)]
+                r.acceptance_source or "", knob_text(report, r.config), r.cell.prompts, num(r.cell.rate),
+                r.contended]
         w.writerow(row)
     return buf.getvalue()

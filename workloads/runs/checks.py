@@ -62,8 +62,10 @@ def counts(where: str, record: dict, key: str) -> dict | None:
 def cell(where: str, record: Any) -> dict:
     """A cells.jsonl record, checked for every field the report reads."""
     expect(where, "cell", record, dict, FIX, UsageError, True)
-    for key in ("context", "concurrency"):
-        field(where, record, key, int, minimum=1, required=True)
+    field(where, record, "context", int, minimum=0, required=True)  # 0: each prompt as its source wrote it
+    field(where, record, "concurrency", int, minimum=1, required=True)
+    field(where, record, "prompts", str)
+    field(where, record, "request_rate", float, minimum=0)
     for key in ("requests", "errors"):
         field(where, record, key, int, minimum=0)
     field(where, record, "output_tok_s", float, minimum=0)

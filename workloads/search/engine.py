@@ -26,7 +26,7 @@ from typing import Protocol
 
 from backends.core.errors import UsageError
 from backends.core.fields import bounded
-from workloads.bench.matrix import BenchPlan
+from workloads.bench.plan import BenchPlan
 from workloads.runs.attempts import begin_attempt, recording_end
 from workloads.runs.checks import MAX_TIME, plausible, read_plan
 from workloads.search.events import (
@@ -52,21 +52,29 @@ class Target:
     max_tokens: int = 256
     warmup: int = 1            # unrecorded requests before each cell
     warmup_requests: int = 2   # requests after each restart, before anything is measured
+    prompts: str = "story"     # the prompt source (a search written before sources: the story, with ignore_eos)
+    ignore_eos: bool = False
 
     def bench(self, waves: int) -> BenchPlan:
+        """The measured cell; a wave is one tok/s sample, so only first turns are sent (no follow-up
+        would leave with its wave)."""
         return BenchPlan((self.context,), (self.concurrency,), self.max_tokens, False,
-                         waves * self.concurrency, self.warmup, "wave")
+                         waves * self.concurrency, self.warmup, "wave", (self.prompts,), self.ignore_eos,
+                         multi_turn="first")
 
     def to_json(self) -> dict:
         return {"context": self.context, "concurrency": self.concurrency, "max_tokens": self.max_tokens,
-                "warmup": self.warmup, "warmup_requests": self.warmup_requests}
+                "warmup": self.warmup, "warmup_requests": self.warmup_requests, "prompts": self.prompts,
+                "ignore_eos": self.ignore_eos}
 
     @classmethod
     def from_json(cls, data: dict) -> Target:
-        return cls(plausible(data["context"], "context"), plausible(data["concurrency"], "concurrency"),
+        legacy = "prompts" not in data
+        return cls(plausible(data["context"], "context", low=0), plausible(data["concurrency"], "concurrency"),
                    plausible(data["max_tokens"], "max_tokens"),
                    plausible(data.get("warmup", 1), "requests", "warmup", 0),
-                   plausible(data.get("warmup_requests", 2), "requests", "warmup_requests", 0))
+                   plausible(data.get("warmup_requests", 2), "requests", "warmup_requests", 0),
+                   str(data.get("prompts", "story")), bool(data.get("ignore_eos", legacy)))
 
 
 class RoundRunner(Protocol):

@@ -26,3 +26,5 @@ class SearchRequest:
     start: str | None = None
     out: str | None = None           # None: the default folder, runs/<time>-search
     gpus: tuple[str, ...] | None = None  # the console's one server per GPU (the CLI asks with --parallel)
+    prompts: str | None = None       # the prompt source measured (None: the built-in story)
+    ignore_eos: bool = False

@@ -15,6 +15,7 @@ from pathlib import Path
 from backends.core.errors import UsageError
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import known_knobs
+from workloads.prompts.sources import load_source
 from workloads.runs.store import new_run_folder
 from workloads.search.engine import Target
 from workloads.search.request import SearchRequest
@@ -56,7 +57,9 @@ def plan_search(request: SearchRequest, config: ServerConfig, running: ServerCon
     space = parse_search_space(request.space, config.knob_map, config.block_size, table=config.knob_table)
     options = SearchOptions(request.waves, 2, request.rungs, request.passes, request.max_restarts)
     target = Target(request.target_context, request.target_concurrency, request.max_tokens,
-                    1 if request.warmup is None else request.warmup)
+                    1 if request.warmup is None else request.warmup, prompts=request.prompts or "story",
+                    ignore_eos=request.ignore_eos)
+    load_source(target.prompts)  # a bad source is refused before anything starts
     at = space.find(running.knobs) if running is not None else None
     start = _start(request, space, at, config)
     return {"space": space.to_json(), "options": options.to_json(), "target": target.to_json(),

@@ -25,10 +25,9 @@ from pathlib import Path
 from backends.core.errors import DdtuneError
 from backends.core.writes import make_folder
 from workloads.bench.matrix import BenchRunner
-from workloads.bench.session import run_recorded
+from workloads.bench.session import load_sets, run_recorded
 from workloads.client.stream import StreamingClient
 from workloads.grading.eval_runner import run_eval
-from workloads.grading.problems import load_problems
 from workloads.runs.provenance import host_provenance, server_provenance
 from workloads.runs.store import RunStore, mark_interrupted_runs
 from workloads.runs.attempts import begin_attempt, recording_end
@@ -95,6 +94,7 @@ class SweepEngine:
         self.emit = on_event or (lambda e: None)
         self.eta_model = EtaModel(expected_restart_s)
         self._pending: list[Slot] = []
+        self._sets: tuple | None = None  # the bench's prompt sets and problems, read once (load_sets)
 
     # --- ETA -----------------------------------------------------------------------------------
     def _eta(self, cells_left_in_slot: int = 0, restart_pending: bool = False) -> float | None:
@@ -211,10 +211,15 @@ class SweepEngine:
                               "repeat": slot.repeat, "controller": server}}
             if not store.run_file.is_file():
                 make_folder(path)
-                store.start("bench", {"plan": plan.to_json(), "server": provenance, "host": host_provenance(),
+                if self._sets is None:
+                    self._sets = load_sets(plan)
+                store.start("bench", {"plan": plan.to_json(),
+                                      "prompt_sets": [s.describe() for s in self._sets[0].values()],
+                                      "server": provenance, "host": host_provenance(),
                                       "started_at": time.time(), "finished_at": None, **meta})
             else:
                 store.resume(server_on_resume=provenance, **meta)
-            problems = load_problems() if plan.coding else ()
+            if self._sets is None:
+                self._sets = load_sets(plan)
             last[0] = time.monotonic()
-            await run_recorded(BenchRunner(client, plan, store, problems), store)
+            await run_recorded(BenchRunner(client, plan, store, *self._sets), store)

@@ -29,7 +29,7 @@ from backends.core.errors import UsageError
 from backends.core.fields import INT64_MAX, bounded, shown
 from backends.core.paths import runs_dir
 from backends.core.writes import append_text, check_folder, make_folder
-from workloads.bench.matrix import BenchPlan
+from workloads.bench.plan import BenchPlan
 from workloads.runs.checks import MAX_TIME, plausible, read_plan
 from workloads.runs.store import JsonManifest, read_jsonl, run_folder
 

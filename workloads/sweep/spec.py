@@ -8,11 +8,15 @@ A plan file (every table and key optional; command-line options win over it)::
     eval = false                                 # or a table: [eval] max_tokens = 2048, problems = [...]
 
     [bench]
-    contexts = [1024, 4096]
+    prompts = ["humaneval", "my-traffic.jsonl"]  # sources (docs/workloads.md); default story, or coding
+    contexts = [1024, 4096]                      # 0: each prompt as it is (the default when prompts are named)
     concurrency = [1, 8]
     max_tokens = 256
     requests_per_cell = 16
     release = "wave"                             # or "staggered" (docs/results-schema.md)
+    request_rates = [2.0, 4.0]                   # Poisson arrivals (req/s), burstiness = 1.0, seed = 0
+    slo = { ttft_ms = 500, tpot_ms = 50 }        # goodput
+    ignore_eos = false                           # multi_turn = "live", include_degenerate = false
 
     [[config]]                                   # configurations that are not presets
     name = "b8-t8-w4096"
@@ -31,11 +35,28 @@ from backends.core.datafile import read_toml
 from backends.core.errors import ConfigError, UsageError
 from backends.core.fields import expect, key_name
 from backends.knobs.plan import SHIPPED, KnobTable
-from workloads.bench.matrix import RELEASES, BenchPlan
+from workloads.bench.plan import RELEASES, BenchPlan
 from workloads.sweep.plan import BASELINE, EvalSettings, SweepConfig, SweepPlan
 
 _TOP = {"presets", "repeats", "baseline", "eval", "bench", "config", "warmup_requests"}
-_BENCH = {"contexts", "concurrency", "max_tokens", "requests_per_cell", "warmup", "coding", "release"}
+_BENCH = {"contexts", "concurrency", "max_tokens", "requests_per_cell", "warmup", "coding", "release", "prompts",
+          "ignore_eos", "request_rates", "burstiness", "seed", "slo", "multi_turn", "include_degenerate"}
+
+
+def _sent(bench: dict, given: dict) -> dict:
+    """BenchPlan's fields of what is sent: the options given, else the plan file's [bench] keys."""
+    out = {}
+    for key in ("ignore_eos", "include_degenerate", "burstiness", "seed", "multi_turn"):
+        if key in bench:
+            out[key] = bench[key]
+    if bench.get("prompts"):
+        out["prompts"] = tuple(dict.fromkeys(bench["prompts"]))
+    if bench.get("request_rates"):
+        out["request_rates"] = tuple(float(r) for r in dict.fromkeys(bench["request_rates"]))
+    if bench.get("slo"):
+        out["slo"] = {k: float(v) for k, v in bench["slo"].items()}
+    out.update(given)
+    return out
 
 
 def preset_config(name: str, table: KnobTable | None = None) -> SweepConfig:
@@ -67,7 +88,8 @@ def read_plan_file(path: str) -> dict[str, Any]:
         expect(where, f"presets[{i}]", name, str, 'presets = ["b8-t4-w2048"]')
     for key in ("contexts", "concurrency"):
         for value in expect(where, f"[bench] {key}", bench.get(key, []), list, f"{key} = [1, 8]"):
-            _positive(value, f"{where} [bench] {key}")
+            (_non_negative if key == "contexts" else _positive)(value, f"{where} [bench] {key}")
+    _traffic_table(where, bench)
     for key in ("max_tokens", "requests_per_cell"):
         if key in bench:
             _positive(bench[key], f"{where} [bench] {key}")
@@ -96,6 +118,31 @@ def read_plan_file(path: str) -> dict[str, Any]:
         ):
             expect(where, f"[eval] problems[{i}]", pid, str, 'problems = ["fib"]')
     return data
+
+
+def _traffic_table(where: str, bench: dict) -> None:
+    """The [bench] keys of what is sent (prompts, stops, rates, SLOs), each checked for its type."""
+    for i, name in enumerate(expect(where, "[bench] prompts", bench.get("prompts", []), list, 'prompts = ["coding"]')):
+        expect(where, f"[bench] prompts[{i}]", name, str, 'prompts = ["coding"]')
+    for key in ("ignore_eos", "include_degenerate"):
+        if key in bench:
+            expect(where, f"[bench] {key}", bench[key], bool, f"{key} = true")
+    for i, rate in enumerate(expect(where, "[bench] request_rates", bench.get("request_rates", []), list,
+                                    "request_rates = [2.0]")):
+        if expect(where, f"[bench] request_rates[{i}]", rate, float, "request_rates = [2.0]") <= 0:
+            raise ConfigError(f"{where}: [bench] request_rates[{i}] must be above 0", hint="request_rates = [2.0]")
+    if "burstiness" in bench and expect(where, "[bench] burstiness", bench["burstiness"], float,
+                                        "burstiness = 1.0") <= 0:
+        raise ConfigError(f"{where}: [bench] burstiness must be above 0", hint="burstiness = 1.0")
+    if "seed" in bench:
+        _non_negative(bench["seed"], f"{where} [bench] seed")
+    slo = expect(where, "[bench] slo", bench.get("slo", {}), dict, "slo = { ttft_ms = 500, tpot_ms = 50 }")
+    for key, value in slo.items():
+        if key not in ("ttft_ms", "tpot_ms") or expect(where, f"[bench] slo.{key}", value, float, "ttft_ms = 500") <= 0:
+            raise ConfigError(f"{where}: [bench] slo.{key_name(key)}: expected ttft_ms or tpot_ms above 0",
+                              hint="slo = { ttft_ms = 500, tpot_ms = 50 }")
+    if bench.get("multi_turn", "live") not in ("live", "first"):
+        raise ConfigError(f"{where}: [bench] multi_turn must be \"live\" or \"first\"", hint='multi_turn = "live"')
 
 
 def _custom_configs(path: str, entries: Any, table: KnobTable = SHIPPED) -> list[SweepConfig]:
@@ -145,7 +192,10 @@ def build_plan(
     eval_problems: list[str] | None = None,
     warmup_requests: int = 2,
     knob_table: KnobTable | None = None,
+    traffic: dict | None = None,
 ) -> SweepPlan:
+    """The sweep plan: the --plan file's tables under the options given. ``traffic``: BenchPlan's
+    fields of what is sent (tui/commands/_traffic.py), over the file's [bench] keys of the same names."""
     data = read_plan_file(plan_file) if plan_file else {}
     where = f"--plan {plan_file}"
     names = list(data.get("presets", [])) + list(presets)
@@ -161,9 +211,12 @@ def build_plan(
         )
     bench = data.get("bench", {})
     pick = lambda cli, key, default: cli if cli is not None else bench.get(key, default)
+    sent = _sent(bench, traffic or {})
+    default_contexts = [0] if "prompts" in sent else [1024, 4096]  # named prompts: each as it is
     bench_plan = BenchPlan(
         tuple(
-            dict.fromkeys(_positive(c, f"{where} [bench] contexts") for c in pick(contexts, "contexts", [1024, 4096]))
+            dict.fromkeys(_non_negative(c, f"{where} [bench] contexts")
+                          for c in pick(contexts, "contexts", default_contexts))
         ),
         tuple(
             dict.fromkeys(
@@ -173,7 +226,7 @@ def build_plan(
         _positive(pick(max_tokens, "max_tokens", 512), f"{where} [bench] max_tokens"),
         bool(coding or bench.get("coding", False)),
         pick(requests_per_cell, "requests_per_cell", None),
-        pick(warmup, "warmup", 1), bench.get("release", "wave"))
+        pick(warmup, "warmup", 1), bench.get("release", "wave"), **sent)
     eval_data = data.get("eval", True)
     enabled = run_eval if run_eval is not None else eval_data is not False
     eval_settings = None
