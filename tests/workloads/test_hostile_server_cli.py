@@ -146,7 +146,7 @@ def test_what_bench_stores_against_absurd_numbers_is_valid_and_report_reads_it(t
         assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr
         assert "# ddtune report" in report.stdout
     assert table.returncode == 0, table.stderr
-    assert "dropped in ctx 60 c1: the server sent numbers that are not counts, left out: completion_tokens=" \
+    assert "dropped in story ctx 60 c1: the server sent numbers that are not counts, left out: completion_tokens=" \
         in table.stdout
 
 

@@ -45,10 +45,12 @@ def test_two_lanes_share_gpu_0_start_in_turn_are_labelled_and_stop_apart(box):
     assert sorted((x["server"]["lane"], x["server"]["shared_gpu"], x["server"]["gpu_shared_with"]) for x in recs) == [
         (0, True, [1]), (1, True, [0])]
     assert "lanes 0, 1 shared GPU 0 (--share-gpu): their runs interfered in throughput" in r.stdout
-    assert "| GPU use |" in r.stdout and r.stdout.count("| shared |") == 2
+    lanes = r.stdout.split("## lanes", 1)[-1].split("\n## ", 1)[0]  # the lanes table (cells have a "shared" column)
+    assert "| GPU use |" in lanes and lanes.count("| shared |") == 2, r.stdout
     again = run_ddtune("report", str(out), timeout=60, DDTUNE_STATE_DIR=str(box.state))  # the same, read back
     assert again.returncode == 0 and "## lanes" in again.stdout, again.stderr
-    assert "lanes 0, 1 shared GPU 0 (--share-gpu)" in again.stdout and again.stdout.count("| shared |") == 2
+    again_lanes = again.stdout.split("## lanes", 1)[-1].split("\n## ", 1)[0]
+    assert "lanes 0, 1 shared GPU 0 (--share-gpu)" in again.stdout and again_lanes.count("| shared |") == 2
     assert json.loads((out / "sweep.json").read_text())["parallel"] == {
         "parallel": 2, "gpus": ["0", "0"], "gpus_per_server": 1, "share_gpu": True}
     lane1 = json.loads((box.state / "lanes" / "1" / "lane.json").read_text())

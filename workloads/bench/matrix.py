@@ -147,8 +147,8 @@ class BenchRunner:
         report(0, "sizing")
         try:
             made = await self.traffic.cell(key, total, self.plan.warmup)
-        except ServerError as exc:
-            raise self._lost(key, cells_done, exc.message) from None
+        except ServerError as exc:  # sizing asks the server itself: an unusable answer ends the run here
+            raise self._lost(key, cells_done, exc.message, "could not size the prompts of") from None
         sender = Sender(self.client, self.plan.ignore_eos, InFlight())
         if made.warmup:
             report(0, "warmup")
@@ -238,8 +238,8 @@ class BenchRunner:
         except ServerError:
             raise self._lost(key, len(self.store.cells()), failed[0].error or "") from None
 
-    def _lost(self, key: CellKey, cells_done: int, why: str) -> ServerError:
+    def _lost(self, key: CellKey, cells_done: int, why: str, what: str = "stopped answering during") -> ServerError:
         return ServerError(
-            f"the server at {self.client.base_url} stopped answering during cell {key.label()}: {why}",
+            f"the server at {self.client.base_url} {what} cell {key.label()}: {why}",
             hint=f"{cells_done} finished cell(s) are kept in {self.store.path}; "
                  f"start the server again and run 'ddtune bench --resume {self.store.path}'")

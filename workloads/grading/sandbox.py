@@ -251,7 +251,8 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
             verdict, detail = "error", _too_much_memory(limits)
         elif sandbox_cgroup.procs_exceeded(group):
             verdict, detail = "error", _too_many_processes(limits)
-        elif (sandbox_cgroup.cpu_seconds(group) or 0.0) > limits.cpu_s:
+        elif verdict != "fail" and (sandbox_cgroup.cpu_seconds(group) or 0.0) > limits.cpu_s:
+            # time ran out after a test had failed: that failure, the first, stays the verdict
             verdict, detail = "timeout", _too_much_cpu(limits)
     if verdict == "error" and stopped is None and peak >= limits.max_procs:  # RLIMIT_NPROC refused a fork
         detail = f"{_too_many_processes(limits)}: {detail}"

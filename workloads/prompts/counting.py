@@ -86,7 +86,8 @@ class ServerCounter:
         result = await self.client.chat(messages, max_tokens=1)
         tokens = result.prompt_tokens
         if not result.ok or not isinstance(tokens, int) or isinstance(tokens, bool) or not 0 < tokens < 1 << 31:
-            why = result.error or "the response carried no usable usage.prompt_tokens"
+            dropped = f" (dropped: {', '.join(result.dropped)})" if result.dropped else ""
+            why = result.error or f"the response carried no usable usage.prompt_tokens{dropped}"
             raise ServerError(f"cannot count prompt tokens: {why}",
                               hint="ddtune counts prompt tokens with the server itself")
         return tokens
