@@ -36,6 +36,10 @@ class ServerError(DdtuneError):
     """The server failed to start, stop, answer or verify (exit 1)."""
 
 
+class ServerUnreachable(ServerError):
+    """No answer at all (refused, reset, timed out): the server is gone, not answering badly."""
+
+
 class PortTaken(ServerError):
     """A start refused because someone else listens on the server's port: not a server ddtune
     stopped for this restart (a parallel sweep's lane moves to another port on it)."""

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from backends.core.datafile import warn
-from backends.core.errors import ServerError
+from backends.core.errors import ServerError, ServerUnreachable
 from backends.logs.span import decode_since, log_end
 from workloads.bench.arrivals import arrival_offsets, cell_seed
 from workloads.bench.cells import cell_stats, traffic_stats
@@ -148,7 +148,8 @@ class BenchRunner:
         try:
             made = await self.traffic.cell(key, total, self.plan.warmup)
         except ServerError as exc:  # sizing asks the server itself: an unusable answer ends the run here
-            raise self._lost(key, cells_done, exc.message, "could not size the prompts of") from None
+            what = "stopped answering during" if isinstance(exc, ServerUnreachable) else "could not size the prompts of"
+            raise self._lost(key, cells_done, exc.message, what) from None
         sender = Sender(self.client, self.plan.ignore_eos, InFlight())
         if made.warmup:
             report(0, "warmup")

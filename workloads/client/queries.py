@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from backends.core.answers import ERROR_BYTES, BadAnswer, fetch
-from backends.core.errors import ServerError
+from backends.core.errors import ServerError, ServerUnreachable
 from backends.core.plaintext import plain
 from backends.logs.acceptance import SpecCounters, parse_counters
 
@@ -37,7 +37,7 @@ class ServerQueries:
             raise ServerError(f"{self.base_url}{path}: {describe(exc)}",
                               hint="is it an SGLang server? check --url") from exc
         except httpx.HTTPError as exc:
-            raise ServerError(f"cannot reach {self.base_url}{path}: {describe(exc)}",
+            raise ServerUnreachable(f"cannot reach {self.base_url}{path}: {describe(exc)}",
                               hint="is the server up? check --url or 'ddtune status'") from exc
         if answer.status != 200:
             hint = KEY_HINT if answer.status in (401, 403) else None
@@ -60,7 +60,7 @@ class ServerQueries:
         except BadAnswer:
             return None
         except httpx.HTTPError as exc:
-            raise ServerError(f"cannot reach {self.base_url}{path}: {describe(exc)}",
+            raise ServerUnreachable(f"cannot reach {self.base_url}{path}: {describe(exc)}",
                               hint="is the server up? check --url or 'ddtune status'") from exc
         try:
             data = answer.json() if answer.status == 200 else None
