@@ -59,6 +59,7 @@ class ServerConfig:
     knob_map: dict[str, KnobRoute] = field(default_factory=dict)
     source: str = "<built-in default: simulator>"
     declared: tuple[KnobSpec, ...] = ()  # the config's own [knob.NAME] declarations
+    inferred: str | None = None  # the backend was not written but read from the other fields: says which and why
 
     @cached_property
     def knob_table(self) -> KnobTable:
@@ -227,12 +228,30 @@ def _server_settings(source: str, server: dict[str, Any]) -> dict[str, Any]:
         kw["extra_args"] = _extra_args(source, server["extra_args"])
     if "env" in server:
         kw["env"] = _env(source, server["env"])
-    backend = kw.get("backend", "sim")
+    if "backend" not in kw:
+        kw["backend"], kw["inferred"] = _inferred_backend(source, server)
+    backend = kw["backend"]
     if backend == "systemd" and not kw.get("unit"):
         raise _fail(source, at("unit"), "the systemd backend needs a unit name", 'unit = "sglang.service"')
     if backend == "endpoint" and not kw.get("url"):
         raise _fail(source, at("url"), "the endpoint backend needs a URL", 'url = "http://127.0.0.1:30000"')
     return kw
+
+
+# what a [server] table without ``backend`` names -> the backend it means: a real server is never
+# silently replaced by the simulator (a user on a GPU box would measure it and believe it)
+_INFERRED = (("unit", "systemd"), ("python", "sglang"), ("model", "sglang"), ("url", "endpoint"))
+
+
+def _inferred_backend(source: str, server: dict[str, Any]) -> tuple[str, str]:
+    """The backend a config without ``backend`` runs, and the one line that says so."""
+    for key, backend in _INFERRED:
+        if key in server:
+            named = " and ".join(f"'{k}'" for k, b in _INFERRED if b == backend and k in server)
+            return backend, (f"{source}: no [server] backend; it names {named}, so it runs {backend} "
+                             f'(write backend = "{backend}" to say so, or backend = "sim" for the simulator)')
+    return "sim", (f"{source}: no [server] backend, python or model: it is the built-in SGLang simulator "
+                   f'(write backend = "sglang" with python and model for a real server, or backend = "sim")')
 
 
 def _extra_args(source: str, extra: Any) -> tuple[str, ...]:

@@ -52,10 +52,18 @@ def knobs_epilog() -> str:
             + "\n".join(lines) + "\n")
 
 
+_SAID: set[str] = set()  # the configs whose inferred backend this process has said (once each)
+
+
 def load_config(args):
+    """The config the command names; a backend it inferred (no ``backend`` written) is said once."""
     from backends.knobs import load_config as load
 
-    return load(getattr(args, "config", None))
+    config = load(getattr(args, "config", None))
+    if config.inferred and config.source not in _SAID:
+        _SAID.add(config.source)
+        err(f"ddtune: {config.inferred}")
+    return config
 
 
 def requested_config(args, keep_running_knobs: bool = False):
