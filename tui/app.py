@@ -168,6 +168,21 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
 
         return deliver_screenshot(self, filename, path)
 
+    def on_other_config_running(self, message) -> None:
+        """A start or restart met a server of another config file: ask before replacing it."""
+        from tui.screens.quit_dialog import ConfirmReplace
+
+        controller = self.controller
+
+        def chosen(replace: bool | None) -> None:
+            if replace and controller is not None:
+                controller.replace_other()
+                self.notify("replacing the other config's server", timeout=4)
+            else:
+                self.notify(f"kept pid {message.pid} running; u asks again", timeout=4)
+
+        self.push_screen(ConfirmReplace(message.pid, message.phase, message.theirs, message.ours), chosen)
+
     def action_start_server(self) -> None:
         if self.controller is not None:
             self.controller.start()

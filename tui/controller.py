@@ -69,6 +69,7 @@ class ConsoleController:
         self.alarm: str | None = None    # the session's guard that tripped, until it clears
         self._post: Callable[[Message], object] = lambda message: None
         self._run_worker: Callable[..., Any] | None = None
+        self._replace: Callable[[], Any] | None = None  # the refused command again, replacing (after asking)
         self._last_view: ServerView | None = None
         self._progress_at = 0.0
 
@@ -82,27 +83,41 @@ class ConsoleController:
         self._post, self._run_worker = post, run_worker
         self.session.subscribe(self._on_event)
         self._publish()
-        self._command("starting or re-attaching", self.session.up(keep_running_knobs=True))
+        self.start()
         run_worker(self._telemetry(), group="telemetry", exit_on_error=False)
 
     def post(self, message: Message) -> None:
         self._post(message)
 
-    def _command(self, what: str, command) -> None:
+    def _command(self, what: str, command, replacing: Callable[[], Any] | None = None) -> None:
+        """Run a session command; ``replacing()``: the same command allowed to stop a server of
+        another config file, run only after the user said so (a refusal posts OtherConfigRunning)."""
         self.failure = self.stopped = None
         self.post(m.LogLinesRead((note_line(f"{what} the {self.config.backend} server on port {self.config.port}"),)))
         if self._run_worker is not None:
-            self._run_worker(self._await(command), group="server", exclusive=True, exit_on_error=False)
+            self._run_worker(self._await(command, replacing), group="server", exclusive=True, exit_on_error=False)
 
-    async def _await(self, command) -> None:
+    async def _await(self, command, replacing: Callable[[], Any] | None = None) -> None:
         from backends.core import DdtuneError
+        from backends.server import OtherConfigRuns
 
         try:
             await command
+        except OtherConfigRuns as exc:
+            self._replace = replacing
+            self.failure = f"{exc.message} (u: replace it, after asking)"
+            self._publish()
+            self.post(m.OtherConfigRunning(exc.state.pid, exc.state.phase, exc.theirs, self.config.source))
         except DdtuneError:
             pass  # the session reported it (CommandRefused)
         finally:
             self.session.watch()  # from now on, follow what other ddtune processes do
+
+    def replace_other(self) -> None:
+        """The user said yes: stop the other config's server and run the refused command."""
+        replacing, self._replace = self._replace, None
+        if replacing is not None:
+            self._command("replacing the other config's server with", replacing())
 
     def tick(self) -> None:
         """The app's periodic tick: elapsed and uptime move; posts only when the panel (or the A/B
@@ -217,11 +232,13 @@ class ConsoleController:
     # --- commands ---------------------------------------------------------------------------
     def restart_with(self, knobs: dict[str, Any]) -> None:
         """Apply new knob values: the session validates them against the server before stopping it."""
-        self._command("restarting", self.session.restart(knobs=knobs))
+        self._command("restarting", self.session.restart(knobs=knobs),
+                      lambda: self.session.restart(knobs=knobs, replace=True))
 
     def start(self) -> None:
         """Start, re-attach, or retry after a failed start (keeps a tuned server's knobs)."""
-        self._command("starting or re-attaching", self.session.up(keep_running_knobs=True))
+        self._command("starting or re-attaching", self.session.up(keep_running_knobs=True),
+                      lambda: self.session.up(keep_running_knobs=True, replace=True))
 
     def stop(self) -> None:
         if not self.session.backend.CAN_STOP:
@@ -233,7 +250,8 @@ class ConsoleController:
         """Restart with the config file's knobs; False (nothing done) when the server already runs them."""
         if self.file_config.config_hash() == self.config.config_hash():
             return False
-        self._command("applying the config file", self.session.restart(config=self.file_config))
+        self._command("applying the config file", self.session.restart(config=self.file_config),
+                      lambda: self.session.restart(config=self.file_config, replace=True))
         return True
 
     # --- telemetry --------------------------------------------------------------------------

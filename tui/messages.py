@@ -102,3 +102,14 @@ class ConfigMarked(Message):
 class LoadStateChanged(Message):
     running: bool
     detail: str
+
+
+@dataclass
+class OtherConfigRunning(Message):
+    """A start or restart was refused: the server here runs another config file. The app asks
+    whether to replace it (the controller's ``replace_other``) or keep it."""
+
+    pid: int | None
+    phase: str
+    theirs: str   # the running server's config file
+    ours: str     # the console's config file

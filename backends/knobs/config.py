@@ -74,6 +74,12 @@ class ServerConfig:
         host = f"[{host}]" if ":" in host and not host.startswith("[") else host  # an IPv6 address
         return f"http://{host}:{self.port}"
 
+    @property
+    def origin(self) -> str:
+        """Which config this is, for the record: the file's real path (the same from any working
+        directory or spelling), else the source as it is (the built-in default)."""
+        return os.path.realpath(self.source) if os.path.isfile(self.source) else self.source
+
     def with_knobs(self, updates: dict[str, KnobValue]) -> ServerConfig:
         merged = dict(self.knobs)
         merged.update(updates)

@@ -111,3 +111,34 @@ class ConfirmApply(ModalScreen[bool]):
 
     def action_answer(self, restart: bool) -> None:
         self.dismiss(restart)
+
+
+class ConfirmReplace(ModalScreen[bool]):
+    """The server here runs another config file: replacing it stops it (its model load is lost), so
+    the console asks, as stopping does. Dismisses with True to replace it."""
+
+    BINDINGS = [Binding("escape,n", "answer(False)", "Keep it", id="replace.keep"),
+                Binding("y", "answer(True)", "Replace it", id="replace.replace")]
+    DEFAULT_CSS = QuitDialog.DEFAULT_CSS.replace("QuitDialog", "ConfirmReplace").replace("width: 64", "width: 72")
+
+    def __init__(self, pid: int | None, phase: str, theirs: str, ours: str) -> None:
+        super().__init__()
+        self.text = (f"The server here (pid {pid}, {phase}) was started from another config:\n  {theirs}\n"
+                     f"Stop it and start this console's config instead?\n  {ours}\n"
+                     "Stopping it throws its model load away.")
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.text, markup=False, id="replace-text")
+            with Horizontal():
+                yield Button("Replace it [y]", variant="warning", id="yes", compact=True)
+                yield Button("Keep it running [esc]", variant="primary", id="no", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, replace: bool) -> None:
+        self.dismiss(replace)
