@@ -93,6 +93,9 @@ def _run_row(path: Path) -> RunRow:
     cells = list(read_cells(path / "cells.jsonl"))
     status = status_of(run)  # a run still marked running whose process is gone shows as interrupted
     load = read_load_run(path) if run.get("kind") == "load" else None
+    why = load.summary.get("reason") if load is not None else None
+    if status == "interrupted" and isinstance(why, str) and why:
+        status = f"interrupted ({why})"  # a console load's share cut short by a restart or a stop
     return RunRow(path, str(run.get("id", path.name)), str(run.get("kind", "?")), status,
                   _knobs(run), tuple(cells), _summary(run, cells, status), load)
 

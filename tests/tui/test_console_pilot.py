@@ -272,7 +272,7 @@ async def test_apply_keeps_the_load_running_and_records_a_run_per_configuration(
     runs = sorted((state_dir / "runs").glob("*-load"))
     docs = [json.loads((r / "run.json").read_text()) for r in runs]
     assert [d["server"]["knobs"].get("window") for d in docs] == [2048, 1024], docs
-    assert docs[0]["summary"]["reason"] == "paused: server restart" and docs[0]["status"] == "done"
+    assert docs[0]["summary"]["reason"] == "restart" and docs[0]["status"] == "interrupted"  # cut short, not failed
     assert docs[0]["summary"]["finished"] >= 4 and docs[1]["summary"]["finished"] >= 4
     assert all(d["source"] == "console" for d in docs)
     responses = (runs[1] / "responses.jsonl").read_text().splitlines()
@@ -281,6 +281,7 @@ async def test_apply_keeps_the_load_running_and_records_a_run_per_configuration(
 
     listed = list_runs()
     assert [r.kind for r in listed] == ["load", "load"] and all("(console)" in r.summary for r in listed)
+    assert listed[1].status == "interrupted (restart)"  # the share of window=2048, listed second (newest first)
 
 
 async def test_quitting_from_an_endpoint_offers_no_stop():
