@@ -180,7 +180,7 @@ def open_text(row: RunRow) -> str:
             lines.append(row.summary)
         if rounds:
             lines += ["", "rounds (each a sweep): " + ", ".join(rounds),
-                      f"a round's full report: ddtune report {path}/{rounds[-1]}"]
+                      f"its rounds' full report: ddtune report {path}"]
         return "\n".join(lines)
     try:
         text = report_text([str(path)], "md")
