@@ -130,3 +130,26 @@ def test_killed_eval_reads_interrupted_and_resume_finishes_each_problem_once(sta
     assert sorted(r["problem"] for r in regraded["results"]) == sorted(FIVE)
     again = run_ddtune("eval", "--resume", str(path), "--url", fast.url, "--json", timeout=60)
     assert again.returncode == 0 and len(lines(path / "results.jsonl")) == 5  # nothing left to ask
+
+
+def test_bench_ctrl_c_prints_the_command_that_resumes_it(start_sim, state_dir):
+    """Issue 32: sweep and search print their resume command on Ctrl-C; bench printed none."""
+    sim = start_sim(*SPEC, "--sim-step-ms", "20")
+    proc = start("bench", "--url", sim.url, "--contexts", "60", "--concurrency", "1", "--max-tokens", "64",
+                 "--requests-per-cell", "20", "--warmup", "0")
+    try:
+        deadline = time.monotonic() + 60
+        while not list((state_dir / "runs").glob("*-bench/responses.jsonl")):  # the run is under way
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    [path] = (state_dir / "runs").glob("*-bench")
+    assert proc.returncode == 130, stderr
+    assert stderr.splitlines()[-1] == f"bench interrupted; continue it with: ddtune bench --resume {path}", stderr
+    assert "Traceback" not in stderr
+    assert json.loads((path / "run.json").read_text())["status"] == "interrupted"

@@ -61,8 +61,14 @@ def run(args) -> int:
     plan = BenchPlan(tuple(dict.fromkeys(args.contexts)), tuple(dict.fromkeys(args.concurrency)), args.max_tokens,
                      args.coding, args.requests_per_cell, args.warmup, args.release)
     bar = ProgressBar(sys.stderr)
-    doc = asyncio.run(run_bench(url, plan, api_key=api_key, resume=args.resume, progress=bar.update,
-                               log_path=server_log(args, url)))
+    try:
+        doc = asyncio.run(run_bench(url, plan, api_key=api_key, resume=args.resume, progress=bar.update,
+                                   log_path=server_log(args, url)))
+    except KeyboardInterrupt:
+        from tui.commands._resume import say_interrupted
+
+        bar.close()
+        return say_interrupted("bench")
     bar.close()
     if args.out:
         import json
