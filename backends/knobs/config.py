@@ -18,7 +18,8 @@ from typing import Any
 from backends.core.apikey import argv_secrets, remember
 from backends.core.datafile import read_toml
 from backends.core.errors import ConfigError, UsageError
-from backends.core.fields import MAX_ARG, MAX_NAME, expect, fail, key_name, positive, shown, url_problem
+from backends.core.fields import (MAX_ARG, MAX_NAME, expect, fail, key_name, positive, server_base, shown,
+                                  url_problem)
 from backends.knobs.decl import KnobTable, read_declarations
 from backends.knobs.shipped import DEFAULT_KNOBS, SHIPPED
 from backends.knobs.spec import KnobRoute, KnobSpec, KnobValue
@@ -69,7 +70,7 @@ class ServerConfig:
     @property
     def base_url(self) -> str:
         if self.url:
-            return self.url.rstrip("/")
+            return server_base(self.url)
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         host = f"[{host}]" if ":" in host and not host.startswith("[") else host  # an IPv6 address
         return f"http://{host}:{self.port}"

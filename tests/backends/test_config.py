@@ -244,3 +244,9 @@ def test_an_inferred_backend_is_the_written_one_for_the_server(tmp_path):
     inferred = load_config(write(tmp_path, '[server]\nmodel = "m"\n'))
     written = load_config(write(tmp_path, '[server]\nbackend = "sglang"\nmodel = "m"\n'))
     assert inferred.config_hash() == written.config_hash() and inferred.startup_key() == written.startup_key()
+
+
+def test_a_url_that_ends_in_v1_is_the_server_s_base(tmp_path):
+    """Issue 32: the OpenAI-style base URL people paste; ddtune joins /v1/models to the server's base."""
+    cfg = load_config(write(tmp_path, '[server]\nbackend = "endpoint"\nurl = "http://10.0.0.5:30000/v1/"\n'))
+    assert cfg.base_url == "http://10.0.0.5:30000"

@@ -233,7 +233,8 @@ class StreamingClient:
                               hint="is the server up? check --url or 'ddtune status'") from exc
         if resp.status_code != 200:
             hint = KEY_HINT if resp.status_code in (401, 403) else None
-            raise ServerError(f"{self.base_url}{path} answered HTTP {resp.status_code}: {_short(resp.text)}", hint=hint)
+            raise ServerError(f"{self.base_url}{path} answered HTTP {resp.status_code}: {_body(resp)}",
+                              hint=hint or (NOT_SGLANG if resp.status_code == 404 else None))
         try:
             return plain_data(resp.json())
         except ValueError as exc:
@@ -298,7 +299,7 @@ class StreamingClient:
                     st.t0, st.wall = release.released_at  # the request left when its wave did
                 if resp.status_code != 200:
                     text = (await resp.aread()).decode("utf-8", "replace")
-                    return st.result(f"HTTP {resp.status_code} from {path}: {_short(text)}")
+                    return st.result(f"HTTP {resp.status_code} from {path}: {_body(resp, text, 300)}")
                 buf = b""
                 async for piece in resp.aiter_raw():
                     if st.done:
@@ -333,6 +334,18 @@ class StreamingClient:
             if ticket is not None:
                 ticket.drop()  # never reached the gate (no connection): do not hold the wave back
         return st.result()
+
+
+NOT_SGLANG = "is this an SGLang server? give its base URL, e.g. --url http://127.0.0.1:30000"
+
+
+def _body(resp: httpx.Response, text: str | None = None, limit: int = 120) -> str:
+    """An error response's body as one short line: an HTML page (another web server, a proxy's error
+    page) is named, never dumped."""
+    text = resp.text if text is None else text
+    if "html" in resp.headers.get("content-type", "") or text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
+        return f"an HTML page ({len(text):,} characters), not an API answer"
+    return _short(text, limit)
 
 
 def _short(text: str, limit: int = 300) -> str:
