@@ -255,8 +255,10 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
             if choice is not None:
                 self.run_worker(self._leave(choice == "stop"), exclusive=True, group="quit")
 
-        can_stop = self.controller is not None and self.controller.session.backend.CAN_STOP
-        self.push_screen(QuitDialog(can_stop=can_stop), chosen)
+        controller = self.controller
+        can_stop = controller is not None and controller.session.backend.CAN_STOP
+        running = controller is not None and controller.server_running
+        self.push_screen(QuitDialog(can_stop=can_stop, running=running), chosen)
 
     async def _leave(self, stop_server: bool) -> None:
         from tui.screens.search import SearchScreen

@@ -78,6 +78,12 @@ class ConsoleController:
     def config(self) -> ServerConfig:
         return self.session.config
 
+    @property
+    def server_running(self) -> bool:
+        """Whether a server of this session's runs now (or is starting): not after a stop or a failed start."""
+        state = self.session.state
+        return self.stopped is None and state is not None and state.phase not in ("failed", "stopped")
+
     # --- wiring -----------------------------------------------------------------------------
     def attach(self, post: Callable[[Message], object], run_worker: Callable[..., Any]) -> None:
         """Start: ``post`` delivers messages to the screen, ``run_worker`` runs coroutines as workers."""

@@ -233,6 +233,14 @@ async def test_stop_and_start_from_the_console_and_ctrl_c_asks_first(tmp_path, g
         await pilot.press("x", "y")
         await wait_until(pilot, lambda: panel(app).phase == "stopped", what="the stop")
         assert not psutil.pid_exists(first_pid) or psutil.Process(first_pid).status() == psutil.STATUS_ZOMBIE
+        await pilot.press("q")  # issue 32: nothing runs, so nothing is offered to leave running or to stop
+        assert isinstance(app.screen, QuitDialog)
+        from textual.widgets import Button
+
+        assert [str(b.label) for b in app.screen.query(Button)] == ["Quit [l]", "Stay [esc]"]
+        await pilot.press("s")  # no stop to choose
+        assert isinstance(app.screen, QuitDialog)
+        await pilot.press("escape")
         await pilot.press("u")
         await wait_until(pilot, lambda: panel(app).phase == "ready" and panel(app).pid != first_pid, what="the start")
         groups.track_state()

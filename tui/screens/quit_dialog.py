@@ -12,36 +12,42 @@ from textual.widgets import Button, Label
 
 class QuitDialog(ModalScreen[str | None]):
     """Dismisses with "leave", "stop", or None (stay). ``can_stop=False`` (an endpoint ddtune only
-    attaches to) offers no stop."""
+    attaches to) offers no stop; ``running=False`` (the server was stopped, or its start failed)
+    offers nothing to leave running or stop: only quit or stay."""
 
     BINDINGS = [Binding("escape", "stay", "Stay", id="quit.stay"),
                 Binding("l", "choose('leave')", "Leave running", id="quit.leave"),
                 Binding("s", "choose('stop')", "Stop server", id="quit.stop")]
     DEFAULT_CSS = """
     QuitDialog { align: center middle; }
-    QuitDialog > Vertical { width: 64; height: auto; border: thick $accent; padding: 1 2; background: $surface; }
+    QuitDialog > Vertical { width: 72; max-width: 100%; height: auto; border: thick $accent; padding: 1 2;
+                            background: $surface; }
+    QuitDialog Label { width: 100%; }
     QuitDialog Horizontal { height: auto; margin-top: 1; }
     QuitDialog Button { margin-right: 2; }
     """
 
-    def __init__(self, can_stop: bool = True) -> None:
+    def __init__(self, can_stop: bool = True, running: bool = True) -> None:
         super().__init__()
-        self.can_stop = can_stop
+        self.running = running
+        self.can_stop = can_stop and running
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            if self.can_stop:
+            if not self.running:
+                yield Label("Quit ddtune. This console runs no server now (it was stopped, or did not start).")
+            elif self.can_stop:
                 yield Label("Quit ddtune. The server keeps running unless you stop it;\n"
                             "the next `ddtune` re-attaches to it.")
             else:
                 yield Label("Quit ddtune. The server is not ddtune's to stop (an endpoint);\n"
                             "it keeps running.")
             with Horizontal():
-                yield Button("Leave it running [l]" if self.can_stop else "Quit [l]", variant="primary", id="leave",
-                             compact=True)
+                yield Button("Leave it running \\[l]" if self.can_stop else "Quit \\[l]", variant="primary",
+                             id="leave", compact=True)
                 if self.can_stop:
-                    yield Button("Stop the server [s]", variant="error", id="stop", compact=True)
-                yield Button("Stay [esc]", id="stay", compact=True)
+                    yield Button("Stop the server \\[s]", variant="error", id="stop", compact=True)
+                yield Button("Stay \\[esc]", id="stay", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#leave", Button).focus()
@@ -69,8 +75,8 @@ class ConfirmStop(ModalScreen[bool]):
         with Vertical():
             yield Label("Stop the server? Starting it again reloads the model.")
             with Horizontal():
-                yield Button("Stop it [y]", variant="error", id="yes", compact=True)
-                yield Button("Keep it running [esc]", variant="primary", id="no", compact=True)
+                yield Button("Stop it \\[y]", variant="error", id="yes", compact=True)
+                yield Button("Keep it running \\[esc]", variant="primary", id="no", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -100,8 +106,8 @@ class ConfirmApply(ModalScreen[bool]):
             if self.changes:
                 yield Label(self.changes, markup=False, id="changes")
             with Horizontal():
-                yield Button("Restart [y]", variant="warning", id="yes", compact=True)
-                yield Button("Keep it running [esc]", variant="primary", id="no", compact=True)
+                yield Button("Restart \\[y]", variant="warning", id="yes", compact=True)
+                yield Button("Keep it running \\[esc]", variant="primary", id="no", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -119,7 +125,7 @@ class ConfirmReplace(ModalScreen[bool]):
 
     BINDINGS = [Binding("escape,n", "answer(False)", "Keep it", id="replace.keep"),
                 Binding("y", "answer(True)", "Replace it", id="replace.replace")]
-    DEFAULT_CSS = QuitDialog.DEFAULT_CSS.replace("QuitDialog", "ConfirmReplace").replace("width: 64", "width: 72")
+    DEFAULT_CSS = QuitDialog.DEFAULT_CSS.replace("QuitDialog", "ConfirmReplace")
 
     def __init__(self, pid: int | None, phase: str, theirs: str, ours: str) -> None:
         super().__init__()
@@ -131,8 +137,8 @@ class ConfirmReplace(ModalScreen[bool]):
         with Vertical():
             yield Label(self.text, markup=False, id="replace-text")
             with Horizontal():
-                yield Button("Replace it [y]", variant="warning", id="yes", compact=True)
-                yield Button("Keep it running [esc]", variant="primary", id="no", compact=True)
+                yield Button("Replace it \\[y]", variant="warning", id="yes", compact=True)
+                yield Button("Keep it running \\[esc]", variant="primary", id="no", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
