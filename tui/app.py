@@ -80,6 +80,14 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         self.said.append(message)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
+    def _on_delivery_complete(self, event) -> None:
+        """A file Textual delivered (a screenshot by its own path): said as plain text. Textual's own
+        handler says it with markup (``[$text-success]``), which every notification here shows raw."""
+        event.prevent_default()
+        if event.name == "screenshot":
+            self.notify(f"saved the screenshot to {event.path}" if event.path else "saved the screenshot",
+                        title="Screenshot", timeout=6)
+
     def on_mount(self) -> None:
         self._ticks = 0
         self.set_interval(self.TICK_S, self._tick)
