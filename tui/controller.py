@@ -148,6 +148,7 @@ class ConsoleController:
             if self.load is not None:  # the load's windows take acceptance from it where nothing else has it
                 self.load.decode(event.t, event.accept_len, event.running_req)
             if event.gen_throughput is not None:
+                self.figures.plotted = True
                 self.post(m.DecodeStatsRead(event.t, event.gen_throughput, event.accept_len))
             return
         if isinstance(event, PidChanged):

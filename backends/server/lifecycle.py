@@ -131,7 +131,7 @@ def running_knobs(config: ServerConfig, state: ServerState) -> tuple[ServerConfi
     file_knobs = config.knobs
     diff = ", ".join(f"{k}={knob_text(v)} (the file says {knob_text(file_knobs.get(k))})"
                      for k, v in state.knobs.items() if file_knobs.get(k) != v)
-    return running, (f"pid {state.pid} runs {diff}: keeping its knobs; apply the config file with "
+    return running, (f"it runs {diff}, kept; apply the config file with "
                      f"`ddtune up --apply-config` (or `a` in the console)")
 
 

@@ -257,25 +257,29 @@ class ServerSession(EventHub):
             state = as_it_stands(recorded)
             refuse_other_config(state, self.config, replace)
             live = state is not None and state.backend == self.config.backend and state.phase in ("ready", "starting")
+            why = "it already runs this config"
             if live and keep_running_knobs and state is not None and state.config_hash != self.config.config_hash():
                 kept = running_knobs(self.config, state)
                 if kept is not None:
                     self._set_config(kept[0])  # readers (the console's A/B) label what runs, not the file
-                    self._on_note(kept[1])
+                    why = kept[1]
             if live and state is not None and state.config_hash == self.config.config_hash():
-                return await self._reattach(state)
+                return await self._reattach(state, why)
             return await self._restart_locked(recorded)
 
-    async def _reattach(self, state: ServerState) -> ServerState:
-        """Follow a server an earlier ddtune started (same pid, same start time) until it is ready."""
-        self._on_note(f"re-attached to pid {state.pid} ({state.phase}): it already runs this config")
+    async def _reattach(self, state: ServerState, why: str) -> ServerState:
+        """Follow a server an earlier ddtune started (same pid, same start time) until it is ready;
+        ``why``: what it runs (this config, or its own knobs kept), said in the one note."""
+        self._on_note(f"re-attached to pid {state.pid} ({state.phase}): {why}")
         if state.phase == "ready":
             async with ReadinessProbe(state.url, state.port, state.pid, api_key=self.backend.api_key(state)) as probe:
                 result = await probe.probe()
             if result.ready:
                 return state
             self._on_note(f"it does not generate now ({result.reason}); following it")
-        self.phases.waiting("re-attached")
+            self.phases.waiting("re-attached")
+        else:  # launched, its port and GPU were free then: importing until its log says more (read next)
+            self.phases.starting(f"pid {state.pid} importing (re-attached)")
         plan = await asyncio.to_thread(self._plan)
         return await self._follow(state, plan)
 

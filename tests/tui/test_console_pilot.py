@@ -191,7 +191,9 @@ async def test_reattach_keeps_a_tuned_server_and_a_applies_the_file(tmp_path, gr
         window = {row.name: row for row in panel(app).knobs}["window"]
         assert (window.requested, window.effective, window.verified) == ("1024", "1024", True)
         assert "window=1024 (the file says 2048)" in log_text(app)
+        assert "it already runs this config" not in log_text(app)  # issue 32: one note, not two that disagree
         assert app.controller.figures.ab.current.knobs["window"] == 1024  # the A/B labels what runs
+        assert "plot marker" not in log_text(app) and not app.main.plots.markers  # a change made before this session
         await pilot.press("a")
         assert isinstance(app.screen, ConfirmApply)
         assert "window 1024 -> 2048" in str(app.screen.query_one("#changes").render())
