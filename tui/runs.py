@@ -28,7 +28,7 @@ def _knobs(run: dict) -> str:
     knobs = server.get("knobs") if isinstance(server, dict) else None
     if not isinstance(knobs, dict):
         return "-"
-    return " ".join(f"{k}={v}" for k, v in knobs.items()) or "-"
+    return " ".join(f"{k}={v}" for k, v in knobs.items() if v is not None) or "-"  # an unset knob: not "budget=None"
 
 
 def _summary(run: dict, cells: list[dict], status: str) -> str:

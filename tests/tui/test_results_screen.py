@@ -8,6 +8,7 @@ import json
 
 from textual.widgets import DataTable
 
+from tests.tui.test_dialogs import screen_text
 from tests.workloads.test_report import SPEEDS, make_sweep
 from tests.workloads.test_report_load import load_run
 from tui.app import DdtuneApp
@@ -61,6 +62,9 @@ async def test_enter_opens_a_load_run_a_bench_run_and_a_sweep(state_dir):
             detail = app.screen
             await wait_for(pilot, lambda: detail.text, "the run's report")  # noqa: B023
             assert says in detail.text, detail.text
+            await pilot.pause()
+            shown = screen_text(app)  # issue 32: the report's Markdown tables are shown as tables
+            assert "|---" not in shown and "| " not in shown and "**" not in shown, shown
             await pilot.press("escape")
             assert app.screen is screen
         table.move_cursor(row=2)
