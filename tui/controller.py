@@ -290,7 +290,7 @@ class ConsoleController:
     # --- coding load ---------------------------------------------------------------------
     # The load runs in its own process (workloads/live/proc.py): this process only renders. A server
     # restart (ours, a sweep's or another ddtune's) pauses it: requests in flight are cancelled and
-    # shown as "cancelled (restart)", never scored; it resumes once the new server is verified.
+    # shown as "cancelled" (grey; Enter says why), never scored; it resumes once the new server is verified.
     @property
     def load_running(self) -> bool:
         return self.load is not None
@@ -396,10 +396,7 @@ class ConsoleController:
                 if isinstance(event, RequestDone):
                     if event.ok:
                         self.session.observe_request(event.accept_len)
-                    row = event.row()
-                    if row["verdict"] == "cancelled":
-                        row["verdict"] = "cancelled (restart)"
-                    self.post(m.RequestFinished(row))
+                    self.post(m.RequestFinished(event.row()))  # a pause's cut-off request: "cancelled" (grey)
                 elif isinstance(event, LoadPaused):
                     self._load_drained.set()
                 elif isinstance(event, LoadStarted):

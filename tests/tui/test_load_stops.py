@@ -86,6 +86,8 @@ async def test_x_then_u_pauses_the_load_says_why_and_resumes_it(tmp_path, groups
         assert "cannot connect" not in line
         errors = [row for row in table.rows if row["verdict"] == "error"]
         assert errors == [], errors  # cancelled before the server went, never failed by it
+        cut = [row for row in table.rows if row["verdict"].startswith("cancel")]
+        assert cut and {row["verdict"] for row in cut} == {"cancelled"}, cut  # as short as the other verdicts
 
         await pilot.press("u")
         before = table.total

@@ -118,3 +118,13 @@ async def test_past_the_rows_kept_each_flush_still_shows_the_newest():
         table.flush()
         await pilot.pause()
         assert table.render_line(1).text.split()[1] == "7" and table.render_line(2).text.split()[1] == "449"
+
+
+def test_after_a_restart_the_problem_column_keeps_its_width():
+    """Issue 32: the requests a restart cut off read "cancelled (restart)", wider than any other
+    verdict; the columns keep to the widest text of the rows kept, so the problem column stayed cut
+    for the next hundred requests. They read "cancelled" (grey; Enter says why)."""
+    rows = [request(i) for i in range(8)] + [request(i, verdict="cancelled") for i in range(2)]
+    widths = column_widths([tuple(map(str, (r["problem"], r["tokens"], "190", "6.00", "41ms", r["verdict"])))
+                            for r in rows], 56)
+    assert widths[0] >= len("is_palindrome") and widths[5] >= len("cancelled")

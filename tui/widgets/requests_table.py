@@ -34,7 +34,7 @@ from textual.widget import Widget
 from tui.literal import cell_width, literal
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "red",
-                 "no_code": "yellow", "truncated": "yellow", "cancelled (restart)": "grey50"}
+                 "no_code": "yellow", "truncated": "yellow", "cancelled": "grey50"}
 COLUMNS: tuple[tuple[str, bool], ...] = (  # (header, right-aligned)
     ("problem", False), ("tokens", True), ("tok/s", True), ("accept", True), ("ttft", True), ("verdict", False))
 PROBLEM, ACCEPT, VERDICT = 0, 3, 5
