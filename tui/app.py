@@ -40,6 +40,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         Binding("t", "toggle_requests", "Requests", show=False, id="app.requests"),
         Binding("b", "pin_baseline", "Pin A/B baseline", show=False, id="app.pin_baseline"),
         Binding("S", "search", "Knob search", show=False, id="app.search"),
+        Binding("g", "gpu_detail", "GPU processes", show=False, id="app.gpu_detail"),
         # Ctrl+Q and Ctrl+C ask the same question as q: leaving must never stop the server by surprise
         # (ctrl+c hidden: the screen's own ctrl+c comes first in the footer's order, before ? and q)
         Binding("ctrl+q", "quit_console", "Quit", priority=True, id="app.quit_ctrl"),
@@ -56,6 +57,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         ("Requests / plots", "on a narrow terminal, show the recent requests in the plots' place", "toggle_requests"),
         ("Pin the A/B baseline", "the A/B strip compares every later configuration with the current one",
          "pin_baseline"),
+        ("GPU processes", "every process on the GPUs, as nvitop lists them; the server's marked", "gpu_detail"),
         ("Results", "past runs; compare two per cell", "results"),
         ("Sweep", "pick presets, run a quick sweep, see the winner", "sweep"),
         ("Knob search", "type a knob space; find its fastest configuration with few restarts (ddtune search)",
@@ -160,8 +162,16 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         self.push_screen(ConfirmApply(changes), chosen)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Every action, its key in the title ("Edit knobs (k)"), so the palette teaches the keys."""
+        from dataclasses import replace
+
+        keys: dict[str, str] = {}
+        for binding in self.BINDINGS:  # an action's first binding, and that binding's first key ("q", not ctrl+c)
+            if isinstance(binding, Binding) and binding.action not in keys:
+                keys[binding.action] = self.get_key_display(replace(binding, key=binding.key.split(",")[0]))
         for title, help_text, action in self.ACTIONS:
-            yield SystemCommand(title, help_text, lambda action=action: self.run_action(action))
+            key = f" ({keys[action]})" if action in keys else ""
+            yield SystemCommand(title + key, help_text, lambda action=action: self.run_action(action))
         yield from (cmd for cmd in super().get_system_commands(screen) if cmd.title not in ("Quit",))
 
     def save_screenshot(self, filename: str | None = None, path: str | None = None,
@@ -229,6 +239,11 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
             return
         figures = self.controller.pin_baseline()
         self.notify(f"A/B baseline: {figures.name}; later configurations are compared with it", timeout=4)
+
+    def action_gpu_detail(self) -> None:
+        from tui.screens.gpu_detail import GpuDetail
+
+        self.push_screen(GpuDetail(self.main.gpu))
 
     def action_results(self) -> None:
         from tui.screens.results import ResultsScreen

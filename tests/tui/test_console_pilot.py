@@ -247,7 +247,9 @@ async def test_stop_and_start_from_the_console_and_ctrl_c_asks_first(tmp_path, g
         await wait_until(pilot, lambda: panel(app).phase == "ready" and panel(app).pid != first_pid, what="the start")
         groups.track_state()
         titles = {cmd.title for cmd in app.get_system_commands(app.screen)}
-        assert {title for title, _, _ in app.ACTIONS} <= titles and "Stop the server" in titles
+        # issue 32: each action with its key, so the palette teaches the keys
+        assert {"Edit knobs (k)", "Stop the server (x)", "GPU processes (g)", "Help (?)", "Quit (q)"} <= titles
+        assert all(any(t.startswith(f"{title} (") for t in titles) for title, _, _ in app.ACTIONS), titles
         await app.controller.detach(stop_server=True)
 
 

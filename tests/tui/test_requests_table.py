@@ -128,3 +128,18 @@ def test_after_a_restart_the_problem_column_keeps_its_width():
     widths = column_widths([tuple(map(str, (r["problem"], r["tokens"], "190", "6.00", "41ms", r["verdict"])))
                             for r in rows], 56)
     assert widths[0] >= len("is_palindrome") and widths[5] >= len("cancelled")
+
+
+async def test_j_and_k_move_the_cursor_as_down_and_up_do():
+    app = TableApp()
+    async with app.run_test(size=(58, 12)) as pilot:
+        table = app.query_one(RequestsTable)
+        for i in range(5):
+            table.add_request(request(i))
+        table.flush()
+        table.focus()
+        await pilot.pause()
+        await pilot.press("j", "j")
+        assert table.picked is table.shown()[2]
+        await pilot.press("k")
+        assert table.picked is table.shown()[1]

@@ -99,7 +99,7 @@ async def test_bad_input_names_the_field_and_starts_nothing(tmp_path, groups, st
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
         state = groups.track_state()
-        [command] = [c for c in app.get_system_commands(app.screen) if c.title == "Knob search"]  # the palette
+        [command] = [c for c in app.get_system_commands(app.screen) if c.title == "Knob search (S)"]  # the palette
         app.call_later(command.callback)  # as the palette runs a chosen command
         await pilot.pause()
         assert isinstance(app.screen, SearchScreen)

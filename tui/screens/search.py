@@ -28,6 +28,7 @@ from backends.core import DdtuneError
 from tui.console_search import ConsoleSearch, interrupted_line, parse_request
 from tui.controller import ConsoleController
 from tui.literal import cell
+from tui.widgets.lists import ListTable
 from tui.widgets.ordered_input import OrderedInput
 from workloads.report import home_short
 from workloads.search import SearchRequest, SearchSpace
@@ -129,7 +130,7 @@ class SearchScreen(Screen):
                      f"{t.max_tokens} tokens per request (full options: ddtune search --help)", id="options")
         yield Static("type a space and start; the server restarts only when the knobs change", id="round")
         yield Static("", id="restarts")
-        yield DataTable(id="measured", zebra_stripes=True, cursor_type="none")
+        yield ListTable(id="measured", zebra_stripes=True, cursor_type="none")
         yield Static("", id="best")
         yield Footer(compact=True)
 
