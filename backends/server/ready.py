@@ -38,6 +38,7 @@ async def until_ready(driver: Backend, state: ServerState, facts: LogFacts, log:
     attached = driver.ATTACHES
     grace = driver.connect_grace()  # an attach where nobody listens fails fast
     failure: str | None = None
+    last = ""  # what the last probe said, for a timeout's reason
     async with ReadinessProbe(state.url, state.port, state.pid, api_key=driver.api_key(state),
                               check_owner=not attached) as probe:
         while True:
@@ -53,7 +54,8 @@ async def until_ready(driver: Backend, state: ServerState, facts: LogFacts, log:
                 failure = facts.fatal_reason()  # the first fatal line plus what followed it
                 break
             if time.monotonic() >= deadline:
-                failure = (f"not ready after {timeout_s:.0f} s (ready_timeout_s) in phase {phases.tracker.phase}")
+                failure = (f"not ready after {timeout_s:.0f} s (ready_timeout_s) in phase {phases.tracker.phase}"
+                           + (f"; the last probe: {last}" if last else ""))
                 break
             # with a log, probe only once it named our pid in "Started server process [PID]"
             pid_ok = attached or not driver.has_logs() or facts.started_pid is not None
@@ -65,6 +67,7 @@ async def until_ready(driver: Backend, state: ServerState, facts: LogFacts, log:
             result = await probe.probe()
             if result.ready:
                 return Outcome(None, probe.generations, time.monotonic())
+            last = result.reason
             if grace is not None:
                 detail, failure = grace.check(result, time.monotonic())
                 if detail and phases.tracker.phase == WAITING:  # "connection refused at URL"
