@@ -1,5 +1,5 @@
-"""The order of ``ddtune selftest``: build, flags, start (agreeing draft), draft runner line,
-acceptance, GPU, knob restart (random draft, another window), collapse alarm, stop.
+"""The order of ``ddtune selftest``: build and flags side by side, start (agreeing draft), draft
+runner line, acceptance, GPU, knob restart (random draft, another window), collapse alarm, stop.
 
 A check that cannot run because an earlier one failed is a skip naming that check; the stop runs
 whatever happened, so nothing is left running.
@@ -7,14 +7,17 @@ whatever happened, so nothing is left running.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 
 from backends.knobs.config import ServerConfig
 from backends.core.errors import UsageError
 from backends.knobs.plan import as_count
+from backends.knobs.serverhelp import cached_helps, seed_helps
 from backends.selftest.checks import (
     Check, Report, _acceptance_checks, _collapse_check, _first_line, _flags_check, _stop_check, build_models,
     draft_runner_check, gpu_check, temporary_state_dir,
@@ -49,18 +52,26 @@ async def run_selftest(config: ServerConfig, on_event: Callable | None = None, *
     state_dir = os.path.join(root, "state")
     os.makedirs(state_dir, mode=0o700, exist_ok=True)
     checks = report.checks
+    helps = cached_helps()  # the user's state dir: their SGLang's --help, cached by ddtune before
+    models = os.path.join(root, "models")
     try:
-        check, built = build_models(config, os.path.join(root, "models"), block)
-        checks.append(check)
-        if built is None:
-            _skip_rest(checks, "build")
-            return report
-        derived = derive(config, built["target"], built["draft_agree"], free_port(config.host), kept, block,
-                         ready_timeout_s)
+        # the flags are read from this SGLang's --help while the builder writes the tiny models: two
+        # interpreters that each import torch, side by side (the derived config names where the
+        # builder writes; the flags check reads no model)
+        derived = derive(config, os.path.join(models, "target"), os.path.join(models, "draft-agree"),
+                         free_port(config.host), kept, block, ready_timeout_s)
         with temporary_state_dir(state_dir):
-            check, report.version = _flags_check(derived, make_backend(derived))
-            checks.append(check)
-            if check.status == "fail":
+            seed_helps(helps)  # a --help this SGLang printed before is not asked again
+            (build, built), (flags, report.version) = await asyncio.gather(
+                asyncio.to_thread(build_models, config, models, block),
+                asyncio.to_thread(_flags_check, derived, make_backend(derived)))
+            checks.append(build)
+            if built is None:
+                _skip_rest(checks, "build")
+                return report
+            derived = replace(derived, model=built["target"], draft_model=built["draft_agree"])
+            checks.append(flags)
+            if flags.status == "fail":
                 _skip_rest(checks, "flags")
                 return report
             await _serve(derived, built, block, report, on_event, tree_pids, ServerSession)
@@ -120,6 +131,4 @@ async def _serve(derived: ServerConfig, built: dict, block: int, report: Report,
 
 
 def _with_draft(config: ServerConfig, draft: str) -> ServerConfig:
-    from dataclasses import replace
-
     return replace(config, draft_model=draft)
