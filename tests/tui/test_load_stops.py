@@ -19,10 +19,19 @@ from tui.screens.quit_dialog import ConfirmStop
 from tui.widgets.requests_table import RequestsTable
 
 
-def loaded_app(config_file) -> DdtuneApp:
-    config = load_config(config_file)
-    return DdtuneApp(ConsoleController(config, simulated=True, load_concurrency=2, load_max_tokens=32,
-                                       autostart_load=True))
+def loaded_app(tmp_path) -> tuple[DdtuneApp, object]:
+    """The console on a fast simulator (no seeded wrong answers) with a load of 2 streams; its config file."""
+    config_file = write_config(tmp_path, extra=("--sim-load-seconds", "0.3", "--sim-step-ms", "5",
+                                                "--sim-wrong-rate", "0"))
+    return DdtuneApp(ConsoleController(load_config(config_file), simulated=True, load_concurrency=2,
+                                       load_max_tokens=32, autostart_load=True)), config_file
+
+
+async def load_running(pilot, app, groups) -> RequestsTable:
+    table = app.main.query_one(RequestsTable)
+    await wait_until(pilot, lambda: panel(app).phase == "ready" and table.total >= 2, what="load running")
+    groups.track_state()
+    return table
 
 
 def subtitles(table, seen: set[str]):
@@ -35,14 +44,10 @@ def load_runs(state_dir) -> list[dict]:
 
 
 async def test_a_headless_restart_beside_the_console_pauses_the_load_and_it_resumes(tmp_path, groups, state_dir):
-    config_file = write_config(tmp_path, extra=("--sim-load-seconds", "0.3", "--sim-step-ms", "5",
-                                                "--sim-wrong-rate", "0"))
-    app = loaded_app(config_file)
+    app, config_file = loaded_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        table = app.main.query_one(RequestsTable)
-        await wait_until(pilot, lambda: panel(app).phase == "ready" and table.total >= 2, what="load running")
+        table = await load_running(pilot, app, groups)
         first = panel(app).pid
-        groups.track_state()
         seen: set[str] = set()
         proc = await asyncio.create_subprocess_exec(*ddtune_cmd("--config", str(config_file), "restart", "--set",
                                                                 "window=1024"), cwd=REPO, env=ddtune_env(),
@@ -59,8 +64,10 @@ async def test_a_headless_restart_beside_the_console_pauses_the_load_and_it_resu
         assert not any(s.startswith("load: off") for s in seen), seen  # paused, never stopped
         assert any(s.startswith("load: on (paused: ") for s in seen), seen
         assert str(table.border_subtitle) == "load: on (2 streams)"
-        text = log_text(app)
-        assert "load on: paused: " in text and "load on: 2 streams" in text.split("load on: paused: ")[-1]
+        assert "load on: paused: " in log_text(app)
+        # the log pane shows new lines on the app's 1 s tick: the resume is said there within it
+        await wait_until(pilot, lambda: "load on: 2 streams" in log_text(app).split("load on: paused: ")[-1],
+                         timeout=5, what="the resume said in the log pane")
         await app.controller.detach(stop_server=True)
     docs = load_runs(state_dir)
     assert [d["status"] for d in docs] == ["interrupted", "done"], docs
@@ -68,13 +75,9 @@ async def test_a_headless_restart_beside_the_console_pauses_the_load_and_it_resu
 
 
 async def test_x_then_u_pauses_the_load_says_why_and_resumes_it(tmp_path, groups, state_dir):
-    config_file = write_config(tmp_path, extra=("--sim-load-seconds", "0.3", "--sim-step-ms", "5",
-                                                "--sim-wrong-rate", "0"))
-    app = loaded_app(config_file)
+    app, _ = loaded_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        table = app.main.query_one(RequestsTable)
-        await wait_until(pilot, lambda: panel(app).phase == "ready" and table.total >= 2, what="load running")
-        groups.track_state()
+        table = await load_running(pilot, app, groups)
         await pilot.press("x")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmStop), what="the stop dialog")
         await pilot.press("y")
@@ -82,7 +85,8 @@ async def test_x_then_u_pauses_the_load_says_why_and_resumes_it(tmp_path, groups
         await wait_until(pilot, lambda: "(u starts one)" in str(table.border_subtitle), what="the load line")
         line = str(table.border_subtitle)
         assert line.startswith("load: on (paused: stopped pid "), line
-        assert "load on: paused: the server is stopping (x)" in log_text(app)
+        await wait_until(pilot, lambda: "load on: paused: the server is stopping (x)" in log_text(app), timeout=5,
+                         what="the pause said in the log pane")  # shown on the app's 1 s tick
         assert "cannot connect" not in line
         errors = [row for row in table.rows if row["verdict"] == "error"]
         assert errors == [], errors  # cancelled before the server went, never failed by it

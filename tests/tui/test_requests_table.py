@@ -20,6 +20,15 @@ def request(i: int, verdict: str = "pass", accept: float | None = 6.0) -> dict:
             "accept_len": accept, "ttft_s": 0.041, "verdict": verdict}
 
 
+def filled(app, n: int = 5) -> RequestsTable:
+    """The app's table with ``n`` requests shown (added, then flushed)."""
+    table = app.query_one(RequestsTable)
+    for i in range(n):
+        table.add_request(request(i))
+    table.flush()
+    return table
+
+
 class TableApp(App):
     AUTO_FOCUS = None  # as in the console, where the log has focus: no cursor row until focused
 
@@ -30,10 +39,7 @@ class TableApp(App):
 async def test_a_new_request_draws_one_row_and_the_rest_move_down_as_they_were():
     app = TableApp()
     async with app.run_test(size=(58, 12)) as pilot:
-        table = app.query_one(RequestsTable)
-        for i in range(5):
-            table.add_request(request(i))
-        table.flush()
+        table = filled(app)
         await pilot.pause()
         before = [table.render_line(y) for y in range(table.size.height)]
         drawn = []
@@ -133,10 +139,7 @@ def test_after_a_restart_the_problem_column_keeps_its_width():
 async def test_j_and_k_move_the_cursor_as_down_and_up_do():
     app = TableApp()
     async with app.run_test(size=(58, 12)) as pilot:
-        table = app.query_one(RequestsTable)
-        for i in range(5):
-            table.add_request(request(i))
-        table.flush()
+        table = filled(app)
         table.focus()
         await pilot.pause()
         await pilot.press("j", "j")

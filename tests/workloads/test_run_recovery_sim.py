@@ -20,19 +20,21 @@ def lines(path):
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def kill_when(proc, ready, timeout=120.0):
-    """SIGKILL ``proc``'s process group as soon as ``ready()`` holds (the run is mid-way)."""
+def kill_when(proc, ready, timeout=120.0, sig=signal.SIGKILL):
+    """Send ``sig`` (SIGKILL) to ``proc``'s process group as soon as ``ready()`` holds (the run is
+    mid-way); what it then printed, (stdout, stderr)."""
     try:
         deadline = time.monotonic() + timeout
         while not ready():
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the run never got there"
             time.sleep(0.02)
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, sig)
+        return proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+            proc.communicate()
 
 
 def start(*argv):
@@ -137,17 +139,8 @@ def test_bench_ctrl_c_prints_the_command_that_resumes_it(start_sim, state_dir):
     sim = start_sim(*SPEC, "--sim-step-ms", "20")
     proc = start("bench", "--url", sim.url, "--contexts", "60", "--concurrency", "1", "--max-tokens", "64",
                  "--requests-per-cell", "20", "--warmup", "0")
-    try:
-        deadline = time.monotonic() + 60
-        while not list((state_dir / "runs").glob("*-bench/responses.jsonl")):  # the run is under way
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+    _, stderr = kill_when(proc, lambda: list((state_dir / "runs").glob("*-bench/responses.jsonl")), 60,
+                          sig=signal.SIGINT)  # the run is under way: Ctrl-C
     [path] = (state_dir / "runs").glob("*-bench")
     assert proc.returncode == 130, stderr
     assert stderr.splitlines()[-1] == f"bench interrupted; continue it with: ddtune bench --resume {path}", stderr

@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
+from textual.widgets.button import ButtonVariant
 
 
 class QuitDialog(ModalScreen[str | None]):
@@ -64,18 +65,24 @@ class QuitDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class ConfirmStop(ModalScreen[bool]):
-    """Stopping a server that took minutes to load asks first. Dismisses with True to stop."""
+class Confirm(ModalScreen[bool]):
+    """A question whose yes costs a model load: ``y`` (or the subclass's key) says yes, Esc keeps the
+    server as it is (the default focus). Dismisses with True for yes. Subclasses give the lines (plain
+    text: they may hold paths and knob values), the yes button and their bindings."""
 
-    BINDINGS = [Binding("escape,n", "answer(False)", "Keep it", id="stop.keep"),
-                Binding("y,s", "answer(True)", "Stop it", id="stop.stop")]
-    DEFAULT_CSS = QuitDialog.DEFAULT_CSS.replace("QuitDialog", "ConfirmStop")
+    DEFAULT_CSS = QuitDialog.DEFAULT_CSS.replace("QuitDialog", "Confirm")
+    YES: tuple[str, ButtonVariant] = ("Yes", "warning")  # the yes button's label and variant
+
+    def lines(self) -> list[tuple[str, str | None]]:
+        """(text, id) of each line of the question."""
+        raise NotImplementedError
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("Stop the server? Starting it again reloads the model.")
+            for text, ident in self.lines():
+                yield Label(text, markup=False, id=ident)
             with Horizontal():
-                yield Button("Stop it \\[y]", variant="error", id="yes", compact=True)
+                yield Button(f"{self.YES[0]} \\[y]", variant=self.YES[1], id="yes", compact=True)
                 yield Button("Keep it running \\[esc]", variant="primary", id="no", compact=True)
 
     def on_mount(self) -> None:
@@ -84,48 +91,45 @@ class ConfirmStop(ModalScreen[bool]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
 
-    def action_answer(self, stop: bool) -> None:
-        self.dismiss(stop)
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
 
 
-class ConfirmApply(ModalScreen[bool]):
+class ConfirmStop(Confirm):
+    """Stopping a server that took minutes to load asks first. Dismisses with True to stop."""
+
+    BINDINGS = [Binding("escape,n", "answer(False)", "Keep it", id="stop.keep"),
+                Binding("y,s", "answer(True)", "Stop it", id="stop.stop")]
+    YES: tuple[str, ButtonVariant] = ("Stop it", "error")
+
+    def lines(self) -> list[tuple[str, str | None]]:
+        return [("Stop the server? Starting it again reloads the model.", None)]
+
+
+class ConfirmApply(Confirm):
     """Applying the config file restarts the server, so it asks first, as stopping does. Dismisses
     with True to restart."""
 
     BINDINGS = [Binding("escape,n", "answer(False)", "Keep it", id="apply.keep"),
                 Binding("y,a", "answer(True)", "Restart", id="apply.restart")]
-    DEFAULT_CSS = QuitDialog.DEFAULT_CSS.replace("QuitDialog", "ConfirmApply")
+    YES: tuple[str, ButtonVariant] = ("Restart", "warning")
 
     def __init__(self, changes: str) -> None:
         super().__init__()
         self.changes = changes
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label("Restart with the config file's knobs? The server reloads the model.", markup=False)
-            if self.changes:
-                yield Label(self.changes, markup=False, id="changes")
-            with Horizontal():
-                yield Button("Restart \\[y]", variant="warning", id="yes", compact=True)
-                yield Button("Keep it running \\[esc]", variant="primary", id="no", compact=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
-
-    def action_answer(self, restart: bool) -> None:
-        self.dismiss(restart)
+    def lines(self) -> list[tuple[str, str | None]]:
+        return [("Restart with the config file's knobs? The server reloads the model.", None)] + \
+            ([(self.changes, "changes")] if self.changes else [])
 
 
-class ConfirmReplace(ModalScreen[bool]):
+class ConfirmReplace(Confirm):
     """The server here runs another config file: replacing it stops it (its model load is lost), so
     the console asks, as stopping does. Dismisses with True to replace it."""
 
     BINDINGS = [Binding("escape,n", "answer(False)", "Keep it", id="replace.keep"),
                 Binding("y", "answer(True)", "Replace it", id="replace.replace")]
-    DEFAULT_CSS = QuitDialog.DEFAULT_CSS.replace("QuitDialog", "ConfirmReplace")
+    YES: tuple[str, ButtonVariant] = ("Replace it", "warning")
 
     def __init__(self, pid: int | None, phase: str, theirs: str, ours: str) -> None:
         super().__init__()
@@ -133,18 +137,5 @@ class ConfirmReplace(ModalScreen[bool]):
                      f"Stop it and start this console's config instead?\n  {ours}\n"
                      "Stopping it throws its model load away.")
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label(self.text, markup=False, id="replace-text")
-            with Horizontal():
-                yield Button("Replace it \\[y]", variant="warning", id="yes", compact=True)
-                yield Button("Keep it running \\[esc]", variant="primary", id="no", compact=True)
-
-    def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
-
-    def action_answer(self, replace: bool) -> None:
-        self.dismiss(replace)
+    def lines(self) -> list[tuple[str, str | None]]:
+        return [(self.text, "replace-text")]
