@@ -299,7 +299,7 @@ class StreamingClient:
                     st.t0, st.wall = release.released_at  # the request left when its wave did
                 if resp.status_code != 200:
                     text = (await resp.aread()).decode("utf-8", "replace")
-                    return st.result(f"HTTP {resp.status_code} from {path}: {_body(resp, text, 300)}")
+                    return st.result(f"HTTP {resp.status_code} from {path}: {_body(resp, text)}")
                 buf = b""
                 async for piece in resp.aiter_raw():
                     if st.done:
@@ -339,7 +339,7 @@ class StreamingClient:
 NOT_SGLANG = "is this an SGLang server? give its base URL, e.g. --url http://127.0.0.1:30000"
 
 
-def _body(resp: httpx.Response, text: str | None = None, limit: int = 120) -> str:
+def _body(resp: httpx.Response, text: str | None = None, limit: int = 300) -> str:
     """An error response's body as one short line: an HTML page (another web server, a proxy's error
     page) is named, never dumped."""
     text = resp.text if text is None else text
