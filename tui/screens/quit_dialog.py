@@ -30,19 +30,20 @@ class QuitDialog(ModalScreen[str | None]):
 
     def __init__(self, can_stop: bool = True, running: bool = True) -> None:
         super().__init__()
+        self.endpoint = not can_stop  # someone else's server: ddtune cannot tell whether it runs
         self.running = running
         self.can_stop = can_stop and running
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            if not self.running:
-                yield Label("Quit ddtune. This console runs no server now (it was stopped, or did not start).")
-            elif self.can_stop:
-                yield Label("Quit ddtune. The server keeps running unless you stop it;\n"
-                            "the next `ddtune` re-attaches to it.")
-            else:
+            if self.endpoint:
                 yield Label("Quit ddtune. The server is not ddtune's to stop (an endpoint);\n"
                             "it keeps running.")
+            elif not self.running:
+                yield Label("Quit ddtune. This console runs no server now (it was stopped, or did not start).")
+            else:
+                yield Label("Quit ddtune. The server keeps running unless you stop it;\n"
+                            "the next `ddtune` re-attaches to it.")
             with Horizontal():
                 yield Button("Leave it running \\[l]" if self.can_stop else "Quit \\[l]", variant="primary",
                              id="leave", compact=True)
