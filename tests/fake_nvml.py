@@ -58,6 +58,7 @@ class FakeGpu:
     sm_clock: int = 1980
     procs: list[tuple[int, int | None]] = field(default_factory=list)       # compute (pid, bytes)
     graphics: list[tuple[int, int | None]] = field(default_factory=list)
+    proc_util: list[tuple[int, int]] = field(default_factory=list)   # (pid, SM %) samples, as NVML keeps them
 
 
 def make_fake_nvml(devices: list[FakeGpu] | None = None, init_error: type[NVMLError] | None = None,
@@ -152,5 +153,12 @@ def make_fake_nvml(devices: list[FakeGpu] | None = None, init_error: type[NVMLEr
     @api
     def nvmlDeviceGetGraphicsRunningProcesses(h):
         return procs(h.graphics)
+
+    @api
+    def nvmlDeviceGetProcessUtilization(h, since_us):
+        if not h.proc_util:  # pynvml raises when the driver holds no sample (NVML_ERROR_NOT_FOUND)
+            raise NVMLError(6)
+        return [types.SimpleNamespace(pid=pid, timeStamp=since_us + 1 + i, smUtil=sm, memUtil=0)
+                for i, (pid, sm) in enumerate(h.proc_util)]
 
     return nv

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 
 from backends.knobs import KnobCheck, KnobValue, knob_text
 from backends.server import History, TelemetrySample
-from tui.views import GpuRow, GpuView, KnobRow
+from tui.views import GpuProcRow, GpuRow, GpuView, KnobRow
 
 GIB = float(2**30)
 
@@ -85,7 +85,20 @@ def gpu_view(sample: TelemetrySample, history: History | None = None, steady: St
         summary = gpu.warnings[0]
     lanes = tuple(f"{share.label} server pid {share.pid}: {share.used_bytes / GIB:.1f}G on GPU "
                   f"{','.join(map(str, share.device_indices)) or 'none'}" for share in sample.lanes)
-    return GpuView(available=True, rows=tuple(rows), server_summary=summary, host=host_line, lanes=lanes)
+    return GpuView(available=True, rows=tuple(rows), server_summary=summary, host=host_line, lanes=lanes,
+                   processes=process_rows(sample))
+
+
+def process_rows(sample: TelemetrySample) -> tuple[GpuProcRow, ...]:
+    """Every GPU process of the sample, by GPU, then most memory first: the server's and each lane
+    server's marked by owner."""
+    lanes = {pid: share.label for share in sample.lanes for pid in share.tree_pids}
+    rows = [GpuProcRow(gpu=p.device_index, pid=p.pid, user=p.user or "?",
+                       mem_gib=None if p.used_bytes is None else p.used_bytes / GIB, util=p.sm_util,
+                       command=p.command or p.name or ("(not visible here)" if not p.visible else "?"),
+                       owner="server" if p.is_server else lanes.get(p.pid, "") if p.visible else "")
+            for p in sample.gpu.processes]
+    return tuple(sorted(rows, key=lambda r: (r.gpu, -(r.mem_gib or 0.0), r.pid)))
 
 
 _VERIFIED = {"verified": True, "mismatch": False, "default": True}  # default: nothing asked, nothing to miss

@@ -53,6 +53,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         Binding("b", "pin_baseline", "Pin A/B baseline", show=False, id="app.pin_baseline"),
         Binding("p", "pick_prompts", "Prompts", show=False, id="app.prompts"),
         Binding("S", "search", "Knob search", show=False, id="app.search"),
+        Binding("g", "gpu_detail", "GPU processes", show=False, id="app.gpu_detail"),
         # Ctrl+Q and Ctrl+C ask the same question as q: leaving must never stop the server by surprise
         # (ctrl+c hidden: the screen's own ctrl+c comes first in the footer's order, before ? and q)
         Binding("ctrl+q", "quit_console", "Quit", priority=True, id="app.quit_ctrl"),
@@ -71,6 +72,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         ("Requests / plots", "on a narrow terminal, show the recent requests in the plots' place", "toggle_requests"),
         ("Pin the A/B baseline", "the A/B strip compares every later configuration with the current one",
          "pin_baseline"),
+        ("GPU processes", "every process on the GPUs, as nvitop lists them; the server's marked", "gpu_detail"),
         ("Results", "past runs; compare two per cell", "results"),
         ("Sweep", "pick presets, run a quick sweep, see the winner", "sweep"),
         ("Knob search", "type a knob space; find its fastest configuration with few restarts (ddtune search)",
@@ -94,6 +96,14 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         Textual's default, markup on): they carry server text, which is never markup (tui.literal)."""
         self.said.append(message)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
+    def _on_delivery_complete(self, event) -> None:
+        """A file Textual delivered (a screenshot by its own path): said as plain text. Textual's own
+        handler says it with markup (``[$text-success]``), which every notification here shows raw."""
+        event.prevent_default()
+        if event.name == "screenshot":
+            self.notify(f"saved the screenshot to {event.path}" if event.path else "saved the screenshot",
+                        title="Screenshot", timeout=6)
 
     def on_mount(self) -> None:
         self._ticks = 0
@@ -167,8 +177,16 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         self.push_screen(ConfirmApply(changes), chosen)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Every action, its key in the title ("Edit knobs (k)"), so the palette teaches the keys."""
+        from dataclasses import replace
+
+        keys: dict[str, str] = {}
+        for binding in self.BINDINGS:  # an action's first binding, and that binding's first key ("q", not ctrl+c)
+            if isinstance(binding, Binding) and binding.action not in keys:
+                keys[binding.action] = self.get_key_display(replace(binding, key=binding.key.split(",")[0]))
         for title, help_text, action in self.ACTIONS:
-            yield SystemCommand(title, help_text, lambda action=action: self.run_action(action))
+            key = f" ({keys[action]})" if action in keys else ""
+            yield SystemCommand(title + key, help_text, lambda action=action: self.run_action(action))
         yield from (cmd for cmd in super().get_system_commands(screen) if cmd.title not in ("Quit",))
 
     def save_screenshot(self, filename: str | None = None, path: str | None = None,
@@ -182,6 +200,21 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         from tui.screenshot import deliver_screenshot
 
         return deliver_screenshot(self, filename, path)
+
+    def on_other_config_running(self, message) -> None:
+        """A start or restart met a server of another config file: ask before replacing it."""
+        from tui.screens.quit_dialog import ConfirmReplace
+
+        controller = self.controller
+
+        def chosen(replace: bool | None) -> None:
+            if replace and controller is not None:
+                controller.replace_other()
+                self.notify("replacing the other config's server", timeout=4)
+            else:
+                self.notify(f"kept pid {message.pid} running; u asks again", timeout=4)
+
+        self.push_screen(ConfirmReplace(message.pid, message.phase, message.theirs, message.ours), chosen)
 
     def action_start_server(self) -> None:
         if self.controller is not None:
@@ -239,6 +272,11 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         figures = self.controller.pin_baseline()
         self.notify(f"A/B baseline: {figures.name}; later configurations are compared with it", timeout=4)
 
+    def action_gpu_detail(self) -> None:
+        from tui.screens.gpu_detail import GpuDetail
+
+        self.push_screen(GpuDetail(self.main.gpu))
+
     def action_results(self) -> None:
         from tui.screens.results import ResultsScreen
 
@@ -272,8 +310,10 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
             if choice is not None:
                 self.run_worker(self._leave(choice == "stop"), exclusive=True, group="quit")
 
-        can_stop = self.controller is not None and self.controller.session.backend.CAN_STOP
-        self.push_screen(QuitDialog(can_stop=can_stop), chosen)
+        controller = self.controller
+        can_stop = controller is not None and controller.session.backend.CAN_STOP
+        running = controller is not None and controller.server_running
+        self.push_screen(QuitDialog(can_stop=can_stop, running=running), chosen)
 
     async def _leave(self, stop_server: bool) -> None:
         from tui.screens.search import SearchScreen

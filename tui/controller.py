@@ -54,7 +54,6 @@ class ConsoleController:
         self.session = ServerSession(config)
         self.file_config = config  # what the config file says; a re-attached server may run other knobs
         self.simulated = simulated
-        self.autostart_load = autostart_load
         self.load_concurrency = load_concurrency
         self.load_max_tokens = load_max_tokens
         self.load_window_s = load_window_s  # the rolling window of the plotted rates
@@ -62,6 +61,8 @@ class ConsoleController:
         self.load: LoadProcess | None = None
         self.figures = LoadFigures(config.knobs, lambda message: self._post(message))
         self._load_paused = False
+        self._load_said: tuple[bool, str] | None = None  # the load line as last said (said once each)
+        self._load_wanted = autostart_load  # the user wants the load on: it comes back with its server
         self._load_held: str | None = None  # a sweep or search on this server pauses the load until it ends
         self._load_drained = asyncio.Event()
         self.session.before_stop(self._pause_load_and_wait)
@@ -71,6 +72,7 @@ class ConsoleController:
         self.alarm: str | None = None    # the session's guard that tripped, until it clears
         self._post: Callable[[Message], object] = lambda message: None
         self._run_worker: Callable[..., Any] | None = None
+        self._replace: Callable[[], Any] | None = None  # the refused command again, replacing (after asking)
         self._last_view: ServerView | None = None
         self._progress_at = 0.0
 
@@ -78,33 +80,53 @@ class ConsoleController:
     def config(self) -> ServerConfig:
         return self.session.config
 
+    @property
+    def server_running(self) -> bool:
+        """Whether a server of this session's runs now (or is starting): not after a stop or a failed start."""
+        state = self.session.state
+        return self.stopped is None and state is not None and state.phase not in ("failed", "stopped")
+
     # --- wiring -----------------------------------------------------------------------------
     def attach(self, post: Callable[[Message], object], run_worker: Callable[..., Any]) -> None:
         """Start: ``post`` delivers messages to the screen, ``run_worker`` runs coroutines as workers."""
         self._post, self._run_worker = post, run_worker
         self.session.subscribe(self._on_event)
         self._publish()
-        self._command("starting or re-attaching", self.session.up(keep_running_knobs=True))
+        self.start()
         run_worker(self._telemetry(), group="telemetry", exit_on_error=False)
 
     def post(self, message: Message) -> None:
         self._post(message)
 
-    def _command(self, what: str, command) -> None:
+    def _command(self, what: str, command, replacing: Callable[[], Any] | None = None) -> None:
+        """Run a session command; ``replacing()``: the same command allowed to stop a server of
+        another config file, run only after the user said so (a refusal posts OtherConfigRunning)."""
         self.failure = self.stopped = None
         self.post(m.LogLinesRead((note_line(f"{what} the {self.config.backend} server on port {self.config.port}"),)))
         if self._run_worker is not None:
-            self._run_worker(self._await(command), group="server", exclusive=True, exit_on_error=False)
+            self._run_worker(self._await(command, replacing), group="server", exclusive=True, exit_on_error=False)
 
-    async def _await(self, command) -> None:
+    async def _await(self, command, replacing: Callable[[], Any] | None = None) -> None:
         from backends.core import DdtuneError
+        from backends.server import OtherConfigRuns
 
         try:
             await command
+        except OtherConfigRuns as exc:
+            self._replace = replacing
+            self.failure = f"{exc.message} (u: replace it, after asking)"
+            self._publish()
+            self.post(m.OtherConfigRunning(exc.state.pid, exc.state.phase, exc.theirs, self.config.source))
         except DdtuneError:
             pass  # the session reported it (CommandRefused)
         finally:
             self.session.watch()  # from now on, follow what other ddtune processes do
+
+    def replace_other(self) -> None:
+        """The user said yes: stop the other config's server and run the refused command."""
+        replacing, self._replace = self._replace, None
+        if replacing is not None:
+            self._command("replacing the other config's server with", replacing())
 
     def tick(self) -> None:
         """The app's periodic tick: elapsed and uptime move; posts only when the panel (or the A/B
@@ -128,6 +150,7 @@ class ConsoleController:
             if self.load is not None:  # the load's windows take acceptance from it where nothing else has it
                 self.load.decode(event.t, event.accept_len, event.running_req)
             if event.gen_throughput is not None:
+                self.figures.plotted = True
                 self.post(m.DecodeStatsRead(event.t, event.gen_throughput, event.accept_len))
             return
         if isinstance(event, PidChanged):
@@ -149,18 +172,15 @@ class ConsoleController:
             self.post(m.LogLinesRead((note_line(f"pid {event.pid} launched by {event.by}"),)))
         elif isinstance(event, Stopped):
             self.stopped = event.summary
-            if self.load is not None:
-                self.toggle_load()
             self.post(m.LogLinesRead((note_line(event.summary),)))
+            self._pause_load(f"{event.summary}; it resumes once a server is back and verified (u starts one)",
+                             "server stopped")
         elif isinstance(event, Settled):
-            if event.state.phase == "ready":
-                if self._load_held is None:
-                    self._resume_load()
-                if self.autostart_load and self.load is None:
-                    self.autostart_load = False
-                    self.toggle_load()
-            elif self.load is not None and self._load_held is None:
-                self.toggle_load()  # the new server failed: nothing to resume against
+            if event.state.phase == "ready" and self._load_held is None:
+                self._resume_load()
+            elif self._load_held is None:  # the new server failed: nothing to resume against yet
+                self._pause_load("the server failed to start; it resumes once a start succeeds (u retries)",
+                                 "server failed")
         elif isinstance(event, PhaseChanged) and event.progress.phase == "stopping-old":
             self._pause_load()
         self._progress_at = time.monotonic()
@@ -219,23 +239,33 @@ class ConsoleController:
     # --- commands ---------------------------------------------------------------------------
     def restart_with(self, knobs: dict[str, Any]) -> None:
         """Apply new knob values: the session validates them against the server before stopping it."""
-        self._command("restarting", self.session.restart(knobs=knobs))
+        self._command("restarting", self.session.restart(knobs=knobs),
+                      lambda: self.session.restart(knobs=knobs, replace=True))
 
     def start(self) -> None:
         """Start, re-attach, or retry after a failed start (keeps a tuned server's knobs)."""
-        self._command("starting or re-attaching", self.session.up(keep_running_knobs=True))
+        self._command("starting or re-attaching", self.session.up(keep_running_knobs=True),
+                      lambda: self.session.up(keep_running_knobs=True, replace=True))
 
     def stop(self) -> None:
         if not self.session.backend.CAN_STOP:
             self.post(m.LogLinesRead((note_line("this server is not ddtune's to stop (an endpoint)"),)))
             return
-        self._command("stopping", self.session.stop())
+        self._command("stopping", self._stop())
+
+    async def _stop(self) -> None:
+        """Pause the load first (its requests cancelled, not failed by a dying server), then stop."""
+        self._pause_load("the server is stopping (x); it resumes once a server is back and verified (u starts one)",
+                         "server stopped")
+        await self._drained()
+        await self.session.stop()
 
     def apply_config_file(self) -> bool:
         """Restart with the config file's knobs; False (nothing done) when the server already runs them."""
         if self.file_config.config_hash() == self.config.config_hash():
             return False
-        self._command("applying the config file", self.session.restart(config=self.file_config))
+        self._command("applying the config file", self.session.restart(config=self.file_config),
+                      lambda: self.session.restart(config=self.file_config, replace=True))
         return True
 
     # --- telemetry --------------------------------------------------------------------------
@@ -262,18 +292,20 @@ class ConsoleController:
     # --- coding load ---------------------------------------------------------------------
     # The load runs in its own process (workloads/live/proc.py): this process only renders. A server
     # restart (ours, a sweep's or another ddtune's) pauses it: requests in flight are cancelled and
-    # shown as "cancelled (restart)", never scored; it resumes once the new server is verified.
+    # shown as "cancelled" (grey; Enter says why), never scored; it resumes once the new server is verified.
     @property
     def load_running(self) -> bool:
         return self.load is not None
 
     def toggle_load(self) -> bool:
+        """The user's ``l``: only this (or leaving) stops the load; a server that stops pauses it."""
         if self.load is not None:
+            self._load_wanted = False
             if self._run_worker is not None:
                 self._run_worker(self.load.stop("stopped"), group="load-stop", exit_on_error=False)
             return False
-        if self._run_worker is not None:
-            self._run_worker(self._run_load(), group="load", exclusive=True, exit_on_error=False)
+        self._load_wanted = True
+        self._start_load()
         return True
 
     def choose_prompts(self, source: str) -> bool:
@@ -285,15 +317,41 @@ class ConsoleController:
         self.figures.new_source(self.config.knobs, source)
         if self.load is None or self._run_worker is None:
             return False
-        self._run_worker(self._run_load(), group="load", exclusive=True, exit_on_error=False)
+        self._start_load()
         return True
 
-    def _pause_load(self, why: str = "server restarting") -> None:
-        if self.load is not None and not self._load_paused:
+    def _start_load(self) -> None:
+        if self._run_worker is not None:
+            self._run_worker(self._run_load(), group="load", exclusive=True, exit_on_error=False)
+
+    def _say_load(self, running: bool, detail: str) -> None:
+        """The load line (the requests table's subtitle) and, for a change, a line in the log pane."""
+        if self._load_said == (running, detail):
+            return
+        self._load_said = (running, detail)
+        self.post(m.LoadStateChanged(running, detail))
+        self.post(m.LogLinesRead((note_line(f"load {'on' if running else 'off'}: {detail}"),)))
+
+    def _pause_load(self, why: str = "the server is restarting; it resumes once the new one is verified",
+                    share: str = "restart") -> None:
+        """Pause the load (its requests in flight cancelled, this configuration's run closed as
+        ``interrupted (share)``) and say why; a later pause only says its newer why."""
+        if self.load is None:
+            return
+        if not self._load_paused:
             self._load_paused = True
             self._load_drained = asyncio.Event()
-            self.load.pause()
-            self.post(m.LoadStateChanged(True, f"paused: {why}"))
+            self.load.pause(share)
+        self._say_load(True, f"paused: {why}")
+
+    async def _drained(self, limit_s: float = 15.0) -> None:
+        """Until the paused load's requests in flight are cancelled (at most ``limit_s``)."""
+        if self.load is None or not self._load_paused:
+            return
+        try:
+            await asyncio.wait_for(self._load_drained.wait(), limit_s)
+        except TimeoutError:
+            pass
 
     async def hold_load(self, what: str) -> None:
         """A sweep or search (``what``) needs this server to itself: pause the load, as Apply does,
@@ -302,11 +360,9 @@ class ConsoleController:
         if self.load is None:
             return
         self._load_held = what
-        self._pause_load(f"{what} running")
+        self._pause_load(f"{what} running; it resumes once the {what} is done", what)
         try:
-            await asyncio.wait_for(self._load_drained.wait(), 15.0)
-        except TimeoutError:
-            pass
+            await self._drained()
         except asyncio.CancelledError:  # left before it began: nothing holds the load any more
             self.release_load()
             raise
@@ -320,8 +376,9 @@ class ConsoleController:
         state = self.session.state
         if state is not None and state.phase == "ready":
             self._resume_load()
-        elif state is not None and state.phase == "failed" and self.load is not None:
-            self.toggle_load()
+        elif state is not None and state.phase == "failed":
+            self._pause_load("the server failed to start; it resumes once a start succeeds (u retries)",
+                             "server failed")
 
     async def _pause_load_and_wait(self) -> None:
         """Before our own restart stops the server: pause the load and wait until its requests in
@@ -332,10 +389,13 @@ class ConsoleController:
         await self._load_drained.wait()
 
     def _resume_load(self) -> None:
+        """The server is back and verified: a paused load resumes, one that ended with it starts again."""
         if self.load is not None and self._load_paused:
             self._load_paused = False
             self.load.resume()
-            self.post(m.LoadStateChanged(True, f"{self.load_concurrency} streams of {self.load_prompts}"))
+            self._say_load(True, f"{self.load_concurrency} streams of {self.load_prompts}")
+        elif self.load is None and self._load_wanted:
+            self._start_load()
 
     async def _run_load(self) -> None:
         from workloads.live import LoadPaused, LoadProcess, LoadStarted, LoadStopped, RequestDone
@@ -350,24 +410,30 @@ class ConsoleController:
                 if isinstance(event, RequestDone):
                     if event.ok:
                         self.session.observe_request(event.accept_len)
-                    row = event.row()
-                    if row["verdict"] == "cancelled":
-                        row["verdict"] = "cancelled (restart)"
-                    self.post(m.RequestFinished(row))
+                    self.post(m.RequestFinished(event.row()))  # a pause's cut-off request: "cancelled" (grey)
                 elif isinstance(event, LoadPaused):
                     self._load_drained.set()
                 elif isinstance(event, LoadStarted):
                     self.post(m.LoadSourceChanged(event.prompts))
-                    self.post(m.LoadStateChanged(True, f"{event.concurrency} streams of {event.prompts}"))
+                    self._say_load(True, f"{event.concurrency} streams of {event.prompts}")
                     if self._run_worker is not None:
                         self._run_worker(self._find_no_spec_baseline(event.concurrency), group="baseline",
                                          exclusive=True, exit_on_error=False)
-                elif isinstance(event, LoadStopped) and self.load is proc:
-                    self.post(m.LoadStateChanged(False, event.error or event.reason))
+                elif isinstance(event, LoadStopped) and self.load is proc:  # not a load replaced by another source
+                    self._say_load(False, self._load_end(event.error or event.reason))
         finally:
             if self.load is proc:  # a load restarted on another source is already the next one
                 self.load = None
             await proc.stop("stopped")
+
+    def _load_end(self, why: str) -> str:
+        """Why the load ended, and how it comes back when the user did not stop it."""
+        if not self._load_wanted:
+            return why
+        state = self.session.state
+        if state is not None and state.phase == "ready" and not self.stopped:
+            return f"{why}; l starts it again"
+        return f"{why}; it starts again once a server is back and verified"
 
     async def _find_no_spec_baseline(self, concurrency: int) -> None:
         """The tok/s plot's reference line: a saved no-speculation tok/s of this model (a thread reads runs/)."""
@@ -381,6 +447,7 @@ class ConsoleController:
 
     # --- leaving ----------------------------------------------------------------------------
     async def detach(self, stop_server: bool) -> None:
+        self._load_wanted = False
         if self.load is not None:
             await self.load.stop("stopped")
         try:

@@ -27,6 +27,7 @@ class LoadFigures:
         self.ab = LiveAB(knobs)
         self._post = post
         self._shown = -1  # the A/B version the strip shows
+        self.plotted = False  # a point is on the plots (the load's, or the server's decode lines'): a change is marked
 
     def on_load_event(self, event: LoadProcEvent) -> None:
         if isinstance(event, StatsUpdated):
@@ -35,6 +36,7 @@ class LoadFigures:
             # A rate over the first moments after a (re)start reads the requests' time to first
             # token, not the server's pace: the plots start once a second of it is in.
             if not s.paused and one.measured_s >= MIN_MEASURED_S:
+                self.plotted = True
                 self._post(m.LoadWindowUpdated(time.monotonic(), roll.tokens_per_s, roll.acceptance, s.in_flight,
                                                one.tokens_per_s, roll.approx or one.approx, roll.window_s,
                                                roll.acceptance_source))
@@ -55,9 +57,11 @@ class LoadFigures:
         self.tick()
 
     def config_changed(self, knobs: Mapping[str, KnobValue], label: str) -> None:
-        """A restart to other knobs: a labelled marker on both plots, a new configuration in the A/B."""
-        self.ab.mark(knobs, label)
-        self._post(m.ConfigMarked(time.monotonic(), label))
+        """A restart to other knobs: a labelled marker on both plots, a new configuration in the A/B.
+        A change before anything was plotted or measured (a re-attached server tuned before this
+        session) only names what runs: no marker for a change the plots never saw."""
+        if self.ab.mark(knobs, label) or self.plotted:
+            self._post(m.ConfigMarked(time.monotonic(), label))
 
     def pin(self) -> ConfigFigures:
         """Pin the current configuration as the A/B's baseline; the strip shows it at once."""

@@ -109,3 +109,14 @@ class LoadSourceChanged(Message):
     """The live load's prompt source (coding, a file, ...): the A/B strip and the plots name it."""
 
     source: str
+
+
+@dataclass
+class OtherConfigRunning(Message):
+    """A start or restart was refused: the server here runs another config file. The app asks
+    whether to replace it (the controller's ``replace_other``) or keep it."""
+
+    pid: int | None
+    phase: str
+    theirs: str   # the running server's config file
+    ours: str     # the console's config file

@@ -28,7 +28,7 @@ def _knobs(run: dict) -> str:
     knobs = server.get("knobs") if isinstance(server, dict) else None
     if not isinstance(knobs, dict):
         return "-"
-    return " ".join(f"{k}={v}" for k, v in knobs.items()) or "-"
+    return " ".join(f"{k}={v}" for k, v in knobs.items() if v is not None) or "-"  # an unset knob: not "budget=None"
 
 
 def _summary(run: dict, cells: list[dict], status: str, load: LoadRun | None = None) -> str:
@@ -96,6 +96,9 @@ def _run_row(path: Path) -> RunRow:
     cells = list(read_cells(path / "cells.jsonl"))
     status = status_of(run)  # a run still marked running whose process is gone shows as interrupted
     load = read_load_run(path) if run.get("kind") == "load" else None
+    why = load.summary.get("reason") if load is not None else None
+    if status == "interrupted" and isinstance(why, str) and why:
+        status = f"interrupted ({why})"  # a console load's share cut short by a restart or a stop
     return RunRow(path, str(run.get("id", path.name)), str(run.get("kind", "?")), status,
                   _knobs(run), tuple(cells), _summary(run, cells, status, load), load)
 
@@ -184,7 +187,7 @@ def open_text(row: RunRow) -> str:
             lines.append(row.summary)
         if rounds:
             lines += ["", "rounds (each a sweep): " + ", ".join(rounds),
-                      f"a round's full report: ddtune report {path}/{rounds[-1]}"]
+                      f"its rounds' full report: ddtune report {path}"]
         return "\n".join(lines)
     try:
         text = report_text([str(path)], "md")

@@ -23,16 +23,22 @@ def write_screenshot(app: App, filename: str | None, folder: str | Path) -> Path
 
 def deliver_screenshot(app: App, filename: str | None, folder: str | Path | None) -> str | None:
     """What the palette's command does: save to ``folder`` (else the Downloads folder, as Textual
-    does) and say where, or why not, in a notification."""
+    does, or ddtune's state dir where there is no Downloads folder, as on most servers) and say
+    where, or why not, in a plain-text notification."""
     from platformdirs import user_downloads_path
 
-    from backends.core import DdtuneError
+    from backends.core import DdtuneError, state_dir
 
+    why = ""
     try:
-        target = write_screenshot(app, filename, folder or user_downloads_path())
+        if folder is None:
+            folder = user_downloads_path()
+            if not folder.is_dir():
+                why, folder = f" (there is no {folder})", state_dir()
+        target = write_screenshot(app, filename, folder)
     except DdtuneError as exc:
         app.notify(f"screenshot not saved: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""),
                    title="Screenshot", severity="error", timeout=10)
         return None
-    app.notify(f"saved the screenshot to {target}", title="Screenshot", timeout=6)
+    app.notify(f"saved the screenshot to {target}{why}", title="Screenshot", timeout=6)
     return str(target)

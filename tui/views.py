@@ -50,6 +50,19 @@ class GpuRow:
 
 
 @dataclass(frozen=True)
+class GpuProcRow:
+    """One process on one GPU, as the GPU detail lists it (nvitop's process table)."""
+
+    gpu: int
+    pid: int
+    user: str                      # "?" where it cannot be read (another pid namespace, exited)
+    mem_gib: float | None          # None: NVML did not say
+    util: int | None               # its share of the GPU's SM time lately (percent); None: no sample
+    command: str
+    owner: str = ""                # "server" (the console's), a lane's label, or "" (someone else's)
+
+
+@dataclass(frozen=True)
 class GpuView:
     available: bool
     reason: str | None = None
@@ -57,3 +70,4 @@ class GpuView:
     server_summary: str | None = None
     host: str | None = None
     lanes: tuple[str, ...] = ()    # one line per lane server: its pid and memory on which GPUs
+    processes: tuple[GpuProcRow, ...] = ()  # every GPU process, by GPU then memory (the GPU detail's table)

@@ -95,6 +95,13 @@ def url_problem(text: str) -> str | None:
     return None
 
 
+def server_base(url: str) -> str:
+    """A server's base URL as ddtune joins paths to it: no trailing slash, and no ``/v1`` (the
+    OpenAI-style base people paste: ``http://host:30000/v1`` asked ``/v1/v1/models``)."""
+    url = url.rstrip("/")
+    return url[:-3].rstrip("/") if url.endswith("/v1") else url
+
+
 def positive(source: str, where: str, value: Any, fix: str, integer: bool = False,
              error: type[DdtuneError] = ConfigError) -> Any:
     """A finite number (an integer when ``integer``) greater than 0."""

@@ -78,18 +78,19 @@ def user_umask() -> int:
     return -1 if _USER_UMASK is None else _USER_UMASK
 
 
-def state_dir() -> Path:
+def state_dir(create: bool = True) -> Path:
     """``$DDTUNE_STATE_DIR``, else ``$XDG_STATE_HOME/ddtune``, else ``~/.local/state/ddtune``.
 
-    Created 0700; an existing one must be a directory of the effective user's that nobody else may
-    write (backends.core.statefs.trusted_dir, checked on every call: it is one lstat)."""
+    Created 0700 (``create=False``: not made when missing, for a reader that only looks); an existing
+    one must be a directory of the effective user's that nobody else may write
+    (backends.core.statefs.trusted_dir, checked on every call: it is one lstat)."""
     explicit = os.environ.get("DDTUNE_STATE_DIR")
     if explicit:
         path = Path(explicit).expanduser()
     else:
         base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
         path = Path(base) / "ddtune"
-    return trusted_dir(path)
+    return trusted_dir(path, create=create)
 
 
 # The folder of "the server we manage" here: the state dir itself, or a parallel sweep's lane folder

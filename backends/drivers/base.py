@@ -64,7 +64,7 @@ class Backend(ABC):
         return ServerState(backend=self.NAME, pid=None, pgid=None, host=self.config.host, port=self.config.port,
                            url=self.base_url, config_hash=self.config.config_hash(), knobs=dict(self.config.knobs),
                            log_path=None, started_at=time.time(), argv=tuple(plan.argv),
-                           config_source=self.config.source).with_(**fields)
+                           config_source=self.config.origin).with_(**fields)
 
     def api_key(self, state: ServerState | None = None) -> str | None:
         """The key every request to this server carries: the ``--api-key`` ddtune launched it with

@@ -47,7 +47,7 @@ class EndpointBackend(Backend):
             backend=self.NAME, pid=None, pgid=None, host=urlparse(self.base_url).hostname or "",
             port=self.port or 0, url=self.base_url, config_hash=self.config.config_hash(),
             knobs=dict(self.config.knobs), log_path=self.config.log_file, started_at=time.time(),
-            config_source=self.config.source,
+            config_source=self.config.origin,
         )
 
     def connect_grace(self) -> ConnectGrace:

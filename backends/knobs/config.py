@@ -18,7 +18,8 @@ from typing import Any
 from backends.core.apikey import argv_secrets, remember
 from backends.core.datafile import read_toml
 from backends.core.errors import ConfigError, UsageError
-from backends.core.fields import MAX_ARG, MAX_NAME, expect, fail, key_name, positive, shown, url_problem
+from backends.core.fields import (MAX_ARG, MAX_NAME, expect, fail, key_name, positive, server_base, shown,
+                                  url_problem)
 from backends.knobs.decl import KnobTable, read_declarations
 from backends.knobs.engine import engine
 from backends.knobs.shipped import DEFAULT_KNOBS, SHIPPED, shipped_table
@@ -64,6 +65,7 @@ class ServerConfig:
     knob_map: dict[str, KnobRoute] = field(default_factory=dict)
     source: str = "<built-in default: simulator>"
     declared: tuple[KnobSpec, ...] = ()  # the config's own [knob.NAME] declarations
+    inferred: str | None = None  # the backend was not written but read from the other fields: says which and why
 
     @property
     def engine(self) -> str:
@@ -79,10 +81,16 @@ class ServerConfig:
     @property
     def base_url(self) -> str:
         if self.url:
-            return self.url.rstrip("/")
+            return server_base(self.url)
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
         host = f"[{host}]" if ":" in host and not host.startswith("[") else host  # an IPv6 address
         return f"http://{host}:{self.port}"
+
+    @property
+    def origin(self) -> str:
+        """Which config this is, for the record: the file's real path (the same from any working
+        directory or spelling), else the source as it is (the built-in default)."""
+        return os.path.realpath(self.source) if os.path.isfile(self.source) else self.source
 
     def with_knobs(self, updates: dict[str, KnobValue]) -> ServerConfig:
         merged = dict(self.knobs)
@@ -239,12 +247,30 @@ def _server_settings(source: str, server: dict[str, Any]) -> dict[str, Any]:
         kw["extra_args"] = _extra_args(source, server["extra_args"])
     if "env" in server:
         kw["env"] = _env(source, server["env"])
-    backend = kw.get("backend", "sim")
+    if "backend" not in kw:
+        kw["backend"], kw["inferred"] = _inferred_backend(source, server)
+    backend = kw["backend"]
     if backend == "systemd" and not kw.get("unit"):
         raise _fail(source, at("unit"), "the systemd backend needs a unit name", 'unit = "sglang.service"')
     if backend == "endpoint" and not kw.get("url"):
         raise _fail(source, at("url"), "the endpoint backend needs a URL", 'url = "http://127.0.0.1:30000"')
     return kw
+
+
+# what a [server] table without ``backend`` names -> the backend it means: a real server is never
+# silently replaced by the simulator (a user on a GPU box would measure it and believe it)
+_INFERRED = (("unit", "systemd"), ("python", "sglang"), ("model", "sglang"), ("url", "endpoint"))
+
+
+def _inferred_backend(source: str, server: dict[str, Any]) -> tuple[str, str]:
+    """The backend a config without ``backend`` runs, and the one line that says so."""
+    for key, backend in _INFERRED:
+        if key in server:
+            named = " and ".join(f"'{k}'" for k, b in _INFERRED if b == backend and k in server)
+            return backend, (f"{source}: no [server] backend; it names {named}, so it runs {backend} "
+                             f'(write backend = "{backend}" to say so, or backend = "sim" for the simulator)')
+    return "sim", (f"{source}: no [server] backend, python or model: it is the built-in SGLang simulator "
+                   f'(write backend = "sglang" with python and model for a real server, or backend = "sim")')
 
 
 def _extra_args(source: str, extra: Any) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from backends.core.errors import ServerError
+from backends.core.errors import DdtuneError, ServerError
 from backends.core.paths import state_dir
 from backends.core.statefs import StateWriteError, read_state_file, trusted_dir, write_atomic
 from backends.core.plaintext import plain
@@ -39,6 +39,34 @@ def installed_version(python: str, env: dict[str, str]) -> str | None:
 def _cache_file(version: str, engine: str = "sglang"):
     safe = re.sub(r"[^A-Za-z0-9._+-]", "_", version)
     return trusted_dir(state_dir() / "help") / f"{engine}-{safe}.txt"
+
+
+def cached_helps() -> dict[str, bytes]:
+    """Every ``--help`` cached in this state dir, by file name (read as the cache is: never through a
+    link); nothing is made where there is no state dir or cache yet."""
+    try:
+        folder = trusted_dir(state_dir(create=False) / "help", create=False)
+    except (FileNotFoundError, DdtuneError):  # none yet, or not one ddtune may read: ask --help then
+        return {}
+    found = {}
+    for path in sorted(folder.glob("sglang-*.txt")):
+        try:
+            data = read_state_file(path)
+        except OSError:
+            continue  # over the size a help text has, or unreadable: that one is asked afresh
+        if data is not None:
+            found[path.name] = data
+    return found
+
+
+def seed_helps(found: dict[str, bytes]) -> None:
+    """Put ``cached_helps()`` of another state dir into this one's cache (a selftest's temporary state
+    dir: the user's SGLang printed its --help for ddtune before; no need to import it again)."""
+    for name, data in found.items():
+        try:
+            write_atomic(trusted_dir(state_dir() / "help") / name, data)
+        except StateWriteError:
+            return  # the selftest asks --help itself then
 
 
 _SGLANG_FIX = "set [server] python to the interpreter that has sglang installed"

@@ -12,13 +12,15 @@ The sampler's calls block (each NVML call takes microseconds to milliseconds); a
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal
+
+from backends.machine.gpuprocs import holds_nvidia_device, process_name, process_utilization, start_ticks, \
+    user_and_command
 
 NO_DRIVER_HINT = "GPU telemetry unavailable; everything else in ddtune works"
 HOST_PID_HINT = ("NVML reports process ids from another pid namespace (a container without the host's pids): "
@@ -54,6 +56,9 @@ class GpuProcess:
     name: str | None             # None when the pid is not visible in our pid namespace
     visible: bool                # the pid exists here and (where we can tell) holds an NVIDIA device
     is_server: bool
+    sm_util: int | None = None   # its share of this GPU's SM time lately (percent); None: NVML has no sample
+    user: str | None = None      # its user (visible processes only)
+    command: str | None = None   # its command line, plain and cut (backends.machine.gpuprocs)
 
 
 @dataclass(frozen=True)
@@ -110,42 +115,6 @@ def unavailable(reason: str, hint: str | None = NO_DRIVER_HINT) -> GpuSnapshot:
     return GpuSnapshot(available=False, reason=reason, hint=hint, timestamp=time.time())
 
 
-def holds_nvidia_device(pid: int) -> bool | None:
-    """True if the process has a /dev/nvidia* file open, False if it has none, None if we cannot tell."""
-    fd_dir = f"/proc/{pid}/fd"
-    try:
-        names = os.listdir(fd_dir)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return None
-    for name in names:
-        try:
-            if os.readlink(f"{fd_dir}/{name}").startswith("/dev/nvidia"):
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def _process_name(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as fh:
-            return fh.read().strip() or None
-    except OSError:
-        return None
-
-
-def _start_ticks(pid: int) -> str | None:
-    """The process's start time in clock ticks (field 22 of /proc/pid/stat): tells a reused pid apart."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[-1].split()[19] if ")" in stat else None
-
-
 def _decode(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
@@ -166,6 +135,7 @@ class GpuSampler:
         self._driver: str | None = None
         self._mem_v2: bool | None = None
         self._pid_verdicts: dict[tuple[int, str], str | Literal[False]] = {}
+        self._pid_info: dict[tuple[int, str], tuple[str | None, str | None]] = {}  # (user, command)
 
     @property
     def _nv(self) -> ModuleType:
@@ -255,6 +225,7 @@ class GpuSampler:
         now = time.time()
         devices: list[GpuDevice] = []
         raw_procs: dict[tuple[int, int], list[Any]] = {}   # (pid, device) -> [bytes|None, kinds]
+        utils: dict[tuple[int, int], int] = {}              # (pid, device) -> SM %
         warnings: list[str] = []
         for index, handle in enumerate(self._handles):
             name, uuid = self._static[index]
@@ -264,6 +235,7 @@ class GpuSampler:
                                          unsupported=("handle",)))
                 continue
             devices.append(self._read_device(index, handle, name, uuid))
+            utils.update({(pid, index): util for pid, util in process_utilization(nv, handle).items()})
             for kind, fn_name in (("C", "nvmlDeviceGetComputeRunningProcesses"),
                                   ("G", "nvmlDeviceGetGraphicsRunningProcesses")):
                 fn = getattr(nv, fn_name, None)
@@ -278,7 +250,7 @@ class GpuSampler:
                     if used is not None:
                         entry[0] = max(entry[0] or 0, int(used))
                     entry[1] = "C+G" if entry[1] and entry[1] != kind else kind
-        processes, host_pids, proc_warnings = self._attribute(raw_procs, server_pids)
+        processes, host_pids, proc_warnings = self._attribute(raw_procs, server_pids, utils)
         warnings.extend(proc_warnings)
         share = None if host_pids or not server_pids else self._share(processes)
         return GpuSnapshot(
@@ -328,19 +300,27 @@ class GpuSampler:
     def _visible(self, pid: int) -> str | Literal[False]:
         """False when the pid NVML reports is not a process of our namespace that uses a GPU; else its
         name (None if unreadable). Cached per (pid, start time), so a reused pid is judged afresh."""
-        start = _start_ticks(pid)
+        start = start_ticks(pid)
         if start is None:
             return False
         key = (pid, start)
         if key not in self._pid_verdicts:
             if len(self._pid_verdicts) > 4096:
                 self._pid_verdicts.clear()
+                self._pid_info.clear()
             holds = self._holds_gpu(pid)
-            self._pid_verdicts[key] = False if holds is False else (_process_name(pid) or "")
+            self._pid_verdicts[key] = False if holds is False else (process_name(pid) or "")
+            if holds is not False:
+                self._pid_info[key] = user_and_command(pid)
         return self._pid_verdicts[key]
 
-    def _attribute(self, raw: dict[tuple[int, int], list[Any]],
-                   server_pids: frozenset[int]) -> tuple[tuple[GpuProcess, ...], bool, list[str]]:
+    def _info(self, pid: int) -> tuple[str | None, str | None]:
+        """(user, command) of a visible pid, as read when it was first seen."""
+        start = start_ticks(pid)
+        return self._pid_info.get((pid, start), (None, None)) if start is not None else (None, None)
+
+    def _attribute(self, raw: dict[tuple[int, int], list[Any]], server_pids: frozenset[int],
+                   utils: dict[tuple[int, int], int]) -> tuple[tuple[GpuProcess, ...], bool, list[str]]:
         names = {pid: self._visible(pid) for pid in {pid for pid, _ in raw}}
         visible = {pid: name is not False for pid, name in names.items()}
         host_pids = bool(visible) and not any(visible.values())
@@ -352,10 +332,12 @@ class GpuSampler:
         elif hidden:
             warnings.append("GPU process ids not visible here (exited, or from another pid namespace): "
                             + ", ".join(str(p) for p in hidden))
+        info = {pid: self._info(pid) if ok else (None, None) for pid, ok in visible.items()}
         processes = tuple(
             GpuProcess(pid=pid, device_index=dev, used_bytes=used, kind=kind,
                        name=names[pid] or None, visible=visible[pid],
-                       is_server=visible[pid] and not host_pids and pid in server_pids)
+                       is_server=visible[pid] and not host_pids and pid in server_pids,
+                       sm_util=utils.get((pid, dev)), user=info[pid][0], command=info[pid][1])
             for (pid, dev), (used, kind) in sorted(raw.items(), key=lambda item: (item[0][1], item[0][0]))
         )
         return processes, host_pids, warnings

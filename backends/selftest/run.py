@@ -1,5 +1,5 @@
-"""The order of ``ddtune selftest``: build, flags, start (agreeing draft), draft runner line,
-acceptance, GPU, knob restart (random draft, another window), collapse alarm, stop.
+"""The order of ``ddtune selftest``: build and flags side by side, start (agreeing draft), draft
+runner line, acceptance, GPU, knob restart (random draft, another window), collapse alarm, stop.
 
 A check that cannot run because an earlier one failed is a skip naming that check; the stop runs
 whatever happened, so nothing is left running.
@@ -7,13 +7,16 @@ whatever happened, so nothing is left running.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 
 from backends.knobs.config import ServerConfig
 from backends.core.errors import UsageError
+from backends.knobs.serverhelp import cached_helps, seed_helps
 from backends.selftest.checks import (
     Check, Report, _acceptance_checks, _collapse_check, _first_line, _flags_check, _stop_check, draft_runner_check,
     gpu_check, temporary_state_dir,
@@ -50,22 +53,30 @@ async def run_selftest(config: ServerConfig, on_event: Callable | None = None, *
     state_dir = os.path.join(root, "state")
     os.makedirs(state_dir, mode=0o700, exist_ok=True)
     checks = report.checks
+    helps = cached_helps()  # the user's state dir: their SGLang's --help, cached by ddtune before
+    models = os.path.join(root, "models")
     try:
-        check, built = engine_test(config).build(config, os.path.join(root, "models"), block)
-        checks.append(check)
-        if built is None:
-            _skip_rest(checks, "build")
-            return report
-        derived = derive(config, built["target"], built["draft_agree"], free_port(config.host), kept, block,
-                         ready_timeout_s)
+        # the flags are read from the server's --help while the builder writes the tiny models: two
+        # processes side by side (the derived config names where the builder writes; the flags check
+        # reads no model)
+        derived = derive(config, os.path.join(models, "target"), os.path.join(models, "draft-agree"),
+                         free_port(config.host), kept, block, ready_timeout_s)
         test = engine_test(derived)
         if test.start_at_block and derived.knobs.get(test.restart_knob) is None:
             # the draft's whole block (block - 1 drafted tokens): what "near the block" is judged on
             derived = derived.with_knobs({test.restart_knob: block - 1})
         with temporary_state_dir(state_dir):
-            check, report.version = _flags_check(derived, make_backend(derived))
-            checks.append(check)
-            if check.status == "fail":
+            seed_helps(helps)  # a --help this SGLang printed before is not asked again
+            (build, built), (flags, report.version) = await asyncio.gather(
+                asyncio.to_thread(test.build, config, models, block),
+                asyncio.to_thread(_flags_check, derived, make_backend(derived)))
+            checks.append(build)
+            if built is None:
+                _skip_rest(checks, "build")
+                return report
+            derived = replace(derived, model=built["target"], draft_model=built["draft_agree"])
+            checks.append(flags)
+            if flags.status == "fail":
                 _skip_rest(checks, "flags")
                 return report
             await _serve(derived, built, block, report, on_event, tree_pids, ServerSession)
@@ -127,6 +138,4 @@ async def _serve(derived: ServerConfig, built: dict, block: int, report: Report,
 
 
 def _with_draft(config: ServerConfig, draft: str) -> ServerConfig:
-    from dataclasses import replace
-
     return replace(config, draft_model=draft)

@@ -23,6 +23,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "backends.server.lane_gpu": ("lane_shares", "lane_trees", "LaneShare", "LaneTree"),
     "backends.server.lanecontrol": ("stop_lane_servers",),
     "backends.server.lanes": ("lane_servers", "LaneServer", "live_lane_pids"),
+    "backends.server.lifecycle": ("OtherConfigRuns",),
     "backends.server.release": ("gpu_holders",),
     "backends.server.session": ("ServerSession",),
     "backends.server.snapshot": ("current_server", "is_alive", "launched_api_key", "record_reason",

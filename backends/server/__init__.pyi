@@ -17,6 +17,7 @@ from backends.server.events import (AlarmCleared as AlarmCleared, AlarmRaised as
 from backends.server.lane_gpu import (lane_shares as lane_shares, lane_trees as lane_trees, LaneShare as LaneShare,
                                       LaneTree as LaneTree)
 from backends.server.lanecontrol import stop_lane_servers as stop_lane_servers
+from backends.server.lifecycle import OtherConfigRuns as OtherConfigRuns
 from backends.server.lanes import (lane_servers as lane_servers, LaneServer as LaneServer,
                                    live_lane_pids as live_lane_pids)
 from backends.server.release import gpu_holders as gpu_holders

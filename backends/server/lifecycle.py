@@ -10,6 +10,7 @@ under the session's lifecycle lock, on the record the session read under it.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 
 from backends.core.errors import UsageError
@@ -24,6 +25,38 @@ from backends.server.record import RecordFile
 BEFORE_STOP_S = 10.0    # the most a before_stop hook may delay a restart
 
 Note = Callable[[str], None]
+
+
+class OtherConfigRuns(UsageError):
+    """A lifecycle command for one config file met a live server of another config file in the same
+    state dir. It is never stopped without asking: a typo in ``--config`` must not throw away a
+    six-minute model load. ``replace=True`` is the asking (``--replace``, the console's dialog)."""
+
+    def __init__(self, state: ServerState, config: ServerConfig) -> None:
+        theirs = state.config_source or "another config"
+        ours = f"--config {config.source} " if os.path.isfile(config.source) else ""
+        super().__init__(
+            f"pid {state.pid} ({state.backend}, {state.phase}) runs another config, {theirs}; "
+            f"not stopping it for {config.source}",
+            hint=f"`ddtune {ours}up --replace` stops it and starts this config's server "
+                 f"(restart takes --replace too); `ddtune down` only stops it")
+        self.state = state
+        self.theirs = theirs
+
+
+def refuse_other_config(state: ServerState | None, config: ServerConfig, replace: bool) -> None:
+    """Raise OtherConfigRuns when ``state`` (the record as it stands, read under the lifecycle lock)
+    is a live server ddtune started from another config file than ``config``'s, unless ``replace``.
+    A record that does not say its config (written before ddtune kept it) is taken as this one's."""
+    if replace or state is None or state.phase not in ("ready", "starting") or state.config_source is None:
+        return
+    if driver_flags(state.backend).attaches:
+        return  # an endpoint is nobody's to stop
+    recorded = state.config_source
+    same = recorded in (config.origin, config.source) or (
+        os.path.isfile(recorded) and os.path.realpath(recorded) == config.origin)
+    if not same:
+        raise OtherConfigRuns(state, config)
 
 
 async def stop_for_restart(old: ServerState | None, driver: Backend, record: RecordFile, note: Note,
@@ -98,7 +131,7 @@ def running_knobs(config: ServerConfig, state: ServerState) -> tuple[ServerConfi
     file_knobs = config.knobs
     diff = ", ".join(f"{k}={knob_text(v)} (the file says {knob_text(file_knobs.get(k))})"
                      for k, v in state.knobs.items() if file_knobs.get(k) != v)
-    return running, (f"pid {state.pid} runs {diff}: keeping its knobs; apply the config file with "
+    return running, (f"it runs {diff}, kept; apply the config file with "
                      f"`ddtune up --apply-config` (or `a` in the console)")
 
 

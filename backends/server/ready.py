@@ -68,6 +68,7 @@ async def until_ready(driver: Backend, state: ServerState, facts: LogFacts, log:
             last = result.reason
             if result.ready:
                 return Outcome(None, probe.generations, time.monotonic())
+            last = result.reason
             if grace is not None:
                 detail, failure = grace.check(result, time.monotonic())
                 if detail and phases.tracker.phase == WAITING:  # "connection refused at URL"

@@ -42,7 +42,7 @@ from backends.server.events import (
     NoteAdded, PhaseChanged, PidChanged, Settled, Stopped, Verified,
 )
 from backends.server.launchrec import adopt_lost_launch, launch_recorded, prove_recordable
-from backends.server.lifecycle import running_knobs, stop_for_down, stop_for_restart, uncancelled
+from backends.server.lifecycle import refuse_other_config, running_knobs, stop_for_down, stop_for_restart, uncancelled
 from backends.server.logfollow import TAIL_LINES, LogFacts, LogFollower
 from backends.server.phases import Phases
 from backends.server.ready import until_ready
@@ -159,18 +159,20 @@ class ServerSession(EventHub):
         """The recorded server, with phase ``stale`` when its pid is gone or was reused."""
         return as_it_stands(self.record.load(self._on_note))
 
-    async def up(self, keep_running_knobs: bool = False) -> ServerState:
+    async def up(self, keep_running_knobs: bool = False, replace: bool = False) -> ServerState:
         """Re-attach to a live server running this config, else (re)start it; wait until ready.
 
         ``keep_running_knobs``: a live server of this config file that runs other knobs (tuned with
         the console, a sweep or ``restart --set``) is kept, knobs and all, and a note says how they
-        differ from the file; a full model reload is never the silent price of re-attaching."""
-        return await self._command(lambda: self._up(keep_running_knobs))
+        differ from the file; a full model reload is never the silent price of re-attaching.
+        ``replace``: a live server of another config file may be stopped (else OtherConfigRuns)."""
+        return await self._command(lambda: self._up(keep_running_knobs, replace))
 
-    async def restart(self, config: ServerConfig | None = None, knobs: dict[str, Any] | None = None) -> ServerState:
+    async def restart(self, config: ServerConfig | None = None, knobs: dict[str, Any] | None = None,
+                      replace: bool = False) -> ServerState:
         """Stop the server and start it with ``config`` (or these knob changes), even if unchanged."""
         self._set_config(config or (self.config.with_knobs(knobs) if knobs else self.config))
-        return await self._command(self._restart)
+        return await self._command(lambda: self._restart(replace))
 
     async def apply(self, config: ServerConfig) -> ServerState:
         """Make the server run ``config``: re-attach when it already does, else restart."""
@@ -248,7 +250,7 @@ class ServerSession(EventHub):
         helptext = self.backend.learn_help()
         return plan_launch(self.config, helptext.text, self.backend.command_prefix(), helptext.version or "unknown")
 
-    async def _up(self, keep_running_knobs: bool = False) -> ServerState:
+    async def _up(self, keep_running_knobs: bool = False, replace: bool = False) -> ServerState:
         """Decided under the lock, on the one read of the record."""
         if self.backend.ATTACHES:
             self.phases.waiting(self.backend.base_url)
@@ -256,19 +258,22 @@ class ServerSession(EventHub):
         async with self._lock("up"):
             recorded = adopt_lost_launch(self.record, self._on_note)
             state = as_it_stands(recorded)
+            refuse_other_config(state, self.config, replace)
             live = state is not None and state.backend == self.config.backend and state.phase in ("ready", "starting")
+            why = "it already runs this config"
             if live and keep_running_knobs and state is not None and state.config_hash != self.config.config_hash():
                 kept = running_knobs(self.config, state)
                 if kept is not None:
                     self._set_config(kept[0])  # readers (the console's A/B) label what runs, not the file
-                    self._on_note(kept[1])
+                    why = kept[1]
             if live and state is not None and state.config_hash == self.config.config_hash():
-                return await self._reattach(state)
+                return await self._reattach(state, why)
             return await self._restart_locked(recorded)
 
-    async def _reattach(self, state: ServerState) -> ServerState:
-        """Follow a server an earlier ddtune started (same pid, same start time) until it is ready."""
-        self._on_note(f"re-attached to pid {state.pid} ({state.phase}): it already runs this config")
+    async def _reattach(self, state: ServerState, why: str) -> ServerState:
+        """Follow a server an earlier ddtune started (same pid, same start time) until it is ready;
+        ``why``: what it runs (this config, or its own knobs kept), said in the one note."""
+        self._on_note(f"re-attached to pid {state.pid} ({state.phase}): {why}")
         if state.phase == "ready":
             async with ReadinessProbe(state.url, state.port, state.pid, api_key=self.backend.api_key(state),
                                       dialect=self.backend.DIALECT) as probe:
@@ -276,13 +281,17 @@ class ServerSession(EventHub):
             if result.ready:
                 return state
             self._on_note(f"it does not generate now ({result.reason}); following it")
-        self.phases.waiting("re-attached")
+            self.phases.waiting("re-attached")
+        else:  # launched, its port and GPU were free then: importing until its log says more (read next)
+            self.phases.starting(f"pid {state.pid} importing (re-attached)")
         plan = await asyncio.to_thread(self._plan)
         return await self._follow(state, plan)
 
-    async def _restart(self) -> ServerState:
+    async def _restart(self, replace: bool = False) -> ServerState:
         async with self._lock("restart"):
-            return await self._restart_locked(adopt_lost_launch(self.record, self._on_note))
+            recorded = adopt_lost_launch(self.record, self._on_note)
+            refuse_other_config(as_it_stands(recorded), self.config, replace)
+            return await self._restart_locked(recorded)
 
     async def _restart_locked(self, old: ServerState | None) -> ServerState:
         """``old``: the record as read under the lock (nobody else writes it while the lock is held)."""

@@ -214,3 +214,39 @@ def test_empty_interpreter_or_model_is_refused(tmp_path, key):
     """python = "" reached subprocess and died there with PermissionError."""
     with pytest.raises(ConfigError, match=rf"\[server\] {key}: is empty"):
         load_config(write(tmp_path, f'[server]\n{key} = " "\n'))
+
+
+@pytest.mark.parametrize("server, backend, named", [
+    ('python = "/opt/sglang/bin/python"\nmodel = "Qwen/Qwen3-8B"', "sglang", "'python' and 'model'"),
+    ('model = "Qwen/Qwen3-8B"', "sglang", "'model'"),
+    ('python = "/opt/sglang/bin/python"', "sglang", "'python'"),
+    ('unit = "sglang.service"', "systemd", "'unit'"),
+    ('url = "http://127.0.0.1:30000"', "endpoint", "'url'"),
+])
+def test_a_config_without_backend_runs_what_it_names_and_says_so(tmp_path, server, backend, named):
+    """Issue 32: a config with python and model but no backend silently ran the simulator; a user on
+    a GPU box measured it and believed it."""
+    cfg = load_config(write(tmp_path, f"[server]\n{server}\n"))
+    assert cfg.backend == backend
+    assert cfg.inferred is not None and f"names {named}, so it runs {backend}" in cfg.inferred
+    assert f'backend = "{backend}"' in cfg.inferred and str(tmp_path / "ddtune.toml") in cfg.inferred
+
+
+def test_only_a_written_sim_or_no_config_is_the_simulator_unannounced(tmp_path):
+    assert load_config(write(tmp_path, '[server]\nbackend = "sim"\nmodel = "demo"\n')).inferred is None
+    assert ServerConfig().inferred is None  # no config: the console's own line says it is the simulator
+    bare = load_config(write(tmp_path, "[knobs]\nwindow = 1024\n"))
+    assert bare.backend == "sim" and "it is the built-in SGLang simulator" in (bare.inferred or "")
+
+
+def test_an_inferred_backend_is_the_written_one_for_the_server(tmp_path):
+    """The record and the ETAs of a config do not change when its inferred backend is written out."""
+    inferred = load_config(write(tmp_path, '[server]\nmodel = "m"\n'))
+    written = load_config(write(tmp_path, '[server]\nbackend = "sglang"\nmodel = "m"\n'))
+    assert inferred.config_hash() == written.config_hash() and inferred.startup_key() == written.startup_key()
+
+
+def test_a_url_that_ends_in_v1_is_the_server_s_base(tmp_path):
+    """Issue 32: the OpenAI-style base URL people paste; ddtune joins /v1/models to the server's base."""
+    cfg = load_config(write(tmp_path, '[server]\nbackend = "endpoint"\nurl = "http://10.0.0.5:30000/v1/"\n'))
+    assert cfg.base_url == "http://10.0.0.5:30000"

@@ -188,3 +188,25 @@ def test_import_without_pynvml_installed():
                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("False the Python package nvidia-ml-py")
+
+
+def test_each_process_has_its_user_command_and_sm_utilisation(spawn):
+    """Issue 32: a process table like nvitop's (pid, user, GPU memory, utilisation, command)."""
+    import getpass
+
+    server = spawn(SLEEPER)
+    other = spawn([sys.executable, "-c", "import time; time.sleep(60)", "--tag", "x\x1b[31my"])
+    gpus = [FakeGpu(procs=[(server.pid, 9 * GIB), (other.pid, GIB)], proc_util=[(server.pid, 71), (other.pid, 3)]),
+            FakeGpu(procs=[(server.pid, 2 * GIB)])]  # no per-process sample on GPU 1
+    snap = GpuSampler(nvml=make_fake_nvml(gpus), holds_gpu=always).sample({server.pid})
+    rows = {(p.pid, p.device_index): p for p in snap.processes}
+    mine = rows[(server.pid, 0)]
+    assert (mine.sm_util, mine.user, mine.is_server) == (71, getpass.getuser(), True)
+    assert mine.command == " ".join(SLEEPER)
+    assert rows[(other.pid, 0)].sm_util == 3 and rows[(server.pid, 1)].sm_util is None
+    assert "\x1b" not in rows[(other.pid, 0)].command and rows[(other.pid, 0)].command.endswith("--tag xy")
+    ghost = unused_pid()
+    snap = GpuSampler(nvml=make_fake_nvml([FakeGpu(procs=[(server.pid, GIB), (ghost, GIB)])]),
+                      holds_gpu=always).sample()
+    hidden = next(p for p in snap.processes if p.pid == ghost)
+    assert (hidden.visible, hidden.user, hidden.command) == (False, None, None)

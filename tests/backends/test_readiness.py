@@ -87,3 +87,21 @@ def test_help_of_an_interpreter_that_cannot_run_is_one_line(tmp_path, state_dir,
     assert "\n" not in info.value.message and "[server] python" in info.value.hint
     if make == "fails":
         assert info.value.message.endswith("failed (exit 3): one | two")
+
+
+def test_a_selftest_reads_the_help_this_sglang_printed_before(tmp_path, monkeypatch):
+    """Issue 32: the selftest's temporary state dir is seeded with the --help the user's state dir holds,
+    so this SGLang is not imported again to print it (and a state dir that is not there is not made)."""
+    from backends.knobs.serverhelp import cached_helps, seed_helps
+
+    mine, temporary = tmp_path / "mine", tmp_path / "temporary"
+    monkeypatch.setenv("DDTUNE_STATE_DIR", str(mine))
+    assert cached_helps() == {} and not mine.exists()
+    (mine / "help").mkdir(parents=True, mode=0o700)
+    mine.chmod(0o700)
+    (mine / "help" / "sglang-0.5.17.txt").write_text("usage: launch_server --model-path ...")
+    found = cached_helps()
+    monkeypatch.setenv("DDTUNE_STATE_DIR", str(temporary))
+    seed_helps(found)
+    helptext = fetch_help((str(tmp_path / "no-such-python"), "-m", "sglang.launch_server"), {}, "0.5.17")
+    assert helptext.cached and helptext.text == "usage: launch_server --model-path ..."  # nothing was run

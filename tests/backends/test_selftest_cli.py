@@ -84,3 +84,26 @@ def test_a_flag_of_another_release_fails_flags_before_anything_starts(tmp_path):
     assert got["flags"] == "fail" and got["ready"] == "skip" and got["stop"] == "skip"
     flags = next(c for c in doc["checks"] if c["name"] == "flags")
     assert "--speculative-dflash-draft-window-size" in flags["detail"]
+
+
+async def test_the_selftest_asks_no_help_this_sglang_printed_before(tmp_path, monkeypatch):
+    """Issue 32: on a real SGLang each `--help` imports it (seconds of the selftest's 157 s): the
+    selftest reads the one ddtune cached in the user's state dir for this version instead."""
+    from backends.knobs.config import load_config
+    from backends.selftest import run_selftest
+    from tests.backends.lifecycle_support import STANDIN_MAIN
+
+    cfg = write_config(tmp_path, backend="sglang", extra=FAST)  # a stand-in sglang 0.5.23 in tmp_path/standin
+    asked = tmp_path / "asked-help"
+    (tmp_path / "standin" / "sglang" / "launch_server.py").write_text(
+        f"import sys\nif '--help' in sys.argv:\n    open({str(asked)!r}, 'a').write('x')\n" + STANDIN_MAIN)
+    mine = tmp_path / "mine"
+    (mine / "help").mkdir(parents=True)
+    mine.chmod(0o700)
+    monkeypatch.setenv("DDTUNE_STATE_DIR", str(mine))
+    printed = run_ddtune("sim", "--help").stdout  # the stand-in's own --help, as ddtune cached it once
+    (mine / "help" / "sglang-0.5.23.txt").write_text(printed)
+    report = await run_selftest(load_config(cfg), work_dir=str(tmp_path / "work"))
+    names = [c.name for c in report.checks]
+    assert names[0] == "build" and not asked.exists(), names  # the flags were read from the cache
+    assert sorted(p.name for p in mine.iterdir()) == ["help"]  # the user's state dir: only read

@@ -288,3 +288,27 @@ async def test_the_main_screen_scrolls_the_log_at_most_once_a_tick(monkeypatch):
         app.main.post_message(m.ConfigMarked(1.0, "window 2048 -> 1024"))
         await pilot.pause()
         assert pane.lines[-2:] == (f"{T} line 0006", "--- ddtune: plot marker #1 window 2048 -> 1024")
+
+
+async def test_end_after_a_search_far_right_shows_the_tail_from_its_first_column():
+    """Issue 32: `/`, a word found at column 779 of a long line, Enter, Esc, End: the pane stayed
+    scrolled 779 columns right, so every (short) line of the tail was blank and the border read
+    `-> col 779`. End is the tail from its first column."""
+    app = DdtuneApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        dump = f"{T} server_args=ServerArgs(" + ", ".join(f"arg_{i}={i}" for i in range(90)) + \
+            ", speculative_draft_window_size=2048)"
+        texts = [f"{T} filler {i}" for i in range(30)] + [dump] + [f"{T} tail {i}" for i in range(60)]
+        app.main.post_message(m.LogLinesRead(read_lines(texts)))
+        await pilot.pause()
+        pane = app.main.query_one("#log", LogPane)
+        await pilot.press("slash", *"speculative_draft_window_size", "enter")
+        assert pane.current_match == 30 and pane.scroll_x > 700
+        await pilot.press("escape")
+        await pilot.press("end")
+        await pilot.pause()
+        assert pane.follow and pane.scroll_y == pane.max_scroll_y and pane.scroll_x == 0
+        assert "col" not in str(pane.border_subtitle)
+        height = pane.scrollable_content_region.height
+        rows = [pane.render_line(y).text.strip() for y in range(height)]
+        assert all(rows) and rows[-1] == f"{T} tail 59", rows

@@ -20,6 +20,15 @@ def request(i: int, verdict: str = "pass", accept: float | None = 6.0) -> dict:
             "accept_len": accept, "ttft_s": 0.041, "verdict": verdict}
 
 
+def filled(app, n: int = 5) -> RequestsTable:
+    """The app's table with ``n`` requests shown (added, then flushed)."""
+    table = app.query_one(RequestsTable)
+    for i in range(n):
+        table.add_request(request(i))
+    table.flush()
+    return table
+
+
 class TableApp(App):
     AUTO_FOCUS = None  # as in the console, where the log has focus: no cursor row until focused
 
@@ -30,10 +39,7 @@ class TableApp(App):
 async def test_a_new_request_draws_one_row_and_the_rest_move_down_as_they_were():
     app = TableApp()
     async with app.run_test(size=(58, 12)) as pilot:
-        table = app.query_one(RequestsTable)
-        for i in range(5):
-            table.add_request(request(i))
-        table.flush()
+        table = filled(app)
         await pilot.pause()
         before = [table.render_line(y) for y in range(table.size.height)]
         drawn = []
@@ -118,3 +124,25 @@ async def test_past_the_rows_kept_each_flush_still_shows_the_newest():
         table.flush()
         await pilot.pause()
         assert table.render_line(1).text.split()[1] == "7" and table.render_line(2).text.split()[1] == "449"
+
+
+def test_after_a_restart_the_problem_column_keeps_its_width():
+    """Issue 32: the requests a restart cut off read "cancelled (restart)", wider than any other
+    verdict; the columns keep to the widest text of the rows kept, so the problem column stayed cut
+    for the next hundred requests. They read "cancelled" (grey; Enter says why)."""
+    rows = [request(i) for i in range(8)] + [request(i, verdict="cancelled") for i in range(2)]
+    widths = column_widths([tuple(map(str, (r["problem"], r["tokens"], "190", "6.00", "41ms", r["verdict"])))
+                            for r in rows], 56)
+    assert widths[0] >= len("is_palindrome") and widths[5] >= len("cancelled")
+
+
+async def test_j_and_k_move_the_cursor_as_down_and_up_do():
+    app = TableApp()
+    async with app.run_test(size=(58, 12)) as pilot:
+        table = filled(app)
+        table.focus()
+        await pilot.pause()
+        await pilot.press("j", "j")
+        assert table.picked is table.shown()[2]
+        await pilot.press("k")
+        assert table.picked is table.shown()[1]

@@ -8,6 +8,7 @@ import json
 
 from textual.widgets import DataTable
 
+from tests.tui.test_dialogs import screen_text
 from tests.workloads.test_report import SPEEDS, make_sweep
 from tests.workloads.test_report_load import load_run
 from tui.app import DdtuneApp
@@ -61,6 +62,9 @@ async def test_enter_opens_a_load_run_a_bench_run_and_a_sweep(state_dir):
             detail = app.screen
             await wait_for(pilot, lambda: detail.text, "the run's report")  # noqa: B023
             assert says in detail.text, detail.text
+            await pilot.pause()
+            shown = screen_text(app)  # issue 32: the report's Markdown tables are shown as tables
+            assert "|---" not in shown and "| " not in shown and "**" not in shown, shown
             await pilot.press("escape")
             assert app.screen is screen
         table.move_cursor(row=2)
@@ -95,3 +99,17 @@ async def test_two_load_runs_compare_on_their_summaries(state_dir):
         assert str(comp.border_subtitle).startswith("nothing in common: A is a load run, B is a bench run with 1 "
                                                     "cells"), comp.border_subtitle
         assert comp.row_count == 0
+
+
+async def test_j_and_k_move_in_the_runs_list(state_dir):
+    """Issue 32: j/k move in every list, as in nvitop and k9s (here k is not the knob editor)."""
+    runs = state_dir / "runs"
+    for i in range(3):
+        bench_run(runs, f"20261130T08000{i}Z-bench", 900.0 + i)
+    app = DdtuneApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen, table = await open_results(pilot, app)
+        await pilot.press("j", "j")
+        assert table.cursor_row == 2
+        await pilot.press("k")
+        assert table.cursor_row == 1 and app.screen is screen

@@ -25,3 +25,13 @@ def test_corrupt_runs_are_left_out(state_dir):
     assert [r.id for r in rows] == [good.name]
     assert rows[0].knobs == "budget=8" and rows[0].summary.startswith("1 cells, best 0 tok/s")
     assert compare(rows[0], rows[0]) == [("ctx 1024 c1", "0", "0", "-", "-", "-")]
+
+
+def test_unset_knobs_are_left_out_of_the_knobs_column(state_dir):
+    """Issue 32: a plain DFlash run read 'budget=None topk=None window=2048'."""
+    run = state_dir / "runs" / "20260101T000000Z-load"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"id": run.name, "kind": "load", "status": "done", "server": {
+        "knobs": {"budget": None, "topk": None, "window": 2048}}}))
+    [row] = list_runs()
+    assert row.knobs == "window=2048"

@@ -69,3 +69,30 @@ async def test_a_named_screenshot_is_never_written_through_a_link(tmp_path):
         said = app.said[-1]
     assert f"{tmp_path / 'shot.svg'} is a symbolic link" in said, said
     assert victim.read_bytes() == VICTIM and (tmp_path / "shot.svg").is_symlink()
+
+
+async def test_without_a_downloads_folder_the_screenshot_goes_to_the_state_dir_and_says_so(tmp_path, monkeypatch,
+                                                                                          state_dir):
+    """Issue 32: on a server there is no ~/Downloads; the palette's Screenshot failed there."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    app = DdtuneApp(None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await palette_screenshot(app, pilot)
+        said = app.said[-1]
+    [shot] = list(state_dir.glob("*.svg"))
+    assert said == f"saved the screenshot to {shot} (there is no {tmp_path / 'home' / 'Downloads'})", said
+    assert "[" not in said and shot.read_text().startswith("<svg")  # plain text, no markup
+
+
+async def test_a_screenshot_textual_delivers_is_said_without_markup(tmp_path):
+    """Issue 32: the toast read 'Saved screenshot to [$text-success]...' (Textual's own handler says it
+    with markup; every notification of the console is plain text)."""
+    from textual import events
+
+    app = DdtuneApp(None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.post_message(events.DeliveryComplete("key", tmp_path / "shot.svg", "screenshot"))
+        await pilot.pause(0.2)
+        said = list(app.said)
+    assert said == [f"saved the screenshot to {tmp_path / 'shot.svg'}"], said

@@ -83,6 +83,14 @@ async def test_a_small_search_runs_from_the_screen_and_names_the_best(tmp_path, 
         await wait_until(pilot, lambda: panel(app).phase == "ready" and
                          {r.name: r.requested for r in panel(app).knobs} == knobs_before, what="the panel")
         assert not screen.query_one("#start", Button).disabled  # ready for another search
+        assert "run it: ddtune up" in text and "(here: a)" in text
+        best_knobs = {k: "none" if v is None else str(v) for k, v in summary["best"]["knobs"].items()}
+        pid = panel(app).pid
+        await pilot.press("a")  # issue 32: a key applies the best the search found
+        await wait_until(pilot, lambda: (groups.track_state() or True) and panel(app).phase == "ready" and
+                         panel(app).pid != pid and
+                         {r.name: r.requested for r in panel(app).knobs if r.name in best_knobs} == best_knobs
+                         and all(r.verified is not False for r in panel(app).knobs), what="the best applied")
         await app.controller.detach(stop_server=True)
 
 
@@ -91,7 +99,7 @@ async def test_bad_input_names_the_field_and_starts_nothing(tmp_path, groups, st
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: panel(app).phase == "ready", what="first ready")
         state = groups.track_state()
-        [command] = [c for c in app.get_system_commands(app.screen) if c.title == "Knob search"]  # the palette
+        [command] = [c for c in app.get_system_commands(app.screen) if c.title == "Knob search (S)"]  # the palette
         app.call_later(command.callback)  # as the palette runs a chosen command
         await pilot.pause()
         assert isinstance(app.screen, SearchScreen)

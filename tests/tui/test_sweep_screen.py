@@ -80,6 +80,10 @@ async def test_the_picker_shows_what_is_picked_without_colour():
         picks.select("b4-t4-w2048")
         await pilot.pause()
         assert picks.border_title == "presets: 3 of 3 picked"
+        picks.focus()  # issue 32: j/k move in every list
+        picks.highlighted = 0
+        await pilot.press("j", "j", "k")
+        assert picks.highlighted == 1 and app.screen is screen
 
 
 async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_path, groups, state_dir):

@@ -56,3 +56,13 @@ def test_sweep_help_says_one_thing_about_the_server_at_the_end():
     assert "The server is stopped at the end" not in text
     assert "the config it ran before the sweep, or stop it when none was running" in text
     assert "left as the sweep found it: back on the knobs it ran before" in text
+
+
+def test_selftest_says_what_it_takes_on_a_gpu_box():
+    """Issue 32: --help and the README said 'about a minute'; on a real SGLang 0.5.17 on an H200 it took
+    157 s, two tiny server starts of ~60 s each most of it."""
+    out = run_ddtune("selftest", "--help").stdout
+    assert "about 2.5 minutes on a GPU box" in " ".join(out.split()) and "157 s" in out
+    for doc in ("README.md", "docs/selftest.md"):
+        text = " ".join((REPO / doc).read_text().split())
+        assert "about a minute" not in text and ("~2.5 min" in text or "157 s" in text), doc

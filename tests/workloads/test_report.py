@@ -269,3 +269,13 @@ def test_integers_beyond_64_bits_are_refused(tmp_path):
     (run / "cells.jsonl").write_text('{"context": 1024, "concurrency": 1, "verdicts": {"pass": 1' + "0" * 400 + "}}\n")
     _bad(run, "verdicts: field 'pass': 1000")
     _bad(run, "is out of range (64-bit integers only)")
+
+
+def test_a_label_names_only_the_knobs_that_are_set():
+    """Issue 32: a plain DFlash config (no budget, no topk) was named 'b--t--w2048'."""
+    from workloads.report.inputs import knob_label
+
+    assert knob_label({"budget": None, "topk": None, "window": 2048}) == "window=2048"
+    assert knob_label({"budget": None, "topk": None, "window": None, "block_size": 32}) == "block_size=32"
+    assert knob_label({"budget": 8, "topk": None, "window": None}) == "budget=8"
+    assert knob_label({"budget": 8, "topk": 4, "window": None}) == "b8-t4-nowindow"  # the preset naming stays

@@ -20,19 +20,21 @@ def lines(path):
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def kill_when(proc, ready, timeout=120.0):
-    """SIGKILL ``proc``'s process group as soon as ``ready()`` holds (the run is mid-way)."""
+def kill_when(proc, ready, timeout=120.0, sig=signal.SIGKILL):
+    """Send ``sig`` (SIGKILL) to ``proc``'s process group as soon as ``ready()`` holds (the run is
+    mid-way); what it then printed, (stdout, stderr)."""
     try:
         deadline = time.monotonic() + timeout
         while not ready():
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the run never got there"
             time.sleep(0.02)
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, sig)
+        return proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+            proc.communicate()
 
 
 def start(*argv):
@@ -130,3 +132,17 @@ def test_killed_eval_reads_interrupted_and_resume_finishes_each_problem_once(sta
     assert sorted(r["problem"] for r in regraded["results"]) == sorted(FIVE)
     again = run_ddtune("eval", "--resume", str(path), "--url", fast.url, "--json", timeout=60)
     assert again.returncode == 0 and len(lines(path / "results.jsonl")) == 5  # nothing left to ask
+
+
+def test_bench_ctrl_c_prints_the_command_that_resumes_it(start_sim, state_dir):
+    """Issue 32: sweep and search print their resume command on Ctrl-C; bench printed none."""
+    sim = start_sim(*SPEC, "--sim-step-ms", "20")
+    proc = start("bench", "--url", sim.url, "--contexts", "60", "--concurrency", "1", "--max-tokens", "64",
+                 "--requests-per-cell", "20", "--warmup", "0")
+    _, stderr = kill_when(proc, lambda: list((state_dir / "runs").glob("*-bench/responses.jsonl")), 60,
+                          sig=signal.SIGINT)  # the run is under way: Ctrl-C
+    [path] = (state_dir / "runs").glob("*-bench")
+    assert proc.returncode == 130, stderr
+    assert stderr.splitlines()[-1] == f"bench interrupted; continue it with: ddtune bench --resume {path}", stderr
+    assert "Traceback" not in stderr
+    assert json.loads((path / "run.json").read_text())["status"] == "interrupted"

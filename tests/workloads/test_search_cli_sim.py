@@ -56,6 +56,13 @@ def test_search_finds_the_models_best_with_fewer_restarts_than_the_grid(box):
     assert len((out / "rounds.jsonl").read_text().splitlines()) == summary["rounds"]
     assert json.loads((out / "search.json").read_text())["status"] == "done"
     assert not server_alive(box.state)  # stopped: none ran before the search
+    # issue 32: `ddtune report` reads a search folder (it said "no such run"): its summary, then its rounds
+    r = search(box, "report", str(out))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"# knob search {out}\n") and f"best: {summary['best']['label']}:" in r.stdout
+    assert "# ddtune report" in r.stdout and f"| {summary['best']['label']} |" in r.stdout
+    doc = json.loads(search(box, "report", str(out), "--json").stdout)
+    assert doc["searches"][0]["summary"] == summary and doc["configs"]
 
 
 def test_killed_search_resumes_without_measuring_again(box):

@@ -104,7 +104,22 @@ def test_a_round_measures_the_running_config_first_and_ends_on_the_best_measured
     assert second.rung == 2 and second.need == 4
     # the survivors: the leader and its closest rival, the better one measured last
     assert [a.point for a in second.asks] == [(4, 4, 2048), (8, 4, 2048)]
-    assert all(a.waves == 2 for a in second.asks)
+    # a race of two: the one measured first gets the last rung's waves (8 in all) now, as rung 3
+    # would otherwise restart it again; the other tops up to the rung's 4
+    assert [a.waves for a in second.asks] == [6, 2]
+
+
+def test_a_line_of_two_values_costs_the_two_restarts_of_its_grid():
+    """Issue 32: a search over window=1024,2048 announced "about 2" restarts (its grid's) and used 4:
+    each rung of the race of two restarted the configuration measured first."""
+    space = parse_space("window=1024,2048")
+    rounds = []
+    for seed in range(6):
+        for running in (None, (1024,)):
+            search = Search(space, SearchOptions(), (1024,), running=running)
+            rounds.append(len(drive(search, truth=lambda p: 1000.0, noise=0.05, seed=seed)))
+            assert search.restarts == (2 if running is None else 1), (seed, running)
+    assert max(rounds) == 3  # a close race: every rung was run, and still no restart beyond the grid's
 
 
 def test_data_carries_over_and_a_raced_line_is_not_raced_again():

@@ -32,12 +32,12 @@ def positive_float(text: str) -> float:
 
 
 def url_type(text: str) -> str:
-    from backends.core import url_problem
+    from backends.core import server_base, url_problem
 
     problem = url_problem(text)
     if problem is not None:
         raise argparse.ArgumentTypeError(f"{problem}; expected http://HOST:PORT")
-    return text.rstrip("/")
+    return server_base(text)  # http://host:30000/v1 is the server at http://host:30000
 
 
 def add_server_options(parser) -> None:

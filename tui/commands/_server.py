@@ -20,6 +20,13 @@ def add_wait_argument(parser) -> None:
 EXIT_MISMATCH = 3  # ready, but a requested knob did not take effect
 
 
+def add_replace_argument(parser) -> None:
+    parser.add_argument("--replace", action="store_true",
+                        help="stop a server that another config file started in this state dir and start this "
+                             "one's (default: refuse, exit 2, naming it: a typo in --config never throws away "
+                             "a model load)")
+
+
 def add_mismatch_argument(parser) -> None:
     parser.add_argument("--allow-mismatch", action="store_true",
                         help=f"exit 0 even when the server is ready but a knob did not take effect "
@@ -52,10 +59,18 @@ def knobs_epilog() -> str:
             + "\n".join(lines) + "\n")
 
 
+_SAID: set[str] = set()  # the configs whose inferred backend this process has said (once each)
+
+
 def load_config(args):
+    """The config the command names; a backend it inferred (no ``backend`` written) is said once."""
     from backends.knobs import load_config as load
 
-    return load(getattr(args, "config", None))
+    config = load(getattr(args, "config", None))
+    if config.inferred and config.source not in _SAID:
+        _SAID.add(config.source)
+        err(f"ddtune: {config.inferred}")
+    return config
 
 
 def requested_config(args, keep_running_knobs: bool = False):
@@ -69,7 +84,8 @@ def requested_config(args, keep_running_knobs: bool = False):
     config = load_config(args)
     updates: dict[str, Any] = {}
     state = recorded_server(note) if keep_running_knobs else None
-    if state and state.backend == config.backend and state.config_source == config.source and is_alive(state):
+    if (state and state.backend == config.backend and state.config_source in (config.origin, config.source)
+            and is_alive(state)):
         updates.update(state.knobs)
     if getattr(args, "preset", None):
         updates.update(load_preset(args.preset, config.knob_table))

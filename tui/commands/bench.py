@@ -91,8 +91,14 @@ def run(args) -> int:
         sets, _ = load_sets(plan)  # a bad source is refused before anything is sent
         say_skipped(sets)
     bar = ProgressBar(sys.stderr)
-    doc = asyncio.run(run_bench(url, plan, api_key=api_key, resume=args.resume, progress=bar.update,
-                               log_path=server_log(args, url), sets=sets))
+    try:
+        doc = asyncio.run(run_bench(url, plan, api_key=api_key, resume=args.resume, progress=bar.update,
+                                   log_path=server_log(args, url), sets=sets))
+    except KeyboardInterrupt:
+        from tui.commands._resume import say_interrupted
+
+        bar.close()
+        return say_interrupted("bench")
     bar.close()
     if args.out:
         import json

@@ -15,7 +15,7 @@ def run(args) -> int:
     if find_config(getattr(args, "config", None)) is None:
         config_note = "no config found: running the built-in SGLang simulator"
     else:
-        config_note = f"config: {config.source}"
+        config_note = f"config: {config.inferred or config.source}"
     load = getattr(args, "load", None)
     if load is not None and load < 1:
         from backends.core import UsageError

@@ -23,15 +23,18 @@ def _line(ok: bool | None, what: str, detail: str = "") -> None:
 
 def run(args) -> int:
     from backends.core import DdtuneError, probe_room, state_dir
-    from tui.commands._server import load_config
+    from backends.knobs import load_config
 
     failed = False
     try:
-        config = load_config(args)
+        config = load_config(getattr(args, "config", None))  # an inferred backend is said on its line below
     except DdtuneError as exc:
         _line(False, "config", f"{exc.message} (fix: {exc.hint})")
         return 1
-    _line(True, "config", f"{config.source}, backend {config.backend}, model {config.model}")
+    _line(True, "config", f"{config.source}, backend {config.backend}"
+          + (" (inferred: no backend written)" if config.inferred else "") + f", model {config.model}")
+    if config.inferred:
+        _line(None, "backend", config.inferred)
     try:
         path = state_dir()
         probe_room(path / ".doctor", b"ok")  # as ddtune writes its records: no link followed

@@ -76,9 +76,14 @@ def run(args) -> int:
     from workloads.grading import run_eval
 
     url, api_key = server_url(args)
-    doc = asyncio.run(run_eval(url, api_key=api_key, problem_ids=args.problems, max_tokens=args.max_tokens,
-                               concurrency=args.concurrency, progress=None if args.json else _progress,
-                               resume=args.resume))
+    try:
+        doc = asyncio.run(run_eval(url, api_key=api_key, problem_ids=args.problems, max_tokens=args.max_tokens,
+                                   concurrency=args.concurrency, progress=None if args.json else _progress,
+                                   resume=args.resume))
+    except KeyboardInterrupt:
+        from tui.commands._resume import say_interrupted
+
+        return say_interrupted("eval")
     if args.out:
         _write_json(args.out, doc)
     if args.json:

@@ -21,14 +21,17 @@ A server already running this exact config (file knobs + --preset + --set) is re
 restarted. Plain `ddtune up` also keeps a server of this config file that was tuned to other knobs
 (console, sweep, `restart --set`) and says how they differ; `--apply-config` restarts it with the
 file's knobs, and --preset/--set restart it with those.
+A server that another config file started in this state dir is never stopped without asking: up
+refuses (exit 2) naming it and its config; --replace stops it and starts this config's.
 """
 
 
 def add_arguments(parser) -> None:
-    from tui.commands._server import add_knob_arguments, add_mismatch_argument, add_wait_argument
+    from tui.commands._server import add_knob_arguments, add_mismatch_argument, add_replace_argument, add_wait_argument
 
     add_knob_arguments(parser)
     add_mismatch_argument(parser)
+    add_replace_argument(parser)
     parser.add_argument("--apply-config", action="store_true",
                         help="make the server match the config file even when the running server was tuned "
                              "to other knobs (default without --preset/--set: keep the running server's knobs)")
@@ -47,4 +50,4 @@ def run(args) -> int:
 
         config = baseline_config(config)
     keep = not (args.apply_config or args.preset or args.sets or args.no_speculation)
-    return report_final(drive(config, args, "up", keep_running_knobs=keep), args.allow_mismatch)
+    return report_final(drive(config, args, "up", keep_running_knobs=keep, replace=args.replace), args.allow_mismatch)

@@ -17,7 +17,8 @@ time expected from earlier starts; each knob as requested and as the server repo
 
 **GPU panel**: per GPU, memory with the server's share (magenta) and others (blue), utilisation
 history, power, temperature; an idle machine's jitter (a few watts, a degree, a few per cent of
-CPU) is held still, not redrawn every second.
+CPU) is held still, not redrawn every second. `g` (or a click) lists every GPU process: pid, user,
+GPU memory, SM utilisation, command, the server's marked.
 
 **Plots**: tok/s and acceptance length of the live coding load (client: the rolling 5 s rate, the
 1 s rate faint behind it; "approx" when the server sends no token counts and chunks are counted),
@@ -40,6 +41,8 @@ excludes no change.
 | `p` | the load's prompts: coding, story, humaneval, a JSON/JSONL file, hf:NAME (a new A/B) |
 | `t` | narrow terminal: the recent requests in the plots' place (and back) |
 | `↑` `↓` `Enter` | in the requests table: pick a request, open it: its verdict and why (the failed test, the error) |
+| `j` `k` | down / up in any list that has focus (requests, results, sweep, search, GPU processes) |
+| `g` | GPU processes: every process on the GPUs, as nvitop lists them, the server's marked |
 | `b` | pin the current configuration as the A/B strip's baseline |
 | `f` | cycle the log filter: all, errors (fatal, error, warning), draft, decode; ddtune's notes show in all |
 | `/` | search the log (a capital letter makes it case-sensitive); Enter goes to the next match, Esc closes |
@@ -47,9 +50,9 @@ excludes no change.
 | `←` `→` `End` | with the log focused: scroll long lines sideways; End follows the tail again |
 | `r` | results: past runs, compare two per cell |
 | `s` | sweep: pick presets, run a quick sweep, see the winner; a baseline checks outputs (identical/DIFFERS) |
-| `S` | knob search (`ddtune search`): type a space, find its fastest config with few restarts; Esc stops it |
+| `S` | knob search (`ddtune search`): a space's fastest config with few restarts; Esc stops it, `a` applies its best |
 | `?` `f1` | this help (f1 where a text field takes ?; ctrl+q quits there) |
-| `ctrl+p` | command palette |
+| `ctrl+p` | command palette (each action with its key) |
 | `q` `ctrl+q` `ctrl+c` | quit (asks whether to leave the server running) |
 
 Headless equivalents: `ddtune up/restart/down/status`, `ddtune bench`, `ddtune eval`, `ddtune load`,

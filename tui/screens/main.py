@@ -74,6 +74,9 @@ class MainScreen(Screen):
             + self.requests.sim_note()
         self.server.refresh()
 
+    async def on_gpu_panel_opened(self, message: GpuPanel.Opened) -> None:
+        await self.app.run_action("gpu_detail")
+
     def on_requests_table_opened(self, message: RequestsTable.Opened) -> None:
         from tui.screens.request_detail import RequestDetail
 

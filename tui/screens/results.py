@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from tui.literal import cell, literal
 from tui.runs import CELL_HEAD, RunRow, compare_runs, list_runs
+from tui.widgets.lists import ListTable
 
 
 class ResultsScreen(Screen):
@@ -30,9 +31,9 @@ class ResultsScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("Runs (newest first). Enter opens a run; Space picks two runs to compare.", id="results-help")
-        yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield ListTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Static("", id="run-line")  # the highlighted run whole, wrapped: at 80x24 the table cuts it
-        yield DataTable(id="compare", zebra_stripes=True)
+        yield ListTable(id="compare", zebra_stripes=True)
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

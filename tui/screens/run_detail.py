@@ -1,6 +1,7 @@
 """One past run opened from the results screen (Enter): what ``ddtune report`` says of it (a bench
 run's cells, a load run's summary and windows, a sweep's report, a search's summary), read by
-tui.runs.open_text in a worker thread; this screen only shows the text (plain, never markup)."""
+tui.runs.open_text in a worker thread; this screen only shows it, its Markdown tables as tables
+(tui.report_view: plain text, never markup)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
+from tui.report_view import report_view
 from tui.runs import RunRow, open_text
 
 
@@ -43,5 +45,5 @@ class RunDetailScreen(Screen):
 
     def _show(self, text: str) -> None:
         self.text = text
-        self.query_one("#report", Static).update(Text(text))
+        self.query_one("#report", Static).update(report_view(text))
         self.query_one("#scroll").focus()

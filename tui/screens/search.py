@@ -28,6 +28,7 @@ from backends.core import DdtuneError
 from tui.console_search import ConsoleSearch, interrupted_line, parse_request
 from tui.controller import ConsoleController
 from tui.literal import cell
+from tui.widgets.lists import ListTable
 from tui.widgets.ordered_input import OrderedInput
 from workloads.report import home_short
 from workloads.search import SearchRequest, SearchSpace
@@ -65,7 +66,8 @@ def tok_cell(est) -> str:
 
 
 class SearchScreen(Screen):
-    BINDINGS = [Binding("escape", "leave", "Back", id="search.back")]
+    BINDINGS = [Binding("escape", "leave", "Back", id="search.back"),
+                Binding("a", "apply_best", "Apply best", id="search.apply_best")]
     DEFAULT_CSS = """
     SearchScreen .row { height: 1; margin: 0 1; }
     SearchScreen .row Label { padding: 0 1 0 0; color: $text-muted; }
@@ -98,6 +100,7 @@ class SearchScreen(Screen):
         self.restarts = 0
         self.round_text = ""
         self.decision = ""  # how the last race ended
+        self.best: dict | None = None  # the best configuration of the last search done: {"label", "knobs"}
 
     @property
     def running(self) -> bool:
@@ -127,7 +130,7 @@ class SearchScreen(Screen):
                      f"{t.max_tokens} tokens per request (full options: ddtune search --help)", id="options")
         yield Static("type a space and start; the server restarts only when the knobs change", id="round")
         yield Static("", id="restarts")
-        yield DataTable(id="measured", zebra_stripes=True, cursor_type="none")
+        yield ListTable(id="measured", zebra_stripes=True, cursor_type="none")
         yield Static("", id="best")
         yield Footer(compact=True)
 
@@ -316,7 +319,21 @@ class SearchScreen(Screen):
         if rival is not None:
             self._cell(rival["label"], 4, "closest rival")
         if event.status == "done":
+            self.best = best
             self.query_one("#best", Static).update(best_text(summary))
+            if best is not None:  # off the space field, which takes a as text: a applies the best
+                self.query_one("#measured", DataTable).focus()
+
+    def action_apply_best(self) -> None:
+        """``a``: restart this console's server with the best the search found (verified, as Apply)."""
+        if self.running:
+            self.notify("the search is still running; a applies its best once it is done", timeout=4)
+            return
+        if self.best is None:
+            self.notify("no search has found a best yet", timeout=4)
+            return
+        self.console.restart_with(dict(self.best["knobs"]))  # the space's values, as the search ran them
+        self.notify(f"restarting with the best: {self.best['label']}", timeout=6)
 
 
 def best_text(summary: dict) -> Text:
@@ -334,5 +351,6 @@ def best_text(summary: dict) -> Text:
             style = "green"
         elif line.startswith("run it:"):
             style = "bold cyan"
+            line += "  (here: a)"
         out.append(("\n" if i else "") + line, style=style)
     return out

@@ -26,6 +26,7 @@ import workloads.sweep as sweep
 from backends.core import DdtuneError, UsageError
 from tui.controller import ConsoleController
 from tui.literal import cell, literal
+from tui.widgets.lists import ListTable, ListSelection
 from tui.widgets.ordered_input import OrderedInput
 from tui.widgets.textbars import duration
 
@@ -69,7 +70,7 @@ class SweepScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="pick"):
-            yield SelectionList[str](*[(self._prompt(name, i < 2), name, i < 2) for i, name in enumerate(self.presets)],
+            yield ListSelection(*[(self._prompt(name, i < 2), name, i < 2) for i, name in enumerate(self.presets)],
                                      id="presets")
             with Vertical(id="side"):
                 yield Checkbox("speculation-off baseline", value=True, id="baseline", compact=True,
@@ -85,8 +86,8 @@ class SweepScreen(Screen):
                              "no eval; all options: ddtune sweep --help", id="matrix")
                 yield Button("Start sweep", variant="primary", id="start", compact=True)
         yield Static("pick presets and start; the server restarts only when the knobs change", id="status")
-        yield DataTable(id="lanes", zebra_stripes=True)
-        yield DataTable(id="slots", zebra_stripes=True)
+        yield ListTable(id="lanes", zebra_stripes=True)
+        yield ListTable(id="slots", zebra_stripes=True)
         yield Footer(compact=True)
 
     @staticmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.console import Group
 from rich.text import Text
+from textual.message import Message
 from textual.reactive import reactive
 
 from tui.views import GpuView
@@ -40,6 +41,13 @@ class GpuPanel(DiffedWidget):
 
     DEFAULT_CSS = "GpuPanel { height: auto; }"
     view: reactive[GpuView] = reactive(lambda: GpuView(available=False, reason="sampling…"), repaint=False)
+    ONE_LINE_WHEN_NARROW = True  # the main screen at 80 columns; the GPU detail always draws a line per GPU
+
+    class Opened(Message):
+        """The operator asked for the GPU detail (a click on the panel)."""
+
+    def on_click(self) -> None:
+        self.post_message(self.Opened())
 
     def watch_view(self, old: GpuView, new: GpuView) -> None:
         shape = lambda v: (v.available, len(v.rows), bool(v.server_summary), len(v.lanes), bool(v.host))
@@ -53,7 +61,7 @@ class GpuPanel(DiffedWidget):
 
     def render(self) -> Group | Text:
         v = self.view
-        if self.screen.has_class("-narrow"):
+        if self.ONE_LINE_WHEN_NARROW and self.screen.has_class("-narrow"):
             return self._one_line(v)
         if not v.available:
             return Group(Text(f"no NVIDIA GPU here: {v.reason or 'unavailable'}", "grey62"),

@@ -13,7 +13,7 @@ Search (``/``): case-insensitive unless the query has a capital; matches are lit
 go to the next matching line, ``N`` to the previous one, Escape closes the prompt (matches stay lit
 for ``n``/``N``; an empty search clears them).
 Follow: new lines scroll the pane only while it is at the bottom; scrolled up, the lines under the
-reader stay put and the subtitle counts what arrived below (End follows again).
+reader stay put and the subtitle counts what arrived below (End follows again, from the first column).
 """
 
 from __future__ import annotations
@@ -195,6 +195,7 @@ class LogPane(ScrollView, can_focus=True):
         self._width = max((cell_width(display_text(line.text)) for line in self._shown), default=0)
         self._size_to(self._width, len(self._shown))
         self._follow = True
+        self.scroll_to(x=0, animate=False, immediate=self.size.height > 0, force=True)  # the widths changed
         self._to_end()
         self._show_status()
         self.refresh()
@@ -278,8 +279,11 @@ class LogPane(ScrollView, can_focus=True):
             self._show_status()
 
     def action_scroll_end(self) -> None:
-        """End: back to the tail at once, following it again (an animated scroll would race the lines)."""
+        """End: back to the tail at once, from its first column, following it again (an animated
+        scroll would race the lines). A search that revealed a match far right left the view there,
+        and every short line of the tail blank."""
         self._follow, self._unseen = True, 0
+        self.scroll_to(x=0, animate=False, immediate=self.size.height > 0, force=True)
         self._to_end()
         self._show_status()
 

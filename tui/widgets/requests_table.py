@@ -11,7 +11,7 @@ with an ellipsis.
 When no request shown carries its own acceptance (sglang before 0.5.19 puts none on chat), the
 accept column says so in one short note (``n/a``, and why under the box) instead of a column of
 dashes; the plots and the A/B strip still have the server's figure.
-Focused, a cursor picks a row (up/down, or a click) and Enter asks the screen to open it: the
+Focused, a cursor picks a row (up/down or k/j, or a click) and Enter asks the screen to open it: the
 verdict's reason (the grader's detail line, or the request's error). On the simulator the title
 says what share of answers it gets wrong on purpose, so a `fail` there is no surprise.
 """
@@ -34,7 +34,7 @@ from textual.widget import Widget
 from tui.literal import cell_width, literal
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "error": "red", "timeout": "red",
-                 "no_code": "yellow", "truncated": "yellow", "cancelled (restart)": "grey50"}
+                 "no_code": "yellow", "truncated": "yellow", "cancelled": "grey50"}
 COLUMNS: tuple[tuple[str, bool], ...] = (  # (header, right-aligned)
     ("problem", False), ("tokens", True), ("tok/s", True), ("accept", True), ("ttft", True), ("verdict", False))
 PROBLEM, ACCEPT, VERDICT = 0, 3, 5
@@ -103,8 +103,8 @@ def fit(text: str, width: int, right: bool) -> str:
 
 class RequestsTable(Widget, can_focus=True):
     BINDINGS = [
-        Binding("up", "cursor(-1)", "Newer", show=False, id="requests.newer"),
-        Binding("down", "cursor(1)", "Older", show=False, id="requests.older"),
+        Binding("up,k", "cursor(-1)", "Newer", show=False, id="requests.newer"),
+        Binding("down,j", "cursor(1)", "Older", show=False, id="requests.older"),
         Binding("enter", "open", "Why", id="requests.open"),
     ]
 

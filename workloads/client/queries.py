@@ -17,6 +17,7 @@ from backends.core.plaintext import plain
 from backends.logs.acceptance import SpecCounters, parse_counters
 
 JSON_IDLE_S = 30.0  # a JSON answer comes whole at once: this long without a byte is a server that hangs
+NOT_SGLANG = "is this an SGLang server? give its base URL, e.g. --url http://127.0.0.1:30000"
 KEY_HINT = ("the server wants an API key: pass --api-key, or set DDTUNE_API_KEY (ddtune uses the --api-key "
             "of a server it launched by itself)")
 
@@ -40,8 +41,9 @@ class ServerQueries:
             raise ServerUnreachable(f"cannot reach {self.base_url}{path}: {describe(exc)}",
                               hint="is the server up? check --url or 'ddtune status'") from exc
         if answer.status != 200:
-            hint = KEY_HINT if answer.status in (401, 403) else None
-            raise ServerError(f"{self.base_url}{path} answered HTTP {answer.status}: {short(answer.text)}", hint=hint)
+            hint = KEY_HINT if answer.status in (401, 403) else (NOT_SGLANG if answer.status == 404 else None)
+            raise ServerError(f"{self.base_url}{path} answered HTTP {answer.status}: {body_line(answer.text)}",
+                              hint=hint)
         try:
             doc = answer.json(one_line=True)
         except BadAnswer as exc:
@@ -111,6 +113,14 @@ class ServerQueries:
             except (ServerError, KeyError, TypeError, IndexError):
                 self._model = "default"
         return self._model
+
+
+def body_line(text: str, limit: int = 300) -> str:
+    """An error answer's body as one short line: an HTML page (another web server, a proxy's error
+    page) is named with its size, never dumped."""
+    if text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
+        return f"an HTML page ({len(text):,} characters), not an API answer"
+    return short(text, limit)
 
 
 def short(text: str, limit: int = 300) -> str:

@@ -37,7 +37,7 @@ from backends.core.answers import (ERROR_BYTES, TOKENS_MAX, BadAnswer, StreamLim
 from backends.core.apikey import auth_headers
 from backends.launch.dialect import steps_of
 from backends.core.plaintext import escaped, plain
-from workloads.client.queries import ServerQueries, describe, short
+from workloads.client.queries import ServerQueries, body_line, describe, short
 from workloads.client.result import RequestResult
 from workloads.client.transport import RELEASE, LeanTransport, WaveRelease
 
@@ -294,7 +294,7 @@ class StreamingClient(ServerQueries):
                     st.t0, st.wall = release.released_at  # the request left when its wave did
                 if resp.status_code != 200:
                     text = (await read_body(resp, ERROR_BYTES)).decode("utf-8", "replace")
-                    return st.result(f"HTTP {resp.status_code} from {path}: {short(text)}")
+                    return st.result(f"HTTP {resp.status_code} from {path}: {body_line(text)}")
                 async for lines in sse_lines(resp, limits):
                     if st.done:
                         continue  # drain to the end of the body so the connection can be reused

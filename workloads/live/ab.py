@@ -121,19 +121,22 @@ class LiveAB:
     def current(self) -> _Config:
         return self._configs[-1]
 
-    def mark(self, knobs: Mapping[str, KnobValue], label: str) -> None:
+    def mark(self, knobs: Mapping[str, KnobValue], label: str) -> bool:
         """The server's knobs changed. The new configuration's share begins when the load next
-        resumes (on the new server): what arrives before that is still the old one's."""
+        resumes (on the new server): what arrives before that is still the old one's. True when it
+        is a new configuration to compare; False when nothing was measured on the old one (its
+        knobs are taken in place) or the knobs are the same."""
         current = self.current
         if dict(knobs) == current.knobs:
             self._pending = None
-            return
+            return False
         if not current.tok_s and not current.requests and current is not self._pinned:
             current.knobs = dict(knobs)  # nothing was measured on it: no configuration to compare with
             self._pending = None
             self.version += 1
-            return
+            return False
         self._pending = _Config(current.number + 1, dict(knobs), label)
+        return True
 
     def pause(self) -> None:
         self._paused = True

@@ -9,7 +9,7 @@ and turns its stdout into typed, frozen events::
     await load.start(url, api_key, concurrency=32, max_tokens=1024)
     async for event in load.events():       # one reader; ends after LoadStopped
         ...                                 # LoadStarted, StatsUpdated, RequestDone, LoadPaused, LoadResumed
-    load.pause(); load.resume()             # around a server restart: in-flight requests come back "cancelled"
+    load.pause("restart"); load.resume()    # around a server restart: in-flight requests come back "cancelled"
     await load.stop("stopped")
 
 StatsUpdated and LoadStopped are the engine's own records (workloads/live/load.py), rebuilt from the
@@ -196,9 +196,10 @@ class LoadProcess:
             if isinstance(event, LoadStopped):
                 return
 
-    def pause(self) -> None:
-        """Stop sending new requests and cancel those in flight (RequestDone ``cancelled``, then LoadPaused)."""
-        self._send({"cmd": "pause"})
+    def pause(self, why: str = "restart") -> None:
+        """Stop sending new requests and cancel those in flight (RequestDone ``cancelled``, then
+        LoadPaused); the recorded run of this configuration ends ``interrupted (why)``."""
+        self._send({"cmd": "pause", "why": why})
 
     def resume(self) -> None:
         self._send({"cmd": "resume"})

@@ -67,14 +67,16 @@ class LoadRecorder:
         self._segment = _Segment(store, stats, time.monotonic())
         return store
 
-    def close(self, stats: LoadStats, reason: str, error: str | None = None) -> None:
+    def close(self, stats: LoadStats, reason: str, error: str | None = None, interrupted: bool = False) -> None:
+        """End this configuration's run: ``failed`` with an error, ``interrupted`` when it was cut short
+        (a pause for a restart or a stop, ``interrupted=True``; a signal; the console gone), else ``done``."""
         segment, self._segment = self._segment, None
         if segment is None:
             return
         summary = load_summary(stats, reason, error, time.monotonic() - segment.started,
                                str(segment.store.path), since=segment.at)
         summary["prompts"] = self.plan.get("prompts")
-        status = "failed" if error else ("interrupted" if reason in ("parent-gone", "terminated", "interrupted")
-                                         else "done")
+        cut = interrupted or reason in ("parent-gone", "terminated", "interrupted")
+        status = "failed" if error else ("interrupted" if cut else "done")
         segment.store.update_run(status=status, finished_at=time.time(), summary=summary)
         segment.store.close()

@@ -8,7 +8,8 @@ stdin, first line: the settings ``{"url", "api_key", "concurrency", "max_tokens"
 "tick_s", "window_s", "record"}`` (``api_key``, ``prompts``, ``problems``, ``tick_s``, ``window_s`` and
 ``record`` may be null or left out; ``prompts``: the source, default coding; ``problems``: record ids;
 ``window_s``: the rolling window, 5 s). The key travels only here, never
-in argv or the environment. Later lines are commands: ``{"cmd": "pause"}``, ``{"cmd": "resume"}``,
+in argv or the environment. Later lines are commands: ``{"cmd": "pause", "why": "restart"}`` (``why``:
+what the recorded run of this configuration was cut short by), ``{"cmd": "resume"}``,
 ``{"cmd": "stop", "reason": "..."}``,
 ``{"cmd": "decode", "t", "accept_len", "running_req"}`` (a ``Decode batch`` line the console's log
 tail read, ``t`` monotonic: acceptance's last source). End of stdin means the parent is gone: the worker stops at once,
@@ -144,7 +145,9 @@ async def _follow_commands(reader: asyncio.StreamReader, engine: LoadEngine, rec
             reason = command.get("reason")
             engine.stop(reason if isinstance(reason, str) and reason else "stopped")
         elif name == "pause" and (pausing is None or pausing.done()):
-            pausing = asyncio.ensure_future(_pause(engine, recorder))
+            why = command.get("why")
+            pausing = asyncio.ensure_future(_pause(engine, recorder, why if isinstance(why, str) and why
+                                                   else "restart"))
         elif name == "decode":
             _decode(engine, command)
         elif name == "resume":
@@ -165,11 +168,11 @@ def _decode(engine: LoadEngine, command: dict) -> None:
         engine.add_decode(float(t), float(accept), running)
 
 
-async def _pause(engine: LoadEngine, recorder) -> None:
+async def _pause(engine: LoadEngine, recorder, why: str) -> None:
     await engine.pause()
-    if recorder is not None:  # the server is about to change: this configuration's run ends here
+    if recorder is not None:  # the server is about to change: this configuration's run ends here, cut short
         engine.store = None
-        recorder.close(engine.snapshot(), "paused: server restart")
+        recorder.close(engine.snapshot(), why, interrupted=True)
 
 
 async def _open_run(recorder, engine: LoadEngine | None):

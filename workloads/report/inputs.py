@@ -158,7 +158,8 @@ def _jsonl(path: Path) -> list[tuple[str, dict]]:
 
 def knob_label(knobs: dict | None) -> str | None:
     """b8-t4-w2048 style label from knob values (the preset naming), then any other knob set
-    (``b8-t4-w2048,block_size=32``), so runs of a declared knob never share a label."""
+    (``b8-t4-w2048,block_size=32``), so runs of a declared knob never share a label. Without a
+    budget or a topk (plain DFlash), the knobs that are set by name: ``window=2048``."""
     if not knobs:
         return None
     b, t, w = knobs.get("budget"), knobs.get("topk"), knobs.get("window")
@@ -166,8 +167,10 @@ def knob_label(knobs: dict | None) -> str | None:
               if k not in ("budget", "topk", "window") and v is not None]
     if b is None and t is None and w is None and not others:
         return None
-    dash = lambda v: "-" if v is None else v
-    return ",".join([f"b{dash(b)}-t{dash(t)}-" + (f"w{w}" if w is not None else "nowindow"), *others])
+    if b is None or t is None:  # "b--t--w2048" read as nothing: name only the knobs that are set
+        return ",".join([*(f"{k}={v}" for k, v in (("budget", b), ("topk", t), ("window", w)) if v is not None),
+                         *others])
+    return ",".join([f"b{b}-t{t}-" + (f"w{w}" if w is not None else "nowindow"), *others])
 
 
 def _run_label(run: dict, fallback: str, where: str = "run.json") -> tuple[str, bool]:

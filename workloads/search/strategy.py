@@ -16,7 +16,9 @@ configurations apart, so the search spends restarts, not measurement, sparingly:
 - **Order.** A round measures the configuration already running first (no restart), then the new
   ones, then the measured ones from worst to best: the round ends on the likely survivor, which the
   next round then measures first without a restart. Data carries over: a configuration measured in
-  an earlier line only tops up the waves it lacks.
+  an earlier line only tops up the waves it lacks. In a race of two (nothing left to halve) the
+  first one measured gets the last rung's waves at once: later rungs measure only the other, which
+  is running then, so a line of two values costs two restarts, as its grid does, not one a rung.
 - **Final check.** Any measured configuration whose mean beats the final incumbent's is raced
   against it at the incumbent's number of waves.
 
@@ -260,10 +262,16 @@ class Search:
               need: int) -> Generator[RoundPlan, None, Point | None]:
         cands = [p for p in candidates if p not in self.failed]
         for rung in range(1, self.options.rungs + 1):
-            asks = [p for p in cands if self.have(p) < need]
+            asks = self._order([p for p in cands if self.have(p) < need])
             if asks:
+                # a race of two has nothing left to halve: the one measured first runs only now (it is
+                # running, or restarted for it), so it gets the last rung's waves at once and every later
+                # rung measures only the other, which is running then: no restart the grid would not make
+                last = need * self.options.eta ** (self.options.rungs - rung)
+                two = len(asks) == 2 == len(cands)
+                waves = [(last if i == 0 and two else need) - self.have(p) for i, p in enumerate(asks)]
                 plan = RoundPlan(len(self.rounds) + 1, stage, through, rung, need,
-                                 tuple(Ask(p, need - self.have(p)) for p in self._order(asks)))
+                                 tuple(Ask(p, n) for p, n in zip(asks, waves, strict=True)))
                 self._check_budget(plan)
                 self.rounds.append(plan)
                 yield plan
