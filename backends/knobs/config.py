@@ -259,7 +259,9 @@ def _server_settings(source: str, server: dict[str, Any]) -> dict[str, Any]:
 
 # what a [server] table without ``backend`` names -> the backend it means: a real server is never
 # silently replaced by the simulator (a user on a GPU box would measure it and believe it)
-_INFERRED = (("unit", "systemd"), ("python", "sglang"), ("model", "sglang"), ("url", "endpoint"))
+# the first key a config without ``backend`` names says what it runs (``binary``: a llama-server of the user's)
+_INFERRED = (("unit", "systemd"), ("binary", "llamacpp"), ("python", "sglang"), ("model", "sglang"),
+             ("url", "endpoint"))
 
 
 def _inferred_backend(source: str, server: dict[str, Any]) -> tuple[str, str]:

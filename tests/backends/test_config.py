@@ -222,6 +222,7 @@ def test_empty_interpreter_or_model_is_refused(tmp_path, key):
     ('python = "/opt/sglang/bin/python"', "sglang", "'python'"),
     ('unit = "sglang.service"', "systemd", "'unit'"),
     ('url = "http://127.0.0.1:30000"', "endpoint", "'url'"),
+    ('binary = "/opt/llama.cpp/bin/llama-server"\nmodel = "/m/q.gguf"', "llamacpp", "'binary'"),
 ])
 def test_a_config_without_backend_runs_what_it_names_and_says_so(tmp_path, server, backend, named):
     """Issue 32: a config with python and model but no backend silently ran the simulator; a user on
