@@ -63,7 +63,7 @@ async def test_a_headless_restart_beside_the_console_pauses_the_load_and_it_resu
                          what="the load to resume by itself")
         assert not any(s.startswith("load: off") for s in seen), seen  # paused, never stopped
         assert any(s.startswith("load: on (paused: ") for s in seen), seen
-        assert str(table.border_subtitle) == "load: on (2 streams)"
+        assert str(table.border_subtitle) == "load: on (2 streams of coding)"
         assert "load on: paused: " in log_text(app)
         # the log pane shows new lines on the app's 1 s tick: the resume is said there within it
         await wait_until(pilot, lambda: "load on: 2 streams" in log_text(app).split("load on: paused: ")[-1],
@@ -98,7 +98,7 @@ async def test_x_then_u_pauses_the_load_says_why_and_resumes_it(tmp_path, groups
         await wait_until(pilot, lambda: panel(app).phase == "ready" and table.total >= before + 2, timeout=30,
                          what="the load to resume once the server is back")
         groups.track_state()
-        assert str(table.border_subtitle) == "load: on (2 streams)"
+        assert str(table.border_subtitle) == "load: on (2 streams of coding)"
         await app.controller.detach(stop_server=True)
     docs = load_runs(state_dir)
     assert [d["status"] for d in docs] == ["interrupted", "done"], docs

@@ -50,7 +50,7 @@ excludes no change.
 | `←` `→` `End` | with the log focused: scroll long lines sideways; End follows the tail again |
 | `r` | results: past runs, compare two per cell |
 | `s` | sweep: pick presets, run a quick sweep, see the winner; a baseline checks outputs (identical/DIFFERS) |
-| `S` | knob search (`ddtune search`): a space's fastest config with few restarts; Esc stops it, `a` applies its best |
+| `S` | knob search (`ddtune search`): a space's fastest config with few restarts; Esc stops it; `a`: apply its best |
 | `?` `f1` | this help (f1 where a text field takes ?; ctrl+q quits there) |
 | `ctrl+p` | command palette (each action with its key) |
 | `q` `ctrl+q` `ctrl+c` | quit (asks whether to leave the server running) |
