@@ -72,7 +72,7 @@ def test_a_manifests_server_before_with_a_forged_knob_is_refused_before_any_rest
            add={"name": "b16", "knobs": {"budget": 16, "topk": 4, "window": 2048}, "baseline": False})
     out = resume(cfg, folder)
     assert out.returncode == 2, out.stderr[-3000:]
-    assert "the sweep's server_before: knob 'window': '1\\n[ok  ] forged'" in out.stderr, out.stderr[-3000:]
+    assert "the manifest's server_before: knob 'window': '1\\n[ok  ] forged'" in out.stderr, out.stderr[-3000:]
     assert "launched pid" not in out.stderr and leaders(state_dir) == []
 
 

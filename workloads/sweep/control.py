@@ -131,7 +131,7 @@ class ManagedController:
         """What to return the server to at the end: a config, the knobs of one (as a sweep's
         manifest keeps them, so a resumed sweep still knows), or None (stop it)."""
         if isinstance(config, dict):
-            config = self.base.with_knobs(self.base.checked_knobs(config, "the sweep's server_before"))
+            config = self.base.with_knobs(self.base.checked_knobs(config, "the manifest's server_before"))
         self.before, self._before_known = config, True
 
     def running_config(self) -> ServerConfig | None:
