@@ -46,3 +46,23 @@ def test_extreme_finite_numbers_leave_no_inf_or_nan_in_any_format(tmp_path, case
         else:
             found = re.findall(r"\b(?:inf|nan|infinity)\b", out.stdout, re.IGNORECASE)
             assert not found, (fmt, found, out.stdout[-3000:])
+
+
+def test_names_and_reasons_from_a_run_file_reach_no_terminal_as_escape_sequences(tmp_path):
+    """A configuration name and a failure reason holding an OSC title and colour sequences (a sweep
+    folder anyone may have written): the Markdown and CSV hold their text, never the escapes."""
+    name = "b16\x1b]2;pwned\x07\x1b[31m"
+    folder = tmp_path / "sweep"
+    (folder / "01-a-r1" / "bench").mkdir(parents=True)
+    (folder / "01-a-r1" / "bench" / "run.json").write_text(json.dumps({"kind": "bench"}))
+    (folder / "01-a-r1" / "bench" / "cells.jsonl").write_text(json.dumps(cell(290.0, 3.5)) + "\n")
+    (folder / "sweep.json").write_text(json.dumps({"plan": {"configs": [{"name": name, "knobs": {}}, {"name": "b"}]}}))
+    slots = [{"slot": {"index": 0, "config": name, "repeat": 1, "key": "01-a-r1"}, "status": "done"},
+             {"slot": {"index": 1, "config": "b", "repeat": 1}, "status": "failed",
+              "reason": "died\x1b[2J\x1b[Hforged"}]
+    (folder / "slots.jsonl").write_text("".join(json.dumps(s) + "\n" for s in slots))
+    for fmt in ("md", "csv"):
+        out = run_ddtune("report", str(folder), "--format", fmt, timeout=60)
+        assert out.returncode == 0 and out.stderr == "", out.stderr[-3000:]
+        assert "\x1b" not in out.stdout and "\x07" not in out.stdout, repr(out.stdout[-2000:])
+        assert "b16" in out.stdout and (fmt == "csv" or "diedforged" in out.stdout), out.stdout[-2000:]
