@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shlex
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -25,6 +26,7 @@ from backends.knobs.engine import engine
 from backends.knobs.shipped import DEFAULT_KNOBS, SHIPPED, shipped_table
 from backends.knobs.spec import KnobRoute, KnobSpec, KnobValue
 from backends.core.paths import find_config, presets_dir
+from backends.core.plaintext import plain
 
 BACKENDS = ("sglang", "systemd", "endpoint", "sim", "llamacpp")
 # the engine each backend runs (its knob table and launch facts: backends.knobs.engine)
@@ -96,6 +98,19 @@ class ServerConfig:
         merged = dict(self.knobs)
         merged.update(updates)
         return replace(self, knobs=self.knob_table.listed(merged))
+
+    def checked_knobs(self, knobs: Mapping[str, Any], source: str) -> dict[str, KnobValue]:
+        """Knob values read back from a file (a sweep's plan or manifest), each parsed by this config's
+        knob table as its own file's are, and a text value on one printable line: ConfigError naming
+        ``source`` and the knob otherwise. A poisoned plan's ``budget = -5`` or a value holding a
+        line break and an escape sequence reached the server's argv and ddtune's output unchecked."""
+        out: dict[str, KnobValue] = {}
+        for name, raw in knobs.items():
+            if isinstance(raw, str) and plain(raw, one_line=True) != raw:
+                raise fail(source, f"knob '{key_name(name)}'", f"{shown(raw)} holds a line break or a control "
+                           "character", "give a value ddtune wrote, or start a new sweep")
+            out[name] = None if raw is None else self.knob_table.spec(name, self.knob_map.get(name)).parse(raw, source)
+        return out
 
     def launch_identity(self) -> dict[str, Any]:
         """Everything that decides what the server runs: its hash tells whether a restart is needed."""

@@ -33,10 +33,14 @@ from dataclasses import dataclass
 SOURCES = ("request", "counters", "log")
 TOKENS = "generation_tokens_total"
 VERIFY = "spec_verify_calls_total"
-_SAMPLE = re.compile(r"^sglang:(generation_tokens_total|spec_verify_calls_total)(?:\{[^}]*\})?\s+(\S+)", re.M)
+# One sample a line: the labels and the gap before the value never cross a line break, so a text of
+# many unclosed ``{`` costs one pass, not one pass per line (8 MiB of them held the event loop ~35 min).
+_SAMPLE = re.compile(r"^sglang:(generation_tokens_total|spec_verify_calls_total)(?:\{[^}\n]*\})?[ \t]+(\S+)", re.M)
 _LLAMA = re.compile(r"^llamacpp:(tokens_predicted_total|spec_decode_num_accepted_tokens_total|"
-                    r"spec_decode_num_draft_tokens_total|spec_decode_num_drafts_total)\s+(\S+)", re.M)
-_POSITION = re.compile(r'^llamacpp:spec_decode_num_accepted_tokens_per_pos_total\{position="(\d+)"\}\s+(\S+)', re.M)
+                    r"spec_decode_num_draft_tokens_total|spec_decode_num_drafts_total)[ \t]+(\S+)", re.M)
+_POSITION = re.compile(r'^llamacpp:spec_decode_num_accepted_tokens_per_pos_total\{position="(\d{1,4})"\}[ \t]+(\S+)',
+                       re.M)
+POSITIONS = 1024  # draft positions counted: a draft is never longer (the deepest tree verifies ~1024 tokens)
 
 
 @dataclass(frozen=True)
@@ -147,9 +151,11 @@ def draft_counters(text: str) -> DraftCounters | None:
     positions: dict[int, float] = {}
     for m in _POSITION.finditer(text):
         try:
-            positions[int(m[1])] = float(m[2])
+            value = float(m[2])
         except ValueError:
             continue
+        if int(m[1]) < POSITIONS and 0 <= value < math.inf:  # a server's text is untrusted: no 10**11-long tuple
+            positions[int(m[1])] = value
     per = tuple(positions.get(i, 0.0) for i in range(max(positions) + 1)) if positions else ()
     return DraftCounters(got.get("spec_decode_num_draft_tokens_total", 0.0),
                          got.get("spec_decode_num_accepted_tokens_total", 0.0),

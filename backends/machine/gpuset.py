@@ -65,7 +65,7 @@ def parse_gpus(text: str, share: bool = False) -> tuple[str, ...]:
         raise UsageError(f"--gpus {text!r}: expected GPU indices separated by commas",
                          hint="e.g. --gpus 0,1,2,3 (the indices nvidia-smi shows)")
     for item in items:
-        if not item.isdigit():
+        if not (item.isascii() and item.isdigit()) or len(item) > 6:  # "²" is a digit int() cannot read
             raise UsageError(f"--gpus {text!r}: {item!r} is not a GPU index",
                              hint="give the indices nvidia-smi shows, e.g. --gpus 0,1")
     gpus = tuple(str(int(i)) for i in items)

@@ -27,12 +27,13 @@ import time
 from collections.abc import Callable
 
 from backends.core.errors import DdtuneError
-from backends.core.paths import server_dir
+from backends.core.paths import logs_dir
 from backends.core.statefs import StateWriteError
 from backends.drivers.base import Backend
 from backends.drivers.registry import alive
 from backends.knobs.plan import LaunchPlan
 from backends.launch.ownership import crash_point, new_token, token_holders
+from backends.launch.process import open_log
 from backends.record.state import ServerState
 from backends.server.record import RecordFile, clear_launch, prove_room, read_launch, save_launch
 
@@ -103,9 +104,17 @@ def prove_recordable(backend: Backend, plan: LaunchPlan, old: ServerState | None
     the records' own writer. Else StateWriteError (or UntrustedState) and nothing is stopped: a full or
     read-only state dir never costs the running server it could not replace (issue 28, item 7)."""
     pid, now = 4194304, time.time()  # pid_max's ceiling: the widest pid a record can hold
-    log = server_dir() / "logs" / f"server-{time.strftime('%Y%m%d-%H%M%S')}-{pid}-99.log"
+    log = logs_dir() / f"server-{time.strftime('%Y%m%d-%H%M%S')}-{pid}-99.log"
     try:
-        prove_room(backend.launch_state(plan, pid=pid, pgid=pid, create_time=now, token=new_token(), log_path=str(log)))
+        # the launch's log file exists while its records are written: both are proved at once (a dir
+        # with room for one more file passed a proof of the record alone, then lost the old server)
+        fd = open_log(log)
+        try:
+            prove_room(backend.launch_state(plan, pid=pid, pgid=pid, create_time=now, token=new_token(),
+                                            log_path=str(log)))
+        finally:
+            os.close(fd)
+            log.unlink(missing_ok=True)
     except StateWriteError as exc:
         if old is None or old.pid is None or not alive(old):
             raise

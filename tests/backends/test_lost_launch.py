@@ -121,19 +121,30 @@ def restart_on_a_full_copy(cfg, state_dir, tmp_path) -> subprocess.CompletedProc
                              f"head -c 8M /dev/zero > {state_dir}/fill 2>/dev/null || true", cfg, state_dir, "restart")
 
 
-@pytest.mark.parametrize("disk", ["full", "read-only"])
+def restart_with_one_inode_left(cfg, state_dir, tmp_path) -> subprocess.CompletedProcess[str]:
+    """The same on a copy with room for one more file (tmpfs ``nr_inodes``): enough for the record's
+    proof alone, not for the launch's log file beside its record (the red team's variant)."""
+    copy = tmp_path / "state-copy"
+    return in_private_mounts(f"cp -a {state_dir} {copy}\n"
+                             f"mount -t tmpfs -o size=64m,nr_inodes=1000,mode=700 ddtune-inodes {state_dir}\n"
+                             f"cp -a {copy}/. {state_dir}/\n"
+                             f"mount -o remount,nr_inodes=$(( $(df --output=iused {state_dir} | tail -1) + 1 )) "
+                             f"{state_dir}", cfg, state_dir, "restart")
+
+
+@pytest.mark.parametrize("disk", ["full", "one-inode", "read-only"])
 def test_a_restart_that_could_not_record_its_launch_leaves_the_old_server_serving(
         tmp_path, state_dir, no_leftovers, disk):
     """Issue 28, item 7: the restart proves the state dir takes the new launch's record before it stops
-    anything; a full tmpfs or a read-only bind mount is one line, and the healthy server stays up and
-    recorded."""
+    anything; a full tmpfs, one with room for a single more file, or a read-only bind mount is one
+    line, and the healthy server stays up and recorded."""
     cfg = write_config(tmp_path, extra=FAST)
     out = run_ddtune("--config", str(cfg), "up")
     assert out.returncode == 0, out.stderr
     old = recorded_pid(state_dir)
     before = (state_dir / "server.json").read_bytes()
-    if disk == "full":
-        out = restart_on_a_full_copy(cfg, state_dir, tmp_path)
+    if disk in ("full", "one-inode"):
+        out = (restart_on_a_full_copy if disk == "full" else restart_with_one_inode_left)(cfg, state_dir, tmp_path)
         assert out.returncode == 1, out.stderr
         (line,) = [x for x in out.stderr.splitlines() if x.startswith("ddtune: error:")]
         assert "No space left on device" in line and "hint: free space there" in out.stderr

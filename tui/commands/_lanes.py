@@ -3,16 +3,16 @@ parallel sweep (workloads.sweep.lanes), with its signal handling and its lane-ta
 
 from __future__ import annotations
 
-from tui.commands._options import positive_int
+from tui.commands._options import count_option
 
 
 def add_lane_options(parser) -> None:
-    parser.add_argument("--parallel", type=positive_int, default=None, metavar="N",
+    parser.add_argument("--parallel", type=count_option("lanes"), default=None, metavar="N",
                         help="run up to N servers at once, each on its own GPU set and port (docs/scale.md)")
     parser.add_argument("--gpus", metavar="LIST", default=None,
                         help="GPUs for --parallel, e.g. 0,1,2,3 (default: every GPU no other process uses; "
                              "required where NVML cannot list GPUs, as with the simulator)")
-    parser.add_argument("--gpus-per-server", type=positive_int, default=None, metavar="K",
+    parser.add_argument("--gpus-per-server", type=count_option("lanes"), default=None, metavar="K",
                         help="GPUs per server with --parallel (default 1; match the server's --tp-size)")
     parser.add_argument("--share-gpu", action="store_true", default=None,
                         help="let lanes share a GPU (--gpus 0,0, or --parallel beyond the GPUs): their servers "

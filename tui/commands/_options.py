@@ -13,9 +13,9 @@ def _number(text: str, cast, ok, expected: str, bound: str):
     try:
         value = cast(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text[:40]!r}") from None
     if not ok(value):
-        raise argparse.ArgumentTypeError(f"must be {bound}, got {text}")
+        raise argparse.ArgumentTypeError(f"must be {bound}, got {text if len(text) <= 40 else text[:37] + '...'}")
     return value
 
 
@@ -29,6 +29,26 @@ def non_negative_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     return _number(text, float, lambda v: v > 0, "a number of seconds", "more than 0")
+
+
+def count_option(name: str, low: int = 1):
+    """The type of an integer option from ``low`` to the most a plan may hold (``PLAUSIBLE[name]``,
+    workloads/runs/checks.py: what a resume reads back), so a run is never started with a number its
+    own resume would refuse, nor one that overflows a bound or fills memory (10**400 streams)."""
+    def parse(text: str) -> int:
+        from workloads.bench import PLAUSIBLE
+
+        most = PLAUSIBLE[name]
+        return _number(text, int, lambda v: low <= v <= most, "an integer", f"from {low} to {most:,}")
+    return parse
+
+
+def rate_option(text: str) -> float:
+    """A request rate or a burstiness, within what a plan read back may hold (``RATES``)."""
+    from workloads.bench import RATES
+
+    low, high = RATES
+    return _number(text, float, lambda v: low <= v <= high, "a number", f"from {low:g} to {high:g}")
 
 
 def url_type(text: str) -> str:

@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import sys
 
-from tui.commands._options import non_negative_int, positive_int
+from tui.commands._options import count_option
 
 
 def add_matrix_options(parser, contexts: list[int], concurrency: list[int], max_tokens: int) -> None:
-    parser.add_argument("--contexts", type=non_negative_int, nargs="+", default=None, metavar="TOKENS",
+    parser.add_argument("--contexts", type=count_option("context", 0), nargs="+", default=None, metavar="TOKENS",
                         help="bring each prompt to this many tokens with real text; 0: as it is (default "
                              f"{' '.join(map(str, contexts))}, or 0 with --prompts)")
-    parser.add_argument("--concurrency", type=positive_int, nargs="+", default=None, metavar="C",
+    parser.add_argument("--concurrency", type=count_option("concurrency"), nargs="+", default=None, metavar="C",
                         help=f"requests in flight per cell (default {' '.join(map(str, concurrency))})")
-    parser.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
+    parser.add_argument("--max-tokens", type=count_option("max_tokens"), default=None, metavar="N",
                         help=f"output tokens per request (default {max_tokens})")
-    parser.add_argument("--requests-per-cell", type=positive_int, default=None, metavar="N",
+    parser.add_argument("--requests-per-cell", type=count_option("requests"), default=None, metavar="N",
                         help="requests measured per cell (default: 2 x concurrency, at least 8)")
-    parser.add_argument("--warmup", type=non_negative_int, default=None, metavar="N",
+    parser.add_argument("--warmup", type=count_option("requests", 0), default=None, metavar="N",
                         help="unrecorded requests before each cell (default 1)")
     parser.add_argument("--out", metavar="DIR",
                         help="the sweep's folder (default: $DDTUNE_STATE_DIR/runs/<time>-sweep)")

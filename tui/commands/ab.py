@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tui.commands._options import positive_int
+from tui.commands._options import count_option
 
 HELP = "quick A/B of two knob presets, interleaved"
 EXAMPLES = """\
@@ -24,7 +24,8 @@ def add_arguments(parser) -> None:
 
     parser.add_argument("a", nargs="?", metavar="A", help="first preset (the reference)")
     parser.add_argument("b", nargs="?", metavar="B", help="second preset")
-    parser.add_argument("--rounds", type=positive_int, default=2, metavar="N", help="runs of each (default 2)")
+    parser.add_argument("--rounds", type=count_option("repeats"), default=2, metavar="N",
+                        help="runs of each (default 2)")
     parser.add_argument("--eval", action="store_true", help="also run the coding eval after each bench")
     add_matrix_options(parser, [4096], [8], 256)
 

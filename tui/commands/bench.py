@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tui.commands._options import add_log_option, add_server_options, non_negative_int, positive_int
+from tui.commands._options import add_log_option, add_server_options, count_option
 from tui.commands._traffic import add_traffic_options
 
 HELP = "run the benchmark matrix (prompts x contexts x concurrency x rate) against a server"
@@ -38,19 +38,20 @@ error is named). A stream is read within bounds: DDTUNE_IDLE_S seconds at most w
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--contexts", type=non_negative_int, nargs="+", default=None, metavar="TOKENS",
+    parser.add_argument("--contexts", type=count_option("context", 0), nargs="+", default=None, metavar="TOKENS",
                         help="bring each prompt to this many tokens, as the server counts them, with real text; "
                              "0: as it is (default: 0 with --prompts, else 60 1024 4096 8192)")
-    parser.add_argument("--concurrency", type=positive_int, nargs="+", default=[1, 8, 32, 64], metavar="C",
+    parser.add_argument("--concurrency", type=count_option("concurrency"), nargs="+", default=[1, 8, 32, 64],
+                        metavar="C",
                         help="requests in flight per cell (default 1 8 32 64)")
-    parser.add_argument("--max-tokens", type=positive_int, default=512, metavar="N",
+    parser.add_argument("--max-tokens", type=count_option("max_tokens"), default=512, metavar="N",
                         help="at most N output tokens per request; a record that names its own output length "
                              "keeps it (default 512)")
     parser.add_argument("--coding", action="store_true",
                         help="use the coding problems as prompts and grade every answer (--prompts coding)")
-    parser.add_argument("--requests-per-cell", type=positive_int, default=None, metavar="N",
+    parser.add_argument("--requests-per-cell", type=count_option("requests"), default=None, metavar="N",
                         help="requests measured per cell (default: 2 x concurrency, at least 8)")
-    parser.add_argument("--warmup", type=non_negative_int, default=1, metavar="N",
+    parser.add_argument("--warmup", type=count_option("requests", 0), default=1, metavar="N",
                         help="unrecorded requests before each cell (default 1)")
     parser.add_argument("--release", choices=("wave", "staggered"), default="wave",
                         help="wave (default): each wave of C requests leaves at once and the next waits for it "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tui.commands._options import add_server_options, positive_int
+from tui.commands._options import add_server_options, count_option
 
 HELP = "check that speculative decoding leaves greedy (temperature 0) outputs unchanged"
 EXAMPLES = """\
@@ -25,9 +25,9 @@ DEFAULT_MAX_TOKENS = 256
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--prompts", type=positive_int, default=None, metavar="N",
+    parser.add_argument("--prompts", type=count_option("requests"), default=None, metavar="N",
                         help=f"prompts to send (default: the baseline's, else {DEFAULT_PROMPTS})")
-    parser.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
+    parser.add_argument("--max-tokens", type=count_option("max_tokens"), default=None, metavar="N",
                         help=f"output tokens per prompt (default: the baseline's, else {DEFAULT_MAX_TOKENS})")
     parser.add_argument("--baseline", metavar="FILE",
                         help="compare with this baseline (recorded with --save-baseline, speculation off)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tui.commands._options import add_server_options, positive_int
+from tui.commands._options import add_server_options, count_option
 
 HELP = "run the coding eval against a server, or regrade saved responses offline"
 EXAMPLES = """\
@@ -27,9 +27,9 @@ verdicts: pass, fail, error, timeout, no_code, truncated
 
 def add_arguments(parser) -> None:
     parser.add_argument("--problems", nargs="+", metavar="ID", help="problem ids to run (default: all)")
-    parser.add_argument("--max-tokens", type=positive_int, default=4096, metavar="N",
+    parser.add_argument("--max-tokens", type=count_option("max_tokens"), default=4096, metavar="N",
                         help="max tokens per answer (default 4096)")
-    parser.add_argument("--concurrency", type=positive_int, default=4, metavar="C",
+    parser.add_argument("--concurrency", type=count_option("concurrency"), default=4, metavar="C",
                         help="requests in flight (default 4)")
     parser.add_argument("--out", metavar="FILE", help="also write the results as one JSON document to FILE")
     parser.add_argument("--regrade", metavar="FILE", help="re-score saved raw responses (JSONL); needs no server")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from tui.commands._options import add_log_option, add_server_options, positive_float, positive_int
+from tui.commands._options import add_log_option, add_server_options, count_option, positive_float
 
 HELP = "keep prompts in flight (coding, or --prompts SOURCE) and print windowed tok/s and acceptance"
 EXAMPLES = """\
@@ -33,11 +33,11 @@ every raw response is saved in $DDTUNE_STATE_DIR/runs/<time>-load/responses.json
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--concurrency", type=positive_int, required=True, metavar="C",
+    parser.add_argument("--concurrency", type=count_option("concurrency"), required=True, metavar="C",
                         help="coding prompts kept in flight")
     parser.add_argument("--duration", type=positive_float, default=None, metavar="S",
                         help="stop after S seconds (default: run until Ctrl-C)")
-    parser.add_argument("--max-tokens", type=positive_int, default=2048, metavar="N",
+    parser.add_argument("--max-tokens", type=count_option("max_tokens"), default=2048, metavar="N",
                         help="max tokens per answer (default 2048)")
     parser.add_argument("--prompts", metavar="SOURCE", default=None,
                         help="what to send: coding (default: the built-in problems, graded), story, humaneval, a "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tui.commands._options import non_negative_int, positive_int
+from tui.commands._options import count_option
 
 HELP = "find the fastest knob configuration of a space, restarting as little as possible"
 EXAMPLES = """\
@@ -38,29 +38,29 @@ def add_arguments(parser) -> None:
     parser.add_argument("--space", metavar="SPACE",
                         help="knob=value,value,... per knob, space-separated; 'none' clears a knob "
                              "(e.g. 'budget=4,8,16 topk=2,4,6 window=1024,2048,none')")
-    parser.add_argument("--target-context", type=non_negative_int, default=4096, metavar="C",
+    parser.add_argument("--target-context", type=count_option("context", 0), default=4096, metavar="C",
                         help="prompt tokens of the measured cell, real text; 0: each prompt as it is (default 4096)")
     parser.add_argument("--prompts", metavar="SOURCE", default=None,
                         help="what to send: coding, story (the default), humaneval, a JSON/JSONL file or "
                              "hf:NAME[:SPLIT] (docs/workloads.md); only first turns (a wave is one sample)")
     parser.add_argument("--ignore-eos", action="store_true",
                         help="keep generating past the model's stop (default: natural stops)")
-    parser.add_argument("--target-concurrency", type=positive_int, default=8, metavar="K",
+    parser.add_argument("--target-concurrency", type=count_option("concurrency"), default=8, metavar="K",
                         help="requests in flight, released together as one wave (default 8)")
-    parser.add_argument("--max-tokens", type=positive_int, default=256, metavar="N",
+    parser.add_argument("--max-tokens", type=count_option("max_tokens"), default=256, metavar="N",
                         help="output tokens per request (default 256)")
-    parser.add_argument("--waves", type=positive_int, default=4, metavar="N",
+    parser.add_argument("--waves", type=count_option("waves"), default=4, metavar="N",
                         help="waves per configuration in a race's first rung (default 4)")
-    parser.add_argument("--rungs", type=positive_int, default=3, metavar="N",
+    parser.add_argument("--rungs", type=count_option("rungs"), default=3, metavar="N",
                         help="successive-halving rungs per race; the last decides by the mean (default 3)")
-    parser.add_argument("--passes", type=positive_int, default=1, metavar="N",
+    parser.add_argument("--passes", type=count_option("passes"), default=1, metavar="N",
                         help="passes over the knobs; a later pass re-races the lines a move changed (default 1)")
-    parser.add_argument("--max-restarts", type=positive_int, default=None, metavar="R",
+    parser.add_argument("--max-restarts", type=count_option("restarts"), default=None, metavar="R",
                         help="stop before a round would take the restarts past R (default: no cap)")
     parser.add_argument("--start", metavar="CONFIG",
                         help="where to start, e.g. 'budget=8 topk=4 window=2048' (default: the running "
                              "configuration when it is in the space, else the middle of the space)")
-    parser.add_argument("--warmup", type=non_negative_int, default=None, metavar="N",
+    parser.add_argument("--warmup", type=count_option("requests", 0), default=None, metavar="N",
                         help="unrecorded requests before each measured cell (default 1)")
     parser.add_argument("--out", metavar="DIR",
                         help="the search's folder (default: $DDTUNE_STATE_DIR/runs/<time>-search)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tui.commands._options import positive_int
+from tui.commands._options import count_option
 
 HELP = "benchmark several knob presets, restarting only when knobs change"
 EXAMPLES = """\
@@ -42,13 +42,13 @@ def add_arguments(parser) -> None:
                         help="knob presets: shipped names (b8-t4-w2048, ...) or preset .toml files")
     parser.add_argument("--plan", metavar="FILE",
                         help="a TOML sweep plan (presets, configs, matrix; see docs/sweeps.md)")
-    parser.add_argument("--repeats", type=positive_int, default=None, metavar="N",
+    parser.add_argument("--repeats", type=count_option("repeats"), default=None, metavar="N",
                         help="runs of each configuration, interleaved (default 1)")
     parser.add_argument("--baseline", action="store_true",
                         help="add a speculation-off run, report speedups against it and check each "
                              "configuration's greedy output against its own (docs/lossless.md)")
     parser.add_argument("--no-eval", action="store_true", help="skip the coding eval after each bench")
-    parser.add_argument("--eval-max-tokens", type=positive_int, default=None, metavar="N",
+    parser.add_argument("--eval-max-tokens", type=count_option("max_tokens"), default=None, metavar="N",
                         help="max tokens per coding answer (default 4096)")
     parser.add_argument("--eval-problems", nargs="+", metavar="ID", default=None,
                         help="only these coding problems (default: all)")

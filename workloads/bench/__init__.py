@@ -7,6 +7,7 @@ under runs/ (resumable).
 from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
-    "workloads.bench.plan": ("BenchPlan", "CellKey"),
+    "workloads.bench.plan": ("BenchPlan", "CellKey", "RATES"),
     "workloads.bench.session": ("load_sets", "run_bench"),
+    "workloads.runs.checks": ("PLAUSIBLE",),  # the bounds of a plan's numbers: the command line's too
 })

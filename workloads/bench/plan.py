@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from backends.core.fields import INT64_MAX, bounded
+from backends.core.fields import bounded
 from workloads.runs.cellkey import CellKey
 from workloads.runs.checks import MAX_SECONDS, plausible
 
-__all__ = ["RELEASES", "MULTI_TURN", "BenchPlan", "CellKey"]
+__all__ = ["RELEASES", "RATES", "MULTI_TURN", "BenchPlan", "CellKey"]
 
 RELEASES = ("wave", "staggered")
 MULTI_TURN = ("live", "first")  # follow-up turns: after the model's live reply, or not sent
@@ -86,13 +86,16 @@ class BenchPlan:
                    tuple(str(p) for p in data.get("prompts") or ()),
                    bool(data.get("ignore_eos", legacy and not coding)),
                    tuple(_rate(r) for r in data.get("request_rates") or ()), _rate(data.get("burstiness", 1.0)),
-                   bounded(data.get("seed", 0), 0, INT64_MAX, "seed", integer=True),
+                   plausible(data.get("seed", 0), "seed", low=0),
                    {str(k): bounded(v, 0, MAX_SECONDS * 1000, f"slo {k}") for k, v in (data.get("slo") or {}).items()},
                    str(data.get("multi_turn", "live")), bool(data.get("include_degenerate", False)))
 
 
+RATES = (1e-9, 1e9)  # a request rate or burstiness a plan may hold (requests/s; the gamma's shape)
+
+
 def _rate(value) -> float:
-    return bounded(value, 1e-9, 1e9, "request rate")
+    return bounded(value, *RATES, "request rate")
 
 
 def _none(what: str) -> tuple[int, ...]:

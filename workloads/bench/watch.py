@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-_REQUESTS = re.compile(r"^sglang:num_requests_total\{[^}]*\}\s+(\S+)\s*$", re.M)
+_REQUESTS = re.compile(r"^sglang:num_requests_total\{[^}\n]*\}[ \t]+(\S+)[ \t]*$", re.M)  # one line each
 GRACE_S = 0.5
 _MAX = 1 << 31
 
@@ -80,8 +80,16 @@ def requests_total(metrics: str | None) -> float | None:
     """``sglang:num_requests_total`` summed over its series (streaming or not); None without it."""
     if not metrics:
         return None
-    values = [float(v) for v in _REQUESTS.findall(metrics) if _count(float(v)) is not None]
-    return sum(values) if values else None
+    values = [n for v in _REQUESTS.findall(metrics) if (n := _count(_number(v))) is not None]
+    return float(sum(values)) if values else None
+
+
+def _number(text: str) -> float | None:
+    """A sample's value as a float; None when it is not a number (a server's text is untrusted)."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 class ContentionWatch:

@@ -59,6 +59,7 @@ def _array(text: str, path: Path) -> list[tuple[int, Any]]:
     decoder = json.JSONDecoder()
     pos = text.index("[") + 1
     out: list[tuple[int, Any]] = []
+    line, counted = 1, 0  # the line ``counted`` is on: each stretch counted once (from 0 each time was quadratic)
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
             pos += 1
@@ -66,7 +67,7 @@ def _array(text: str, path: Path) -> list[tuple[int, Any]]:
             raise UsageError(f"--prompts {path}: the JSON array is not closed", hint=HINT)
         if text[pos] == "]":
             return out
-        line = text.count("\n", 0, pos) + 1
+        line, counted = line + text.count("\n", counted, pos), pos
         try:
             value, end = decoder.raw_decode(text, pos)
         except RecursionError:

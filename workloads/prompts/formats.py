@@ -30,11 +30,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from backends.core.fields import shown
 from workloads.prompts.records import ROLES, PromptRecord, Turn
+from workloads.runs.checks import PLAUSIBLE
 
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
                   "chatgpt": "assistant", "bard": "assistant", "bing": "assistant", "model": "assistant",
                   "system": "system"}
+MAX_TOKENS = PLAUSIBLE["max_tokens"]
 KEYS = ("messages", "conversations", "turns", "prompt", "text", "texts", "question", "instruction", "problem")
 
 
@@ -57,10 +60,14 @@ def _text(value: Any, field: str) -> str:
 
 
 def _count(value: Any, field: str) -> int | None:
+    """An output length: a whole number from 1 to what a plan may hold (a record's file is anyone's:
+    10**400 overflowed the stream's bounds, 2**63 voided them)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RecordError(field, f"expected a whole number >= 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOKENS:
+        got = f"an integer of {value.bit_length()} bits" if isinstance(value, int) and value.bit_length() > 64 \
+            else shown(value, 40)
+        raise RecordError(field, f"expected a whole number from 1 to {MAX_TOKENS:,}, got {got}")
     return value
 
 

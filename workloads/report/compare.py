@@ -17,7 +17,8 @@ import statistics
 from dataclasses import dataclass, field, replace
 
 from workloads.stats.metrics import cell_acceptance, cell_acceptance_source
-from workloads.stats.estimate import Estimate, Ratio, exp, from_repeats, from_samples, geomean, ratio, t95
+from workloads.stats.estimate import (Estimate, Ratio, exp, finite, from_repeats, from_samples, geomean, interval,
+                                      ratio, t95)
 from workloads.report.bands import Band, bands
 from workloads.report.datasets import DatasetRow, Drift, dataset_rows, drifts
 from workloads.report.inputs import Failure, Inputs, Lossless, Placement, RunData, cell_key
@@ -211,7 +212,9 @@ def _overall_margin(pairs: list[tuple[Estimate, Estimate]]) -> Ratio | None:
     logs = [math.log(a.mean) - math.log(b.mean) for a, b in pairs if a.mean > 0 and b.mean > 0]
     if not logs:
         return None
-    value = exp(sum(logs) / len(logs))
+    value = finite(exp(sum(logs) / len(logs)))
+    if value is None:
+        return None
     rel: list[tuple[float, float]] = []
     for a, b in pairs:
         if a.rel_se is None or b.rel_se is None:
@@ -219,7 +222,7 @@ def _overall_margin(pairs: list[tuple[Estimate, Estimate]]) -> Ratio | None:
         rel.append((a.rel_se, b.rel_se))
     se = math.sqrt(sum(x * x + y * y for x, y in rel)) / len(rel)
     z = t95(max(1, min(min(a.df, b.df) for a, b in pairs)))
-    return Ratio(value, value * exp(-z * se), value * exp(z * se))
+    return interval(value, se, z)
 
 
 def build_report(inputs: Inputs) -> Report:
@@ -268,7 +271,7 @@ def build_report(inputs: Inputs) -> Report:
         if reference is None:  # no configurations at all
             break
         ref_rows = [(speed[(config, cell)], speed[(reference, cell)]) for cell in common]
-        score = geomean([a.mean / b.mean for a, b in ref_rows if b.mean])
+        score = geomean([a.mean / b.mean for a, b in ref_rows if b.mean])  # a quotient past a float: left out
         if score is not None:
             scores[config] = score
     overall = None

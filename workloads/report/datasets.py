@@ -9,6 +9,7 @@ concurrencies one configuration measured is flagged: a batch-dependent knob, or 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -97,6 +98,6 @@ def drifts(rows: tuple[Row, ...], limit: float = DRIFT) -> tuple[Drift, ...]:
         if len({c for c, _ in points}) < 2:
             continue
         low, high = min(points, key=lambda p: p[1]), max(points, key=lambda p: p[1])
-        if high[1] / low[1] - 1.0 > limit:
+        if limit < high[1] / low[1] - 1.0 < math.inf:  # a spread past a float (over 5e-324) is no figure to show
             out.append(Drift(config, prompts, context, rate, low, high))
     return tuple(out)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backends.core.datafile import warn
+from backends.core.plaintext import plain
 from workloads.report.inputs import knob_label, read_run_file
 from workloads.runs.checks import clean_numbers
 
@@ -152,7 +153,7 @@ def load_markdown(runs: list[LoadRun]) -> str:
             out += _table(["t (s)", "tok/s", "accept"], window_rows(run)) + [""]
         else:
             out += ["No windows recorded (the console's load runs keep the summary only).", ""]
-    return "\n".join(out)
+    return plain("\n".join(out))  # names and reasons come from files: never a terminal's controls
 
 
 def load_json(runs: list[LoadRun]) -> list[dict]:
@@ -171,4 +172,4 @@ def load_csv(runs: list[LoadRun]) -> str:
             out.writerow([run.id, run.label, w.get("t_s"), w.get("tok_s"), w.get("acceptance")])
         if not run.windows:
             out.writerow([run.id, run.label, None, run.summary.get("output_tok_s") or None, run.acceptance or None])
-    return buf.getvalue()
+    return plain(buf.getvalue())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
+from backends.core.plaintext import plain
 from workloads.stats.estimate import Estimate, Ratio
 from workloads.report.compare import METRICS, Report
 from workloads.report.render_datasets import band_text, bands_markdown, datasets_json, datasets_markdown
@@ -171,7 +172,7 @@ def to_markdown(report: Report) -> str:
         if c.phases_mean_s:
             out.append("mean per phase: " + ", ".join(f"{p} {v:.1f} s" for p, v in c.phases_mean_s.items()))
         out.append("")
-    return "\n".join(out).rstrip() + "\n"
+    return plain("\n".join(out).rstrip() + "\n")  # names and reasons come from files: never a terminal's controls
 
 
 def _lanes_markdown(report: Report) -> list[str]:
@@ -257,4 +258,4 @@ def to_csv(report: Report) -> str:
                 r.acceptance_source or "", knob_text(report, r.config), r.cell.prompts, num(r.cell.rate),
                 r.contended]
         w.writerow(row)
-    return buf.getvalue()
+    return plain(buf.getvalue())

@@ -23,7 +23,7 @@ RESUME_FIX = "start a new run (the file was edited or is not one ddtune wrote)"
 # would loop for ever or fill memory (range(10**400) workers, a 10**18-slot schedule).
 PLAUSIBLE = {"context": 100_000_000, "concurrency": 100_000, "max_tokens": 100_000_000,
              "requests": 100_000_000, "repeats": 100_000, "waves": 100_000, "eta": 1_000, "rungs": 100,
-             "passes": 1_000, "lanes": 4_096, "restarts": 10_000_000, "points": 100_000}
+             "passes": 1_000, "lanes": 4_096, "restarts": 10_000_000, "points": 100_000, "seed": INT64_MAX}
 MAX_TOK_S = 1e9  # tok/s a measurement may say: a thousand times the fastest server
 MAX_SECONDS = 7 * 24 * 3600.0  # a restart or a phase read back: one that lasted a week is not one
 MAX_TIME = 2.0**40  # a Unix time in seconds read back: past the year 36000 it is not one

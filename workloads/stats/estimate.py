@@ -6,6 +6,10 @@ Two sources of uncertainty, both reduced to a mean and a standard error:
   (e.g. per-request throughput) scaled onto the aggregate value, with a t-interval over requests.
 A ratio of two independent estimates gets its interval by the delta method on the log scale:
 ``rel_se(a/b) = sqrt(rel_se(a)^2 + rel_se(b)^2)``.
+
+Values read back from disk can be any finite number (1.7e308 beside 5e-324): a figure that such
+arithmetic takes past a float (a mean of 1.7e308 and 1.7e308, a ratio over 5e-324) is no figure, so
+it is left out (None; an interval that overflows: no interval), never shown or written as inf or nan.
 """
 
 from __future__ import annotations
@@ -76,15 +80,22 @@ def mean_sd(values: list[float]) -> tuple[float, float | None]:
     return m, math.sqrt(sum((v - m) * (v - m) for v in values) / (len(values) - 1))
 
 
+def finite(x: float | None) -> float | None:
+    """``x`` when it is a finite number, else None (see the module doc)."""
+    return x if x is not None and math.isfinite(x) else None
+
+
 def from_repeats(values: list[float]) -> Estimate | None:
     """Mean of per-repeat values; an interval once there are two or more."""
     values = [float(v) for v in values if v is not None]
     if not values:
         return None
     m, sd = mean_sd(values)
+    if finite(m) is None:
+        return None
     if sd is None:
         return Estimate(m, None, 0, 1, "single")
-    return Estimate(m, sd / math.sqrt(len(values)), len(values) - 1, len(values), "repeats")
+    return Estimate(m, finite(sd / math.sqrt(len(values))), len(values) - 1, len(values), "repeats")
 
 
 def from_samples(value: float | None, samples: list[float]) -> Estimate | None:
@@ -98,7 +109,7 @@ def from_samples(value: float | None, samples: list[float]) -> Estimate | None:
     if not m:
         return Estimate(float(value), None, 0, 1, "single")
     rel = (sd or 0.0) / abs(m) / math.sqrt(len(samples))
-    return Estimate(float(value), abs(float(value)) * rel, len(samples) - 1, len(samples), "requests")
+    return Estimate(float(value), finite(abs(float(value)) * rel), len(samples) - 1, len(samples), "requests")
 
 
 @dataclass(frozen=True)
@@ -121,16 +132,24 @@ class Ratio:
 def ratio(a: Estimate | None, b: Estimate | None) -> Ratio | None:
     if a is None or b is None or not b.mean or a.mean <= 0 or b.mean <= 0:
         return None
-    value = a.mean / b.mean
+    value = finite(a.mean / b.mean)
+    if value is None:
+        return None
     if a.rel_se is None or b.rel_se is None:
         return Ratio(value, None, None)
     rel = math.hypot(a.rel_se, b.rel_se)
     z = t95(max(1, min(a.df, b.df)))
-    return Ratio(value, value * exp(-z * rel), value * exp(z * rel))
+    return interval(value, rel, z)
+
+
+def interval(value: float, rel: float, z: float) -> Ratio:
+    """``value`` with its interval on the log scale; none when the interval leaves the floats."""
+    lo, hi = finite(value * exp(-z * rel)), finite(value * exp(z * rel))
+    return Ratio(value, lo, hi) if lo is not None and hi is not None else Ratio(value, None, None)
 
 
 def geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v and v > 0]
+    values = [v for v in values if v and v > 0 and math.isfinite(v)]
     if not values:
         return None
-    return exp(sum(math.log(v) for v in values) / len(values))
+    return finite(exp(sum(math.log(v) for v in values) / len(values)))

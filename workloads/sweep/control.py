@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from backends.core.fields import key_name
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import knob_text
 from backends.server import ServerSession
@@ -58,7 +59,11 @@ class ManagedController:
         self._before_known = False
 
     def config_for(self, config: SweepConfig) -> ServerConfig:
-        return baseline_config(self.base) if config.baseline else self.base.with_knobs(config.knobs)
+        """The server config of one configuration; its knobs checked by the base config's table (a
+        resumed plan is a file: ConfigError before anything restarts for a value it could not hold)."""
+        if config.baseline:
+            return baseline_config(self.base)
+        return self.base.with_knobs(self.base.checked_knobs(config.knobs, f"configuration {key_name(config.name)}"))
 
     def restart_needed(self, config: SweepConfig) -> bool:
         from backends.server import is_alive, recorded_server
@@ -126,7 +131,7 @@ class ManagedController:
         """What to return the server to at the end: a config, the knobs of one (as a sweep's
         manifest keeps them, so a resumed sweep still knows), or None (stop it)."""
         if isinstance(config, dict):
-            config = self.base.with_knobs(config)
+            config = self.base.with_knobs(self.base.checked_knobs(config, "the manifest's server_before"))
         self.before, self._before_known = config, True
 
     def running_config(self) -> ServerConfig | None:

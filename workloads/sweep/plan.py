@@ -26,8 +26,9 @@ from typing import Any
 
 from backends.core.datafile import read_json, warn
 from backends.core.errors import UsageError
-from backends.core.fields import INT64_MAX, bounded, shown
+from backends.core.fields import INT64_MAX, MAX_NAME, bounded, shown
 from backends.core.paths import runs_dir
+from backends.core.plaintext import plain
 from backends.core.writes import append_text, check_folder, make_folder
 from workloads.bench.plan import BenchPlan
 from workloads.runs.checks import MAX_TIME, plausible, read_plan
@@ -51,7 +52,15 @@ class SweepConfig:
 
     @classmethod
     def from_json(cls, data: dict) -> SweepConfig:
-        return cls(str(data["name"]), dict(data.get("knobs") or {}), bool(data.get("baseline", False)))
+        """A configuration read back (a resume): its name printed on progress lines, so plain and on one
+        line (a name holding a line break and an escape sequence forged a line of the sweep's output)."""
+        name = data["name"]
+        if not isinstance(name, str) or not name or len(name) > MAX_NAME or plain(name, one_line=True) != name:
+            raise ValueError(f"configuration name {shown(name, 40)}: not a name ddtune gives (one printable line)")
+        knobs = data.get("knobs") or {}
+        if not isinstance(knobs, dict):
+            raise TypeError(f"configuration {name!r}: knobs {shown(knobs, 40)}: not a table")
+        return cls(name, dict(knobs), bool(data.get("baseline", False)))
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from backends.core.errors import UsageError
+from backends.core.fields import shown
 from backends.knobs.config import ServerConfig
 from backends.machine.gpuset import parse_gpus
 from backends.record.lanes import Lane
+from workloads.runs.checks import plausible, read_plan
 from workloads.runs.provenance import host_provenance
 from workloads.runs.store import new_run_folder
 from workloads.sweep.control import ManagedController
@@ -52,13 +55,14 @@ class LaneSettings:
         recorded: dict = found if isinstance(found, dict) else {}
         share_gpu = share_gpu or recorded.get("share_gpu") is True
         chosen = parse_gpus(gpus, share_gpu) if gpus is not None else None
-        if chosen is None and isinstance(recorded.get("gpus"), list):
-            chosen = tuple(str(g) for g in recorded["gpus"])
-        per_server = gpus_per_server or recorded.get("gpus_per_server") or 1
-        count = parallel or recorded.get("parallel")
+        if chosen is None and recorded.get("gpus") is not None:
+            chosen = read_plan("the manifest's parallel.gpus", lambda: _recorded_gpus(recorded["gpus"], share_gpu),
+                               "list of GPUs")
+        per_server = gpus_per_server or _recorded_count(recorded, "gpus_per_server") or 1
+        count = parallel or _recorded_count(recorded, "parallel")
         if count is None:
             count = max(1, len(chosen) // per_server) if chosen else 1
-        return cls(int(count), chosen, int(per_server), share_gpu)
+        return cls(count, chosen, per_server, share_gpu)
 
     def to_json(self) -> dict:
         doc = {"parallel": self.parallel, "gpus": list(self.gpus) if self.gpus is not None else None,
@@ -70,6 +74,23 @@ class LaneSettings:
         """The lanes (GPU sets, ports) for these settings: workloads.sweep.lanes.plan_lanes."""
         return await plan_lanes(base, self.parallel, self.gpus, self.gpus_per_server, note=note,
                                 share=self.share_gpu)
+
+
+def _recorded_count(recorded: dict, key: str) -> int | None:
+    """A lane count a manifest recorded (a resume reads it back): None when absent, else a plausible one."""
+    value = recorded.get(key)
+    if value is None:
+        return None
+    return read_plan(f"the manifest's parallel.{key}", lambda: plausible(value, "lanes", key), "lane count")
+
+
+def _recorded_gpus(value: object, share: bool) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(g, str) for g in value):
+        raise TypeError(f"expected a list of GPU indices, got {shown(value, 40, True)}")
+    try:
+        return parse_gpus(",".join(value), share)
+    except UsageError as exc:
+        raise ValueError(exc.message) from None
 
 
 def ran_in_lanes(manifest: dict | None) -> bool:
