@@ -94,4 +94,4 @@ async def test_a_server_that_answers_with_no_token_is_never_declared_ready(answe
         await session.close()
     assert state.phase == "failed" and handler.asked >= 2
     assert state.reason.startswith("not ready after 2 s (ready_timeout_s)"), state.reason
-    assert state.reason.endswith(f"the last probe: {NO_TOKEN}"), state.reason
+    assert state.reason.endswith(f"; last probe: {NO_TOKEN}"), state.reason
