@@ -8,7 +8,7 @@ import pytest
 from workloads.bench.arrivals import arrival_offsets, cell_seed
 from workloads.bench.cells import traffic_stats
 from workloads.bench.plan import CellKey
-from workloads.bench.quality import degenerate
+from workloads.bench.quality import MAX_CHARS, degenerate
 from workloads.bench.watch import InFlight, busy, requests_total, summarize_gpus
 from workloads.client.result import RequestResult
 
@@ -73,6 +73,17 @@ def test_the_same_seed_sends_at_the_same_times_and_cells_differ():
 ])
 def test_degenerate_answers(text, loops):
     assert (degenerate(text) is not None) == loops
+
+
+def test_the_blank_run_rule_and_the_tail_it_reads():
+    """The red team's answer: megabytes of 255-blank runs, each a near miss of the 256 rule (a backtracking
+    search tried 255 starts in each). Runs of exactly 256 count wherever they begin; only the answer's
+    last MAX_CHARS characters are read, so a runaway answer costs bench's event loop a bounded time."""
+    near = "".join(f"w{i}" + " " * 255 for i in range(12_000))
+    assert degenerate(near) is None
+    assert degenerate(" " * 256 + "x") and degenerate("x" + " " * 256 + "y")
+    tail = " ".join(f"word{i}" for i in range(MAX_CHARS // 6))  # distinct words, more than MAX_CHARS of them
+    assert len(tail) > MAX_CHARS and degenerate("and " * 40 + tail) is None  # its loop lies before the tail read
 
 
 def _result(ttft, e2e, tokens, reason="stop", prompt=100, ok=True):

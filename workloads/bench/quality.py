@@ -15,12 +15,15 @@ import re
 RUN = 24            # this many copies of one token in a row is a loop
 MIN_TOKENS = 64     # the distinct-4-gram test needs at least this many tokens
 MIN_DISTINCT = 0.4  # below this share of distinct 4-grams the text repeats itself
+MAX_CHARS = 256 * 1024  # the tail looked at: a loop runs to the end; the check runs on bench's event loop
 _TOKEN = re.compile(r"\w+|[^\w\s]+")
-_BLANK_RUN = re.compile(r"\s{256,}")
+_BLANK_RUN = re.compile(r"(?<!\s)\s{256}")  # tried only where a run of blanks begins: linear, no backtracking
 
 
 def degenerate(text: str) -> str | None:
-    """Why ``text`` is degenerate (one line), or None when it is not."""
+    """Why ``text`` is degenerate (one line), or None when it is not. Only its last ``MAX_CHARS``
+    characters are read, so a hostile or runaway answer costs bench's event loop a bounded time."""
+    text = text[-MAX_CHARS:]
     if _BLANK_RUN.search(text):
         return "a run of 256+ blank characters"
     tokens = _TOKEN.findall(text)
