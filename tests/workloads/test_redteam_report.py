@@ -66,3 +66,21 @@ def test_names_and_reasons_from_a_run_file_reach_no_terminal_as_escape_sequences
         assert out.returncode == 0 and out.stderr == "", out.stderr[-3000:]
         assert "\x1b" not in out.stdout and "\x07" not in out.stdout, repr(out.stdout[-2000:])
         assert "b16" in out.stdout and (fmt == "csv" or "diedforged" in out.stdout), out.stdout[-2000:]
+
+
+def test_an_interval_whose_end_leaves_the_floats_is_left_out(tmp_path):
+    """Hypothesis's find after the fix above: a cell's acceptance of 1.3e307, its interval from the
+    spread of its requests' own acceptance (1 and 0 tokens a step): the value is finite, value + half
+    width is past a float, and the interval's end was written as Infinity."""
+    one = {"context": 1024, "concurrency": 1, "output_tok_s": 0.0, "requests": 0, "errors": 0,
+           "acceptance": {"mean": 1.3116103420854487e307}, "ttft_ms": {"p50": 0.0}, "verdicts": {}}
+    answers = [{"context": 1024, "concurrency": 1, "output_tokens": tokens, "e2e_s": 0.0, "spec_verify_ct": 1.0}
+               for tokens in (0.0, 1.0)]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"kind": "bench", "sweep": {"config": {"name": "a"}}}))
+    (folder / "cells.jsonl").write_text(json.dumps(one) + "\n")
+    (folder / "responses.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
+    out = run_ddtune("report", str(folder), "--format", "json", timeout=60)
+    assert out.returncode == 0 and out.stderr == "", out.stderr[-3000:]
+    json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"{c} in report --format json"))

@@ -47,11 +47,12 @@ class Estimate:
 
     @property
     def lo(self) -> float | None:
-        return None if self.se is None else self.mean - self.half_width  # type: ignore[operator]
+        """The interval's ends; None without one, or where mean -+ half width leaves the floats."""
+        return None if self.se is None else finite(self.mean - self.half_width)  # type: ignore[operator]
 
     @property
     def hi(self) -> float | None:
-        return None if self.se is None else self.mean + self.half_width  # type: ignore[operator]
+        return None if self.se is None else finite(self.mean + self.half_width)  # type: ignore[operator]
 
     @property
     def rel_se(self) -> float | None:
