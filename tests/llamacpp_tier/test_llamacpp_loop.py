@@ -36,10 +36,14 @@ def test_up_restart_status_bench_load_down(llama, tiny):
     assert port_owner(llama.port).pid == pid
 
     before = parse_counters(llama.metrics())
-    bench = llama.json("bench", "--contexts", "60", "--concurrency", "1", "--max-tokens", "256",
-                       "--requests-per-cell", "4", "--warmup", "0")
+    # the tiny target says one token for ever (so that the agreeing draft agrees): every answer is a loop,
+    # which bench leaves out of acceptance unless asked; it is asked, to hold the per-request figures.
+    # --contexts 0: the prompts as written, so no sizing request runs between the counters' two reads
+    bench = llama.json("bench", "--contexts", "0", "--concurrency", "1", "--max-tokens", "256",
+                       "--requests-per-cell", "4", "--warmup", "0", "--include-degenerate")
     after = parse_counters(llama.metrics())
     (cell,) = bench["cells"]
+    assert cell["degenerate"]["count"] == 4  # each answer named a loop, and counted as asked
     acceptance = cell["acceptance"]
     counters = counter_acceptance(before, after)
     assert acceptance["source"] == "request" and counters is not None
