@@ -71,11 +71,7 @@ def parse_counters(text: str) -> SpecCounters | None:
     sums = {TOKENS: 0.0, VERIFY: 0.0}
     seen = set()
     for m in _SAMPLE.finditer(text):
-        try:
-            value = float(m[2])
-        except ValueError:
-            continue
-        if not 0 <= value < math.inf:
+        if (value := _sample(m[2])) is None:
             continue
         sums[m[1]] += value
         seen.add(m[1])
@@ -84,14 +80,20 @@ def parse_counters(text: str) -> SpecCounters | None:
     return SpecCounters(sums[TOKENS], sums[VERIFY])
 
 
+def _sample(text: str) -> float | None:
+    """A sample's value as a count: None for one that is no number, NaN, +Inf or negative (a server's
+    text is untrusted), so every counter reader skips it alike."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 <= value < math.inf else None
+
+
 def _llama_samples(text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for m in _LLAMA.finditer(text):
-        try:
-            value = float(m[2])
-        except ValueError:
-            continue
-        if 0 <= value < math.inf:  # as for SGLang's: NaN, +Inf and negative samples are skipped
+        if (value := _sample(m[2])) is not None:
             out[m[1]] = value
     return out
 
@@ -150,11 +152,8 @@ def draft_counters(text: str) -> DraftCounters | None:
         return None
     positions: dict[int, float] = {}
     for m in _POSITION.finditer(text):
-        try:
-            value = float(m[2])
-        except ValueError:
-            continue
-        if int(m[1]) < POSITIONS and 0 <= value < math.inf:  # a server's text is untrusted: no 10**11-long tuple
+        value = _sample(m[2])
+        if value is not None and int(m[1]) < POSITIONS:  # a server's text is untrusted: no 10**11-long tuple
             positions[int(m[1])] = value
     per = tuple(positions.get(i, 0.0) for i in range(max(positions) + 1)) if positions else ()
     return DraftCounters(got.get("spec_decode_num_draft_tokens_total", 0.0),
