@@ -179,3 +179,51 @@ def test_the_console_uses_at_most_twelve_doors():
     used = used_faces()
     assert len(used) <= MOST_FACES, f"{len(used)} doors: {sorted(used)}"
     assert all(_is_package(face) for face in used), sorted(used)
+
+
+MOST_NAMES = 188  # issue 33: what the console takes from the faces; a ratchet, lowered as use cases move below
+
+
+def taken_names(root: Path = REPO / "tui") -> set[str]:
+    """Every ``face.name`` the console takes: imported by name, or read as an attribute of a face it
+    imported as a module (``from workloads import sweep`` then ``sweep.run``): both are the same door."""
+    taken: set[str] = set()
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level \
+                    and node.module.split(".")[0] in LAYERS:
+                for alias in node.names:
+                    if _is_package(f"{node.module}.{alias.name}"):
+                        aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                    else:
+                        taken.add(f"{node.module}.{alias.name}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] in LAYERS and alias.asname:
+                        aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                taken.add(f"{aliases[node.value.id]}.{node.attr}")
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute):
+                dotted = ast.unparse(node.value)
+                if dotted.split(".")[0] in LAYERS and _is_package(dotted):
+                    taken.add(f"{dotted}.{node.attr}")
+    return taken
+
+
+def test_the_console_takes_few_names_from_the_faces():
+    """Issue 33: the console starts each use case through one call and renders its typed results; what
+    it takes from below stays small."""
+    taken = taken_names()
+    assert len(taken) <= MOST_NAMES, f"{len(taken)} names:\n" + "\n".join(sorted(taken))
+
+
+def test_the_names_count_reads_every_way_in(tmp_path):
+    console = tmp_path / "tui"
+    console.mkdir()
+    (console / "a.py").write_text("from workloads import sweep\nfrom backends.core import UsageError as U\n"
+                                  "import workloads.report as rep\nsweep.run_sweep(); rep.report_text\n")
+    assert taken_names(console) == {"workloads.sweep.run_sweep", "backends.core.UsageError",
+                                    "workloads.report.report_text"}
