@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from backends.knobs import ServerConfig
+from backends.core import Phase
 from backends.server import (
-    WORK_PHASES, AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded,
+    AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded,
     PhaseChanged, PidChanged, ServerSession, SessionEvent, Settled, Stopped,
 )
 from tui import messages as m
@@ -80,7 +81,7 @@ class ConsoleController(LiveLoad):
     def server_running(self) -> bool:
         """Whether a server of this session's runs now (or is starting): not after a stop or a failed start."""
         state = self.session.state
-        return self.stopped is None and state is not None and state.phase not in ("failed", "stopped")
+        return self.stopped is None and state is not None and state.phase not in (Phase.FAILED, Phase.STOPPED)
 
     # --- wiring -----------------------------------------------------------------------------
     def attach(self, post: Callable[[Message], object], run_worker: Callable[..., Any]) -> None:
@@ -172,12 +173,12 @@ class ConsoleController(LiveLoad):
             self._pause_load(f"{event.summary}; it resumes once a server is back and verified (u starts one)",
                              "server stopped")
         elif isinstance(event, Settled):
-            if event.state.phase == "ready" and self._load_held is None:
+            if event.state.phase == Phase.READY and self._load_held is None:
                 self._resume_load()
             elif self._load_held is None:  # the new server failed: nothing to resume against yet
                 self._pause_load("the server failed to start; it resumes once a start succeeds (u retries)",
                                  "server failed")
-        elif isinstance(event, PhaseChanged) and event.progress.phase == "stopping-old":
+        elif isinstance(event, PhaseChanged) and event.progress.phase == Phase.STOPPING:
             self._pause_load()
         self._progress_at = time.monotonic()
         self._publish()
@@ -185,23 +186,23 @@ class ConsoleController(LiveLoad):
     def view(self) -> ServerView:
         session = self.session
         state, progress = session.state, session.progress
-        settled = state is not None and state.phase in ("ready", "failed")
-        phase = state.phase if state and settled else (progress.phase if progress else "idle")
-        if progress is not None and progress.phase in WORK_PHASES:
+        settled = state is not None and state.phase in (Phase.READY, Phase.FAILED)
+        phase = state.phase if state and settled else (progress.phase if progress else Phase.IDLE)
+        if progress is not None and progress.phase not in (Phase.IDLE, Phase.READY, Phase.FAILED):
             phase = progress.phase  # a start is under way (ours, a sweep's, or another ddtune's)
         detail = progress.detail if progress else ""
-        if phase == "ready" and not (state and state.phase == "ready"):
-            phase, detail = "warmup", "ready; verifying the knobs"  # the session has not settled yet
+        if phase == Phase.READY and not (state and state.phase == Phase.READY):
+            phase, detail = Phase.WARMUP, "ready; verifying the knobs"  # the session has not settled yet
         if self.stopped and state is None:
-            phase, detail = "stopped", self.stopped
+            phase, detail = Phase.STOPPED, self.stopped
         fatal = None
         if self.failure:
-            phase, fatal = "failed", self.failure
-        if phase == "failed" and not fatal and not (state and state.phase == "failed"):
+            phase, fatal = Phase.FAILED, self.failure
+        if phase == Phase.FAILED and not fatal and not (state and state.phase == Phase.FAILED):
             fatal = (session.tracker.error or "").split("\n")[0] or None
-        if state and state.phase == "failed":
+        if state and state.phase == Phase.FAILED:
             fatal = fatal or (state.reason or "").split("\n")[0]
-        uptime = time.time() - state.ready_at if state and state.ready_at and phase == "ready" else None
+        uptime = time.time() - state.ready_at if state and state.ready_at and phase == Phase.READY else None
         if uptime is not None:
             uptime = max(uptime, 0.0) // 60 * 60  # whole minutes (0: under one): the panel redraws once a minute
         pid = (state.pid if state else None) or (progress.pid if progress else None)
@@ -209,21 +210,21 @@ class ConsoleController(LiveLoad):
             backend=self.config.backend, simulated=self.simulated, attached=session.backend.ATTACHES,
             pid=pid, url=self.config.base_url,
             version=session.version, engine=session.backend.DIALECT.engine.lower(), uptime_s=uptime, phase=phase,
-            detail="" if phase in ("ready", "failed") else detail,
-            progress=None if phase in ("ready", "stopped") else progress_fraction(detail),
+            detail="" if phase in (Phase.READY, Phase.FAILED) else detail,
+            progress=None if phase in (Phase.READY, Phase.STOPPED) else progress_fraction(detail),
             elapsed_s=self._elapsed(phase), eta_s=progress.eta_s if progress else None,
-            knobs=knob_rows(self.config.knobs, state.checks if state and phase == "ready" else ()), fatal=fatal,
-            note=None if phase == "ready" else self.note, alarm=self.alarm if phase == "ready" else None,
+            knobs=knob_rows(self.config.knobs, state.checks if state and phase == Phase.READY else ()), fatal=fatal,
+            note=None if phase == Phase.READY else self.note, alarm=self.alarm if phase == Phase.READY else None,
         )
 
-    def _elapsed(self, phase: str) -> float | None:
+    def _elapsed(self, phase: Phase) -> float | None:
         """Seconds since the start began, ticking between the session's reports (whole seconds)."""
         progress = self.session.progress
         if progress is None:
             return None
-        if phase == "stopped":
+        if phase == Phase.STOPPED:
             return None
-        extra = 0.0 if phase in ("ready", "failed") else time.monotonic() - self._progress_at
+        extra = 0.0 if phase in (Phase.READY, Phase.FAILED) else time.monotonic() - self._progress_at
         return float(int(progress.elapsed_s + extra))
 
     def _publish(self) -> None:

@@ -2,7 +2,7 @@
 
     session = ServerSession(config)          # the one owner: up, restart, apply, stop, watch, close
     session.subscribe(callback)              # or: async for event in session.events()
-    current_server()                         # the record as it stands (phase "stale": pid gone)
+    current_server()                         # the record as it stands (Phase.STALE: pid gone)
     recorded_server()                        # the record as written (url, log, argv as launched)
     driver_flags(config.backend).attaches    # what the configured driver can do
     lane_servers(); stop_lane_servers(...)   # a parallel sweep's servers, one per lane
@@ -28,7 +28,8 @@ __all__, __getattr__ = lazy_face(__name__, {
     "backends.server.session": ("ServerSession",),
     "backends.server.snapshot": ("current_server", "is_alive", "launched_api_key", "record_reason",
                                  "recorded_server"),
-    "backends.server.startup": ("Progress", "StartupHistory", "StartupTracker", "WORK_PHASES"),
+    "backends.server.startup": ("Progress", "StartupHistory", "StartupTracker"),
+    "backends.core.phase": ("Phase",),
     "backends.server.telemetry": ("History", "TelemetrySample", "TelemetryStream"),
     "backends.drivers.registry": ("driver_flags", "DriverFlags"),
     "backends.launch.process": ("port_owner",),

@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from backends.core.errors import DdtuneError
 from backends.core.paths import logs_dir
+from backends.core.phase import Phase
 from backends.core.statefs import StateWriteError
 from backends.drivers.base import Backend
 from backends.drivers.registry import alive
@@ -89,7 +90,7 @@ def adopt_lost_launch(record: RecordFile, note: Callable[[str], None]) -> Server
         return recorded
     started = holders[leader] if leader is not None else min(holders.values())
     state = base.with_(pid=pid, pgid=pid, create_time=started, argv=tuple(doc["argv"]), token=token,
-                       phase="starting" if leader is not None else "failed",
+                       phase=Phase.STARTING if leader is not None else Phase.FAILED,
                        reason=None if leader is not None else "its leader died before ddtune recorded it")
     record.save(state)
     alive = f"pid {pid}" if leader is not None else f"what pid {pid} left running (pids {sorted(holders)})"

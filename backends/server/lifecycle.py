@@ -14,6 +14,7 @@ import os
 from collections.abc import Awaitable, Callable
 
 from backends.core.errors import UsageError
+from backends.core.phase import Phase
 from backends.drivers.base import Backend
 from backends.drivers.registry import alive, driver_of, driver_flags
 from backends.knobs.config import ServerConfig
@@ -48,7 +49,7 @@ def refuse_other_config(state: ServerState | None, config: ServerConfig, replace
     """Raise OtherConfigRuns when ``state`` (the record as it stands, read under the lifecycle lock)
     is a live server ddtune started from another config file than ``config``'s, unless ``replace``.
     A record that does not say its config (written before ddtune kept it) is taken as this one's."""
-    if replace or state is None or state.phase not in ("ready", "starting") or state.config_source is None:
+    if replace or state is None or not state.phase.live or state.config_source is None:
         return
     if driver_flags(state.backend).attaches:
         return  # an endpoint is nobody's to stop
@@ -115,11 +116,11 @@ async def stop_for_down(state: ServerState | None, driver: Backend, record: Reco
         except NotOurs as exc:
             raise NotOurs(exc.message, hint=f"{record.quarantine('refused')}; {exc.hint}") from None
         summary = describe_stop(state.pid, report)
-        if state.phase == "failed" and not report.leader_alive:
+        if state.phase == Phase.FAILED and not report.leader_alive:
             why = (state.reason or "no reason recorded").splitlines()[0][:120]
             summary += f" (its start had failed: {why})"
     record.clear()
-    return state.with_(phase="stopped", reason=summary)
+    return state.with_(phase=Phase.STOPPED, reason=summary)
 
 
 def running_knobs(config: ServerConfig, state: ServerState) -> tuple[ServerConfig, str] | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from backends.core.apikey import shown_argv
 from backends.core.errors import DdtuneError
+from backends.core.phase import Phase
 from backends.drivers.base import Backend
 from backends.drivers.registry import driver_flags, make_backend
 from backends.knobs.config import ServerConfig
@@ -49,7 +50,7 @@ from backends.server.ready import until_ready
 from backends.server.record import RecordFile
 from backends.server.release import GPU_RELEASE_S, wait_gpu_released, wait_port_released
 from backends.server.snapshot import as_it_stands
-from backends.server.startup import FAILED, Progress, StartupHistory, StartupTracker
+from backends.server.startup import Progress, StartupHistory, StartupTracker
 from backends.server.watcher import LockTaken, foreign_changes
 
 
@@ -221,7 +222,7 @@ class ServerSession(EventHub):
         return state
 
     async def _settle(self, state: ServerState) -> None:
-        if state.phase == "ready":
+        if state.phase == Phase.READY:
             info, self._fresh_info = self._fresh_info, None
             if info is None:  # re-attached without a start: ask once
                 info = await fetch_server_info(state.url, self.backend.api_key(state), self._on_note,
@@ -234,7 +235,7 @@ class ServerSession(EventHub):
                 self.log.follow(state, self.backend)  # a re-attach did not read the log yet
         self.log.flush()  # the lines that led here reach readers before the settle they explain
         self.state = state  # with the version and log known: readers see one consistent settle
-        if state.phase == "ready":
+        if state.phase == Phase.READY:
             self._emit(Verified(state.checks))
         self._emit(Settled(state, self.version))
 
@@ -259,7 +260,7 @@ class ServerSession(EventHub):
             recorded = adopt_lost_launch(self.record, self._on_note)
             state = as_it_stands(recorded)
             refuse_other_config(state, self.config, replace)
-            live = state is not None and state.backend == self.config.backend and state.phase in ("ready", "starting")
+            live = state is not None and state.backend == self.config.backend and state.phase.live
             why = "it already runs this config"
             if live and keep_running_knobs and state is not None and state.config_hash != self.config.config_hash():
                 kept = running_knobs(self.config, state)
@@ -274,7 +275,7 @@ class ServerSession(EventHub):
         """Follow a server an earlier ddtune started (same pid, same start time) until it is ready;
         ``why``: what it runs (this config, or its own knobs kept), said in the one note."""
         self._on_note(f"re-attached to pid {state.pid} ({state.phase}): {why}")
-        if state.phase == "ready":
+        if state.phase == Phase.READY:
             async with ReadinessProbe(state.url, state.port, state.pid, api_key=self.backend.api_key(state),
                                       dialect=self.backend.DIALECT) as probe:
                 result = await probe.probe()
@@ -344,7 +345,7 @@ class ServerSession(EventHub):
             if report.stopped:
                 self._on_note(describe_stop(state.pid, report))
         tail = "\n".join(facts.last_lines(TAIL_LINES))
-        final = state.with_(phase="failed", reason=reason + (f"\n--- last log lines ---\n{tail}" if tail else ""))
+        final = state.with_(phase=Phase.FAILED, reason=reason + (f"\n--- last log lines ---\n{tail}" if tail else ""))
         self.record.save(final)
         if not self.backend.ATTACHES:  # an attach times no start of its own
             self.history.append(self.config.startup_key(), self.tracker.durations(time.monotonic()), False,
@@ -362,7 +363,7 @@ class ServerSession(EventHub):
         if info is not None and not info.get("version") and version:
             info["version"] = version
         final = state.with_(
-            phase="ready", ready_at=time.time(), effective=checked.effective, checks=checked.checks, reason=None,
+            phase=Phase.READY, ready_at=time.time(), effective=checked.effective, checks=checked.checks, reason=None,
             engine=f"{self.backend.DIALECT.engine} {version or '(version unknown)'}",
         )
         self.record.save(final)
@@ -401,15 +402,15 @@ class ServerSession(EventHub):
             self.state = state
             if state.knobs != self.config.knobs:
                 self._set_config(self.config.with_knobs(dict(state.knobs)))
-            if state.phase == "starting":
+            if state.phase == Phase.STARTING:
                 self.phases.waiting(f"pid {state.pid}, launched by another ddtune", state.pid)
             self._launched(state, "another ddtune")
             self.log.follow(state, self.backend)
-        if state.phase in ("ready", "failed") and (launched or old is None or old.phase != state.phase):
-            if state.phase == "ready":
+        if state.phase.settled and (launched or old is None or old.phase != state.phase):
+            if state.phase == Phase.READY:
                 await self.log.read_past_start()  # its loading and capture lines first (read late on a busy box)
                 self.phases.ready(state.pid)
-            elif self.tracker.phase != FAILED:
+            elif self.tracker.phase != Phase.FAILED:
                 self.phases.failed((state.reason or "failed").split("\n")[0], state.pid)
             await self._settle(state)
 
