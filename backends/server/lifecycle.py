@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 from backends.core.errors import UsageError
 from backends.core.phase import Phase
-from backends.drivers.base import Backend
+from backends.drivers.base import Driver
 from backends.drivers.registry import alive, driver_of, driver_flags
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import knob_text
@@ -60,7 +60,7 @@ def refuse_other_config(state: ServerState | None, config: ServerConfig, replace
         raise OtherConfigRuns(state, config)
 
 
-async def stop_for_restart(old: ServerState | None, driver: Backend, record: RecordFile, note: Note,
+async def stop_for_restart(old: ServerState | None, driver: Driver, record: RecordFile, note: Note,
                            before_stop: list[Callable[[], Awaitable[None]]]) -> tuple[set[int], set[int]]:
     """Stop the recorded server before a new launch; clear its record. Returns (the pids that may
     still hold its port, the pids whose GPU memory the launch waits for)."""
@@ -94,7 +94,7 @@ async def stop_for_restart(old: ServerState | None, driver: Backend, record: Rec
     return stopped, gpu
 
 
-async def stop_for_down(state: ServerState | None, driver: Backend, record: RecordFile) -> ServerState | None:
+async def stop_for_down(state: ServerState | None, driver: Driver, record: RecordFile) -> ServerState | None:
     """Stop the recorded server (or what its dead leader left running) and clear its record; the
     returned state's ``reason`` says what was stopped. None when nothing was recorded. Raises NotOurs
     (the record set aside) when the record proves nothing, UsageError for a server ddtune attached to."""

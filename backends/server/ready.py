@@ -14,7 +14,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from backends.drivers.base import Backend
+from backends.drivers.base import Driver
 from backends.launch.process import tree_pids
 from backends.launch.readiness import ReadinessProbe
 from backends.record.state import ServerState
@@ -32,7 +32,7 @@ class Outcome:
     ok_at: float | None = None   # monotonic: the probe's generation came back (detection ends)
 
 
-async def until_ready(driver: Backend, state: ServerState, facts: LogFacts, log: LogFollower, phases: Phases,
+async def until_ready(driver: Driver, state: ServerState, facts: LogFacts, log: LogFollower, phases: Phases,
                       timeout_s: float) -> Outcome:
     deadline = time.monotonic() + timeout_s
     attached = driver.ATTACHES

@@ -26,8 +26,8 @@ from typing import Any
 from backends.core.apikey import shown_argv
 from backends.core.errors import DdtuneError
 from backends.core.phase import Phase
-from backends.drivers.base import Backend
-from backends.drivers.registry import driver_flags, make_backend
+from backends.drivers.base import Driver
+from backends.drivers.registry import driver_flags, make_driver
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import LaunchPlan, plan_for_endpoint, plan_launch
 from backends.knobs.verify import verify
@@ -57,10 +57,10 @@ from backends.server.watcher import LockTaken, foreign_changes
 class ServerSession(EventHub):
     """Commands are methods (``up``, ``restart``, ``apply``, ``stop``); results arrive as events."""
 
-    def __init__(self, config: ServerConfig, backend: Backend | None = None, *, gpu_sampler=None,
+    def __init__(self, config: ServerConfig, backend: Driver | None = None, *, gpu_sampler=None,
                  wait_for_lock: bool = True, stream_log: bool = True) -> None:
         super().__init__()
-        self.backend = backend or make_backend(config)
+        self.backend = backend or make_driver(config)
         self.backend.config = config  # the one copy of the config: the driver's (``config`` below)
         self.record = RecordFile()
         self.history = StartupHistory.default()
@@ -209,7 +209,7 @@ class ServerSession(EventHub):
         if config.backend == self.backend.NAME:
             self.backend.config = config
         else:
-            self.backend = make_backend(config)
+            self.backend = make_driver(config)
         self.tracker.expected = dict(self.history.medians(config.startup_key()))
 
     async def _command(self, run: Callable[[], Awaitable[ServerState]]) -> ServerState:
