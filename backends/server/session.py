@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, assert_never
 
 from backends.core.apikey import shown_argv
 from backends.core.errors import DdtuneError
@@ -43,7 +43,9 @@ from backends.server.events import (
     NoteAdded, PhaseChanged, PidChanged, Settled, Stopped, Verified,
 )
 from backends.server.launchrec import adopt_lost_launch, launch_recorded, prove_recordable
-from backends.server.lifecycle import refuse_other_config, running_knobs, stop_for_down, stop_for_restart, uncancelled
+from backends.server.lifecycle import (
+    OtherConfigRuns, refuse_other_config, running_knobs, stop_for_down, stop_for_restart, uncancelled,
+)
 from backends.server.logfollow import TAIL_LINES, LogFacts, LogFollower
 from backends.server.phases import Phases
 from backends.server.ready import until_ready
@@ -51,7 +53,7 @@ from backends.server.record import RecordFile
 from backends.server.release import GPU_RELEASE_S, wait_gpu_released, wait_port_released
 from backends.server.snapshot import as_it_stands
 from backends.server.startup import Progress, StartupHistory, StartupTracker
-from backends.server.watcher import LockTaken, foreign_changes
+from backends.server.watcher import LockTaken, RecordChanged, foreign_changes
 
 
 class ServerSession(EventHub):
@@ -216,7 +218,7 @@ class ServerSession(EventHub):
         try:
             state = await run()
         except DdtuneError as exc:
-            self._emit(CommandRefused(exc.message, exc.hint))
+            self._emit(CommandRefused(exc.message, exc.hint, exc.state if isinstance(exc, OtherConfigRuns) else None))
             raise
         await self._settle(state)
         return state
@@ -380,12 +382,15 @@ class ServerSession(EventHub):
 
     async def _watch(self) -> None:
         async for change in foreign_changes(self.record, self._on_note):
-            if isinstance(change, LockTaken):
-                self._emit(NoteAdded(describe_holder_doc(change.holder)))
-                if change.holder.get("action") in ("restart", "down"):
-                    self.phases.stopping(self.state.pid if self.state else None)
-            else:
-                await self._record_changed(change.state)
+            match change:
+                case LockTaken(holder=holder):
+                    self._emit(NoteAdded(describe_holder_doc(holder)))
+                    if holder.get("action") in ("restart", "down"):
+                        self.phases.stopping(self.state.pid if self.state else None)
+                case RecordChanged(state=state):
+                    await self._record_changed(state)
+                case _:
+                    assert_never(change)
 
     async def _record_changed(self, state: ServerState | None) -> None:
         old = self.state
