@@ -28,5 +28,7 @@ from backends.server.snapshot import (current_server as current_server, is_alive
                                       recorded_server as recorded_server)
 from backends.server.startup import (Progress as Progress, StartupHistory as StartupHistory,
                                      StartupTracker as StartupTracker)
+from backends.server.status import (FeedEvent as FeedEvent, KnobStatus as KnobStatus, ServerStatus as ServerStatus,
+                                    StatusChanged as StatusChanged, StatusFeed as StatusFeed)
 from backends.server.telemetry import (History as History, TelemetrySample as TelemetrySample,
                                        TelemetryStream as TelemetryStream)
