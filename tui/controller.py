@@ -19,7 +19,7 @@ from textual.message import Message
 
 from backends.core import Phase
 from backends.knobs import ServerConfig
-from backends.server import ConfigChanged, DecodeStats, FeedEvent, LogBatch, ServerSession, StatusChanged, StatusFeed
+from backends.server import DecodeStats, LogBatch, ServerSession, StatusChanged, StatusFeed
 from tui import messages as m
 from tui.live_load import LiveLoad, note_line
 from tui.load_figures import LoadFigures
@@ -115,7 +115,7 @@ class ConsoleController(LiveLoad):
         return self.figures.pin()
 
     # --- the session's events -> the screen's messages -------------------------------------
-    def _on_event(self, event: FeedEvent) -> None:
+    def _on_event(self, event: LogBatch | DecodeStats | StatusChanged) -> None:  # the feed's FeedEvent
         match event:
             case LogBatch(lines=lines, skipped=skipped):
                 if skipped:
@@ -129,8 +129,6 @@ class ConsoleController(LiveLoad):
                     self.figures.plotted = True
                     self.post(m.DecodeStatsRead(t, rate, accept))
                 return
-            case ConfigChanged(knobs=knobs, label=label):
-                self.figures.config_changed(knobs, label)
             case StatusChanged():
                 self._status_changed(event)
             case _:
@@ -139,6 +137,8 @@ class ConsoleController(LiveLoad):
 
     def _status_changed(self, event: StatusChanged) -> None:
         status = event.status
+        if event.knobs is not None:
+            self.figures.config_changed(event.knobs.knobs, event.knobs.label)
         if self.feed is not None:
             self.stopped = self.feed.stopped
         if event.said:

@@ -1,11 +1,11 @@
 """Where the session's server stands, for a reader that shows it (the console): ``StatusFeed``.
 
 A ServerSession reports many kinds of facts (events.py). A reader that draws the server needs few: the
-log lines, the decode statistics and the knob changes as they come, and for everything else one
-``ServerStatus``: the phase (the session's own, from its record and its start's progress: nobody
-above re-derives it), what it is doing, why it failed, the knobs as verified. ``StatusFeed`` folds
-every event into that status, with ``match`` over the whole ``SessionEvent`` union and
-``assert_never`` in its last arm: mypy fails here when an event is added and not decided on.
+log lines and the decode statistics as they come, and for everything else one ``ServerStatus``: the
+phase (the session's own, from its record and its start's progress: nobody above re-derives it), what
+it is doing, why it failed, the knobs as verified (a knob change rides on its ``StatusChanged``).
+``StatusFeed`` folds every event into that status, with ``match`` over the whole ``SessionEvent`` union
+and ``assert_never`` in its last arm: mypy fails here when an event is added and not decided on.
 """
 
 from __future__ import annotations
@@ -93,15 +93,17 @@ class StatusChanged:
     """The status after one of the session's events; ``said``: a sentence for the operator's log (a
     note, a refusal, an alarm, a stop); ``came_to``: the session came to rest with it (a start ended
     READY or FAILED, or the server STOPPED); ``other_config``: a command was refused because this
-    server of another config file runs (the reader may offer to replace it)."""
+    server of another config file runs (the reader may offer to replace it); ``knobs``: the requested
+    knobs changed (a restart to others: what to mark on a timeline)."""
 
     status: ServerStatus
     said: str | None = None
     came_to: Phase | None = None
     other_config: ServerState | None = None
+    knobs: ConfigChanged | None = None
 
 
-FeedEvent = LogBatch | DecodeStats | ConfigChanged | StatusChanged
+FeedEvent = LogBatch | DecodeStats | StatusChanged
 
 
 class StatusFeed:
@@ -154,13 +156,13 @@ class StatusFeed:
         said: str | None = None
         came_to: Phase | None = None
         other: ServerState | None = None
+        knobs: ConfigChanged | None = None
         match event:
             case LogBatch() | DecodeStats():
                 self._callback(event)
                 return
             case ConfigChanged():
-                self._callback(event)
-                return
+                knobs = event  # the knob rows show the new request
             case PhaseChanged() | FatalSeen() | Verified():
                 pass  # the status reads the start's progress and the record from the session
             case NoteAdded(text=text):
@@ -184,7 +186,7 @@ class StatusFeed:
             case _:
                 assert_never(event)
         self._at = time.monotonic()
-        self._callback(StatusChanged(self.status, said, came_to, other))
+        self._callback(StatusChanged(self.status, said, came_to, other, knobs))
 
     # --- the status -------------------------------------------------------------------------
     @property
