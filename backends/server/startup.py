@@ -205,12 +205,12 @@ class StartupTracker:
 
 class StartupHistory:
     """Per-phase durations of past starts, one JSON object a line, keyed by server
-    (``ServerConfig.startup_key()``: backend, model and launch flags, not the knobs). A record
+    (``ServerConfig.startup_key()``: backend, model and launch flags, not the knobs). A start
     written before that key existed (model only) is not this server's and gives no ETA."""
 
     FILENAME = "startups.jsonl"
     KEEP = 20  # medians over the last KEEP successful starts of a model
-    MAX_READ = 1024**2   # its last MiB: ~4000 starts (a record is ~250 bytes)
+    MAX_READ = 1024**2   # its last MiB: ~4000 starts (a line is ~250 bytes)
     MAX_LINE = 64 * 1024
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -223,16 +223,16 @@ class StartupHistory:
         return cls(state_dir() / cls.FILENAME)
 
     def append(self, server: str, durations: dict[str, float], ok: bool, at: float, model: str | None = None) -> None:
-        record = {"server": server, "model": model, "at": at, "ok": ok,
+        start = {"server": server, "model": model, "at": at, "ok": ok,
                   "phases": {p: round(float(s), 3) for p, s in durations.items() if p in WORK_PHASES}}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            append_line(self.path, json.dumps(record, sort_keys=True) + "\n")  # no symlink followed
+            append_line(self.path, json.dumps(start, sort_keys=True) + "\n")  # no symlink followed
         except StateWriteError:
             pass  # a full disk costs this start's timings only, never the start
 
-    def records(self, server: str | None = None, note: Note | None = None) -> list[dict]:
-        """The usable records (of ``server`` when given), oldest first. A line that is not one
+    def starts(self, server: str | None = None, note: Note | None = None) -> list[dict]:
+        """The usable starts (of ``server`` when given), oldest first. A line that is not one
         (torn, hand-edited, a phase time that is no duration) costs only itself: it is skipped, and
         ``note`` is told which lines were and why. Only the file's last ``MAX_READ`` bytes are read:
         the medians need the last KEEP starts, and the file only grows."""
@@ -259,7 +259,7 @@ class StartupHistory:
         return out
 
     def medians(self, server: str, note: Note | None = None) -> dict[str, float]:
-        recent = [r for r in self.records(server, note) if r.get("ok") is True][-self.KEEP:]
+        recent = [r for r in self.starts(server, note) if r.get("ok") is True][-self.KEEP:]
         out: dict[str, float] = {}
         for phase in WORK_PHASES:
             values = [float(v) for r in recent if (v := r["phases"].get(phase)) is not None]

@@ -139,7 +139,7 @@ def test_history_medians_per_model(state_dir):
     with open(history.path, "a") as fh:
         fh.write("{torn line\n")
     assert history.medians("m") == {P.LOADING: 20.0, P.CAPTURING: 5.0}
-    assert len(history.records("m")) == 4
+    assert len(history.starts("m")) == 4
     first = json.loads(history.path.read_text().splitlines()[0])
     assert first == {"server": "m", "model": None, "at": 1.0, "ok": True, "phases": {P.LOADING: 10.0, P.CAPTURING: 5.0}}
 

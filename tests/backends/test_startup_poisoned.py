@@ -40,7 +40,7 @@ def test_each_poisoned_line_costs_only_itself_and_is_named(tmp_path):
     poisoned(history.path, "sim:demo")
     notes: list[str] = []
     assert history.medians("sim:demo", notes.append) == {Phase.LOADING: 4.0, Phase.WARMUP: 1.0}
-    assert len(history.records("sim:demo")) == 2
+    assert len(history.starts("sim:demo")) == 2
     note, = notes
     assert note.startswith(f"{history.path}: skipped {len(POISON)} unusable line(s) (line 2: loading-weights time 1000")
     assert "line 3: loading-weights time NaN is not a duration (0 to 604800 s)" in note
@@ -51,7 +51,7 @@ def test_any_time_that_is_kept_is_a_plausible_duration(tmp_path):
     history = StartupHistory(tmp_path / "startups.jsonl")
     for value in (0, 0.5, MAX_PHASE_S, MAX_PHASE_S + 1, 2**63, -0.0, 5e-324):
         history.append("m", {Phase.LOADING: value}, ok=True, at=1.0)
-    values = [r["phases"][Phase.LOADING] for r in history.records("m")]
+    values = [r["phases"][Phase.LOADING] for r in history.starts("m")]
     assert values == [0.0, 0.5, MAX_PHASE_S, -0.0, 0.0] and all(math.isfinite(v) for v in values)
 
 
