@@ -54,7 +54,7 @@ class ConsoleController(LiveLoad):
         self.stopped: str | None = None  # what stopped the server, until the next start (the feed's)
         self._post: Callable[[Message], object] = lambda message: None
         self._run_worker: Callable[..., Any] | None = None
-        self.feed: StatusFeed | None = None  # the session's events as the console shows them (from attach)
+        self.feed = StatusFeed(self.session)  # the session's events as the console shows them (told from attach)
         self._replacing: Callable[[], Any] | None = None  # the running command again, replacing (after asking)
         self._replace: Callable[[], Any] | None = None  # the refused command again, replacing (after asking)
         self._last_view: ServerView | None = None
@@ -66,13 +66,13 @@ class ConsoleController(LiveLoad):
     @property
     def server_running(self) -> bool:
         """Whether a server of this session's runs now (or is starting): not after a stop or a failed start."""
-        return self.feed is not None and self.feed.running
+        return self.feed.running
 
     # --- wiring -----------------------------------------------------------------------------
     def attach(self, post: Callable[[Message], object], run_worker: Callable[..., Any]) -> None:
         """Start: ``post`` delivers messages to the screen, ``run_worker`` runs coroutines as workers."""
         self._post, self._run_worker = post, run_worker
-        self.feed = StatusFeed(self.session, self._on_event)
+        self.feed.tell(self._on_event)
         self._publish()
         self.start()
         run_worker(self._telemetry(), group="telemetry", exit_on_error=False)
@@ -83,8 +83,7 @@ class ConsoleController(LiveLoad):
     def _command(self, what: str, command: Awaitable[Any], replacing: Callable[[], Any] | None = None) -> None:
         """Run a session command; ``replacing()``: the same command allowed to stop a server of
         another config file, run only after the user said so (a refusal posts OtherConfigRunning)."""
-        if self.feed is not None:
-            self.feed.command_begins()
+        self.feed.command_begins()
         self.stopped = None
         self._replacing = replacing
         self.post(m.LogLinesRead((note_line(f"{what} the {self.config.backend} server on port {self.config.port}"),)))
@@ -93,8 +92,7 @@ class ConsoleController(LiveLoad):
 
     async def _await(self, command: Awaitable[Any]) -> None:
         try:
-            if self.feed is not None:
-                await self.feed.attempt(command)  # a refusal arrives as the feed's StatusChanged
+            await self.feed.attempt(command)  # a refusal arrives as the feed's StatusChanged
         finally:
             self.session.watch()  # from now on, follow what other ddtune processes do
 
@@ -139,8 +137,7 @@ class ConsoleController(LiveLoad):
         status = event.status
         if event.knobs is not None:
             self.figures.config_changed(event.knobs.knobs, event.knobs.label)
-        if self.feed is not None:
-            self.stopped = self.feed.stopped
+        self.stopped = self.feed.stopped
         if event.said:
             self.post(m.LogLinesRead((note_line(event.said),)))
         if event.came_to == Phase.STOPPED:
@@ -154,7 +151,7 @@ class ConsoleController(LiveLoad):
         elif status.phase == Phase.STOPPING:  # a restart (ours, a sweep's, another ddtune's) stops the server
             self._pause_load()
         other = event.other_config
-        if other is not None and self.feed is not None:
+        if other is not None:
             self._replace = self._replacing
             self.feed.offer("u: replace it, after asking")
             self._publish()
@@ -163,8 +160,6 @@ class ConsoleController(LiveLoad):
 
     def view(self) -> ServerView:
         """The server panel's view of the feed's status, its clocks read now."""
-        if self.feed is None:
-            return ServerView(backend=self.config.backend, simulated=self.simulated, url=self.config.base_url)
         s = self.feed.status
         return ServerView(
             backend=s.backend, simulated=self.simulated, attached=s.attached, pid=s.pid, url=s.url,
@@ -216,8 +211,6 @@ class ConsoleController(LiveLoad):
     async def _telemetry(self) -> None:
         from tui.adapters import SteadyFigures, gpu_view
 
-        if self.feed is None:
-            return
         stream = self.feed.telemetry(interval=1.0)
         steady, shown = SteadyFigures(), None
         try:

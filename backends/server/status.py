@@ -107,10 +107,11 @@ FeedEvent = LogBatch | DecodeStats | StatusChanged
 
 
 class StatusFeed:
-    """``StatusFeed(session, callback)``: ``callback`` gets every ``FeedEvent``; ``feed.status`` is the
-    status now. ``await feed.attempt(command)`` runs a session command whose refusal the feed reports."""
+    """``StatusFeed(session, callback)``: ``callback`` gets every ``FeedEvent`` (from ``feed.tell(callback)``
+    on, when given later); ``feed.status`` is the status now. ``await feed.attempt(command)`` runs a
+    session command whose refusal the feed reports."""
 
-    def __init__(self, session: ServerSession, callback: Callable[[FeedEvent], None]) -> None:
+    def __init__(self, session: ServerSession, callback: Callable[[FeedEvent], None] = lambda event: None) -> None:
         self.session = session
         self._callback = callback
         self.note: str | None = None
@@ -119,6 +120,10 @@ class StatusFeed:
         self.alarm: str | None = None    # the session's guard that tripped, until it clears
         self._at = 0.0                   # monotonic: the last report of the start
         session.subscribe(self._on_event)
+
+    def tell(self, callback: Callable[[FeedEvent], None]) -> None:
+        """From now on, hand every ``FeedEvent`` to ``callback`` (instead of the one given before)."""
+        self._callback = callback
 
     def command_begins(self) -> None:
         """The reader starts a command: its earlier refusal and stop are history."""
