@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from backends.knobs import KnobCheck, KnobValue, knob_text
-from backends.server import History, TelemetrySample
-from tui.views import GpuProcRow, GpuRow, GpuView, KnobRow
+from backends.server import TelemetrySample
+from tui.views import GpuProcRow, GpuRow, GpuView
 
 GIB = float(2**30)
 
@@ -41,8 +40,10 @@ def _same(key: str, value: float, tolerance: float) -> float:
     return value
 
 
-def gpu_view(sample: TelemetrySample, history: History | None = None, steady: SteadyFigures | None = None) -> GpuView:
-    """The GPU panel's view of one sample; ``steady`` holds the jittery figures still (SteadyFigures)."""
+def gpu_view(sample: TelemetrySample, util_history: Mapping[int, Iterable[float]] | None = None,
+             steady: SteadyFigures | None = None) -> GpuView:
+    """The GPU panel's view of one sample; ``util_history``: each GPU's utilisation samples so far (the
+    stream's history); ``steady`` holds the jittery figures still (SteadyFigures)."""
     host = sample.host
     hold = steady.hold if steady is not None else _same
     cpu = hold("host cpu", host.cpu_percent, 5.0)
@@ -61,7 +62,7 @@ def gpu_view(sample: TelemetrySample, history: History | None = None, steady: St
             per_device[proc.device_index] = per_device.get(proc.device_index, 0.0) + proc.used_bytes
     rows = []
     for dev in gpu.devices:
-        hist = tuple(int(v) for v in history.util_gpu.get(dev.index, ())) if history else ()
+        hist = tuple(int(v) for v in util_history.get(dev.index, ())) if util_history else ()
         hist = hist[-40:]
         while hist and hist[0] == 0:  # leading zeros draw as the sparkline's blank padding: an idle GPU's
             hist = hist[1:]           # history stays () and its view does not change every second
@@ -100,21 +101,3 @@ def process_rows(sample: TelemetrySample) -> tuple[GpuProcRow, ...]:
             for p in sample.gpu.processes]
     return tuple(sorted(rows, key=lambda r: (r.gpu, -(r.mem_gib or 0.0), r.pid)))
 
-
-_VERIFIED = {"verified": True, "mismatch": False, "default": True}  # default: nothing asked, nothing to miss
-
-
-def knob_rows(knobs: Mapping[str, KnobValue], checks: Iterable[KnobCheck]) -> tuple[KnobRow, ...]:
-    """Requested versus what the server says, per knob, from the typed checks: verified, mismatch,
-    or unknown (no check, or the server did not say)."""
-    by_name = {check.name: check for check in checks}
-    rows = []
-    for name, value in knobs.items():
-        requested = knob_text(value)
-        check = by_name.get(name)
-        if check is None or check.status == "unverified" or (check.status == "default" and check.effective is None):
-            rows.append(KnobRow(name, requested, None, None))
-            continue
-        shown = "None" if check.effective is None else str(check.effective)
-        rows.append(KnobRow(name, requested, shown, _VERIFIED[check.status]))
-    return tuple(rows)

@@ -1,43 +1,32 @@
 """The console's controller: a thin reader of the ServerSession, plus telemetry and the coding load.
 
 The session (backends.server.ServerSession) owns the server: lifecycle, the one log reader, verification,
-and what other ddtune processes do to it. The controller turns the session's events into the
-screen's messages (tui/messages.py) through the ``post`` callable it is given, and runs the
-session's commands in Textual workers. It never touches a widget and never reads a file itself.
+and what other ddtune processes do to it. The controller reads it through a StatusFeed (the session's
+events as a reader that draws the server needs them: log lines, decode stats, knob changes and one typed
+status, its phase the session's own), turns those into the screen's messages (tui/messages.py) through
+the ``post`` callable it is given, and runs the session's commands in Textual workers. It never touches
+a widget, never reads a file and never works out the phase itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, assert_never
 
 from textual.message import Message
 
+from backends.core import Phase
 from backends.knobs import ServerConfig
-from backends.server import (
-    WORK_PHASES, AlarmCleared, AlarmRaised, CommandRefused, ConfigChanged, DecodeStats, LogBatch, NoteAdded,
-    PhaseChanged, PidChanged, ServerSession, SessionEvent, Settled, Stopped,
-)
+from backends.server import DecodeStats, LogBatch, ServerSession, StatusChanged, StatusFeed
 from tui import messages as m
-from tui.adapters import knob_rows
 from tui.live_load import LiveLoad, note_line
 from tui.load_figures import LoadFigures
-from tui.views import ServerView
+from tui.views import KnobRow, ServerView
 
 if TYPE_CHECKING:
-    from workloads.live import ConfigFigures, LoadProcess  # noqa: F401
-
-_FRACTION = re.compile(r"(\d+)/(\d+)")
-
-
-def progress_fraction(detail: str) -> float | None:
-    match = _FRACTION.search(detail or "")
-    if not match or int(match.group(2)) == 0:
-        return None
-    return min(int(match.group(1)) / int(match.group(2)), 1.0)
+    from workloads.live import ConfigFigures
 
 
 class ConsoleController(LiveLoad):
@@ -54,7 +43,7 @@ class ConsoleController(LiveLoad):
         self.load_max_tokens = load_max_tokens
         self.load_window_s = load_window_s  # the rolling window of the plotted rates
         self.load_prompts = load_prompts    # the load's prompt source (workloads/prompts): the picker changes it
-        self.load: LoadProcess | None = None
+        self.load = None
         self.figures = LoadFigures(config.knobs, lambda message: self._post(message))
         self._load_paused = False
         self._load_said: tuple[bool, str] | None = None  # the load line as last said (said once each)
@@ -62,15 +51,13 @@ class ConsoleController(LiveLoad):
         self._load_held: str | None = None  # a sweep or search on this server pauses the load until it ends
         self._load_drained = asyncio.Event()
         self.session.before_stop(self._pause_load_and_wait)
-        self.note: str | None = None
-        self.failure: str | None = None  # why the last command was refused before anything changed
-        self.stopped: str | None = None  # what stopped the server, until the next start
-        self.alarm: str | None = None    # the session's guard that tripped, until it clears
+        self.stopped: str | None = None  # what stopped the server, until the next start (the feed's)
         self._post: Callable[[Message], object] = lambda message: None
         self._run_worker: Callable[..., Any] | None = None
+        self.feed = StatusFeed(self.session)  # the session's events as the console shows them (told from attach)
+        self._replacing: Callable[[], Any] | None = None  # the running command again, replacing (after asking)
         self._replace: Callable[[], Any] | None = None  # the refused command again, replacing (after asking)
         self._last_view: ServerView | None = None
-        self._progress_at = 0.0
 
     @property
     def config(self) -> ServerConfig:
@@ -79,14 +66,13 @@ class ConsoleController(LiveLoad):
     @property
     def server_running(self) -> bool:
         """Whether a server of this session's runs now (or is starting): not after a stop or a failed start."""
-        state = self.session.state
-        return self.stopped is None and state is not None and state.phase not in ("failed", "stopped")
+        return self.feed.running
 
     # --- wiring -----------------------------------------------------------------------------
     def attach(self, post: Callable[[Message], object], run_worker: Callable[..., Any]) -> None:
         """Start: ``post`` delivers messages to the screen, ``run_worker`` runs coroutines as workers."""
         self._post, self._run_worker = post, run_worker
-        self.session.subscribe(self._on_event)
+        self.feed.tell(self._on_event)
         self._publish()
         self.start()
         run_worker(self._telemetry(), group="telemetry", exit_on_error=False)
@@ -94,27 +80,19 @@ class ConsoleController(LiveLoad):
     def post(self, message: Message) -> None:
         self._post(message)
 
-    def _command(self, what: str, command, replacing: Callable[[], Any] | None = None) -> None:
+    def _command(self, what: str, command: Awaitable[Any], replacing: Callable[[], Any] | None = None) -> None:
         """Run a session command; ``replacing()``: the same command allowed to stop a server of
         another config file, run only after the user said so (a refusal posts OtherConfigRunning)."""
-        self.failure = self.stopped = None
+        self.feed.command_begins()
+        self.stopped = None
+        self._replacing = replacing
         self.post(m.LogLinesRead((note_line(f"{what} the {self.config.backend} server on port {self.config.port}"),)))
         if self._run_worker is not None:
-            self._run_worker(self._await(command, replacing), group="server", exclusive=True, exit_on_error=False)
+            self._run_worker(self._await(command), group="server", exclusive=True, exit_on_error=False)
 
-    async def _await(self, command, replacing: Callable[[], Any] | None = None) -> None:
-        from backends.core import DdtuneError
-        from backends.server import OtherConfigRuns
-
+    async def _await(self, command: Awaitable[Any]) -> None:
         try:
-            await command
-        except OtherConfigRuns as exc:
-            self._replace = replacing
-            self.failure = f"{exc.message} (u: replace it, after asking)"
-            self._publish()
-            self.post(m.OtherConfigRunning(exc.state.pid, exc.state.phase, exc.theirs, self.config.source))
-        except DdtuneError:
-            pass  # the session reported it (CommandRefused)
+            await self.feed.attempt(command)  # a refusal arrives as the feed's StatusChanged
         finally:
             self.session.watch()  # from now on, follow what other ddtune processes do
 
@@ -135,96 +113,61 @@ class ConsoleController(LiveLoad):
         return self.figures.pin()
 
     # --- the session's events -> the screen's messages -------------------------------------
-    def _on_event(self, event: SessionEvent) -> None:
-        if isinstance(event, LogBatch):
-            lines = event.lines
-            if event.skipped:
-                lines = (note_line(f"{event.skipped} log lines skipped (burst)"),) + lines
-            self.post(m.LogLinesRead(lines))
-            return
-        if isinstance(event, DecodeStats):
-            if self.load is not None:  # the load's windows take acceptance from it where nothing else has it
-                self.load.decode(event.t, event.accept_len, event.running_req)
-            if event.gen_throughput is not None:
-                self.figures.plotted = True
-                self.post(m.DecodeStatsRead(event.t, event.gen_throughput, event.accept_len))
-            return
-        if isinstance(event, PidChanged):
-            self.stopped = None
-        if isinstance(event, AlarmRaised):
-            self.alarm = event.alarm.message
-            self.post(m.LogLinesRead((note_line(f"ALARM {event.alarm.kind}: {event.alarm.message}"),)))
-        elif isinstance(event, AlarmCleared):
-            self.alarm = None
-        if isinstance(event, NoteAdded):
-            self.note = event.text
-            self.post(m.LogLinesRead((note_line(event.text),)))
-        elif isinstance(event, CommandRefused):
-            self.failure = event.message + (f" ({event.hint})" if event.hint else "")
-            self.post(m.LogLinesRead((note_line(self.failure),)))
-        elif isinstance(event, ConfigChanged):
-            self.figures.config_changed(event.knobs, event.label)
-        elif isinstance(event, PidChanged) and event.by != "ddtune":
-            self.post(m.LogLinesRead((note_line(f"pid {event.pid} launched by {event.by}"),)))
-        elif isinstance(event, Stopped):
-            self.stopped = event.summary
-            self.post(m.LogLinesRead((note_line(event.summary),)))
-            self._pause_load(f"{event.summary}; it resumes once a server is back and verified (u starts one)",
-                             "server stopped")
-        elif isinstance(event, Settled):
-            if event.state.phase == "ready" and self._load_held is None:
-                self._resume_load()
-            elif self._load_held is None:  # the new server failed: nothing to resume against yet
-                self._pause_load("the server failed to start; it resumes once a start succeeds (u retries)",
-                                 "server failed")
-        elif isinstance(event, PhaseChanged) and event.progress.phase == "stopping-old":
-            self._pause_load()
-        self._progress_at = time.monotonic()
+    def _on_event(self, event: LogBatch | DecodeStats | StatusChanged) -> None:  # the feed's FeedEvent
+        match event:
+            case LogBatch(lines=lines, skipped=skipped):
+                if skipped:
+                    lines = (note_line(f"{skipped} log lines skipped (burst)"),) + lines
+                self.post(m.LogLinesRead(lines))
+                return
+            case DecodeStats(t=t, gen_throughput=rate, accept_len=accept, running_req=running):
+                if self.load is not None:  # the load's windows take acceptance from it where nothing else has it
+                    self.load.decode(t, accept, running)
+                if rate is not None:
+                    self.figures.plotted = True
+                    self.post(m.DecodeStatsRead(t, rate, accept))
+                return
+            case StatusChanged():
+                self._status_changed(event)
+            case _:
+                assert_never(event)
         self._publish()
 
-    def view(self) -> ServerView:
-        session = self.session
-        state, progress = session.state, session.progress
-        settled = state is not None and state.phase in ("ready", "failed")
-        phase = state.phase if state and settled else (progress.phase if progress else "idle")
-        if progress is not None and progress.phase in WORK_PHASES:
-            phase = progress.phase  # a start is under way (ours, a sweep's, or another ddtune's)
-        detail = progress.detail if progress else ""
-        if phase == "ready" and not (state and state.phase == "ready"):
-            phase, detail = "warmup", "ready; verifying the knobs"  # the session has not settled yet
-        if self.stopped and state is None:
-            phase, detail = "stopped", self.stopped
-        fatal = None
-        if self.failure:
-            phase, fatal = "failed", self.failure
-        if phase == "failed" and not fatal and not (state and state.phase == "failed"):
-            fatal = (session.tracker.error or "").split("\n")[0] or None
-        if state and state.phase == "failed":
-            fatal = fatal or (state.reason or "").split("\n")[0]
-        uptime = time.time() - state.ready_at if state and state.ready_at and phase == "ready" else None
-        if uptime is not None:
-            uptime = max(uptime, 0.0) // 60 * 60  # whole minutes (0: under one): the panel redraws once a minute
-        pid = (state.pid if state else None) or (progress.pid if progress else None)
-        return ServerView(
-            backend=self.config.backend, simulated=self.simulated, attached=session.backend.ATTACHES,
-            pid=pid, url=self.config.base_url,
-            version=session.version, engine=session.backend.DIALECT.engine.lower(), uptime_s=uptime, phase=phase,
-            detail="" if phase in ("ready", "failed") else detail,
-            progress=None if phase in ("ready", "stopped") else progress_fraction(detail),
-            elapsed_s=self._elapsed(phase), eta_s=progress.eta_s if progress else None,
-            knobs=knob_rows(self.config.knobs, state.checks if state and phase == "ready" else ()), fatal=fatal,
-            note=None if phase == "ready" else self.note, alarm=self.alarm if phase == "ready" else None,
-        )
+    def _status_changed(self, event: StatusChanged) -> None:
+        status = event.status
+        if event.knobs is not None:
+            self.figures.config_changed(event.knobs.knobs, event.knobs.label)
+        self.stopped = self.feed.stopped
+        if event.said:
+            self.post(m.LogLinesRead((note_line(event.said),)))
+        if event.came_to == Phase.STOPPED:
+            self._pause_load(f"{event.said}; it resumes once a server is back and verified (u starts one)",
+                             "server stopped")
+        elif event.came_to == Phase.READY and self._load_held is None:
+            self._resume_load()
+        elif event.came_to == Phase.FAILED and self._load_held is None:
+            self._pause_load("the server failed to start; it resumes once a start succeeds (u retries)",
+                             "server failed")  # the new server failed: nothing to resume against yet
+        elif status.phase == Phase.STOPPING:  # a restart (ours, a sweep's, another ddtune's) stops the server
+            self._pause_load()
+        other = event.other_config
+        if other is not None:
+            self._replace = self._replacing
+            self.feed.offer("u: replace it, after asking")
+            self._publish()
+            self.post(m.OtherConfigRunning(other.pid, other.phase, other.config_source or "another config",
+                                           self.config.source))
 
-    def _elapsed(self, phase: str) -> float | None:
-        """Seconds since the start began, ticking between the session's reports (whole seconds)."""
-        progress = self.session.progress
-        if progress is None:
-            return None
-        if phase == "stopped":
-            return None
-        extra = 0.0 if phase in ("ready", "failed") else time.monotonic() - self._progress_at
-        return float(int(progress.elapsed_s + extra))
+    def view(self) -> ServerView:
+        """The server panel's view of the feed's status, its clocks read now."""
+        s = self.feed.status
+        return ServerView(
+            backend=s.backend, simulated=self.simulated, attached=s.attached, pid=s.pid, url=s.url,
+            version=s.version, engine=s.engine, uptime_s=s.uptime_s(time.time()), phase=s.phase, detail=s.detail,
+            progress=s.fraction, elapsed_s=s.elapsed_s(time.monotonic()), eta_s=s.eta_s,
+            knobs=tuple(KnobRow(k.name, k.requested, k.effective, k.verified) for k in s.knobs), fatal=s.fatal,
+            note=s.note, alarm=s.alarm,
+        )
 
     def _publish(self) -> None:
         view = self.view()
@@ -266,19 +209,13 @@ class ConsoleController(LiveLoad):
 
     # --- telemetry --------------------------------------------------------------------------
     async def _telemetry(self) -> None:
-        from backends.server import TelemetryStream, lane_trees
         from tui.adapters import SteadyFigures, gpu_view
 
-        def server_ref():
-            state = self.session.state
-            return (state.pid, state.pgid) if state and state.pid else None
-
-        stream = TelemetryStream(server=server_ref, interval=1.0,
-                                 lanes=lambda: lane_trees(note=lambda _: None))  # a corrupt record: down/up say so
+        stream = self.feed.telemetry(interval=1.0)
         steady, shown = SteadyFigures(), None
         try:
             async for sample in stream:
-                view = gpu_view(sample, stream.history, steady)
+                view = gpu_view(sample, stream.history.util_gpu, steady)
                 if view != shown:  # an idle machine's sample often shows nothing new: send nothing then
                     shown = view
                     self.post(m.GpuSampled(view))

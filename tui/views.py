@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from backends.core import Phase
+
 
 @dataclass(frozen=True)
 class KnobRow:
@@ -23,7 +25,7 @@ class ServerView:
     version: str | None = None
     engine: str = "sglang"         # what ``version`` is a version of, as the panel shows it ("llama.cpp")
     uptime_s: float | None = None
-    phase: str = "idle"
+    phase: Phase = Phase.IDLE
     detail: str = ""
     progress: float | None = None  # 0..1 within the phase, when known
     elapsed_s: float | None = None

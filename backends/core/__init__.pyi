@@ -9,6 +9,7 @@ from backends.core.errors import (ConfigError as ConfigError, DdtuneError as Ddt
 from backends.core.fields import server_base as server_base, url_problem as url_problem
 from backends.core.paths import (find_config as find_config, private_umask as private_umask, runs_dir as runs_dir,
                                  state_dir as state_dir)
+from backends.core.phase import Phase as Phase
 from backends.core.statefs import probe_room as probe_room
 from backends.core.plaintext import escaped as escaped
 from backends.core.version import ddtune_version as ddtune_version

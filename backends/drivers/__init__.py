@@ -1,4 +1,4 @@
 """Drivers: one per kind of server (a spawned process, a systemd unit, an endpoint by URL, the simulator),
-behind the one ``Backend`` contract, listed in one table (``registry``: name -> driver class) and asked
+behind the one ``Driver`` contract, listed in one table (``registry``: name -> driver class) and asked
 by their capability flags, never by class or name.
 """

@@ -25,7 +25,7 @@ from backends.knobs.serverhelp import ServerHelp
 from backends.record.state import ServerState
 
 
-class Backend(ABC):
+class Driver(ABC):
     NAME: ClassVar[str]
     CAN_START: ClassVar[bool] = True
     CAN_STOP: ClassVar[bool] = True

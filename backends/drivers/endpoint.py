@@ -12,14 +12,14 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
-from backends.drivers.base import Backend, tail_file
+from backends.drivers.base import Driver, tail_file
 from backends.core.errors import ServerError
 from backends.knobs.plan import LaunchPlan
 from backends.launch.ownership import StopReport
 from backends.record.state import ServerState
 
 
-class EndpointBackend(Backend):
+class EndpointDriver(Driver):
     NAME = "endpoint"
     CAN_START = False
     CAN_STOP = False
@@ -77,7 +77,7 @@ class ConnectGrace:
     after ready_timeout_s: an hour of "waiting" for a wrong URL helps nobody. A configured log that
     is still being written means the server is on its way, so the wait goes on while it grows."""
 
-    def __init__(self, backend: EndpointBackend) -> None:
+    def __init__(self, backend: EndpointDriver) -> None:
         self.backend = backend
         self.since: float | None = None  # monotonic time of the first failed connect in this run of them
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from dataclasses import replace
 
-from backends.drivers.spawn import ProcessBackend
+from backends.drivers.spawn import ProcessDriver
 from backends.knobs.engine import engine
 from backends.knobs.plan import LaunchPlan
 from backends.knobs.serverhelp import ServerHelp, fetch_help
@@ -28,7 +28,7 @@ _FIX_BINARY = 'set [server] binary to your llama-server, or leave it out to use 
               "(pip install 'ddtune[llamacpp]')"
 
 
-class LlamaCppBackend(ProcessBackend):
+class LlamaCppDriver(ProcessDriver):
     NAME = "llamacpp"
     LOG_NAMES_PID = False
     DIALECT = LLAMACPP

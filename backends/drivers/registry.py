@@ -10,25 +10,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
-from backends.drivers.base import Backend
-from backends.drivers.endpoint import EndpointBackend
-from backends.drivers.llamacpp import LlamaCppBackend
-from backends.drivers.spawn import SGLangBackend, SimBackend
-from backends.drivers.systemd import SystemdBackend
+from backends.drivers.base import Driver
+from backends.drivers.endpoint import EndpointDriver
+from backends.drivers.llamacpp import LlamaCppDriver
+from backends.drivers.spawn import SGLangDriver, SimDriver
+from backends.drivers.systemd import SystemdDriver
 from backends.knobs.config import ServerConfig
 from backends.launch.ownership import carries_token
 from backends.launch.process import is_running
 from backends.record.state import ServerState
 
-DRIVERS: Mapping[str, type[Backend]] = {
-    "sglang": SGLangBackend, "sim": SimBackend, "systemd": SystemdBackend, "endpoint": EndpointBackend,
-    "llamacpp": LlamaCppBackend,
+DRIVERS: Mapping[str, type[Driver]] = {
+    "sglang": SGLangDriver, "sim": SimDriver, "systemd": SystemdDriver, "endpoint": EndpointDriver,
+    "llamacpp": LlamaCppDriver,
 }
 
 
 @dataclass(frozen=True)
 class DriverFlags:
-    """What a driver can do, as plain facts (``Backend``'s class flags say what each one means)."""
+    """What a driver can do, as plain facts (``Driver``'s class flags say what each one means)."""
 
     can_start: bool = False
     can_stop: bool = False
@@ -41,7 +41,7 @@ class DriverFlags:
     log_names_pid: bool = False
 
     @classmethod
-    def of(cls, driver: type[Backend]) -> DriverFlags:
+    def of(cls, driver: type[Driver]) -> DriverFlags:
         return cls(**{f.name: bool(getattr(driver, f.name.upper())) for f in fields(cls)})
 
 
@@ -55,18 +55,18 @@ def driver_flags(name: str) -> DriverFlags:
     return FLAGS.get(name, NO_DRIVER)
 
 
-def make_backend(config: ServerConfig, **kw) -> Backend:
+def make_driver(config: ServerConfig, **kw) -> Driver:
     """The driver the config names (``[server] backend``; the config loader checked the name)."""
     return DRIVERS[config.backend](config, **kw)
 
 
-def driver_of(state: ServerState, current: Backend) -> Backend:
+def driver_of(state: ServerState, current: Driver) -> Driver:
     """The driver that manages the server of ``state``: ``current`` when it recorded it, else one of
     the recorded kind on the same config (a process spawned as ``sim`` is stopped by the same group
     logic after the config moved to ``sglang``)."""
     if state.backend == current.NAME:
         return current
-    return make_backend(replace(current.config, backend=state.backend))
+    return make_driver(replace(current.config, backend=state.backend))
 
 
 def alive(state: ServerState) -> bool:

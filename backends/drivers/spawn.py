@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 
 from backends.core.answers import ERROR_BYTES, fetch_once
-from backends.drivers.base import Backend, tail_file
+from backends.drivers.base import Driver, tail_file
 from backends.knobs.plan import LaunchPlan
 from backends.core.paths import logs_dir
 from backends.launch.ownership import (StopReport, carries_token, crash_point, new_token, owned, server_env_of_launch,
@@ -28,7 +28,7 @@ from backends.knobs.serverhelp import ServerHelp, fetch_help, installed_version
 from backends.record.state import ServerState
 
 
-class ProcessBackend(Backend):
+class ProcessDriver(Driver):
     """A server that is a local process ddtune spawns itself."""
 
     SPAWNS = True
@@ -123,14 +123,14 @@ class ProcessBackend(Backend):
         return tail_file(Path(state.log_path), from_start)
 
 
-class SGLangBackend(ProcessBackend):
+class SGLangDriver(ProcessDriver):
     NAME = "sglang"
 
     def command_prefix(self) -> tuple[str, ...]:
         return (self.config.python, "-m", "sglang.launch_server")
 
 
-class SimBackend(ProcessBackend):
+class SimDriver(ProcessDriver):
     """The simulator through exactly the sglang spawn path; only the command differs."""
 
     NAME = "sim"
@@ -143,7 +143,7 @@ class SimBackend(ProcessBackend):
         return (sys.executable, "-P", "-m", "backends.sim")
 
     def server_env(self, plan: LaunchPlan | None = None) -> dict[str, str]:
-        """The simulator is ddtune: it keeps the PYTHONPATH a real server does not get (Backend.server_env)."""
+        """The simulator is ddtune: it keeps the PYTHONPATH a real server does not get (Driver.server_env)."""
         env = super().server_env(plan)
         if "PYTHONPATH" in os.environ and "PYTHONPATH" not in env:
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]

@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-from backends.drivers.base import Backend
+from backends.drivers.base import Driver
 from backends.core.errors import ServerError
 from backends.core.writes import PRIVATE, WriteFailed, make_folder, write_atomic
 from backends.knobs.plan import LaunchPlan
@@ -60,7 +60,7 @@ def dropin_text(plan: LaunchPlan) -> str:
     return "\n".join(lines) + "\n"
 
 
-class SystemdBackend(Backend):
+class SystemdDriver(Driver):
     NAME = "systemd"
     STOPS_BY_UNIT = True
 

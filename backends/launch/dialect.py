@@ -5,7 +5,7 @@ llama.cpp's ``llama-server``: ``POST /completion`` (``tokens_predicted``; ``timi
 ``draft_n_accepted`` under speculation) and ``/props`` with ``/slots``, which ``llamacpp_info`` turns
 into the keys ddtune reads of a ``/server_info`` (``version``, ``model_path``, ``speculative_algorithm``),
 so every reader of "what the server says about itself" reads one shape. A driver names its dialect
-(``Backend.DIALECT``); nobody checks an engine's name for it. Pure, apart from ``fetch_info``, which
+(``Driver.DIALECT``); nobody checks an engine's name for it. Pure, apart from ``fetch_info``, which
 reads through the one door for a server's answers (``backends.core.answers``: bounded, strings plain
 and on one line, numbers out of range dropped); every count is checked there too (``count``).
 """

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from backends.core.apikey import redact_argv
+from backends.core.phase import Phase, phase_of
 from backends.knobs.verify import KnobCheck, mismatch_sentences
 
 
@@ -31,7 +32,7 @@ class ServerState:
     started_at: float
     create_time: float | None = None
     argv: tuple[str, ...] = ()  # as launched (API key and all) when read with launch.json; server.json's is redacted
-    phase: str = "starting"
+    phase: Phase = Phase.STARTING
     reason: str | None = None
     effective: dict[str, Any] = field(default_factory=dict)
     checks: tuple[KnobCheck, ...] = ()
@@ -73,6 +74,8 @@ class ServerState:
         known = {f.name for f in fields(cls)} - {"token"}  # a token in server.json is no proof: ignored
         kw = {k: v for k, v in data.items() if k in known}
         kw["argv"] = tuple(kw.get("argv", ()))
+        if "phase" in data:
+            kw["phase"] = phase_of(data["phase"])
         if "checks" in data:
             kw["checks"] = tuple(_check(i, c) for i, c in enumerate(data["checks"]))
         else:  # written before checks were typed: its mismatch sentences stay mismatches

@@ -36,7 +36,7 @@ def _skip_rest(checks: list[Check], after: str, stop: bool = True) -> None:
 
 async def run_selftest(config: ServerConfig, on_event: Callable | None = None, *, keep: bool = False,
                        ready_timeout_s: float = 900.0, work_dir: str | None = None) -> Report:
-    from backends.drivers.registry import make_backend
+    from backends.drivers.registry import make_driver
     from backends.launch.process import tree_pids
     from backends.server import ServerSession, driver_flags
 
@@ -69,7 +69,7 @@ async def run_selftest(config: ServerConfig, on_event: Callable | None = None, *
             seed_helps(helps)  # a --help this SGLang printed before is not asked again
             (build, built), (flags, report.version) = await asyncio.gather(
                 asyncio.to_thread(test.build, config, models, block),
-                asyncio.to_thread(_flags_check, derived, make_backend(derived)))
+                asyncio.to_thread(_flags_check, derived, make_driver(derived)))
             checks.append(build)
             if built is None:
                 _skip_rest(checks, "build")

@@ -2,13 +2,16 @@
 
     session = ServerSession(config)          # the one owner: up, restart, apply, stop, watch, close
     session.subscribe(callback)              # or: async for event in session.events()
-    current_server()                         # the record as it stands (phase "stale": pid gone)
+    StatusFeed(session, callback)            # for a reader that draws the server: log lines, decode stats,
+                                             # knob changes, and one typed ServerStatus for the rest
+    current_server()                         # the record as it stands (Phase.STALE: pid gone)
     recorded_server()                        # the record as written (url, log, argv as launched)
     driver_flags(config.backend).attaches    # what the configured driver can do
     lane_servers(); stop_lane_servers(...)   # a parallel sweep's servers, one per lane
 
-Events are frozen, past-tense facts (PhaseChanged, LogBatch, Settled, ...). The record is a typed
-``ServerState``: nobody outside this family reads server.json (an import contract guards its I/O,
+Events are frozen, past-tense facts (PhaseChanged, LogBatch, Settled, ...), a ``SessionEvent`` union
+its readers ``match`` exhaustively (``assert_never``); where the server stands is one ``Phase``. The
+record is a typed ``ServerState``: nobody outside this family reads server.json (an import contract guards its I/O,
 backends.server.record). Import from here, not from the family's modules. Like every family face,
 it loads a module when one of its names is first used (backends/core/faces.py); the stub beside it
 (__init__.pyi) types them.
@@ -28,7 +31,9 @@ __all__, __getattr__ = lazy_face(__name__, {
     "backends.server.session": ("ServerSession",),
     "backends.server.snapshot": ("current_server", "is_alive", "launched_api_key", "record_reason",
                                  "recorded_server"),
-    "backends.server.startup": ("Progress", "StartupHistory", "StartupTracker", "WORK_PHASES"),
+    "backends.server.status": ("FeedEvent", "KnobStatus", "ServerStatus", "StatusChanged", "StatusFeed"),
+    "backends.server.startup": ("Progress", "StartupHistory", "StartupTracker"),
+    "backends.core.phase": ("Phase",),
     "backends.server.telemetry": ("History", "TelemetrySample", "TelemetryStream"),
     "backends.drivers.registry": ("driver_flags", "DriverFlags"),
     "backends.launch.process": ("port_owner",),

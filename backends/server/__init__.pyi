@@ -1,5 +1,6 @@
 # The types of what backends.server offers (its __init__.py loads each module on first use).
 
+from backends.core.phase import Phase as Phase
 from backends.drivers.registry import driver_flags as driver_flags, DriverFlags as DriverFlags
 from backends.launch.process import port_owner as port_owner
 from backends.record.laneports import (bind_clash as bind_clash, ephemeral_note as ephemeral_note,
@@ -26,6 +27,8 @@ from backends.server.snapshot import (current_server as current_server, is_alive
                                       launched_api_key as launched_api_key, record_reason as record_reason,
                                       recorded_server as recorded_server)
 from backends.server.startup import (Progress as Progress, StartupHistory as StartupHistory,
-                                     StartupTracker as StartupTracker, WORK_PHASES as WORK_PHASES)
+                                     StartupTracker as StartupTracker)
+from backends.server.status import (FeedEvent as FeedEvent, KnobStatus as KnobStatus, ServerStatus as ServerStatus,
+                                    StatusChanged as StatusChanged, StatusFeed as StatusFeed)
 from backends.server.telemetry import (History as History, TelemetrySample as TelemetrySample,
                                        TelemetryStream as TelemetryStream)

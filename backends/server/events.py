@@ -121,6 +121,7 @@ class CommandRefused:
 
     message: str
     hint: str | None = None
+    other: ServerState | None = None  # refused because this server of another config file runs (OtherConfigRuns)
 
 
 SessionEvent = (PhaseChanged | NoteAdded | LogBatch | DecodeStats | FatalSeen | PidChanged | ConfigChanged

@@ -1,6 +1,6 @@
 """A launch is recorded before the process exists, so no kill of ddtune can lose the server.
 
-The order of a launch (ServerSession's launch with ProcessBackend.start):
+The order of a launch (ServerSession's launch with ProcessDriver.start):
 
 0. before a restart stops the running server: a record of the launch's size is written and removed
    (``prove_recordable``): a state dir that cannot take it refuses the restart, old server untouched;
@@ -28,8 +28,9 @@ from collections.abc import Callable
 
 from backends.core.errors import DdtuneError
 from backends.core.paths import logs_dir
+from backends.core.phase import Phase
 from backends.core.statefs import StateWriteError
-from backends.drivers.base import Backend
+from backends.drivers.base import Driver
 from backends.drivers.registry import alive
 from backends.knobs.plan import LaunchPlan
 from backends.launch.ownership import crash_point, new_token, token_holders
@@ -89,7 +90,7 @@ def adopt_lost_launch(record: RecordFile, note: Callable[[str], None]) -> Server
         return recorded
     started = holders[leader] if leader is not None else min(holders.values())
     state = base.with_(pid=pid, pgid=pid, create_time=started, argv=tuple(doc["argv"]), token=token,
-                       phase="starting" if leader is not None else "failed",
+                       phase=Phase.STARTING if leader is not None else Phase.FAILED,
                        reason=None if leader is not None else "its leader died before ddtune recorded it")
     record.save(state)
     alive = f"pid {pid}" if leader is not None else f"what pid {pid} left running (pids {sorted(holders)})"
@@ -98,7 +99,7 @@ def adopt_lost_launch(record: RecordFile, note: Callable[[str], None]) -> Server
     return state
 
 
-def prove_recordable(backend: Backend, plan: LaunchPlan, old: ServerState | None) -> None:
+def prove_recordable(backend: Driver, plan: LaunchPlan, old: ServerState | None) -> None:
     """Before a restart stops anything: the state dir takes this launch's records now (writable, with
     room), proved by writing and removing a file of their size (the longest pid and log name) through
     the records' own writer. Else StateWriteError (or UntrustedState) and nothing is stopped: a full or
@@ -122,7 +123,7 @@ def prove_recordable(backend: Backend, plan: LaunchPlan, old: ServerState | None
                               "and keeps serving", exc.hint, exit_code=exc.exit_code) from None
 
 
-async def launch_recorded(backend: Backend, plan: LaunchPlan, record: RecordFile) -> ServerState:
+async def launch_recorded(backend: Driver, plan: LaunchPlan, record: RecordFile) -> ServerState:
     """Launch through ``backend`` in the order above. When the record of the spawned server cannot be
     written (the disk filled meanwhile), that server is stopped again (ddtune could never find it
     otherwise, nor stop it) and the error raised: nothing runs unrecorded."""

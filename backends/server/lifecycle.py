@@ -14,7 +14,8 @@ import os
 from collections.abc import Awaitable, Callable
 
 from backends.core.errors import UsageError
-from backends.drivers.base import Backend
+from backends.core.phase import Phase
+from backends.drivers.base import Driver
 from backends.drivers.registry import alive, driver_of, driver_flags
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import knob_text
@@ -48,7 +49,7 @@ def refuse_other_config(state: ServerState | None, config: ServerConfig, replace
     """Raise OtherConfigRuns when ``state`` (the record as it stands, read under the lifecycle lock)
     is a live server ddtune started from another config file than ``config``'s, unless ``replace``.
     A record that does not say its config (written before ddtune kept it) is taken as this one's."""
-    if replace or state is None or state.phase not in ("ready", "starting") or state.config_source is None:
+    if replace or state is None or not state.phase.live or state.config_source is None:
         return
     if driver_flags(state.backend).attaches:
         return  # an endpoint is nobody's to stop
@@ -59,7 +60,7 @@ def refuse_other_config(state: ServerState | None, config: ServerConfig, replace
         raise OtherConfigRuns(state, config)
 
 
-async def stop_for_restart(old: ServerState | None, driver: Backend, record: RecordFile, note: Note,
+async def stop_for_restart(old: ServerState | None, driver: Driver, record: RecordFile, note: Note,
                            before_stop: list[Callable[[], Awaitable[None]]]) -> tuple[set[int], set[int]]:
     """Stop the recorded server before a new launch; clear its record. Returns (the pids that may
     still hold its port, the pids whose GPU memory the launch waits for)."""
@@ -93,7 +94,7 @@ async def stop_for_restart(old: ServerState | None, driver: Backend, record: Rec
     return stopped, gpu
 
 
-async def stop_for_down(state: ServerState | None, driver: Backend, record: RecordFile) -> ServerState | None:
+async def stop_for_down(state: ServerState | None, driver: Driver, record: RecordFile) -> ServerState | None:
     """Stop the recorded server (or what its dead leader left running) and clear its record; the
     returned state's ``reason`` says what was stopped. None when nothing was recorded. Raises NotOurs
     (the record set aside) when the record proves nothing, UsageError for a server ddtune attached to."""
@@ -115,11 +116,11 @@ async def stop_for_down(state: ServerState | None, driver: Backend, record: Reco
         except NotOurs as exc:
             raise NotOurs(exc.message, hint=f"{record.quarantine('refused')}; {exc.hint}") from None
         summary = describe_stop(state.pid, report)
-        if state.phase == "failed" and not report.leader_alive:
+        if state.phase == Phase.FAILED and not report.leader_alive:
             why = (state.reason or "no reason recorded").splitlines()[0][:120]
             summary += f" (its start had failed: {why})"
     record.clear()
-    return state.with_(phase="stopped", reason=summary)
+    return state.with_(phase=Phase.STOPPED, reason=summary)
 
 
 def running_knobs(config: ServerConfig, state: ServerState) -> tuple[ServerConfig, str] | None:

@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from backends.drivers.base import Backend
+from backends.drivers.base import Driver
 from backends.logs.events import DecodeBatch, Fatal, LlamaListening, ServerStarted
 from backends.logs.kind import LogLine, classify
 from backends.logs.parse import parse_line
@@ -78,7 +78,7 @@ class LogFollower:
         self._flusher: asyncio.Task | None = None
         self._started = asyncio.Event()  # set once this launch's "Started server process" line is read
 
-    def follow(self, state: ServerState, driver: Backend) -> LogFacts:
+    def follow(self, state: ServerState, driver: Driver) -> LogFacts:
         """Start reading this launch's log (through ``driver``) from its start; a no-op when it is the
         one being read. The lines marked are those its config's knob table verifies from."""
         if not driver.has_logs() or not state.log_path:

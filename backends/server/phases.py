@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable
 
 from backends.logs.events import LogEvent, ServerReady
-from backends.server.startup import FAILED, READY, STOPPING, WAITING, Progress, StartupTracker
+from backends.core.phase import Phase
+from backends.server.startup import Progress, StartupTracker
 
 HEARTBEAT_S = 5.0   # repeat an unchanged phase this often
 TICK_S = 0.5        # how often heartbeat() looks while stopping or waiting
@@ -34,13 +35,13 @@ class Phases:
         self.on_progress = on_progress
         self.every_line = every_line
         self.pid: int | None = None  # the server the log being read belongs to: a log line's report names it
-        self._last: tuple[str, str] | None = None
+        self._last: tuple[Phase, str] | None = None
         self._last_time = 0.0
 
     @property
     def judging(self) -> bool:
         """A start is under way: its fatal lines fail it (after ready or failed they are status's)."""
-        return self.tracker.phase not in (READY, FAILED)
+        return not self.tracker.phase.settled
 
     # --- moves ------------------------------------------------------------------------------
     def stopping(self, pid: int | None = None) -> None:
@@ -64,7 +65,7 @@ class Phases:
             self.report(self.pid)
 
     def ready(self, pid: int | None) -> None:
-        if self.tracker.phase != READY:
+        if self.tracker.phase != Phase.READY:
             self.tracker.feed(ServerReady(), time.monotonic())
         self.report(pid)
 
@@ -78,8 +79,8 @@ class Phases:
         now = time.monotonic()
         t = self.tracker
         phase, detail = t.phase, t.detail
-        if phase == READY and probing:
-            phase, detail = "warmup", "log says ready; probing the new pid"
+        if phase == Phase.READY and probing:
+            phase, detail = Phase.WARMUP, "log says ready; probing the new pid"
         if (phase, detail) == self._last and not force and now - self._last_time < HEARTBEAT_S:
             return
         self._last, self._last_time = (phase, detail), now
@@ -89,5 +90,5 @@ class Phases:
         """Until cancelled: keep a stop or a wait visibly ticking."""
         while True:
             await asyncio.sleep(TICK_S)
-            if self.tracker.phase in (STOPPING, WAITING):
+            if self.tracker.phase in (Phase.STOPPING, Phase.WAITING):
                 self.report()

@@ -14,13 +14,13 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from backends.drivers.base import Backend
+from backends.drivers.base import Driver
 from backends.launch.process import tree_pids
 from backends.launch.readiness import ReadinessProbe
 from backends.record.state import ServerState
 from backends.server.logfollow import LogFacts, LogFollower
 from backends.server.phases import Phases
-from backends.server.startup import WAITING
+from backends.core.phase import Phase
 
 FATAL_GRACE_S = 2.0     # after a fatal line, wait this long (or for the exit) for the lines that explain it
 
@@ -32,7 +32,7 @@ class Outcome:
     ok_at: float | None = None   # monotonic: the probe's generation came back (detection ends)
 
 
-async def until_ready(driver: Backend, state: ServerState, facts: LogFacts, log: LogFollower, phases: Phases,
+async def until_ready(driver: Driver, state: ServerState, facts: LogFacts, log: LogFollower, phases: Phases,
                       timeout_s: float) -> Outcome:
     deadline = time.monotonic() + timeout_s
     attached = driver.ATTACHES
@@ -71,7 +71,7 @@ async def until_ready(driver: Backend, state: ServerState, facts: LogFacts, log:
             last = result.reason
             if grace is not None:
                 detail, failure = grace.check(result, time.monotonic())
-                if detail and phases.tracker.phase == WAITING:  # "connection refused at URL"
+                if detail and phases.tracker.phase == Phase.WAITING:  # "connection refused at URL"
                     phases.waiting(detail, force=True)
                 if failure is not None:
                     break

@@ -21,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, assert_never
 
 from backends.core.apikey import shown_argv
 from backends.core.errors import DdtuneError
-from backends.drivers.base import Backend
-from backends.drivers.registry import driver_flags, make_backend
+from backends.core.phase import Phase
+from backends.drivers.base import Driver
+from backends.drivers.registry import driver_flags, make_driver
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import LaunchPlan, plan_for_endpoint, plan_launch
 from backends.knobs.verify import verify
@@ -42,24 +43,26 @@ from backends.server.events import (
     NoteAdded, PhaseChanged, PidChanged, Settled, Stopped, Verified,
 )
 from backends.server.launchrec import adopt_lost_launch, launch_recorded, prove_recordable
-from backends.server.lifecycle import refuse_other_config, running_knobs, stop_for_down, stop_for_restart, uncancelled
+from backends.server.lifecycle import (
+    OtherConfigRuns, refuse_other_config, running_knobs, stop_for_down, stop_for_restart, uncancelled,
+)
 from backends.server.logfollow import TAIL_LINES, LogFacts, LogFollower
 from backends.server.phases import Phases
 from backends.server.ready import until_ready
 from backends.server.record import RecordFile
 from backends.server.release import GPU_RELEASE_S, wait_gpu_released, wait_port_released
 from backends.server.snapshot import as_it_stands
-from backends.server.startup import FAILED, Progress, StartupHistory, StartupTracker
-from backends.server.watcher import LockTaken, foreign_changes
+from backends.server.startup import Progress, StartupHistory, StartupTracker
+from backends.server.watcher import LockTaken, RecordChanged, foreign_changes
 
 
 class ServerSession(EventHub):
     """Commands are methods (``up``, ``restart``, ``apply``, ``stop``); results arrive as events."""
 
-    def __init__(self, config: ServerConfig, backend: Backend | None = None, *, gpu_sampler=None,
+    def __init__(self, config: ServerConfig, backend: Driver | None = None, *, gpu_sampler=None,
                  wait_for_lock: bool = True, stream_log: bool = True) -> None:
         super().__init__()
-        self.backend = backend or make_backend(config)
+        self.backend = backend or make_driver(config)
         self.backend.config = config  # the one copy of the config: the driver's (``config`` below)
         self.record = RecordFile()
         self.history = StartupHistory.default()
@@ -208,20 +211,20 @@ class ServerSession(EventHub):
         if config.backend == self.backend.NAME:
             self.backend.config = config
         else:
-            self.backend = make_backend(config)
+            self.backend = make_driver(config)
         self.tracker.expected = dict(self.history.medians(config.startup_key()))
 
     async def _command(self, run: Callable[[], Awaitable[ServerState]]) -> ServerState:
         try:
             state = await run()
         except DdtuneError as exc:
-            self._emit(CommandRefused(exc.message, exc.hint))
+            self._emit(CommandRefused(exc.message, exc.hint, exc.state if isinstance(exc, OtherConfigRuns) else None))
             raise
         await self._settle(state)
         return state
 
     async def _settle(self, state: ServerState) -> None:
-        if state.phase == "ready":
+        if state.phase == Phase.READY:
             info, self._fresh_info = self._fresh_info, None
             if info is None:  # re-attached without a start: ask once
                 info = await fetch_server_info(state.url, self.backend.api_key(state), self._on_note,
@@ -234,7 +237,7 @@ class ServerSession(EventHub):
                 self.log.follow(state, self.backend)  # a re-attach did not read the log yet
         self.log.flush()  # the lines that led here reach readers before the settle they explain
         self.state = state  # with the version and log known: readers see one consistent settle
-        if state.phase == "ready":
+        if state.phase == Phase.READY:
             self._emit(Verified(state.checks))
         self._emit(Settled(state, self.version))
 
@@ -259,7 +262,7 @@ class ServerSession(EventHub):
             recorded = adopt_lost_launch(self.record, self._on_note)
             state = as_it_stands(recorded)
             refuse_other_config(state, self.config, replace)
-            live = state is not None and state.backend == self.config.backend and state.phase in ("ready", "starting")
+            live = state is not None and state.backend == self.config.backend and state.phase.live
             why = "it already runs this config"
             if live and keep_running_knobs and state is not None and state.config_hash != self.config.config_hash():
                 kept = running_knobs(self.config, state)
@@ -274,7 +277,7 @@ class ServerSession(EventHub):
         """Follow a server an earlier ddtune started (same pid, same start time) until it is ready;
         ``why``: what it runs (this config, or its own knobs kept), said in the one note."""
         self._on_note(f"re-attached to pid {state.pid} ({state.phase}): {why}")
-        if state.phase == "ready":
+        if state.phase == Phase.READY:
             async with ReadinessProbe(state.url, state.port, state.pid, api_key=self.backend.api_key(state),
                                       dialect=self.backend.DIALECT) as probe:
                 result = await probe.probe()
@@ -344,7 +347,7 @@ class ServerSession(EventHub):
             if report.stopped:
                 self._on_note(describe_stop(state.pid, report))
         tail = "\n".join(facts.last_lines(TAIL_LINES))
-        final = state.with_(phase="failed", reason=reason + (f"\n--- last log lines ---\n{tail}" if tail else ""))
+        final = state.with_(phase=Phase.FAILED, reason=reason + (f"\n--- last log lines ---\n{tail}" if tail else ""))
         self.record.save(final)
         if not self.backend.ATTACHES:  # an attach times no start of its own
             self.history.append(self.config.startup_key(), self.tracker.durations(time.monotonic()), False,
@@ -362,7 +365,7 @@ class ServerSession(EventHub):
         if info is not None and not info.get("version") and version:
             info["version"] = version
         final = state.with_(
-            phase="ready", ready_at=time.time(), effective=checked.effective, checks=checked.checks, reason=None,
+            phase=Phase.READY, ready_at=time.time(), effective=checked.effective, checks=checked.checks, reason=None,
             engine=f"{self.backend.DIALECT.engine} {version or '(version unknown)'}",
         )
         self.record.save(final)
@@ -379,12 +382,15 @@ class ServerSession(EventHub):
 
     async def _watch(self) -> None:
         async for change in foreign_changes(self.record, self._on_note):
-            if isinstance(change, LockTaken):
-                self._emit(NoteAdded(describe_holder_doc(change.holder)))
-                if change.holder.get("action") in ("restart", "down"):
-                    self.phases.stopping(self.state.pid if self.state else None)
-            else:
-                await self._record_changed(change.state)
+            match change:
+                case LockTaken(holder=holder):
+                    self._emit(NoteAdded(describe_holder_doc(holder)))
+                    if holder.get("action") in ("restart", "down"):
+                        self.phases.stopping(self.state.pid if self.state else None)
+                case RecordChanged(state=state):
+                    await self._record_changed(state)
+                case _:
+                    assert_never(change)
 
     async def _record_changed(self, state: ServerState | None) -> None:
         old = self.state
@@ -401,15 +407,15 @@ class ServerSession(EventHub):
             self.state = state
             if state.knobs != self.config.knobs:
                 self._set_config(self.config.with_knobs(dict(state.knobs)))
-            if state.phase == "starting":
+            if state.phase == Phase.STARTING:
                 self.phases.waiting(f"pid {state.pid}, launched by another ddtune", state.pid)
             self._launched(state, "another ddtune")
             self.log.follow(state, self.backend)
-        if state.phase in ("ready", "failed") and (launched or old is None or old.phase != state.phase):
-            if state.phase == "ready":
+        if state.phase.settled and (launched or old is None or old.phase != state.phase):
+            if state.phase == Phase.READY:
                 await self.log.read_past_start()  # its loading and capture lines first (read late on a busy box)
                 self.phases.ready(state.pid)
-            elif self.tracker.phase != FAILED:
+            elif self.tracker.phase != Phase.FAILED:
                 self.phases.failed((state.reason or "failed").split("\n")[0], state.pid)
             await self._settle(state)
 

@@ -2,7 +2,7 @@
 ``doctor``, the workload commands' URL, key and log lookups, run provenance): the owner's record,
 read through its one codec, never as a file.
 
-    state = current_server()          # phase "stale" when its pid is gone or is another process now
+    state = current_server()          # phase STALE when its pid is gone or is another process now
     state = recorded_server()         # as recorded (its url, log, argv as launched), no /proc check
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from backends.core.apikey import launched_key
+from backends.core.phase import Phase
 from backends.drivers.registry import alive, driver_flags
 from backends.record.state import ServerState
 from backends.server.record import load_state, save_state
@@ -33,8 +34,8 @@ def current_server(note: Note | None = None) -> ServerState | None:
 def as_it_stands(state: ServerState | None) -> ServerState | None:
     if state is None or driver_flags(state.backend).attaches:
         return state
-    if state.phase in ("ready", "starting") and not alive(state):
-        return state.with_(phase="stale", reason=f"pid {state.pid} is no longer the server ddtune started")
+    if state.phase.live and not alive(state):
+        return state.with_(phase=Phase.STALE, reason=f"pid {state.pid} is no longer the server ddtune started")
     return state
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from backends.core.datafile import Note, read_jsonl
 from backends.core.fields import shown
+from backends.core.phase import Phase
 from backends.core.statefs import StateWriteError, append_line, open_state_for_reading
 from backends.logs.events import (
     AppStartupComplete, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
@@ -30,11 +31,9 @@ from backends.logs.events import (
     ServerStarted, ShardProgress, StartupTimings, UvicornRunning, WeightLoadBegin, WeightLoadEnd,
 )
 
-IDLE, STOPPING, WAITING, STARTING = "idle", "stopping-old", "waiting-for-port-and-gpu", "starting-process"
-LOADING, CAPTURING, WARMUP = "loading-weights", "capturing-graphs", "warmup"
-READY, FAILED = "ready", "failed"
-PHASES = (IDLE, STOPPING, WAITING, STARTING, LOADING, CAPTURING, WARMUP, READY, FAILED)
-WORK_PHASES = (STOPPING, WAITING, STARTING, LOADING, CAPTURING, WARMUP)  # the ones that take time
+PHASES = (Phase.IDLE, Phase.STOPPING, Phase.WAITING, Phase.STARTING_PROCESS, Phase.LOADING, Phase.CAPTURING,
+          Phase.WARMUP, Phase.READY, Phase.FAILED)  # a start's, in order
+WORK_PHASES = PHASES[1:7]  # the ones that take time: stopping-old .. warmup
 MAX_PHASE_S = 7 * 24 * 3600.0  # no phase of a start lasts a week: a longer "duration" is not one
 _ORDER = {p: i for i, p in enumerate(PHASES)}
 
@@ -48,7 +47,7 @@ _WARMUP_EVENTS = (ServerStarted, AppStartupComplete, UvicornRunning, LlamaListen
 
 @dataclass(frozen=True)
 class PhaseChange:
-    phase: str
+    phase: Phase
     detail: str
     at: float
 
@@ -57,7 +56,7 @@ class PhaseChange:
 class Progress:
     """One report for the user: the startup phase, its detail, times, and the pid it concerns."""
 
-    phase: str
+    phase: Phase
     detail: str
     elapsed_s: float
     phase_elapsed_s: float
@@ -75,7 +74,7 @@ class StartupTracker:
         self._reset()
 
     def _reset(self) -> None:
-        self.phase = IDLE
+        self.phase: Phase = Phase.IDLE
         self.detail = ""
         self.error: str | None = None
         self.started_at: float | None = None
@@ -88,46 +87,46 @@ class StartupTracker:
     def begin_stop(self, now: float) -> None:
         """A new start begins by stopping the old server: earlier progress is forgotten."""
         self._reset()
-        self._enter(STOPPING, "", now)
+        self._enter(Phase.STOPPING, "", now)
 
     def begin_wait(self, now: float, detail: str = "") -> None:
-        self._enter(WAITING, detail, now)
+        self._enter(Phase.WAITING, detail, now)
 
     def begin_start(self, now: float, detail: str = "") -> None:
         """The new server process exists; until its first weight line it is importing."""
-        self._advance(STARTING, detail or "importing", now)
+        self._advance(Phase.STARTING_PROCESS, detail or "importing", now)
 
     def fail(self, reason: str, now: float) -> None:
-        if self.phase in (READY, FAILED):
+        if self.phase in (Phase.READY, Phase.FAILED):
             return
         self.error = reason
-        self._enter(FAILED, reason, now)
+        self._enter(Phase.FAILED, reason, now)
 
     # --- log events -------------------------------------------------------------------------
     def feed(self, event: LogEvent, now: float) -> bool:
         """Apply one event; True when phase or detail changed. Backward moves are ignored."""
         before = (self.phase, self.detail)
-        if self.phase in (READY, FAILED):
+        if self.phase in (Phase.READY, Phase.FAILED):
             return False  # a crash after ready is the lifecycle's business (status), not startup's
         if isinstance(event, Fatal):
             if not event.generic:
                 self.fail(f"{event.kind}: {event.message}", now)
         elif isinstance(event, ServerArgs):
-            self._advance(STARTING, "importing (server args read)", now)
+            self._advance(Phase.STARTING_PROCESS, "importing (server args read)", now)
         elif isinstance(event, _LOADING_EVENTS):
             self._loading(event, now)
         elif isinstance(event, _CAPTURE_EVENTS):
             self._capturing(event, now)
         elif isinstance(event, _WARMUP_EVENTS):
-            self._advance(WARMUP, "http server up, warming up", now)
+            self._advance(Phase.WARMUP, "http server up, warming up", now)
         elif isinstance(event, ServerReady):
-            self._advance(READY, "", now)
+            self._advance(Phase.READY, "", now)
         return (self.phase, self.detail) != before
 
     def _loading(self, e: LogEvent, now: float) -> None:
         which = "target" if self._weights_done == 0 else "draft"
         if not e.is_lead:
-            self._advance(LOADING, self.detail or f"{which} weights", now)
+            self._advance(Phase.LOADING, self.detail or f"{which} weights", now)
             return
         if isinstance(e, ShardProgress):
             detail = f"shard {e.done}/{e.total} {which}"
@@ -148,10 +147,10 @@ class StartupTracker:
             detail = "DFlash draft set up"
         else:
             detail = f"{which} weights"
-        self._advance(LOADING, detail, now)
+        self._advance(Phase.LOADING, detail, now)
 
     def _capturing(self, e: LogEvent, now: float) -> None:
-        detail = self.detail if self.phase == CAPTURING else ""
+        detail = self.detail if self.phase == Phase.CAPTURING else ""
         if isinstance(e, GraphCaptureBegin):
             detail = e.name if e.name != "default" else "cuda graph"
         elif isinstance(e, GraphCaptureProgress):
@@ -159,9 +158,9 @@ class StartupTracker:
             detail = f"{base} bs={e.bs} ({e.done}/{e.total})" if e.bs is not None else f"{base} ({e.done}/{e.total})"
         elif isinstance(e, GraphCaptureEnd):
             detail = f"{e.name} done"
-        self._advance(CAPTURING, detail, now)
+        self._advance(Phase.CAPTURING, detail, now)
 
-    def _advance(self, phase: str, detail: str, now: float) -> None:
+    def _advance(self, phase: Phase, detail: str, now: float) -> None:
         if _ORDER[phase] < _ORDER[self.phase]:
             return
         if phase == self.phase:
@@ -169,7 +168,7 @@ class StartupTracker:
             return
         self._enter(phase, detail, now)
 
-    def _enter(self, phase: str, detail: str, now: float) -> None:
+    def _enter(self, phase: Phase, detail: str, now: float) -> None:
         if self.started_at is None:
             self.started_at = now
         if self._entered_at is not None and self.phase in WORK_PHASES:
@@ -193,11 +192,11 @@ class StartupTracker:
 
     def eta_s(self, now: float) -> float | None:
         """Seconds left until ready, from the typical phase times; None without history."""
-        if not self.expected or self.phase == FAILED:
+        if not self.expected or self.phase == Phase.FAILED:
             return None  # no history of this server: no guess, not even "0 s" once the log says ready
-        if self.phase == READY:
+        if self.phase == Phase.READY:
             return 0.0
-        if self.phase == IDLE:
+        if self.phase == Phase.IDLE:
             return round(sum(self.expected.get(p, 0.0) for p in WORK_PHASES[2:]), 3)
         left = max(0.0, self.expected.get(self.phase, 0.0) - self.phase_elapsed(now))
         later = WORK_PHASES[WORK_PHASES.index(self.phase) + 1:]
@@ -206,12 +205,12 @@ class StartupTracker:
 
 class StartupHistory:
     """Per-phase durations of past starts, one JSON object a line, keyed by server
-    (``ServerConfig.startup_key()``: backend, model and launch flags, not the knobs). A record
+    (``ServerConfig.startup_key()``: backend, model and launch flags, not the knobs). A start
     written before that key existed (model only) is not this server's and gives no ETA."""
 
     FILENAME = "startups.jsonl"
     KEEP = 20  # medians over the last KEEP successful starts of a model
-    MAX_READ = 1024**2   # its last MiB: ~4000 starts (a record is ~250 bytes)
+    MAX_READ = 1024**2   # its last MiB: ~4000 starts (a line is ~250 bytes)
     MAX_LINE = 64 * 1024
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -224,16 +223,16 @@ class StartupHistory:
         return cls(state_dir() / cls.FILENAME)
 
     def append(self, server: str, durations: dict[str, float], ok: bool, at: float, model: str | None = None) -> None:
-        record = {"server": server, "model": model, "at": at, "ok": ok,
+        start = {"server": server, "model": model, "at": at, "ok": ok,
                   "phases": {p: round(float(s), 3) for p, s in durations.items() if p in WORK_PHASES}}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            append_line(self.path, json.dumps(record, sort_keys=True) + "\n")  # no symlink followed
+            append_line(self.path, json.dumps(start, sort_keys=True) + "\n")  # no symlink followed
         except StateWriteError:
             pass  # a full disk costs this start's timings only, never the start
 
-    def records(self, server: str | None = None, note: Note | None = None) -> list[dict]:
-        """The usable records (of ``server`` when given), oldest first. A line that is not one
+    def starts(self, server: str | None = None, note: Note | None = None) -> list[dict]:
+        """The usable starts (of ``server`` when given), oldest first. A line that is not one
         (torn, hand-edited, a phase time that is no duration) costs only itself: it is skipped, and
         ``note`` is told which lines were and why. Only the file's last ``MAX_READ`` bytes are read:
         the medians need the last KEEP starts, and the file only grows."""
@@ -260,7 +259,7 @@ class StartupHistory:
         return out
 
     def medians(self, server: str, note: Note | None = None) -> dict[str, float]:
-        recent = [r for r in self.records(server, note) if r.get("ok") is True][-self.KEEP:]
+        recent = [r for r in self.starts(server, note) if r.get("ok") is True][-self.KEEP:]
         out: dict[str, float] = {}
         for phase in WORK_PHASES:
             values = [float(v) for r in recent if (v := r["phases"].get(phase)) is not None]

@@ -7,7 +7,7 @@ import time
 import psutil
 import pytest
 
-from backends.drivers.registry import DRIVERS, NO_DRIVER, DriverFlags, alive, driver_of, driver_flags, make_backend
+from backends.drivers.registry import DRIVERS, NO_DRIVER, DriverFlags, alive, driver_of, driver_flags, make_driver
 from backends.knobs.config import BACKENDS, ServerConfig
 from backends.record.state import ServerState
 
@@ -42,15 +42,15 @@ def test_make_backend_builds_the_named_driver(name):
     extra = {"unit": "sglang.service"} if name == "systemd" else {}
     extra |= {"url": "http://127.0.0.1:9"} if name == "endpoint" else {}
     config = ServerConfig(backend=name, **extra)
-    driver = make_backend(config)
+    driver = make_driver(config)
     assert type(driver) is DRIVERS[name] and driver.NAME == name and driver.config is config
 
 
 def test_an_endpoint_with_a_log_file_has_logs_and_a_connect_grace():
-    plain = make_backend(ServerConfig(backend="endpoint", url="http://127.0.0.1:9"))
-    logged = make_backend(ServerConfig(backend="endpoint", url="http://127.0.0.1:9", log_file="/tmp/x.log"))
+    plain = make_driver(ServerConfig(backend="endpoint", url="http://127.0.0.1:9"))
+    logged = make_driver(ServerConfig(backend="endpoint", url="http://127.0.0.1:9", log_file="/tmp/x.log"))
     assert not plain.has_logs() and logged.has_logs()
-    assert plain.connect_grace() is not None and make_backend(ServerConfig()).connect_grace() is None
+    assert plain.connect_grace() is not None and make_driver(ServerConfig()).connect_grace() is None
 
 
 def _record(backend: str, token: str | None = None) -> ServerState:
@@ -74,7 +74,7 @@ def test_a_spawned_record_is_alive_only_with_its_launch_token(backend):
 
 
 def test_driver_of_a_record_of_another_kind_stops_it_with_that_kind():
-    current = make_backend(ServerConfig(backend="sglang"))
+    current = make_driver(ServerConfig(backend="sglang"))
     assert driver_of(_record("sglang"), current) is current
     other = driver_of(_record("sim"), current)
     assert other.NAME == "sim" and other.SPAWNS and other.config.port == current.config.port

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from backends.knobs.config import ServerConfig, config_from_dict
-from backends.drivers.endpoint import ConnectGrace, EndpointBackend
+from backends.drivers.endpoint import ConnectGrace, EndpointDriver
 from backends.core.errors import ConfigError
 from backends.launch.readiness import ProbeResult, ReadinessProbe
 from tests.helpers import free_port
@@ -43,7 +43,7 @@ def refused(url: str) -> ProbeResult:
 
 
 def test_grace_fails_only_after_the_grace_and_says_why():
-    backend = EndpointBackend(ServerConfig(backend="endpoint", url="http://h:1", connect_grace_s=30))
+    backend = EndpointDriver(ServerConfig(backend="endpoint", url="http://h:1", connect_grace_s=30))
     grace = ConnectGrace(backend)
     assert grace.check(refused("http://h:1"), 100.0) == ("connection refused at http://h:1", None)
     assert grace.check(refused("http://h:1"), 129.0) == (None, None)
@@ -54,7 +54,7 @@ def test_grace_fails_only_after_the_grace_and_says_why():
 
 
 def test_an_answer_restarts_the_grace_and_updates_the_detail():
-    backend = EndpointBackend(ServerConfig(backend="endpoint", url="http://h:1", connect_grace_s=30))
+    backend = EndpointDriver(ServerConfig(backend="endpoint", url="http://h:1", connect_grace_s=30))
     grace = ConnectGrace(backend)
     grace.check(refused("http://h:1"), 100.0)
     busy = ProbeResult(False, "1-token /generate failed: /generate returned HTTP 503")
@@ -67,7 +67,7 @@ def test_an_answer_restarts_the_grace_and_updates_the_detail():
 def test_a_log_still_being_written_keeps_the_wait_going(tmp_path):
     log = tmp_path / "server.log"
     log.write_text("Load weight begin.\n")
-    backend = EndpointBackend(ServerConfig(backend="endpoint", url="http://h:1", connect_grace_s=30,
+    backend = EndpointDriver(ServerConfig(backend="endpoint", url="http://h:1", connect_grace_s=30,
                                            log_file=str(log)))
     grace = ConnectGrace(backend)
     grace.check(refused("http://h:1"), 0.0)

@@ -67,13 +67,13 @@ def test_the_window_hint_names_the_block_size():
 def test_the_suggested_window_passes_the_launch_plan(tmp_path):
     """The real check before a restart: plan_launch against the simulator's --help."""
     from backends.knobs.plan import plan_launch
-    from backends.drivers.spawn import SimBackend
+    from backends.drivers.spawn import SimDriver
 
     with pytest.raises(UsageError) as info:
         parse_set("window=abc")
     value = suggested(info.value.hint, "window")
     config = ServerConfig().with_knobs({"window": value})
-    backend = SimBackend(config)
+    backend = SimDriver(config)
     plan = plan_launch(config, backend.learn_help().text, backend.command_prefix())
     assert plan.argv[plan.argv.index("--speculative-draft-window-size") + 1] == str(value)
 

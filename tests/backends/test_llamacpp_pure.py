@@ -17,7 +17,8 @@ from backends.logs.acceptance import counter_acceptance, draft_counters, parse_c
 from backends.logs.events import Fatal, LlamaDraftClamp, LlamaFitNotice, LlamaListening
 from backends.logs.kind import classify, read_lines
 from backends.logs.parse import parse_line
-from backends.server.startup import FAILED, LOADING, WARMUP, StartupTracker
+from backends.core.phase import Phase
+from backends.server.startup import StartupTracker
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 # what the launcher's --help lists (a real llama-server lists these flags too, and many more)
@@ -93,14 +94,14 @@ def test_the_startup_tracker_moves_through_llama_servers_phases_and_fails_on_a_m
         event = parse_line(text)
         if event is not None and tracker.feed(event, float(i)):
             seen.append(tracker.phase)
-    assert seen[0] == LOADING and WARMUP in seen and FAILED not in seen
+    assert seen[0] == Phase.LOADING and Phase.WARMUP in seen and Phase.FAILED not in seen
     bad = StartupTracker()
     bad.begin_start(0.0)
     for text in (LOGS / "llamacpp_b11549_no_model.log").read_text().splitlines():
         event = parse_line(text)
         if event is not None:
             bad.feed(event, 1.0)
-    assert bad.phase == FAILED and "failed to open GGUF file" in (bad.error or "")
+    assert bad.phase == Phase.FAILED and "failed to open GGUF file" in (bad.error or "")
 
 
 def marked(config, lines):

@@ -13,7 +13,9 @@ import os
 import pytest
 
 from backends.knobs.config import load_config
+from backends.core.phase import Phase
 from backends.server.events import CommandRefused
+from backends.server.status import StatusChanged, StatusFeed
 from backends.server.lifecycle import OtherConfigRuns
 from backends.server.session import ServerSession
 from tests.backends.lifecycle_support import read_state, write_config
@@ -79,6 +81,8 @@ async def test_the_session_refuses_as_an_event_and_stops_nothing(tmp_path, state
     second = ServerSession(load_config(b), stream_log=False)
     refused: list = []
     second.subscribe(lambda e: refused.append(e) if isinstance(e, CommandRefused) else None)
+    shown: list = []
+    feed = StatusFeed(second, shown.append)  # the console's reader of the session
     try:
         first = await first_session.up()
         groups.track(first.pgid)
@@ -86,6 +90,13 @@ async def test_the_session_refuses_as_an_event_and_stops_nothing(tmp_path, state
             await second.up(keep_running_knobs=True)
         assert caught.value.state.pid == first.pid and caught.value.theirs == str(a)
         assert caught.value.exit_code == 2 and len(refused) == 1
+        assert refused[0].other is not None and refused[0].other.pid == first.pid
+        change = shown[-1]
+        assert isinstance(change, StatusChanged) and change.other_config == refused[0].other
+        assert change.status.phase == Phase.FAILED and change.status.fatal == caught.value.message
+        assert change.said == f"{caught.value.message} ({caught.value.hint})"
+        assert await feed.attempt(second.up()) is None  # refused again, said again, raised no more
+        assert isinstance(shown[-1], StatusChanged) and shown[-1].other_config is not None
         assert read_state(state_dir)["pid"] == first.pid
     finally:
         await second.close()

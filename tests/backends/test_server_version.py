@@ -30,11 +30,11 @@ def test_version_matches_the_sessions_while_a_server_runs(tmp_path, state_dir, g
 
 def test_without_a_server_it_says_where_the_version_came_from(tmp_path, state_dir):
     cfg = config(tmp_path, backend="sglang")  # the stand-in sglang package, version 0.5.23
-    from backends.drivers.registry import make_backend
+    from backends.drivers.registry import make_driver
 
-    found = sglang_version(cfg, make_backend(cfg), None)
+    found = sglang_version(cfg, make_driver(cfg), None)
     assert found.version == "0.5.23" and found.source == f"the sglang package installed for {cfg.python}"
     missing = config(tmp_path, backend="sglang", python="/bin/false", name="missing.toml")
-    nothing = sglang_version(missing, make_backend(missing), None)
+    nothing = sglang_version(missing, make_driver(missing), None)
     assert nothing.version is None
     assert nothing.source == "no server is running, and /bin/false has no sglang package installed"

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from backends.drivers.spawn import SGLangBackend, SimBackend
-from backends.drivers.systemd import SystemdBackend
+from backends.drivers.spawn import SGLangDriver, SimDriver
+from backends.drivers.systemd import SystemdDriver
 from backends.knobs.config import ServerConfig
 from tests.backends.lifecycle_support import write_config
 
@@ -55,10 +55,10 @@ def test_a_real_server_gets_no_pythonpath_of_ddtune_s_and_the_simulator_keeps_it
     # way; SGLang's interpreter gets a PYTHONPATH from [server] env only
     monkeypatch.setenv("PYTHONPATH", "/where/ddtune/was/found")
     sglang = ServerConfig(backend="sglang", python="/opt/sglang/bin/python")
-    assert "PYTHONPATH" not in SGLangBackend(sglang).server_env()
-    assert "PYTHONPATH" not in SystemdBackend(ServerConfig(backend="systemd")).server_env()  # its --help, here
+    assert "PYTHONPATH" not in SGLangDriver(sglang).server_env()
+    assert "PYTHONPATH" not in SystemdDriver(ServerConfig(backend="systemd")).server_env()  # its --help, here
     own = ServerConfig(backend="sglang", env={"PYTHONPATH": "/opt/sglang-src/python"})
-    assert SGLangBackend(own).server_env()["PYTHONPATH"] == "/opt/sglang-src/python"
-    assert SimBackend(ServerConfig()).server_env()["PYTHONPATH"] == "/where/ddtune/was/found"
+    assert SGLangDriver(own).server_env()["PYTHONPATH"] == "/opt/sglang-src/python"
+    assert SimDriver(ServerConfig()).server_env()["PYTHONPATH"] == "/where/ddtune/was/found"
     monkeypatch.delenv("PYTHONPATH")
-    assert "PYTHONPATH" not in SimBackend(ServerConfig()).server_env()
+    assert "PYTHONPATH" not in SimDriver(ServerConfig()).server_env()

@@ -15,9 +15,8 @@ from backends.logs.events import (
 )
 from backends.logs.parse import parse_line
 from backends.logs.summary import read_log_lines
-from backends.server.startup import (
-    CAPTURING, FAILED, IDLE, LOADING, READY, STARTING, STOPPING, WAITING, WARMUP, StartupHistory, StartupTracker,
-)
+from backends.core.phase import Phase as P
+from backends.server.startup import StartupHistory, StartupTracker
 
 from tests.helpers import REPO
 
@@ -46,11 +45,12 @@ def run_start(tracker: StartupTracker, t0: float = 100.0) -> float:
 
 def test_phases_in_order_with_durations():
     tracker = StartupTracker()
-    assert tracker.phase == IDLE
+    assert tracker.phase == P.IDLE
     end = run_start(tracker)
-    assert tracker.phase == READY
-    assert [c.phase for c in tracker.changes] == [STOPPING, WAITING, LOADING, CAPTURING, WARMUP, READY]
-    assert tracker.durations(end) == {STOPPING: 2.0, WAITING: 1.0, LOADING: 10.0, CAPTURING: 10.0, WARMUP: 3.0}
+    assert tracker.phase == P.READY
+    assert [c.phase for c in tracker.changes] == [P.STOPPING, P.WAITING, P.LOADING, P.CAPTURING, P.WARMUP, P.READY]
+    assert tracker.durations(end) == {P.STOPPING: 2.0, P.WAITING: 1.0, P.LOADING: 10.0, P.CAPTURING: 10.0,
+                                      P.WARMUP: 3.0}
     assert tracker.elapsed(end) == 26.0
 
 
@@ -58,13 +58,13 @@ def test_detail_names_shard_and_model_then_graph_batch():
     tracker = StartupTracker()
     tracker.begin_wait(0.0)
     tracker.feed(ShardProgress(3, 8, "Multi-thread loading shards"), 1.0)
-    assert (tracker.phase, tracker.detail) == (LOADING, "shard 3/8 target")
+    assert (tracker.phase, tracker.detail) == (P.LOADING, "shard 3/8 target")
     tracker.feed(WeightLoadEnd(1.0, "T", 1.0, 1.0), 2.0)
     tracker.feed(ShardProgress(1, 1, "Loading safetensors checkpoint shards"), 3.0)
     assert tracker.detail == "shard 1/1 draft"
     tracker.feed(GraphCaptureBegin("draft verify", 1.0), 4.0)
     changed = tracker.feed(GraphCaptureProgress(2, 7, 32, 5.0), 5.0)
-    assert changed and (tracker.phase, tracker.detail) == (CAPTURING, "draft verify bs=32 (2/7)")
+    assert changed and (tracker.phase, tracker.detail) == (P.CAPTURING, "draft verify bs=32 (2/7)")
     tracker.feed(GraphCaptureEnd("draft verify", 3.0, 1.0, 1.0), 6.0)
     assert tracker.detail == "draft verify done"
 
@@ -73,21 +73,21 @@ def test_backward_events_and_events_after_ready_are_ignored():
     tracker = StartupTracker()
     tracker.feed(GraphCaptureBegin("target verify", 1.0), 1.0)
     assert not tracker.feed(ShardProgress(1, 2, "x shards"), 2.0)
-    assert tracker.phase == CAPTURING
+    assert tracker.phase == P.CAPTURING
     tracker.feed(ServerReady(), 3.0)
     assert not tracker.feed(Fatal("oom", "CUDA out of memory"), 4.0)
-    assert tracker.phase == READY
+    assert tracker.phase == P.READY
 
 
 def test_fatal_fails_but_generic_exception_does_not():
     tracker = StartupTracker()
     tracker.feed(WeightLoadBegin(1.0), 0.0)
     tracker.feed(Fatal("other", "ValueError: x", True), 1.0)
-    assert tracker.phase == LOADING
+    assert tracker.phase == P.LOADING
     tracker.feed(Fatal("oom", "torch.OutOfMemoryError: CUDA out of memory."), 5.0)
-    assert tracker.phase == FAILED
+    assert tracker.phase == P.FAILED
     assert tracker.error.startswith("oom: ")
-    assert tracker.durations(9.0) == {LOADING: 5.0}
+    assert tracker.durations(9.0) == {P.LOADING: 5.0}
     tracker.fail("again", 10.0)
     assert tracker.error.startswith("oom: ")
 
@@ -96,13 +96,13 @@ def test_fail_from_lifecycle_and_restart_resets():
     tracker = StartupTracker()
     tracker.begin_wait(0.0)
     tracker.fail("port 30000 still held by pid 99", 30.0)
-    assert tracker.phase == FAILED and tracker.detail.startswith("port 30000")
+    assert tracker.phase == P.FAILED and tracker.detail.startswith("port 30000")
     tracker.begin_stop(40.0)
-    assert tracker.phase == STOPPING and tracker.error is None and tracker.durations(41.0) == {STOPPING: 1.0}
+    assert tracker.phase == P.STOPPING and tracker.error is None and tracker.durations(41.0) == {P.STOPPING: 1.0}
 
 
 def test_eta_from_expected_phase_times():
-    expected = {STOPPING: 2.0, WAITING: 1.0, LOADING: 10.0, CAPTURING: 10.0, WARMUP: 3.0}
+    expected = {P.STOPPING: 2.0, P.WAITING: 1.0, P.LOADING: 10.0, P.CAPTURING: 10.0, P.WARMUP: 3.0}
     tracker = StartupTracker(expected)
     assert tracker.eta_s(0.0) == 23.0  # idle: the work after stop/wait
     tracker.begin_wait(0.0)
@@ -123,9 +123,9 @@ def test_tracker_follows_a_real_format_log():
         if event is not None:
             clock = event.time_s or clock
             tracker.feed(event, clock)
-    assert tracker.phase == READY
+    assert tracker.phase == P.READY
     # the server_args line, then 7 s of imports before the first weight line
-    assert tracker.durations() == {STARTING: 7.0, LOADING: 9.0, CAPTURING: 20.0, WARMUP: 2.0}
+    assert tracker.durations() == {P.STARTING_PROCESS: 7.0, P.LOADING: 9.0, P.CAPTURING: 20.0, P.WARMUP: 2.0}
 
 
 def test_history_medians_per_model(state_dir):
@@ -133,29 +133,29 @@ def test_history_medians_per_model(state_dir):
     assert history.path == state_dir / "startups.jsonl"
     assert history.medians("m") == {}
     for loading in (10.0, 30.0, 20.0):
-        history.append("m", {LOADING: loading, CAPTURING: 5.0, "bogus": 1.0}, ok=True, at=1.0)
-    history.append("m", {LOADING: 999.0}, ok=False, at=2.0)
-    history.append("other", {LOADING: 1.0}, ok=True, at=3.0)
+        history.append("m", {P.LOADING: loading, P.CAPTURING: 5.0, "bogus": 1.0}, ok=True, at=1.0)
+    history.append("m", {P.LOADING: 999.0}, ok=False, at=2.0)
+    history.append("other", {P.LOADING: 1.0}, ok=True, at=3.0)
     with open(history.path, "a") as fh:
         fh.write("{torn line\n")
-    assert history.medians("m") == {LOADING: 20.0, CAPTURING: 5.0}
-    assert len(history.records("m")) == 4
+    assert history.medians("m") == {P.LOADING: 20.0, P.CAPTURING: 5.0}
+    assert len(history.starts("m")) == 4
     first = json.loads(history.path.read_text().splitlines()[0])
-    assert first == {"server": "m", "model": None, "at": 1.0, "ok": True, "phases": {LOADING: 10.0, CAPTURING: 5.0}}
+    assert first == {"server": "m", "model": None, "at": 1.0, "ok": True, "phases": {P.LOADING: 10.0, P.CAPTURING: 5.0}}
 
 
 def test_a_record_without_a_server_key_lends_no_eta(tmp_path):
     """Records from before the server key (model only) cannot say which server they timed."""
     history = StartupHistory(tmp_path / "startups.jsonl")
-    history.path.write_text(json.dumps({"model": "demo", "at": 1.0, "ok": True, "phases": {LOADING: 4.0}}) + "\n")
+    history.path.write_text(json.dumps({"model": "demo", "at": 1.0, "ok": True, "phases": {P.LOADING: 4.0}}) + "\n")
     assert history.medians("demo") == {} and history.medians("sim:demo:0123") == {}
 
 
 def test_history_keeps_the_latest_starts(tmp_path):
     history = StartupHistory(tmp_path / "sub" / "startups.jsonl")
     for i in range(StartupHistory.KEEP + 10):
-        history.append("m", {WARMUP: 100.0 if i < 10 else 2.0}, ok=True, at=float(i))
-    assert history.medians("m") == {WARMUP: 2.0}
+        history.append("m", {P.WARMUP: 100.0 if i < 10 else 2.0}, ok=True, at=float(i))
+    assert history.medians("m") == {P.WARMUP: 2.0}
 
 
 def test_recorded_history_drives_the_next_eta(tmp_path):

@@ -9,11 +9,12 @@ import json
 import math
 
 from backends.knobs.config import load_config
-from backends.server.startup import LOADING, MAX_PHASE_S, WARMUP, StartupHistory
+from backends.core.phase import Phase
+from backends.server.startup import MAX_PHASE_S, StartupHistory
 from tests.backends.lifecycle_support import write_config
 from tests.helpers import run_ddtune
 
-GOOD = {"model": "demo", "at": 1.0, "ok": True, "phases": {LOADING: 4.0, WARMUP: 1.0}}
+GOOD = {"model": "demo", "at": 1.0, "ok": True, "phases": {Phase.LOADING: 4.0, Phase.WARMUP: 1.0}}
 POISON = [  # (the line, what the note says about it)
     ('{"server": "{key}", "ok": true, "phases": {"loading-weights": 1' + "0" * 400 + "}}",
      "loading-weights time 1000"),
@@ -38,8 +39,8 @@ def test_each_poisoned_line_costs_only_itself_and_is_named(tmp_path):
     history = StartupHistory(tmp_path / "startups.jsonl")
     poisoned(history.path, "sim:demo")
     notes: list[str] = []
-    assert history.medians("sim:demo", notes.append) == {LOADING: 4.0, WARMUP: 1.0}
-    assert len(history.records("sim:demo")) == 2
+    assert history.medians("sim:demo", notes.append) == {Phase.LOADING: 4.0, Phase.WARMUP: 1.0}
+    assert len(history.starts("sim:demo")) == 2
     note, = notes
     assert note.startswith(f"{history.path}: skipped {len(POISON)} unusable line(s) (line 2: loading-weights time 1000")
     assert "line 3: loading-weights time NaN is not a duration (0 to 604800 s)" in note
@@ -49,8 +50,8 @@ def test_each_poisoned_line_costs_only_itself_and_is_named(tmp_path):
 def test_any_time_that_is_kept_is_a_plausible_duration(tmp_path):
     history = StartupHistory(tmp_path / "startups.jsonl")
     for value in (0, 0.5, MAX_PHASE_S, MAX_PHASE_S + 1, 2**63, -0.0, 5e-324):
-        history.append("m", {LOADING: value}, ok=True, at=1.0)
-    values = [r["phases"][LOADING] for r in history.records("m")]
+        history.append("m", {Phase.LOADING: value}, ok=True, at=1.0)
+    values = [r["phases"][Phase.LOADING] for r in history.starts("m")]
     assert values == [0.0, 0.5, MAX_PHASE_S, -0.0, 0.0] and all(math.isfinite(v) for v in values)
 
 

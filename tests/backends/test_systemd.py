@@ -6,7 +6,7 @@ import subprocess
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import LaunchPlan
 from backends.drivers.systemd import (
-    SystemdBackend, dropin_path, dropin_text, journalctl_follow, systemctl,
+    SystemdDriver, dropin_path, dropin_text, journalctl_follow, systemctl,
 )
 
 PLAN = LaunchPlan(argv=("/opt/venv/bin/python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B",
@@ -47,7 +47,7 @@ def test_start_runs_reload_start_and_reads_main_pid(tmp_path):
         return subprocess.CompletedProcess(argv, 0, out, "")
 
     config = ServerConfig(backend="systemd", unit="sglang.service", user=True, knob_file=str(tmp_path / "d.conf"))
-    backend = SystemdBackend(config, run=run)
+    backend = SystemdDriver(config, run=run)
     state = asyncio.run(backend.start(PLAN))
     assert calls == [["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "start", "sglang.service"],
                      ["systemctl", "--user", "show", "-p", "MainPID", "--value", "sglang.service"]]
@@ -63,7 +63,7 @@ def test_failed_systemctl_is_a_server_error(tmp_path):
     def run(argv):
         return subprocess.CompletedProcess(argv, 5, "", "Unit sglang.service not found.")
 
-    backend = SystemdBackend(ServerConfig(backend="systemd", unit="sglang.service", knob_file=str(tmp_path / "d")),
+    backend = SystemdDriver(ServerConfig(backend="systemd", unit="sglang.service", knob_file=str(tmp_path / "d")),
                              run=run)
     try:
         asyncio.run(backend.start(PLAN))

@@ -14,7 +14,7 @@ import pytest
 from backends.knobs.config import ServerConfig, load_preset, preset_names
 from backends.core.errors import ConfigError
 from backends.knobs.plan import plan_launch
-from backends.drivers.spawn import SGLangBackend
+from backends.drivers.spawn import SGLangDriver
 
 SGLANG_PYTHON = os.environ.get("DDTUNE_SGLANG_PYTHON")
 pytestmark = [
@@ -52,7 +52,7 @@ def help_text(tmp_path_factory):
     old = os.environ.get("DDTUNE_STATE_DIR")
     os.environ["DDTUNE_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
     try:
-        helptext = SGLangBackend(ServerConfig(backend="sglang", python=SGLANG_PYTHON)).learn_help()
+        helptext = SGLangDriver(ServerConfig(backend="sglang", python=SGLANG_PYTHON)).learn_help()
     finally:
         if old is None:
             del os.environ["DDTUNE_STATE_DIR"]

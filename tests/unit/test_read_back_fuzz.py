@@ -56,7 +56,7 @@ def test_startups_history_keeps_only_plausible_durations(data):
         medians = history.medians("s", notes.append)
         assert all(isinstance(v, float) and 0 <= v <= MAX_PHASE_S for v in medians.values()), medians
         assert len(notes) <= 1 and all(n.startswith(f"{history.path}: skipped ") for n in notes)
-        for rec in history.records():
+        for rec in history.starts():
             assert all(0 <= rec["phases"][p] <= MAX_PHASE_S for p in WORK_PHASES if rec["phases"].get(p) is not None)
 
 

@@ -60,3 +60,18 @@ def test_decoder_names_the_field():
     with pytest.raises(ValueError, match="field 'started_at': expected a number"):
         ServerState.from_json({**VALID, "started_at": float("nan")})
     assert ServerState.from_json(VALID).pid == 12345
+
+
+def test_the_phase_is_one_of_the_phases_and_is_written_as_before():
+    """The record's phase decodes to the one Phase vocabulary; one that is none of it is a bad field,
+    and a decoded record writes the very string it was read from (older ddtunes read it)."""
+    from backends.core.phase import Phase
+
+    with pytest.raises(ValueError, match="field 'phase': expected one of idle, stopping-old, .*, got 'readyish'"):
+        ServerState.from_json({**VALID, "phase": "readyish"})
+    with pytest.raises(ValueError, match="field 'phase'"):
+        ServerState.from_json({**VALID, "phase": 3})
+    state = ServerState.from_json({**VALID, "phase": "ready"})
+    assert state.phase is Phase.READY
+    assert json.loads(json.dumps(state.to_json()))["phase"] == "ready"
+    assert ServerState.from_json(VALID).phase is Phase.STARTING

@@ -45,5 +45,5 @@ def test_an_idle_gpus_history_is_empty_until_it_works():
     history = History()
     for util in (0, 0, 0, 37, 0):
         history.add(sample(75.0, 35, 1.0, 10.0, util=util))
-        view = gpu_view(sample(75.0, 35, 1.0, 10.0, util=util), history)
+        view = gpu_view(sample(75.0, 35, 1.0, 10.0, util=util), history.util_gpu)
     assert view.rows[0].util_history == (37, 0)  # leading zeros draw as blank padding: left out

@@ -158,13 +158,13 @@ def test_stores_refuse_links_planted_in_a_folder_of_ours(folder, hit):
 
 
 def test_a_systemd_drop_in_is_never_written_through_a_link(tmp_path, hit):
-    from backends.drivers.systemd import SystemdBackend
+    from backends.drivers.systemd import SystemdDriver
 
     link = tmp_path / "ddtune.conf"
     link.symlink_to(hit)
     with pytest.raises(UnsafeOutput):
-        SystemdBackend._write_dropin(link, "[Service]\n")
+        SystemdDriver._write_dropin(link, "[Service]\n")
     assert hit.read_bytes() == VICTIM
     made = tmp_path / "unit.d" / "ddtune.conf"
-    SystemdBackend._write_dropin(made, "[Service]\n")
+    SystemdDriver._write_dropin(made, "[Service]\n")
     assert stat.S_IMODE(made.stat().st_mode) == 0o600 and made.read_text() == "[Service]\n"

@@ -138,10 +138,8 @@ class MainScreen(Screen):
         self.plots.set_no_spec_baseline(message.tok_s, message.source)
 
     def on_config_marked(self, message: m.ConfigMarked) -> None:
-        from backends.logs import note  # the plot may cut or drop the label: its full text is here
-
-        self._show_log()  # in order, at once
-        self.log_pane.append((note(f"--- ddtune: plot marker {self.plots.mark(message.t, message.label)}"),))
+        self._show_log()  # in order, at once; the plot may cut or drop the label: its full text is here
+        self.log_pane.note(f"--- ddtune: plot marker {self.plots.mark(message.t, message.label)}")
 
     def on_load_source_changed(self, message: m.LoadSourceChanged) -> None:
         self.strip.set_source(message.source)

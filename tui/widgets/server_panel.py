@@ -7,14 +7,15 @@ from rich.table import Table
 from rich.text import Text
 from textual.reactive import reactive
 
+from backends.core import Phase
 from tui.literal import literal
 from tui.views import ServerView
 from tui.widgets.diffed import DiffedWidget
 from tui.widgets.textbars import bar, duration
 
 PHASE_STYLE = {
-    "ready": "bold green", "failed": "bold red", "idle": "grey50", "stopped": "bold yellow",
-    "stopping-old": "yellow", "waiting-for-port-and-gpu": "yellow", "starting-process": "yellow",
+    Phase.READY: "bold green", Phase.FAILED: "bold red", Phase.IDLE: "grey50", Phase.STOPPED: "bold yellow",
+    Phase.STOPPING: "yellow", Phase.WAITING: "yellow", Phase.STARTING_PROCESS: "yellow",
 }
 
 
@@ -56,7 +57,7 @@ class ServerPanel(DiffedWidget):
         head.append(f"  pid {v.pid or '-'}  {v.url or ''}")
         if v.version:
             head.append(f"  {v.engine} {v.version}", "grey70")
-        if v.uptime_s is not None and v.phase == "ready":  # whole minutes: a ready server's age, not a clock
+        if v.uptime_s is not None and v.phase == Phase.READY:  # whole minutes: a ready server's age, not a clock
             head.append(f"  up {duration(v.uptime_s) if v.uptime_s >= 60 else '<1m'}", "grey70")
 
         narrow = self.screen.has_class("-narrow")  # at 80 columns every row counts: one row, cut
@@ -64,12 +65,12 @@ class ServerPanel(DiffedWidget):
         phase.append(f"{v.phase}", PHASE_STYLE.get(v.phase, "bold cyan"))
         if v.detail:
             phase.append(f"  {v.detail}")
-        if v.simulated and self.sim_wrong is not None and v.phase == "ready":
+        if v.simulated and self.sim_wrong is not None and v.phase == Phase.READY:
             phase.append(f"  sim: {self.sim_wrong:.0%} of answers wrong on purpose", "yellow")
-        if v.progress is not None and v.phase not in ("ready", "failed"):
+        if v.progress is not None and v.phase not in (Phase.READY, Phase.FAILED):
             phase.append("  ")
             phase.append_text(bar(v.progress, 16, "cyan"))
-        if v.elapsed_s is not None and v.phase not in ("ready", "idle", "failed"):
+        if v.elapsed_s is not None and v.phase not in (Phase.READY, Phase.IDLE, Phase.FAILED):
             phase.append(f"  {duration(v.elapsed_s)} elapsed")
             if v.eta_s is not None or not v.attached:  # an attach has no start of its own to time
                 phase.append(f" · {remaining(v.eta_s)}", "grey70")

@@ -1,8 +1,7 @@
-"""The console's knob rows come from the typed checks: no prose is searched."""
+"""The knob rows a reader shows (the console) come from the typed checks: no prose is searched."""
 
 from backends.knobs.verify import KnobCheck, verify
-from tui.adapters import knob_rows
-from tui.views import KnobRow
+from backends.server.status import KnobStatus as KnobRow, knob_statuses as knob_rows
 
 KNOBS = {"budget": 8, "topk": 4, "window": 2048}
 
