@@ -44,7 +44,7 @@ from workloads.grading.sandbox_judge import judge, signal_of
 from workloads.grading.sandbox_isolation import Isolation, Protection, as_root, child_code, isolation, protections, \
     run_argv
 from workloads.grading.sandbox_seccomp import filter_fd
-from workloads.grading.sandbox_watch import Namespace, cpu, kill_group, rss
+from workloads.grading.sandbox_watch import Namespace, cpu, rss
 
 __all__ = ["Isolation", "Protection", "SandboxLimits", "SandboxResult", "isolation", "protections", "run_tests"]
 MAX_RESULT_BYTES = 8 << 20
@@ -194,8 +194,8 @@ def _supervise(task: bytes, checks: list[Check], limits: SandboxLimits, group: s
                 if key.data is not None and _drain(key.fd, key.data):
                     sel.unregister(key.fd)  # at its end a pipe is always "readable": no spinning on it
     finally:
-        ns.kill()
-        kill_group(proc.pid)
+        ns.kill()  # and wait until the namespace is empty
+        proc.kill()  # bwrap's monitor, if the namespace's end has not ended it yet
         proc.wait()
         sel.unregister(exited)
         os.close(exited)
