@@ -216,3 +216,21 @@ def test_the_grader_sleeps_while_the_answer_runs(monkeypatch):
     assert run_tests(code, "f", ["f() == 1", "f() == 1"]).verdict == "pass"
     assert len(timeouts) < 40  # 3 s of running at most ~25 looks, and a few outputs; a 10 ms poll woke ~150 times
     assert sum(1 for t in timeouts if t is not None and t < 0.001) < 5  # no busy loop
+
+
+def test_the_answer_runs_under_its_own_rlimits():
+    """bubblewrap sets no rlimit: the child does, before the answer runs (per process; the cgroup or
+    the watchdog holds the whole answer's totals)."""
+    limits = SandboxLimits(cpu_s=3, memory_bytes=512 << 20, file_bytes=1 << 20, open_files=32)
+    code = ("import resource as r\ngot = [r.getrlimit(getattr(r, 'RLIMIT_' + n)) for n in "
+            "('CPU', 'AS', 'FSIZE', 'NOFILE', 'CORE', 'MSGQUEUE')]\ndef f():\n    return got")
+    expected = [[3, 4], [512 << 20] * 2, [1 << 20] * 2, [32, 32], [0, 0], [0, 0]]
+    result = run_tests(code, "f", [f"f() == {[tuple(pair) for pair in expected]!r}"], limits)
+    assert result.verdict == "pass", result.detail
+
+
+def test_an_answer_that_floods_the_results_pipe_is_stopped_at_8_mib():
+    code = ("import os, sys, time\nfd = int(sys.argv[1])\nfor _ in range(12):\n    os.write(fd, b'x' * (1 << 20))\n"
+            "time.sleep(60)\ndef f():\n    return 1")
+    result = run_tests(code, "f", ["f() == 1"], SandboxLimits(wall_s=20))
+    assert (result.verdict, result.detail) == ("error", "sandbox: the answer sent more than 8 MiB of results")

@@ -81,7 +81,7 @@ def test_writes_through_dir_fd_sqlite_and_mkfifo_stay_inside(tmp_path):
     code = f"""
 import os, sqlite3
 made = 0
-def at(path):  # a directory fd and a name: no path outside the cwd for an audit hook to see
+def at(path):  # a directory fd and a name: no path outside the cwd in the call
     return os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY), os.path.basename(path)
 for path in {outside!r}:
     for n, write in enumerate((
@@ -208,7 +208,7 @@ def test_a_dict_of_colliding_keys_is_judged_without_rebuilding_it():
 
 def test_sockets_of_families_an_answer_never_needs_are_refused():
     # AF_VSOCK reaches the hypervisor and other VMs past the network namespace, AF_NETLINK the
-    # kernel's configuration, AF_PACKET raw frames (a root grader's fallback child keeps CAP_NET_RAW),
+    # kernel's configuration, AF_PACKET raw frames,
     # AF_ALG the kernel's crypto code: each fails as on a kernel without it, by socket() and socketpair()
     code = """
 import errno, socket

@@ -48,7 +48,7 @@ from workloads.grading.sandbox_watch import Namespace, cpu, rss
 
 __all__ = ["Isolation", "Protection", "SandboxLimits", "SandboxResult", "isolation", "protections", "run_tests"]
 MAX_RESULT_BYTES = 8 << 20
-WRAPPER_PROCS = 4  # the cgroup also holds the wrapper: bwrap's two processes, or unshare and its waiting shell
+WRAPPER_PROCS = 4  # the cgroup also holds the wrapper: bwrap's monitor and the namespace's pid 1, with room
 WRAPPER_BYTES = 64 << 20  # and their memory, beside the answer's own limit
 OUTPUT_TAIL = 4096
 WATCH_S = 0.05  # how often the watchdog counts the answer's processes (and, without a cgroup, its memory)
