@@ -150,3 +150,13 @@ def test_regrade_without_bubblewrap_grades_nothing_and_says_how_to_fix_it(tmp_pa
     assert error == "ddtune: error: grading needs bubblewrap, and here bwrap not installed"
     assert hint.startswith("hint: install bubblewrap (apt-get install bubblewrap;")
     assert not marker.exists()  # the answer never ran
+
+
+def test_a_graded_load_without_bubblewrap_stops_before_sending_anything(tmp_path):
+    # nothing listens at the URL: had the load started, it would stop on the unreachable server instead
+    out = run_ddtune("load", "--url", "http://127.0.0.1:9", "--concurrency", "1", "--duration", "1",
+                     PATH=path_without_bwrap(tmp_path / "bin"))
+    assert out.returncode == 2, out.stdout + out.stderr
+    error, hint = out.stderr.splitlines()
+    assert error == "ddtune: error: grading needs bubblewrap, and here bwrap not installed"
+    assert hint.startswith("hint: install bubblewrap (apt-get install bubblewrap;")
