@@ -120,7 +120,6 @@ class Facts:
     proc_sys_read_only: bool
     root_read_only: bool
     seccomp: str | None  # None: the filter took; else why not
-    nested_userns_refused: bool
 
 
 @dataclass(frozen=True)
@@ -183,7 +182,7 @@ def facts() -> Facts | str:
     try:
         found = Facts(uid=int(seen["uid"]), no_capabilities=int(seen["cap_eff"], 16) == 0,
                       proc_sys_read_only=not seen["proc_sys_writable"], root_read_only=not seen["root_writable"],
-                      seccomp=seen["seccomp"], nested_userns_refused=seen["unshare_user"] is False)
+                      seccomp=seen["seccomp"])
     except (ValueError, KeyError, TypeError):
         return f"cannot run Python inside it: it reported {str(seen)[:200]}"
     if seen["visible"]:
