@@ -1,7 +1,7 @@
 """One of two graders at once (test_sandbox_graders.py): grade a correct answer RUNS times and print
 the verdicts as JSON. Beside it a thread does, as often as it can, what every grader does before
-each answer: make a cgroup (which first sweeps what look like a dead grader's leftovers) and sweep
-the fallback's temporary folders. The other grader's fresh cgroups and folders must survive it.
+each answer: make a cgroup (which first sweeps what look like a dead grader's leftovers). The other
+grader's fresh cgroups must survive it.
 
     python pidns_grader.py REPO RUNS
 """
@@ -14,7 +14,7 @@ import time
 repo, runs = sys.argv[1], int(sys.argv[2])
 sys.path.insert(0, repo)
 
-from workloads.grading import sandbox_cgroup, sandbox_isolation  # noqa: E402
+from workloads.grading import sandbox_cgroup  # noqa: E402
 from workloads.grading.sandbox import run_tests  # noqa: E402
 
 FIB = "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a"
@@ -26,7 +26,6 @@ def sweep() -> None:
     while not done.is_set():
         if cgroups:
             sandbox_cgroup.remove(sandbox_cgroup.create(1 << 30, 64))
-        sandbox_isolation.sweep_stale()
         time.sleep(0.001)
 
 

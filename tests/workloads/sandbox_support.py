@@ -50,21 +50,21 @@ def sleeper_exec(tok: str) -> str:
 GRADER = """
 import json, os, sys
 from workloads.grading.sandbox import SandboxLimits, run_tests
-code, function, tests, audit = json.loads(sys.argv[1])
+code, function, tests = json.loads(sys.argv[1])
 code = code.replace("GRADER_PID", str(os.getpid())).replace("GRADER_PGID", str(os.getpgid(0)))
-r = run_tests(code, function, tests, SandboxLimits(wall_s=20), audit=audit)
+r = run_tests(code, function, tests, SandboxLimits(wall_s=20))
 print(json.dumps({"verdict": r.verdict, "detail": r.detail}), flush=True)
 """
 
 
-def grader_argv(code: str, function: str, tests: list[str], audit: bool = True) -> list[str]:
+def grader_argv(code: str, function: str, tests: list[str]) -> list[str]:
     """A grader in its own interpreter; GRADER_PID and GRADER_PGID in ``code`` become its pid and group."""
-    return [sys.executable, "-c", GRADER, json.dumps([code, function, tests, audit])]
+    return [sys.executable, "-c", GRADER, json.dumps([code, function, tests])]
 
 
-def run_grader(code: str, function: str, tests: list[str], env: dict[str, str] | None = None,
-               audit: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(grader_argv(code, function, tests, audit), env=ddtune_env(**(env or {})), cwd=REPO,
+def run_grader(code: str, function: str, tests: list[str],
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(grader_argv(code, function, tests), env=ddtune_env(**(env or {})), cwd=REPO,
                           capture_output=True, text=True, timeout=120, start_new_session=True)
 
 
@@ -75,3 +75,18 @@ def verdict_of(done: subprocess.CompletedProcess[str]) -> dict:
 
 def sandbox_dirs(path, prefix: str = "ddtune-sandbox-") -> list[str]:
     return sorted(p for p in os.listdir(path) if p.startswith(prefix))
+
+
+def path_without_bwrap(folder) -> str:
+    """A PATH that finds every program this one finds but bubblewrap: ``folder`` filled with links."""
+    os.makedirs(folder)
+    for where in os.environ.get("PATH", "").split(os.pathsep):
+        try:
+            names = os.listdir(where)
+        except OSError:
+            continue
+        for name in names:
+            link = os.path.join(folder, name)
+            if name != "bwrap" and not os.path.lexists(link) and os.access(os.path.join(where, name), os.X_OK):
+                os.symlink(os.path.join(where, name), link)
+    return str(folder)

@@ -3,6 +3,7 @@
 import json
 
 from tests.helpers import run_ddtune
+from tests.workloads.sandbox_support import path_without_bwrap
 
 FIB = "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a"
 GCD_WRONG = "def gcd(a, b):\n    return a * b"
@@ -137,3 +138,25 @@ def test_regrade_of_a_lone_file_with_several_attempts_asks_for_the_run_dir(tmp_p
 def test_regrade_and_resume_together_is_a_usage_error(tmp_path):
     out = run_ddtune("eval", "--regrade", str(write(tmp_path, RECORDS[:1])), "--resume")
     assert out.returncode == 2 and "--resume" in out.stderr
+
+
+def test_regrade_without_bubblewrap_grades_nothing_and_says_how_to_fix_it(tmp_path):
+    marker = tmp_path / "ran"
+    answer = fenced(f"open({str(marker)!r}, 'w').write('x')\n{FIB}")
+    out = run_ddtune("eval", "--regrade", str(write(tmp_path, [{**RECORDS[0], "content": answer}])),
+                     PATH=path_without_bwrap(tmp_path / "bin"))
+    assert out.returncode == 2, out.stdout + out.stderr
+    error, hint = out.stderr.splitlines()
+    assert error == "ddtune: error: grading needs bubblewrap, and here bwrap not installed"
+    assert hint.startswith("hint: install bubblewrap (apt-get install bubblewrap;")
+    assert not marker.exists()  # the answer never ran
+
+
+def test_a_graded_load_without_bubblewrap_stops_before_sending_anything(tmp_path):
+    # nothing listens at the URL: had the load started, it would stop on the unreachable server instead
+    out = run_ddtune("load", "--url", "http://127.0.0.1:9", "--concurrency", "1", "--duration", "1",
+                     PATH=path_without_bwrap(tmp_path / "bin"))
+    assert out.returncode == 2, out.stdout + out.stderr
+    error, hint = out.stderr.splitlines()
+    assert error == "ddtune: error: grading needs bubblewrap, and here bwrap not installed"
+    assert hint.startswith("hint: install bubblewrap (apt-get install bubblewrap;")

@@ -1,6 +1,5 @@
-"""Hostile answers from an adversarial review, each run for real. Under a namespace sandbox (bwrap,
-unshare) nothing reaches the host; in every mode, including the weak rlimit fallback, no answer gets
-a ``pass`` it did not earn, because the expected values never enter the sandbox."""
+"""Hostile answers from an adversarial review, each run for real: nothing reaches the host, and no
+answer gets a ``pass`` it did not earn, because the expected values never enter the sandbox."""
 
 import os
 import select
@@ -9,7 +8,6 @@ import sys
 
 import pytest
 
-from tests.workloads.conftest import NS_MODES
 from tests.workloads.sandbox_support import (grader_argv, run_grader, sandbox_dirs, sleeper_exec, token,
                                              verdict_of, wait_until, with_token)
 from workloads.grading.sandbox import run_tests
@@ -23,8 +21,7 @@ def spawn(argv):
 """
 
 
-@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
-def test_a_setsid_double_fork_started_through_fork_exec_dies_with_the_run(sandbox_mode):
+def test_a_setsid_double_fork_started_through_fork_exec_dies_with_the_run():
     tok = token()
     escapee = "import os, time\nif os.fork(): os._exit(0)\nos.setsid()\nif os.fork(): os._exit(0)\ntime.sleep(60)"
     code = FORK_EXEC + f"""
@@ -47,19 +44,11 @@ def f():
     assert with_token(tok) == []
 
 
-@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
-def test_clearing_the_tripwire_through_main_opens_nothing(sandbox_mode, tmp_path):
+def test_a_shell_and_an_append_reach_no_host_file(tmp_path):
     target = tmp_path / "escaped.txt"
     code = f"""
-import gc, os, sys
-main = sys.modules["__main__"]
-for name in dir(main):
-    if isinstance(getattr(main, name), set):
-        getattr(main, name).clear()
-for obj in gc.get_objects():
-    if isinstance(obj, set) and "os.fork" in obj:
-        obj.clear()
-os.system("echo out > {target}")  # the tripwire denied os.system; its set is empty now
+import os
+os.system("echo out > {target}")  # no shell inside the view, and no host folder to write to
 open({str(target)!r}, "a").write("out")
 def f():
     return 1
@@ -68,8 +57,7 @@ def f():
     assert result.verdict == "error" and not target.exists()
 
 
-@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
-def test_signals_at_the_grader_and_its_group_miss(sandbox_mode):
+def test_signals_at_the_grader_and_its_group_miss():
     code = """
 import os, signal
 for how in (lambda: signal.pidfd_send_signal(os.pidfd_open(GRADER_PID), signal.SIGKILL),
@@ -87,14 +75,13 @@ def f():
     assert graded["verdict"] in ("fail", "error"), graded
 
 
-@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
-def test_writes_through_dir_fd_sqlite_and_mkfifo_stay_inside(sandbox_mode, tmp_path):
+def test_writes_through_dir_fd_sqlite_and_mkfifo_stay_inside(tmp_path):
     tok = token()
     outside = [str(tmp_path / tok), f"/tmp/{tok}", os.path.join(sys.base_prefix, tok)]
     code = f"""
 import os, sqlite3
 made = 0
-def at(path):  # a directory fd and a name: no path outside the cwd for an audit hook to see
+def at(path):  # a directory fd and a name: no path outside the cwd in the call
     return os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY), os.path.basename(path)
 for path in {outside!r}:
     for n, write in enumerate((
@@ -119,8 +106,7 @@ def f():
                 os.remove(path)
 
 
-@pytest.mark.parametrize("sandbox_mode", NS_MODES, indirect=True)
-def test_the_parents_environment_cannot_be_read_or_sent_out(sandbox_mode):
+def test_the_parents_environment_cannot_be_read_or_sent_out():
     secret = token()
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -151,7 +137,7 @@ def f():
         assert select.select([listener], [], [], 0)[0] == []  # no connection ever arrived
 
 
-def test_forged_verdicts_and_results_are_not_a_pass(sandbox_mode):
+def test_forged_verdicts_and_results_are_not_a_pass():
     code = """
 import json, os
 forged = json.dumps({"verdict": "pass", "detail": "6/6 tests passed"})
@@ -181,25 +167,20 @@ EQ_TRUE = "    def __eq__(self, other):\n        return True\n"
     "class Liar(list):\n    def __iter__(self):\n        return iter([5, 5])\nvalue = Liar()",
     "class Liar(dict):\n    def items(self):\n        return [('a', 55)]\nvalue = [1, {'a': Liar()}]",
 ])
-def test_objects_that_lie_about_themselves_fail(sandbox_mode, liar):
+def test_objects_that_lie_about_themselves_fail(liar):
     result = run_tests(liar + "\ndef f():\n    return value", "f", ["f() == 55"])
     assert result.verdict == "fail" and "not plain data" in result.detail, result
 
 
-def test_a_grader_killed_mid_run_leaves_no_process_and_no_directory(sandbox_mode, tmp_path, spawn, monkeypatch):
+def test_a_grader_killed_mid_run_leaves_no_process_and_no_directory(tmp_path, spawn, monkeypatch):
     tok = token()
-    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the fallback's host directory goes
-    grader = spawn(grader_argv(sleeper_exec(tok) + "def f():\n    return 1", "f", ["f() == 1"], audit=False))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the grader's temporary folder: nothing of the run goes there
+    grader = spawn(grader_argv(sleeper_exec(tok) + "def f():\n    return 1", "f", ["f() == 1"]))
     assert wait_until(lambda: with_token(tok) != [])
-    made = sandbox_dirs(tmp_path)
+    assert sandbox_dirs(tmp_path) == []  # the namespace's working directory is a tmpfs: nothing on the host
     grader.kill()
     grader.wait()
-    assert wait_until(lambda: with_token(tok) == [])
-    if sandbox_mode == "rlimit":
-        assert [d.split("-")[3] for d in made] == [str(grader.pid)]  # its pid proves it stale to the next run
-        verdict_of(run_grader("def f():\n    return 1", "f", ["f() == 1"]))
-    else:
-        assert made == []  # the namespace's working directory is a tmpfs: nothing on the host
+    assert wait_until(lambda: with_token(tok) == [])  # bwrap's --die-with-parent: the namespace goes too
     assert sandbox_dirs(tmp_path) == []
 
 
@@ -219,15 +200,15 @@ def f():
 """
 
 
-def test_a_dict_of_colliding_keys_is_judged_without_rebuilding_it(sandbox_mode):
-    result = run_tests(FLOOD, "f", ["f() == {1: 2}"], audit=False)
+def test_a_dict_of_colliding_keys_is_judged_without_rebuilding_it():
+    result = run_tests(FLOOD, "f", ["f() == {1: 2}"])
     assert (result.verdict, result.detail) == (
         "fail", "test 1 of 1 failed: sent more than any value equal to the expected one: f() == {1: 2}")
 
 
-def test_sockets_of_families_an_answer_never_needs_are_refused(sandbox_mode):
+def test_sockets_of_families_an_answer_never_needs_are_refused():
     # AF_VSOCK reaches the hypervisor and other VMs past the network namespace, AF_NETLINK the
-    # kernel's configuration, AF_PACKET raw frames (a root grader's fallback child keeps CAP_NET_RAW),
+    # kernel's configuration, AF_PACKET raw frames,
     # AF_ALG the kernel's crypto code: each fails as on a kernel without it, by socket() and socketpair()
     code = """
 import errno, socket

@@ -7,28 +7,24 @@ Layers, outermost first:
   and compares it with VALUE, which the child never sees. Nothing the child prints or writes to a file
   is a verdict; an object that is not plain data is a ``fail``; a lying child can only pass by
   guessing VALUE;
-- an OS boundary (workloads/grading/sandbox_isolation.py): new PID, mount, network and IPC namespaces
-  through bubblewrap, else util-linux ``unshare``: of the host's files only the interpreter, its
-  libraries and its stdlib, read-only (an allow-list, workloads/grading/sandbox_view.py: nothing of
-  ddtune, no site-packages), no network, a fresh /proc, an empty environment, a sized tmpfs as
-  working directory, and no host directory to clean up. As root the child runs as a fresh
-  unprivileged uid; as a user, in a user namespace. It holds no capability and runs under a seccomp
-  filter (workloads/grading/sandbox_seccomp.py), installed by bwrap before the interpreter starts,
-  else by the child itself before the answer runs. The
+- an OS boundary, bubblewrap (workloads/grading/sandbox_isolation.py): new PID, mount, network, IPC
+  and UTS namespaces; of the host's files only the interpreter, its libraries and its stdlib,
+  read-only (an allow-list, workloads/grading/sandbox_view.py: nothing of ddtune, no site-packages),
+  no network, a fresh /proc, an empty environment, a sized tmpfs as working directory, and no host
+  directory to clean up. As root the child runs as a fresh unprivileged uid; as a user, in a user
+  namespace. It holds no capability and runs under a seccomp filter
+  (workloads/grading/sandbox_seccomp.py) that bwrap installs before the interpreter starts. The
   namespace's pid 1 is SIGKILLed after every run, so nothing it started (a ``setsid`` double fork
-  included) outlives the run; ``--die-with-parent``/pdeathsig cover ddtune dying;
+  included) outlives the run; ``--die-with-parent`` covers ddtune dying. Without bubblewrap ddtune
+  refuses to grade (``ConfigError``): it never runs model code outside it;
 - limits for the whole answer: a cgroup (workloads/grading/sandbox_cgroup.py) caps the memory, the
   processes and the CPU (``cpus`` CPUs at most) of all the answer's processes where one can be had;
   else the watchdog below sums the namespace's resident memory and counts its processes. Either way
   the watchdog ends an answer whose processes together used more than ``cpu_s`` of CPU (the cgroup's
   count, else the sum over the namespace's processes), as RLIMIT_CPU does for one process;
 - resource limits the child sets on itself before the answer runs: CPU seconds, address space, file
-  size, open files, no core dumps (RLIMIT_NPROC for non-root in the fallback); a wall-clock timeout;
-  a watchdog that stops the run when it holds more than ``max_procs`` live processes;
-- where no namespace can be made, the ``rlimit`` fallback: its own session (killed as a group), a
-  host temp dir named with our pid (removed afterwards, or by the next run if we were killed), a
-  clean environment and an audit-hook tripwire. It is weak: the answer can read host files and
-  signal ddtune. ddtune warns once per run, and ``ddtune doctor`` shows which sandbox is in use.
+  size, open files, no core dumps (a root grader's fresh uid: RLIMIT_NPROC); a wall-clock timeout;
+  a watchdog that stops the run when it holds more than ``max_procs`` live processes.
 """
 
 from __future__ import annotations
@@ -37,7 +33,6 @@ import fcntl
 import marshal
 import os
 import selectors
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -46,14 +41,14 @@ from backends.core.plaintext import plain
 from workloads.grading.checks import Check, parse_test
 from workloads.grading import sandbox_cgroup
 from workloads.grading.sandbox_judge import judge, signal_of
-from workloads.grading.sandbox_isolation import (Isolation, Protection, as_root, child_code, isolation, make_workdir,
-                                                 protections, run_argv, sweep_once, warn_if_weak)
-from workloads.grading.sandbox_seccomp import child_filter, filter_fd
-from workloads.grading.sandbox_watch import Namespace, cpu, group_members, kill_group, rss
+from workloads.grading.sandbox_isolation import Isolation, Protection, as_root, child_code, isolation, protections, \
+    run_argv
+from workloads.grading.sandbox_seccomp import filter_fd
+from workloads.grading.sandbox_watch import Namespace, cpu, rss
 
 __all__ = ["Isolation", "Protection", "SandboxLimits", "SandboxResult", "isolation", "protections", "run_tests"]
 MAX_RESULT_BYTES = 8 << 20
-WRAPPER_PROCS = 4  # the cgroup also holds the wrapper: bwrap's two processes, or unshare and its waiting shell
+WRAPPER_PROCS = 4  # the cgroup also holds the wrapper: bwrap's monitor and the namespace's pid 1, with room
 WRAPPER_BYTES = 64 << 20  # and their memory, beside the answer's own limit
 OUTPUT_TAIL = 4096
 WATCH_S = 0.05  # how often the watchdog counts the answer's processes (and, without a cgroup, its memory)
@@ -80,55 +75,26 @@ class SandboxResult:
     elapsed_s: float
 
 
-def clean_env(workdir: str) -> dict[str, str]:
-    """The fallback's environment: only what Python needs; none of the caller's variables travel."""
-    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir, "TMPDIR": workdir}
-
-
-def _nproc_limit(extra: int) -> int | None:
-    if os.geteuid() == 0:
-        return None  # ignored for root; the watchdog covers it
-    uid = os.geteuid()
-    count = 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                count += os.stat(f"/proc/{entry}").st_uid == uid
-            except OSError:
-                pass
-    return count + extra
-
-
 def run_tests(code: str, function: str, tests: tuple[str, ...] | list[str],
-              limits: SandboxLimits = SandboxLimits(), audit: bool = True) -> SandboxResult:
+              limits: SandboxLimits = SandboxLimits()) -> SandboxResult:
     """Blocking: run ``code``, compute each test's call in the sandbox, judge here. Call it through
-    a thread from async code. ``audit``: the fallback's tripwire hook (tests switch it off to prove
-    the OS layer). Raises ``ValueError`` for a test not of the form CALL == VALUE and ``ConfigError``
-    for a DDTUNE_SANDBOX that cannot be honoured."""
+    a thread from async code. Raises ``ValueError`` for a test not of the form CALL == VALUE and
+    ``ConfigError`` where bubblewrap cannot run here (ddtune grades nothing outside it)."""
     checks = [parse_test(test, function) for test in tests]
-    found = isolation()
-    warn_if_weak(found)
-    sweep_once()
+    isolation()
     start = time.monotonic()
-    workdir = make_workdir() if found.kind == "rlimit" else None
-    try:
-        with filter_fd(found.kind) as seccomp_fd:
-            task = {"code": code, "function": function, "calls": [c.call for c in checks], "cwd": workdir,
-                    "tripwire": audit and workdir is not None, "parent": os.getpid() if workdir else None,
-                    "seccomp": child_filter(seccomp_fd),
-                    "limits": {"cpu_s": limits.cpu_s, "memory_bytes": limits.memory_bytes,
-                               "file_bytes": limits.file_bytes, "open_files": limits.open_files,
-                               "nproc": _nproc_limit(limits.max_procs) if workdir else _fresh_nproc(limits)}}
-            group = _cgroup(found.kind, limits)
-            try:
-                return _supervise(found.kind, child_code() + marshal.dumps(task), checks, limits, workdir, group,
-                                  start, seccomp_fd)
-            finally:
-                if group is not None:
-                    sandbox_cgroup.remove(group)
-    finally:
-        if workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
+    with filter_fd() as seccomp_fd:
+        task = {"code": code, "function": function, "calls": [c.call for c in checks],
+                "seccomp": seccomp_fd is not None,
+                "limits": {"cpu_s": limits.cpu_s, "memory_bytes": limits.memory_bytes,
+                           "file_bytes": limits.file_bytes, "open_files": limits.open_files,
+                           "nproc": _fresh_nproc(limits)}}
+        group = _cgroup(limits)
+        try:
+            return _supervise(child_code() + marshal.dumps(task), checks, limits, group, start, seccomp_fd)
+        finally:
+            if group is not None:
+                sandbox_cgroup.remove(group)
 
 
 def _fresh_nproc(limits: SandboxLimits) -> int | None:
@@ -139,9 +105,9 @@ def _fresh_nproc(limits: SandboxLimits) -> int | None:
     return limits.max_procs + 1 + (WRAPPER_PROCS + 1 if sandbox_cgroup.unavailable() is None else 0)
 
 
-def _cgroup(kind: str, limits: SandboxLimits) -> sandbox_cgroup.Cgroup | None:
+def _cgroup(limits: SandboxLimits) -> sandbox_cgroup.Cgroup | None:
     """The whole answer's cgroup, where one can be had (else the watchdog holds the totals)."""
-    if kind == "rlimit" or sandbox_cgroup.unavailable() is not None:
+    if sandbox_cgroup.unavailable() is not None:
         return None
     try:
         return sandbox_cgroup.create(limits.memory_bytes + WRAPPER_BYTES, limits.max_procs + WRAPPER_PROCS,
@@ -155,8 +121,8 @@ def _cpu_used(group: sandbox_cgroup.Cgroup | None, pids: list[int]) -> float:
     return counted if counted is not None else cpu(pids)
 
 
-def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimits, workdir: str | None,
-               group: sandbox_cgroup.Cgroup | None, start: float, seccomp_fd: int | None) -> SandboxResult:
+def _supervise(task: bytes, checks: list[Check], limits: SandboxLimits, group: sandbox_cgroup.Cgroup | None,
+               start: float, seccomp_fd: int | None) -> SandboxResult:
     stdin_r, stdin_w = os.pipe()
     results_r, results_w = os.pipe()
     try:
@@ -171,13 +137,11 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
             os.close(results_r)
             return SandboxResult("error", f"the answer is too large to grade ({len(task)} bytes)", "",
                                  time.monotonic() - start)
-        argv, env = run_argv(kind, seccomp_fd)
-        argv = [*(sandbox_cgroup.enter_argv(group) if group else []), *argv, str(results_w)]
+        argv = [*(sandbox_cgroup.enter_argv(group) if group else []), *run_argv(seccomp_fd), str(results_w)]
         passed = (results_w,) if seccomp_fd is None else (results_w, seccomp_fd)
         try:
-            proc = subprocess.Popen(argv, cwd=workdir or "/", stdin=stdin_r, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, pass_fds=passed, start_new_session=True,
-                                    env=clean_env(workdir) if workdir else env, umask=0o022)
+            proc = subprocess.Popen(argv, cwd="/", stdin=stdin_r, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    pass_fds=passed, start_new_session=True, env={}, umask=0o022)
         except OSError:
             os.close(results_r)
             raise
@@ -190,7 +154,7 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
     for fd, sink in ((proc.stdout.fileno(), (out, True)), (results_r, (results, False))):
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_READ, sink)
-    ns = Namespace(proc.pid) if workdir is None else None
+    ns = Namespace(proc.pid)
     exited = os.pidfd_open(proc.pid)  # readable once the wrapper has exited: the wait ends then, not at a poll
     sel.register(exited, selectors.EVENT_READ, None)
     stopped: tuple[str, str] | None = None
@@ -206,14 +170,14 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
             if len(results) > MAX_RESULT_BYTES:
                 stopped = "error", f"sandbox: the answer sent more than {MAX_RESULT_BYTES >> 20} MiB of results"
                 break
-            if ns is not None and not ns.find():
+            if not ns.find():
                 time.sleep(0.001)  # pid 1 appears within milliseconds; hold it before the answer runs
                 continue
             if now >= watch_at:
                 watch_at = now + (WATCH_S if elapsed < 0.5 else 3 * WATCH_S)
                 among = sandbox_cgroup.processes(group) if group is not None else None
-                found = ns.members(among) if ns is not None else group_members(proc.pid)
-                members = found[1:] if ns is not None else found  # the namespace's pid 1 is the wrapper's
+                found = ns.members(among)
+                members = found[1:]  # the namespace's pid 1 is bwrap's
                 peak = max(peak, len(members))
                 if len(members) > limits.max_procs:
                     stopped = "error", _too_many_processes(limits)
@@ -230,9 +194,8 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
                 if key.data is not None and _drain(key.fd, key.data):
                     sel.unregister(key.fd)  # at its end a pipe is always "readable": no spinning on it
     finally:
-        if ns is not None:
-            ns.kill()
-        kill_group(proc.pid)
+        ns.kill()  # and wait until the namespace is empty
+        proc.kill()  # bwrap's monitor, if the namespace's end has not ended it yet
         proc.wait()
         sel.unregister(exited)
         os.close(exited)
@@ -243,7 +206,7 @@ def _supervise(kind: str, task: bytes, checks: list[Check], limits: SandboxLimit
         os.close(results_r)
     output = plain(bytes(out[-OUTPUT_TAIL:]).decode("utf-8", "replace"))  # what model code printed: untrusted
     verdict, detail = judge(checks, bytes(results[:MAX_RESULT_BYTES]), stopped,
-                            signal_of(proc.returncode, kind), proc.returncode, output)
+                            signal_of(proc.returncode), proc.returncode, output)
     if stopped is not None and verdict == "error":  # the watchdog's reason beats what a dying answer said
         verdict, detail = stopped
     if group is not None and stopped is None:  # a limit of the whole answer, held by the kernel, wins

@@ -1,14 +1,18 @@
-"""Which OS boundary the grading sandbox can build here, and the command line that builds it.
+"""The OS boundary of the grading sandbox: bubblewrap's command line, the probe that checks it from
+inside, and what ``ddtune doctor`` reports of it.
 
-Strongest first: ``bwrap`` (bubblewrap) or ``unshare`` (util-linux) give the child new user, PID,
-mount, network, IPC and UTS namespaces over a root that holds only the interpreter, its shared
-libraries and its stdlib, read-only (an allow-list: sandbox_view.py; no site-packages, nothing of
-ddtune), a fresh /proc of its own PID namespace, a few /dev nodes and a size-capped tmpfs as /tmp
-and working directory. ``rlimit`` is the fallback where no namespace can be made: resource limits,
-its own session and a host temporary directory, with an audit hook as a tripwire; it is weak (the
-answer can read host files and signal this process) and ddtune says so. Each kind is probed once per
-process by running Python inside it, which must not find ddtune's own files;
-``DDTUNE_SANDBOX=bwrap|unshare|rlimit`` forces one (tests use it to cover every mode).
+bubblewrap (``bwrap``) gives the child new PID, mount, network, IPC, UTS and cgroup namespaces over a
+root that holds only the interpreter, its shared libraries and its stdlib, read-only (an
+allow-list: sandbox_view.py; no site-packages, nothing of ddtune), a fresh /proc of its own PID
+namespace, a few /dev nodes and a size-capped tmpfs as /tmp and working directory; it installs the
+seccomp filter (sandbox_seccomp.py), clears the environment, starts a new session and dies with
+its parent. Grading needs it: where bwrap is missing or cannot build its namespaces here, grading
+is refused with the reason and a hint (``ConfigError``), and ``ddtune doctor`` says so. (ddtune once
+rebuilt this boundary itself with util-linux ``unshare`` and mount(2)/pivot_root(2) through ctypes,
+and fell back to rlimits in a host folder without namespaces; both went in issue 33: the first
+duplicated bubblewrap, the second let an answer read the hidden tests and signal ddtune.)
+The boundary is probed once per process by running Python inside it, which must not find ddtune's
+own files.
 """
 
 from __future__ import annotations
@@ -18,38 +22,31 @@ import json
 import marshal
 import os
 import pwd
-import re
 import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from backends.core.errors import ConfigError
-from workloads.grading import sandbox_owner
-from workloads.grading.sandbox_seccomp import child_filter, filter_fd
+from workloads.grading.sandbox_seccomp import filter_fd
 from workloads.grading.sandbox_view import CANARY_PREFIX, View, canaries, guarded, view
 
-KINDS = ("bwrap", "unshare", "rlimit")
+KIND = "bwrap"
 TMPFS_BYTES = 64 << 20
 CHILD_SOURCE = Path(__file__).with_name("sandbox_child.py").read_text(encoding="utf-8")
-INIT_SOURCE = Path(__file__).with_name("sandbox_init.py").read_text(encoding="utf-8")
 # The child's code reaches it compiled, at the head of its stdin: compiling sandbox_child.py under
 # ``-c`` cost each graded answer about as much CPU as the interpreter's start. This line reads it.
 CHILD_BOOT = "import marshal,sys;exec(marshal.loads(sys.stdin.buffer.read(int(sys.argv.pop(1)))))"
-TEMP_PREFIX = "ddtune-sandbox-"
 UID_BASE, UID_SPAN = 0x6DD00000, 1 << 20  # where a root grader's per-run uids come from
-_lock = threading.Lock()
-_warned = False
+HINT = ("install bubblewrap (apt-get install bubblewrap; dnf install bubblewrap): ddtune runs model code only "
+        "inside it; as a user, the kernel must also allow unprivileged user namespaces")
 
 
 @dataclass(frozen=True)
 class Isolation:
-    kind: str  # "bwrap", "unshare" or "rlimit"
+    kind: str  # "bwrap": the only sandbox ddtune grades in
     detail: str
 
 
@@ -114,43 +111,6 @@ def bwrap_argv(bwrap: str, uid: int | None, seccomp_fd: int | None = None) -> li
     return argv + (_drop(uid) if uid is not None else [])
 
 
-def init_code(uid: int | None) -> str:
-    """The unshare sandbox's pid 1 (sandbox_init.py) with this host's view and the run's ``uid``:
-    the program its ``-c`` runs."""
-    seen = layout(None)  # setpriv is not run inside: sandbox_init drops privileges itself
-    return (f"{INIT_SOURCE}\nmain({TMPFS_BYTES!r}, {list(seen.parents)!r}, {list(seen.sources())!r}, "
-            f"{list(seen.links)!r}, {list(seen.covers)!r}, {uid!r})\n")
-
-
-def unshare_argv(unshare: str, uid: int | None) -> list[str]:
-    """util-linux only: the namespace's pid 1 is a shell that only waits (so the answer is not an
-    unkillable pid 1) for ``sandbox_init.py``, which builds the root, pivots into it, drops every
-    privilege (to ``uid`` as root, with no user namespace; else every capability of its user
-    namespace) and runs the child. The child's own arguments follow, its code at the head of its
-    stdin (``run_argv``)."""
-    user = [] if uid is not None else ["--user", "--map-root-user"]
-    return [shutil.which("setpriv") or "setpriv", "--pdeathsig", "KILL", unshare, *user, "--pid", "--fork",
-            "--kill-child=SIGKILL", "--mount", "--net", "--ipc", "--uts", "sh", "-c", '"$@"; exit $?', "sh",
-            interpreter(), "-I", "-S", "-u", "-c", init_code(uid)]
-
-
-def wrapper(kind: str, uid: int | None = None, seccomp_fd: int | None = None) -> tuple[str, ...]:
-    """argv up to the child's own arguments: bwrap's before ``python -I -S -u -c CHILD_BOOT``, unshare's
-    with its own interpreter, plain ``python ... CHILD_BOOT`` for the rlimit fallback. ``uid``: the
-    unprivileged id a root grader drops the child to (None when not root); ``seccomp_fd``: bwrap's
-    filter (``filter_fd``)."""
-    if kind == "unshare":
-        return tuple(unshare_argv(shutil.which("unshare") or "unshare", uid))
-    boot = (interpreter(), "-I", "-S", "-u", "-c", CHILD_BOOT)
-    if kind == "bwrap":
-        return (*bwrap_argv(shutil.which("bwrap") or "bwrap", uid, seccomp_fd), *boot)
-    return boot
-
-
-def wrapper_env(kind: str) -> dict[str, str]:
-    return {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"} if kind == "unshare" else {}
-
-
 @dataclass(frozen=True)
 class Facts:
     """The sandbox seen from inside by the probe: what ``ddtune doctor`` reports."""
@@ -160,7 +120,6 @@ class Facts:
     proc_sys_read_only: bool
     root_read_only: bool
     seccomp: str | None  # None: the filter took; else why not
-    nested_userns_refused: bool
 
 
 @dataclass(frozen=True)
@@ -180,26 +139,26 @@ def child_code() -> bytes:
     return marshal.dumps(compile(CHILD_SOURCE, "<sandbox child>", "exec"))
 
 
-def run_argv(kind: str, seccomp_fd: int | None = None) -> tuple[list[str], dict[str, str]]:
-    """The command line up to the child's own arguments for one run, and its environment. The child's
-    stdin must begin with ``child_code()``; ``seccomp_fd`` (bwrap): ``filter_fd``'s, passed to it."""
-    uid = sandbox_uid() if as_root() and kind != "rlimit" else None
-    return [*wrapper(kind, uid, seccomp_fd), str(len(child_code()))], wrapper_env(kind)
+
+def run_argv(seccomp_fd: int | None = None) -> list[str]:
+    """The command line up to the child's own arguments for one run: bubblewrap's, then ``python -I -S
+    -u -c CHILD_BOOT``. As root the child drops to a fresh unprivileged uid inside. The child's stdin
+    must begin with ``child_code()``; ``seccomp_fd``: ``filter_fd``'s, passed to bwrap."""
+    uid = sandbox_uid() if as_root() else None
+    return [*bwrap_argv(shutil.which("bwrap") or "bwrap", uid, seccomp_fd),
+            interpreter(), "-I", "-S", "-u", "-c", CHILD_BOOT, str(len(child_code()))]
 
 
-def _look(kind: str, paths: list[str]) -> dict | str:
-    """What a child of ``kind`` sees from inside (sandbox_child.facts), ``paths`` among it, or why
+def _look(paths: list[str]) -> dict | str:
+    """What a sandboxed child sees from inside (sandbox_child.facts), ``paths`` among it, or why
     Python does not run inside it (one line)."""
-    tools = {"bwrap": ["bwrap"] + (["setpriv"] if as_root() else []), "unshare": ["setpriv", "unshare"],
-             "rlimit": []}[kind]
-    missing = [t for t in tools if shutil.which(t) is None]
+    missing = [t for t in ["bwrap"] + (["setpriv"] if as_root() else []) if shutil.which(t) is None]
     if missing:
         return f"{' and '.join(missing)} not installed"
     try:
-        with filter_fd(kind) as seccomp_fd:
-            argv, env = run_argv(kind, seccomp_fd)
-            done = subprocess.run([*argv, "facts", child_filter(seccomp_fd), *paths], env=env,
-                                  capture_output=True, timeout=20, input=child_code(), umask=0o022, cwd="/",
+        with filter_fd() as seccomp_fd:
+            done = subprocess.run([*run_argv(seccomp_fd), "facts", "1" if seccomp_fd is not None else "", *paths],
+                                  env={}, capture_output=True, timeout=20, input=child_code(), umask=0o022, cwd="/",
                                   pass_fds=() if seccomp_fd is None else (seccomp_fd,))
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run it: {exc}"
@@ -214,29 +173,29 @@ def _look(kind: str, paths: list[str]) -> dict | str:
 
 
 @functools.cache
-def facts(kind: str) -> Facts | str:
-    """Facts of ``kind`` here, or why Python does not run inside it, or why it must not be used (one
-    line). Cached per process. A namespace sandbox whose child finds ddtune's own files is refused."""
-    seen = _look(kind, guarded())
+def facts() -> Facts | str:
+    """The sandbox's facts here, or why Python does not run inside it, or why it must not be used (one
+    line). Cached per process. A sandbox whose child finds ddtune's own files is refused."""
+    seen = _look(guarded())
     if isinstance(seen, str):
         return seen
     try:
         found = Facts(uid=int(seen["uid"]), no_capabilities=int(seen["cap_eff"], 16) == 0,
                       proc_sys_read_only=not seen["proc_sys_writable"], root_read_only=not seen["root_writable"],
-                      seccomp=seen["seccomp"], nested_userns_refused=seen["unshare_user"] is False)
+                      seccomp=seen["seccomp"])
     except (ValueError, KeyError, TypeError):
         return f"cannot run Python inside it: it reported {str(seen)[:200]}"
-    if kind != "rlimit" and seen["visible"]:
+    if seen["visible"]:
         return f"ddtune's own files are visible inside it ({seen['visible'][0]}): answers could read the hidden tests"
     return found
 
 
-def hidden_tests(kind: str) -> Protection:
+def hidden_tests() -> Protection:
     """The proof ``ddtune doctor`` gives that answers cannot look the expected values up: canaries beside
     the hidden tests' file and beside ddtune's packages, and those files themselves, not found by a
-    child of ``kind``."""
+    sandboxed child."""
     with canaries() as (placed, refused):
-        seen = _look(kind, placed + guarded())
+        seen = _look(placed + guarded())
     if isinstance(seen, str):
         return Protection("hidden tests", False, seen)
     if seen["visible"]:
@@ -249,33 +208,22 @@ def hidden_tests(kind: str) -> Protection:
                       detail + (f" (no canary could be placed in {'; '.join(refused)})" if refused else ""))
 
 
-def probe(kind: str) -> str | None:
-    """None when Python runs inside ``kind`` here, else why not (one line)."""
-    found = facts(kind)
+def probe() -> str | None:
+    """None when Python runs inside the sandbox here, else why not (one line)."""
+    found = facts()
     return found if isinstance(found, str) else None
 
 
-def _describe(kind: str) -> str:
-    who = "a fresh unprivileged uid" if as_root() else "your uid in a user namespace"
-    if kind in ("bwrap", "unshare"):
-        tool = "bubblewrap" if kind == "bwrap" else "unshare"
-        return (f"{tool}: new PID, mount, network, IPC namespaces; answers run as {who}, no capabilities, "
-                f"seccomp; only the interpreter and its stdlib, read-only; sized tmpfs cwd")
-    return "rlimits, own session and a host temp dir only: the answer can read host files and signal ddtune"
-
-
-def protections(kind: str) -> list[Protection]:
-    """Each protection of ``kind`` as the probe saw it from inside."""
+def protections(kind: str = KIND) -> list[Protection]:
+    """Each protection of the sandbox as the probe saw it from inside (``kind``: ``isolation().kind``)."""
     from workloads.grading import sandbox_cgroup
 
-    seen = facts(kind)
+    seen = facts()
     if isinstance(seen, str):
         return [Protection("sandbox", False, seen)]
-    ns = kind != "rlimit"
-    who = (f"host uid {seen.uid}, a fresh one per answer" if as_root() and seen.uid != 0
-           else f"uid {seen.uid}" + (" inside a user namespace" if ns and not as_root() else ""))
-    found = [Protection("namespaces", ns, "PID, mount, network, IPC, UTS" if ns else "none: host files are visible"),
-             Protection("unprivileged id", seen.uid != 0 or (ns and not as_root()), f"answers run as {who}"),
+    who = f"host uid {seen.uid}, a fresh one per answer" if as_root() else f"uid {seen.uid} inside a user namespace"
+    found = [Protection("namespaces", True, "PID, mount, network, IPC, UTS"),
+             Protection("unprivileged id", seen.uid != 0 or not as_root(), f"answers run as {who}"),
              Protection("no capabilities", seen.no_capabilities,
                         "every capability set empty" if seen.no_capabilities else "the answer keeps capabilities"),
              Protection("seccomp filter", seen.seccomp is None,
@@ -284,11 +232,10 @@ def protections(kind: str) -> list[Protection]:
                         if seen.seccomp is None else str(seen.seccomp)),
              Protection("kernel knobs", seen.proc_sys_read_only,
                         "/proc/sys read-only" if seen.proc_sys_read_only else "/proc/sys is writable by the answer"),
-             Protection("sized filesystems", ns and seen.root_read_only,
-                        f"only the interpreter and its stdlib, read-only; /tmp a {TMPFS_BYTES >> 20} MiB tmpfs"
-                        if ns else "the answer writes to a host temp dir"),
-             hidden_tests(kind)]
-    why = sandbox_cgroup.unavailable() if ns else "no namespace to count"
+             Protection("sized filesystems", seen.root_read_only,
+                        f"only the interpreter and its stdlib, read-only; /tmp a {TMPFS_BYTES >> 20} MiB tmpfs"),
+             hidden_tests()]
+    why = sandbox_cgroup.unavailable()
     cpu = sandbox_cgroup.cpu_cap_unavailable() if why is None else why
     held = ("a cgroup caps memory (shared memory included), processes" + (" and CPU" if cpu is None else "")
             + " of the whole answer" + ("" if cpu is None else f"; a watchdog sums its CPU time ({cpu})"))
@@ -298,74 +245,12 @@ def protections(kind: str) -> list[Protection]:
 
 
 def isolation() -> Isolation:
-    """The sandbox this process grades in: ``DDTUNE_SANDBOX`` when set, else the strongest that works."""
-    forced = os.environ.get("DDTUNE_SANDBOX", "").strip()
-    if forced:
-        if forced not in KINDS:
-            raise ConfigError(f"DDTUNE_SANDBOX={forced}: unknown sandbox",
-                              hint="use bwrap, unshare or rlimit, or unset it to use the strongest that works")
-        why = probe(forced)
-        if why is not None:
-            raise ConfigError(f"DDTUNE_SANDBOX={forced}: {forced} {why}",
-                              hint="install bubblewrap (apt-get install bubblewrap) or unset DDTUNE_SANDBOX")
-        return Isolation(forced, _describe(forced))
-    reasons = []
-    for kind in ("bwrap", "unshare"):
-        why = probe(kind)
-        if why is None:
-            return Isolation(kind, _describe(kind))
-        reasons.append(f"{kind}: {why}")
-    return Isolation("rlimit", f"{_describe('rlimit')} ({'; '.join(reasons)})")
-
-
-def warn_if_weak(found: Isolation) -> None:
-    """Say once per process, on stderr, that grading is weakly isolated."""
-    global _warned
-    with _lock:
-        if found.kind != "rlimit" or _warned:
-            return
-        _warned = True
-    sys.stderr.write(f"ddtune: warning: grading is weakly isolated ({found.detail}); "
-                     f"install bubblewrap to sandbox generated code\n")
-    sys.stderr.flush()
-
-
-def make_workdir() -> str:
-    """A host working directory for the rlimit fallback; its name holds our PID namespace, pid and
-    token (sandbox_owner) so a later run can prove it stale (``sweep_stale``) when this process is
-    killed before removing it."""
-    return tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{sandbox_owner.tag()}-")
-
-
-def sweep_stale(root: str | None = None, legacy_age_s: float = 3600.0) -> int:
-    """Remove our ``ddtune-sandbox-<tag>-*`` dirs whose maker is gone (never those of a grader in
-    another PID namespace: sandbox_owner.stale), and untagged ones from earlier versions after an
-    hour. Returns how many went."""
-    base = Path(root or tempfile.gettempdir())
-    removed = 0
-    try:
-        entries = list(base.glob(f"{TEMP_PREFIX}*"))
-    except OSError:
-        return 0
-    for path in entries:
-        try:
-            info = path.lstat()
-        except OSError:
-            continue
-        if not path.is_dir() or path.is_symlink() or info.st_uid != os.geteuid():
-            continue
-        if re.match(rf"{TEMP_PREFIX}{sandbox_owner.PATTERN}-", path.name):
-            stale = sandbox_owner.stale(path.name, TEMP_PREFIX)
-        else:
-            stale = time.time() - info.st_mtime > legacy_age_s
-        if stale:
-            shutil.rmtree(path, ignore_errors=True)
-            removed += 1
-    return removed
-
-
-@functools.cache
-def sweep_once() -> int:
-    """``sweep_stale`` in the temp dir, the first time this process grades."""
-    return sweep_stale()
-
+    """The sandbox this process grades in: bubblewrap, checked from inside once per process. Raises
+    ``ConfigError`` (the reason, and how to install it) where it cannot run here: ddtune never runs
+    model code outside it."""
+    why = probe()
+    if why is not None:
+        raise ConfigError(f"grading needs bubblewrap, and here {why}", hint=HINT)
+    who = "a fresh unprivileged uid" if as_root() else "your uid in a user namespace"
+    return Isolation(KIND, f"bubblewrap: new PID, mount, network, IPC namespaces; answers run as {who}, no "
+                           "capabilities, seccomp; only the interpreter and its stdlib, read-only; sized tmpfs cwd")

@@ -11,12 +11,12 @@ from workloads.grading.checks import Check
 from workloads.grading.sandbox_wire import TOO_LARGE, VALUE_HEAD, Malformed, lines, text_record, value_record
 
 
-def signal_of(returncode: int, kind: str) -> int | None:
-    """The signal that ended the child: negative for a direct child; bwrap and the unshare shell
-    report a signalled child as 128 + n."""
+def signal_of(returncode: int) -> int | None:
+    """The signal that ended the child: negative for bwrap itself; bwrap reports a signalled child
+    as 128 + n."""
     if returncode < 0:
         return -returncode
-    if kind != "rlimit" and returncode > 128:
+    if returncode > 128:
         return returncode - 128
     return None
 

@@ -1,4 +1,4 @@
-"""Which grader made what a grader leaves on the host (a cgroup, the fallback's temporary folder).
+"""Which grader made what a grader leaves on the host: an answer's cgroup.
 
 Names carry ``<pid namespace>-<pid>-<token>``. A pid alone repeats across PID namespaces: a grader
 in a container and one on the host can both be pid 7, and one took the other's fresh cgroups for

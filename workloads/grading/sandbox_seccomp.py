@@ -1,6 +1,6 @@
 """The grading sandbox's seccomp filter, as a classic BPF program built here and installed by bwrap
-(``--seccomp``, from ``filter_fd``'s pipe) just before it runs the child, or, under unshare and the
-fallback, by the child on itself (``sandbox_child.py``, through ``prctl``) before the answer runs.
+(``--seccomp``, from ``filter_fd``'s pipe) just before it runs the child, so it holds from the
+interpreter's first instruction; the child checks that it holds before the answer runs.
 
 It is a deny list, the field's usual shape for an interpreter that must keep working: everything an
 answer could use to leave or widen its sandbox fails with EPERM: new namespaces (``unshare``,
@@ -133,20 +133,12 @@ def program(arch: str | None = None) -> bytes | None:
     return b"".join(out)
 
 
-@functools.cache
-def seccomp_hex() -> str:
-    """The filter for a child to install on itself, as hex (empty where there is none)."""
-    return (program() or b"").hex()
-
-
 @contextlib.contextmanager
-def filter_fd(kind: str) -> Iterator[int | None]:
+def filter_fd() -> Iterator[int | None]:
     """The read end of a pipe that holds the seccomp filter, for bwrap to install (``--seccomp``)
-    just before it runs the command, so the filter holds from the interpreter's first instruction
-    and the child need not import ctypes to install it (a tenth of a graded answer's CPU). None
-    for the other kinds (the child installs the filter itself) and where there is no filter."""
+    just before it runs the command. None where there is no filter for this machine."""
     filter_program = program()
-    if kind != "bwrap" or filter_program is None:
+    if filter_program is None:
         yield None
         return
     read, write = os.pipe()
@@ -160,8 +152,3 @@ def filter_fd(kind: str) -> Iterator[int | None]:
             os.close(write)
         os.close(read)
 
-
-def child_filter(seccomp_fd: int | None) -> str:
-    """The task's ``seccomp`` field: ``wrapper`` (bwrap installed it; the child checks that it holds),
-    else the filter for the child to install (hex; empty where there is none)."""
-    return "wrapper" if seccomp_fd is not None else seccomp_hex()

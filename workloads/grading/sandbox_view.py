@@ -12,7 +12,7 @@ by an empty tmpfs. Not mounted at all: /usr, /etc, /home, the prefix around the 
 So no way of installing ddtune puts the hidden tests' expected values (presets/problems/coding.toml),
 a checkout's .git or any site-packages on a path the child can open: pipx or uv tool from a clone
 anywhere (under /usr too), ``pip install -e`` from a checkout, the wheel in site-packages, a checkout
-on PYTHONPATH. ``sandbox_isolation`` builds this view with bubblewrap, ``sandbox_init`` with mount(2).
+on PYTHONPATH. ``sandbox_isolation`` has bubblewrap build this view.
 
 Extension modules an answer cannot use are not traced, so their libraries stay out: ``_tkinter``
 (no display), ``nis`` (no NIS server), ``_curses``, ``_curses_panel`` and ``readline`` (no terminal),

@@ -1,13 +1,12 @@
-"""The grader's watchdog's view of an answer's processes, read from /proc: a process group's members,
-the sandbox's PID namespace (its pid 1, held as a pidfd, and its members), and what they use
-together (resident memory, CPU time) where no cgroup counts it (workloads/grading/sandbox.py)."""
+"""The grader's watchdog's view of an answer's processes, read from /proc: the sandbox's PID namespace
+(its pid 1, held as a pidfd, and its members), and what they use together (resident memory, CPU time)
+where no cgroup counts it (workloads/grading/sandbox.py)."""
 
 from __future__ import annotations
 
 import os
 import select
 import signal
-import time
 from collections.abc import Iterator
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -31,24 +30,6 @@ def _processes() -> Iterator[tuple[int, bytes, int, int]]:
         fields = stat[stat.rfind(b")") + 2:].split()
         if len(fields) > 2:
             yield int(entry), fields[0], int(fields[1]), int(fields[2])
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of a process group."""
-    return [pid for pid, state, _, group in _processes() if state != b"Z" and group == pgid]
-
-
-def kill_group(pgid: int, deadline_s: float = 3.0) -> None:
-    """SIGKILL the whole group until nothing live is left in it (bounded)."""
-    end = time.monotonic() + deadline_s
-    while True:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            return
-        if not group_members(pgid) or time.monotonic() > end:
-            return
-        time.sleep(0.01)
 
 
 class Namespace:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from backends.core.errors import UsageError
 from workloads.grading.problems import Problem, load_problems
+from workloads.grading.sandbox_isolation import isolation
 from workloads.prompts.records import PromptRecord, PromptSet
 from workloads.prompts.sources import load_source
 
@@ -26,7 +27,8 @@ class LoadWork:
 
 def load_work(source: str | None, ids: list[str] | tuple[str, ...] | None = None) -> LoadWork:
     """The set SOURCE names (default: coding), less the records ``ids`` leaves out (in that order).
-    UsageError naming an unknown id or a bad source."""
+    UsageError naming an unknown id or a bad source; ConfigError where graded answers cannot be
+    sandboxed here (no bubblewrap), before anything is sent."""
     prompts = load_source(source or DEFAULT)
     records = prompts.records
     if ids:
@@ -37,4 +39,6 @@ def load_work(source: str | None, ids: list[str] | tuple[str, ...] | None = None
             raise UsageError(f"--problems: unknown id(s) in {prompts.name}: {', '.join(unknown)}",
                              hint=f"known ids: {shown}")
         records = tuple(by_id[i] for i in ids)
+    if prompts.graded:
+        isolation()  # ddtune grades only inside bubblewrap: without it, say so before the load starts
     return LoadWork(prompts, records, load_problems() if prompts.graded else ())
