@@ -8,8 +8,8 @@ import json
 from backends.launch.ownership import owned, stop_owned
 from tests.helpers import run_ddtune
 from tests.workloads.sim_args import FAST, SPEC
-from workloads.live.load import LoadStopped
-from workloads.live.proc import LoadProcess, LoadStarted, RequestDone
+from workloads.live.events import LoadStarted, LoadStopped, RequestDone
+from workloads.live.proc import LoadProcess
 
 RECORDS = [
     {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a planet."}]},

@@ -80,7 +80,7 @@ def run(args) -> int:
     from backends.core import ServerError
     from tui.commands._options import server_log, server_url
     from tui.commands._traffic import say_skipped
-    from workloads.live import RequestFinished, StatsUpdated, load_work, run_load
+    from workloads.live import RequestDone, StatsUpdated, load_work, run_load
 
     work = load_work(args.prompts, args.problems)  # a bad source or id is refused before anything is sent
     say_skipped({work.name: work.prompts})
@@ -92,11 +92,10 @@ def run(args) -> int:
             return
         if isinstance(event, StatsUpdated):
             out.write(status_line(event.stats) + "\n")
-        elif isinstance(event, RequestFinished) and args.show_requests:
-            r = event.result
-            verdict = event.grade.verdict if event.grade else f"request error: {r.error}"
-            out.write(f"  {event.problem:<16} {verdict:<10} {r.output_tokens:5d} tok  "
-                      f"accept {_f(r.acceptance, '.2f')}  {r.e2e_s * 1000:7.0f} ms\n")
+        elif isinstance(event, RequestDone) and args.show_requests:
+            verdict = event.verdict if event.ok else f"request error: {event.detail}"
+            out.write(f"  {event.problem:<16} {verdict:<10} {event.tokens:5d} tok  "
+                      f"accept {_f(event.accept_len, '.2f')}  {_f(event.e2e_s and event.e2e_s * 1000, '7.0f')} ms\n")
         out.flush()
 
     summary = asyncio.run(run_load(url, api_key, concurrency=args.concurrency, max_tokens=args.max_tokens,

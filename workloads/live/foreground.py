@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 
 from workloads.client.stream import StreamingClient
-from workloads.live.load import LoadEngine, LoadEvent, LoadStopped
+from workloads.live.events import LoadEvent, LoadStopped
+from workloads.live.load import LoadEngine
 from workloads.live.record import load_summary
 from workloads.live.work import LoadWork, load_work
 from workloads.runs.provenance import host_provenance, server_provenance
