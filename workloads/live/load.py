@@ -35,7 +35,7 @@ from workloads.runs.store import RunStore
 class LoadEngine:
     def __init__(self, client: StreamingClient, records: tuple[PromptRecord, ...], *, concurrency: int,
                  problems: tuple[Problem, ...] = (), prompts: str = "coding",
-                 max_tokens: int = 2048, on_event: Callable[[LoadEvent], None] | None = None,
+                 max_tokens: int = 2048, on_event: Callable[[LoadEvent], object] | None = None,
                  store: RunStore | None = None, tick_s: float = 1.0, grade: bool = True,
                  unreachable_limit: int = 3, clock: Callable[[], float] = time.monotonic,
                  roll_s: float = 5.0, log_path: str | None = None) -> None:
@@ -55,7 +55,7 @@ class LoadEngine:
         self.roll_s = roll_s
         self.windows = LiveWindows(clock(), roll_s)
         self._ended: float | None = None  # when the load stopped sending (grading may go on after)
-        self._listeners: list[Callable[[LoadEvent], None]] = [on_event] if on_event else []
+        self._listeners: list[Callable[[LoadEvent], object]] = [on_event] if on_event else []
         self._stop = asyncio.Event()
         self._stop_reason = "stopped"
         self._stop_error: str | None = None
@@ -168,7 +168,7 @@ class LoadEngine:
         finally:
             self._listeners.remove(queue.put_nowait)
 
-    def add_listener(self, listener: Callable[[LoadEvent], None]) -> None:
+    def add_listener(self, listener: Callable[[LoadEvent], object]) -> None:
         self._listeners.append(listener)
 
     def _emit(self, event: LoadEvent) -> None:
