@@ -41,6 +41,49 @@ class PromptAnswered:
 
 
 @dataclass(frozen=True)
+class PromptCompared:
+    id: str
+    diverged: bool
+    first_difference: int | None      # the first position that differs (None: the same)
+    baseline_tokens: int
+    tokens: int
+    baseline_from: tuple              # what each side has from the first difference on (a few tokens)
+    now_from: tuple                   # ("from" in the JSON)
+
+
+@dataclass(frozen=True)
+class LosslessReport:
+    """A check's report: what ``--json`` prints (``to_json``, the same keys as ever)."""
+
+    unit: str
+    prompts: int
+    diverged: int
+    divergence_rate: float
+    max_tokens: int
+    baseline: str                     # the baseline file
+    model: str
+    results: tuple[PromptCompared, ...]
+    server: dict                      # url, speculative, algorithm, version
+
+    @classmethod
+    def of(cls, doc: dict, server: dict) -> LosslessReport:
+        results = tuple(PromptCompared(r["id"], r["diverged"], r["first_difference"], r["baseline_tokens"],
+                                       r["tokens"], tuple(r["baseline_from"]), tuple(r["from"]))
+                        for r in doc["results"])
+        return cls(doc["unit"], doc["prompts"], doc["diverged"], doc["divergence_rate"], doc["max_tokens"],
+                   doc["baseline"], doc["model"], results, server)
+
+    def to_json(self) -> dict:
+        return {"unit": self.unit, "prompts": self.prompts, "diverged": self.diverged,
+                "divergence_rate": self.divergence_rate, "max_tokens": self.max_tokens, "baseline": self.baseline,
+                "model": self.model,
+                "results": [{"id": r.id, "diverged": r.diverged, "first_difference": r.first_difference,
+                             "baseline_tokens": r.baseline_tokens, "tokens": r.tokens,
+                             "baseline_from": list(r.baseline_from), "from": list(r.now_from)} for r in self.results],
+                "server": self.server}
+
+
+@dataclass(frozen=True)
 class LosslessOutcome:
     """A recorded baseline (``saved``) or a check's report (``report``: what ``--json`` prints)."""
 
@@ -50,15 +93,15 @@ class LosslessOutcome:
     model: str
     saved: str | None = None          # the baseline file written
     unsure_spec: bool = False         # a recorded baseline from a server whose /server_info was unreadable
-    report: dict | None = None        # the check's report, with the server's identity
+    report: LosslessReport | None = None  # the check's report, with the server's identity
 
     @property
     def diverged(self) -> int:
-        return int(self.report["diverged"]) if self.report else 0
+        return self.report.diverged if self.report else 0
 
     def to_json(self) -> dict:
         if self.report is not None:
-            return self.report
+            return self.report.to_json()
         return {"saved_baseline": self.saved, "prompts": self.prompts, "max_tokens": self.max_tokens,
                 "unit": self.unit, "model": self.model}
 
@@ -123,7 +166,7 @@ def check_lossless(spec: LosslessSpec, on_event: Callable[[PromptAnswered], obje
         write_baseline(spec.save_baseline, baseline_doc(ident, outputs, unit, max_tokens, spec.url))
         return LosslessOutcome(len(outputs), max_tokens, unit, ident["model"], saved=spec.save_baseline,
                                unsure_spec=ident["speculative"] is None)
-    report = compare_outputs(baseline, outputs, unit)
-    report.update(server={"url": spec.url, "speculative": ident["speculative"], "algorithm": ident["algorithm"],
-                          "version": ident["version"]})
-    return LosslessOutcome(report["prompts"], max_tokens, report["unit"], baseline.model, report=report)
+    report = LosslessReport.of(compare_outputs(baseline, outputs, unit),
+                               {"url": spec.url, "speculative": ident["speculative"], "algorithm": ident["algorithm"],
+                                "version": ident["version"]})
+    return LosslessOutcome(report.prompts, max_tokens, report.unit, baseline.model, report=report)
