@@ -31,41 +31,36 @@ def encode(record: LoadProcEvent | LoadCommand | Settings) -> str:
     return json.dumps({key: tag, **body} if key else body, separators=(",", ":")) + "\n"
 
 
-def _read(line: bytes | str, key: str) -> tuple[str, dict]:
+def _object(line: bytes | str, what: str) -> dict:
     try:
         raw = json.loads(line)
     except ValueError:
-        raise ValueError("not a JSON line") from None
+        raise ValueError(f"{what} is not JSON") from None
     if not isinstance(raw, dict):
-        raise ValueError("not a JSON object")
+        raise ValueError(f"{what} is not a JSON object")
+    return raw
+
+
+def _tagged(line: bytes | str, key: str, kinds: dict[str, type], what: str) -> object:
+    raw = _object(line, "the line")
     tag = raw.pop(key, None)
     if not isinstance(tag, str):
         raise ValueError(f"no {key!r} tag")
-    return tag, raw
+    if tag not in kinds:
+        raise ValueError(f"unknown {what} {tag!r}")
+    return build(kinds[tag], raw, tag)
 
 
 def decode_event(line: bytes | str) -> LoadProcEvent:
-    tag, raw = _read(line, "event")
-    if tag not in EVENTS:
-        raise ValueError(f"unknown event {tag!r}")
-    return typing.cast(LoadProcEvent, build(EVENTS[tag], raw, tag))
+    return typing.cast(LoadProcEvent, _tagged(line, "event", EVENTS, "event"))
 
 
 def decode_command(line: bytes | str) -> LoadCommand:
-    tag, raw = _read(line, "cmd")
-    if tag not in COMMANDS:
-        raise ValueError(f"unknown command {tag!r}")
-    return typing.cast(LoadCommand, build(COMMANDS[tag], raw, tag))
+    return typing.cast(LoadCommand, _tagged(line, "cmd", COMMANDS, "command"))
 
 
 def decode_settings(line: bytes | str) -> Settings:
-    try:
-        raw = json.loads(line)
-    except ValueError:
-        raise ValueError("the settings line is not JSON") from None
-    if not isinstance(raw, dict):
-        raise ValueError("the settings line is not a JSON object")
-    return build(Settings, raw, "settings")
+    return build(Settings, _object(line, "the settings line"), "settings")
 
 
 def build(cls: type[T], raw: Any, where: str) -> T:
