@@ -153,7 +153,8 @@ def subject(mode: str, url: str, concurrency: int, max_tokens: int) -> int:
 
     async def inprocess() -> None:
         from workloads.client.stream import StreamingClient
-        from workloads.live.load import LoadEngine, StatsUpdated
+        from workloads.live.events import StatsUpdated
+        from workloads.live.load import LoadEngine
         from workloads.grading.problems import load_problems
 
         async with StreamingClient(url, concurrency=concurrency) as client:
@@ -164,8 +165,8 @@ def subject(mode: str, url: str, concurrency: int, max_tokens: int) -> int:
             await engine.run()
 
     async def worker() -> None:
-        from workloads.live.load import StatsUpdated
-        from workloads.live.proc import LoadProcess, RequestDone
+        from workloads.live.events import RequestDone, StatsUpdated
+        from workloads.live.proc import LoadProcess
 
         load = LoadProcess()
         await load.start(url, None, concurrency, max_tokens)

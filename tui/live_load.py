@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from textual.message import Message
 
@@ -161,7 +161,8 @@ class LiveLoad:
             self._start_load()
 
     async def _run_load(self) -> None:
-        from workloads.live import LoadPaused, LoadProcess, LoadStarted, LoadStopped, RequestDone
+        from workloads.live import LoadPaused, LoadProcess, LoadResumed, LoadStarted, LoadStopped, RequestDone, \
+            StatsUpdated
 
         proc = LoadProcess(window_s=self.load_window_s)
         self.load, self._load_paused = proc, False
@@ -170,20 +171,26 @@ class LiveLoad:
                              self.load_max_tokens, record=True, prompts=self.load_prompts)
             async for event in proc.events():
                 self.figures.on_load_event(event)
-                if isinstance(event, RequestDone):
-                    if event.ok:
-                        self.session.observe_request(event.accept_len)
-                    self.post(m.RequestFinished(event.row()))  # a pause's cut-off request: "cancelled" (grey)
-                elif isinstance(event, LoadPaused):
-                    self._load_drained.set()
-                elif isinstance(event, LoadStarted):
-                    self.post(m.LoadSourceChanged(event.prompts))
-                    self._say_load(True, f"{event.concurrency} streams of {event.prompts}")
-                    if self._run_worker is not None:
-                        self._run_worker(self._find_no_spec_baseline(event.concurrency), group="baseline",
-                                         exclusive=True, exit_on_error=False)
-                elif isinstance(event, LoadStopped) and self.load is proc:  # not a load replaced by another source
-                    self._say_load(False, self._load_end(event.error or event.reason))
+                match event:
+                    case RequestDone():
+                        if event.ok:
+                            self.session.observe_request(event.accept_len)
+                        self.post(m.RequestFinished(event.row()))  # a pause's cut-off request: "cancelled" (grey)
+                    case LoadPaused():
+                        self._load_drained.set()
+                    case LoadStarted(concurrency=concurrency, prompts=prompts):
+                        self.post(m.LoadSourceChanged(prompts))
+                        self._say_load(True, f"{concurrency} streams of {prompts}")
+                        if self._run_worker is not None:
+                            self._run_worker(self._find_no_spec_baseline(concurrency), group="baseline",
+                                             exclusive=True, exit_on_error=False)
+                    case LoadStopped(reason=reason, error=error):
+                        if self.load is proc:  # not a load replaced by another source
+                            self._say_load(False, self._load_end(error or reason))
+                    case StatsUpdated() | LoadResumed():
+                        pass  # figures only (above)
+                    case _:
+                        assert_never(event)
         finally:
             if self.load is proc:  # a load restarted on another source is already the next one
                 self.load = None

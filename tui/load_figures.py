@@ -15,11 +15,7 @@ from textual.message import Message
 
 from backends.knobs import KnobValue
 from tui import messages as m
-from workloads.live import (ConfigFigures, LiveAB, LoadPaused, LoadProcEvent, LoadResumed, LoadStarted, LoadStopped,
-                            RequestDone, StatsUpdated)
-
-
-MIN_MEASURED_S = 0.9
+from workloads.live import ConfigFigures, LiveAB, LoadProcEvent
 
 
 class LoadFigures:
@@ -30,23 +26,16 @@ class LoadFigures:
         self.plotted = False  # a point is on the plots (the load's, or the server's decode lines'): a change is marked
 
     def on_load_event(self, event: LoadProcEvent) -> None:
-        if isinstance(event, StatsUpdated):
-            s = event.stats
+        # The A/B takes each event (workloads/live/ab.py); a tick comes back once a second of the
+        # load is in (a rate over the first moments after a (re)start reads the requests' time to
+        # first token, not the server's pace): the plots start there.
+        s = self.ab.observe(event)
+        if s is not None:
             roll, one = s.window_roll, s.window_1s
-            # A rate over the first moments after a (re)start reads the requests' time to first
-            # token, not the server's pace: the plots start once a second of it is in.
-            if not s.paused and one.measured_s >= MIN_MEASURED_S:
-                self.plotted = True
-                self._post(m.LoadWindowUpdated(time.monotonic(), roll.tokens_per_s, roll.acceptance, s.in_flight,
-                                               one.tokens_per_s, roll.approx or one.approx, roll.window_s,
-                                               roll.acceptance_source))
-            self.ab.add_window(s.last_window)
-        elif isinstance(event, RequestDone):
-            self.ab.add_request(event.ok, event.verdict, event.accept_len)
-        elif isinstance(event, (LoadStarted, LoadResumed)):
-            self.ab.resume()
-        elif isinstance(event, (LoadPaused, LoadStopped)):
-            self.ab.pause()
+            self.plotted = True
+            self._post(m.LoadWindowUpdated(time.monotonic(), roll.tokens_per_s, roll.acceptance, s.in_flight,
+                                           one.tokens_per_s, roll.approx or one.approx, roll.window_s,
+                                           roll.acceptance_source))
 
     def new_source(self, knobs: Mapping[str, KnobValue], source: str) -> None:
         """Another prompt source: its figures start afresh (an A/B compares configurations on one

@@ -13,7 +13,7 @@ from tui.app import DdtuneApp
 from tui.controller import ConsoleController
 from tui.screens.request_detail import RequestDetail
 from tui.views import ServerView
-from workloads.live.proc import RequestDone
+from workloads.live.events import RequestDone
 
 FAILED = RequestDone("fib", True, 120, 180.0, 5.5, 0.04, 1.2, "fail", "test 2 of 4 failed: fib(10) == 55")
 ERRORED = RequestDone("gcd", False, 0, 0.0, None, None, 0.5, "error", "HTTP 503: server overloaded")

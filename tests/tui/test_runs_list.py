@@ -2,7 +2,8 @@
 
 import json
 
-from tui.runs import compare, list_runs
+from tui.runs import list_runs
+from workloads.report.past import compare
 
 
 def test_corrupt_runs_are_left_out(state_dir):

@@ -152,7 +152,8 @@ def test_load_on_0523_stops_reading_metrics_once_the_requests_carry_acceptance(s
 
     from workloads.client.stream import StreamingClient
     from workloads.grading.problems import load_problems
-    from workloads.live.load import LoadEngine, RequestFinished, StatsUpdated
+    from workloads.live.events import RequestDone, StatsUpdated
+    from workloads.live.load import LoadEngine
 
     sim = start_sim(*SPEC, *FAST, "--enable-metrics")
     ticks: list[str] = []  # "tick" per StatsUpdated, "done" at the first finished request
@@ -160,7 +161,7 @@ def test_load_on_0523_stops_reading_metrics_once_the_requests_carry_acceptance(s
     def on_event(event) -> None:
         if isinstance(event, StatsUpdated):
             ticks.append("tick")
-        elif isinstance(event, RequestFinished) and "done" not in ticks:
+        elif isinstance(event, RequestDone) and "done" not in ticks:
             ticks.append("done")
 
     async def run():

@@ -9,7 +9,8 @@ from pathlib import Path
 from tests.helpers import run_ddtune
 from tests.workloads.sim_args import FAST, INLINE, SEPARATED, SPEC
 from workloads.client.stream import StreamingClient
-from workloads.live.load import LoadEngine, LoadStopped, RequestFinished, StatsUpdated
+from workloads.live.events import LoadStopped, RequestDone, StatsUpdated
+from workloads.live.load import LoadEngine
 from workloads.grading.problems import load_problems, select_problems
 
 FIVE = ("is_palindrome", "fib", "merge_sorted", "word_count", "gcd")
@@ -61,7 +62,7 @@ def test_load_engine_publishes_windows_and_verdicts(start_sim):
             async def collect():
                 async for event in engine.events():
                     events.append(event)
-                    finished = [e for e in events if isinstance(e, RequestFinished) and e.grade]
+                    finished = [e for e in events if isinstance(e, RequestDone) and e.ok and e.verdict != "-"]
                     ticks = [e for e in events if isinstance(e, StatsUpdated)]
                     if len(finished) >= 6 and len(ticks) >= 3:
                         engine.stop()
@@ -72,9 +73,9 @@ def test_load_engine_publishes_windows_and_verdicts(start_sim):
             return stats, events
     stats, events = asyncio.run(go())
     assert isinstance(events[-1], LoadStopped) and events[-1].reason == "stopped"
-    graded = [e for e in events if isinstance(e, RequestFinished) and e.grade]
-    assert {e.grade.verdict for e in graded} <= {"pass", "fail"}
-    assert any(e.grade.verdict == "pass" for e in graded)
+    graded = [e for e in events if isinstance(e, RequestDone) and e.ok and e.verdict != "-"]
+    assert {e.verdict for e in graded} <= {"pass", "fail"}
+    assert any(e.verdict == "pass" for e in graded)
     assert stats.finished >= 6 and stats.output_tokens > 0
     assert any(e.stats.window_roll.tokens_per_s > 0 for e in events if isinstance(e, StatsUpdated))
     assert any((e.stats.window_roll.acceptance or 0) > 1 for e in events if isinstance(e, StatsUpdated))
@@ -89,7 +90,7 @@ def test_load_stops_clearly_when_the_server_dies(start_sim):
             engine = LoadEngine.for_problems(client, problems, concurrency=2, max_tokens=2000, tick_s=0.2)
 
             def on_event(event):
-                if isinstance(event, RequestFinished) and event.result.ok and sim.proc.poll() is None:
+                if isinstance(event, RequestDone) and event.ok and sim.proc.poll() is None:
                     os.killpg(sim.pid, signal.SIGKILL)
             engine.add_listener(on_event)
             stopped = []

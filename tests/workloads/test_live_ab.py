@@ -111,3 +111,50 @@ def test_a_configuration_nothing_was_measured_on_takes_the_new_knobs_in_place():
     (only,) = ab.configs()
     assert only.knobs == W1024 and only.number == 1 and only.windows == 2
     assert ab.comparison().reference is None
+
+
+def _stats(window: Window | None, measured_s: float = 1.0, paused: bool = False):
+    from workloads.live.events import LoadStats
+    from workloads.live.windows import WindowStats
+
+    return LoadStats(5.0, 4, 4, 0, 0, 0, WindowStats(1.0, 90.0, None, 0, measured_s=measured_s),
+                     WindowStats(5.0, 95.0, None, 0), paused=paused, last_window=window)
+
+
+def test_the_ab_takes_each_load_event_and_hands_back_a_tick_worth_plotting():
+    """The console hands the A/B every event of its load (LiveAB.observe): starts and resumes open a
+    share, pauses and stops close it, windows and requests count, and a tick comes back for the plots
+    only once the 1 s rate covers most of a second and the load is not paused."""
+    from workloads.live.events import (LoadPaused, LoadResumed, LoadStarted, LoadStopped, RequestDone,
+                                       StatsUpdated)
+
+    ab = LiveAB(W2048)
+    early = _stats(Window(0, 5.0, 5.0, 10.0, None, 0, first=True), measured_s=0.5)
+    assert ab.observe(StatsUpdated(early)) is None                  # before the start: paused, nothing counts
+    assert ab.observe(LoadStarted(1, 4, ("fib",))) is None
+    assert ab.observe(StatsUpdated(early)) is None                  # half a second in: the TTFT, not the pace
+    tick = _stats(Window(1, 10.0, 5.0, 100.0, None, 0))
+    assert ab.observe(StatsUpdated(tick)) is tick
+    assert ab.observe(StatsUpdated(_stats(Window(2, 15.0, 5.0, 104.0, None, 0), paused=True))) is None
+    ab.observe(RequestDone("fib", True, 100, 50.0, 3.5, 0.1, 2.0, "pass", "ok"))
+    ab.observe(RequestDone("fib", False, 10, 0.0, None, None, None, "cancelled", "cancelled: the load was paused"))
+    ab.observe(LoadPaused(1, tick))
+    ab.observe(StatsUpdated(_stats(Window(3, 20.0, 5.0, 1.0, None, 0))))  # paused: not counted
+    ab.observe(LoadResumed(tick))
+    ab.observe(StatsUpdated(_stats(Window(0, 5.0, 5.0, 96.0, None, 0))))  # a resumed load: windows afresh
+    ab.observe(LoadStopped("stopped", None, tick))
+    ab.observe(StatsUpdated(_stats(Window(1, 10.0, 5.0, 1.0, None, 0))))  # stopped: not counted
+    (only,) = ab.configs()
+    assert only.windows == 3 and only.tok_s is not None and only.tok_s.mean == pytest.approx(100.0)
+    assert (only.requests, only.passed, only.graded) == (1, 1, 1)
+
+
+def test_a_change_says_its_trend_only_when_its_interval_excludes_no_change():
+    from workloads.live.ab import Change
+    from workloads.stats.estimate import Ratio
+
+    assert Change.of(None) == Change("-", 0)
+    assert Change.of(Ratio(1.124, 1.081, 1.167)) == Change("+12.4% [8.1, 16.7]", 1)
+    assert Change.of(Ratio(0.9, 0.85, 0.95)).trend == -1
+    assert Change.of(Ratio(1.05, 0.98, 1.12)).trend == 0          # within noise: no colour claims a winner
+    assert Change.of(Ratio(1.05, None, None)) == Change("+5.0%", 0)

@@ -16,9 +16,11 @@ import pytest
 from backends.launch.ownership import owned, stop_owned
 from tests.helpers import REPO, ddtune_env
 from tests.workloads.sim_args import SEPARATED, SPEC
-from workloads.live.load import LoadPaused, LoadResumed, LoadStats, LoadStopped, StatsUpdated
-from workloads.live.proc import LoadProcess, LoadStarted, RequestDone, decode, stats_from_json
-from workloads.live.worker import encode, parse_settings
+from workloads.live.events import (DecodeRead, LoadPaused, LoadResumed, LoadStarted, LoadStats, LoadStopped,
+                                   PauseLoad, RequestDone, ResumeLoad, Settings, StatsUpdated, StopLoad)
+from workloads.live.proc import LoadProcess
+from workloads.live.wire import decode_command, decode_event, encode
+from workloads.live.worker import parse_settings
 from workloads.live.windows import Window, WindowStats
 
 FIVE = ["is_palindrome", "fib", "merge_sorted", "word_count", "gcd"]
@@ -70,10 +72,40 @@ def test_stats_and_requests_cross_the_pipe_unchanged():
     stats = LoadStats(12.345678901234567, 32, 7, 101, 2, 54321, WindowStats(1.0, 1234.5678901234567, 3.1415926535, 4),
                       WindowStats(5.0, 987.654321, None, 40, approx=True), {"pass": 90, "fail": 11}, 3, True,
                       Window(7, 40.0, 5.0, 990.125, 3.25, 12, False, True))
-    for event in (StatsUpdated(stats), LoadStopped("stopped", None, stats), LoadPaused(3, stats), LoadResumed(stats)):
-        back = decode(json.loads(json.dumps(encode(event))), 32)
-        assert back == event
-    assert stats_from_json(json.loads(json.dumps(encode(StatsUpdated(stats))))["stats"]) == stats
+    for event in (StatsUpdated(stats), LoadStopped("stopped", None, stats), LoadPaused(3, stats), LoadResumed(stats),
+                  LoadStarted(4321, 32, ("fib", "gcd"), None, "mt_bench.jsonl"),
+                  RequestDone("fib", True, 120, 180.25, 5.5, 0.04, 1.2, "fail", "test 2 of 4 failed")):
+        assert decode_event(encode(event).encode()) == event
+    for command in (PauseLoad("sweep"), ResumeLoad(), StopLoad("stopped"), DecodeRead(12.5, 3.25, 7)):
+        assert decode_command(encode(command)) == command
+    settings = Settings("http://127.0.0.1:1", "sk-x", 4, 64, ("fib",), 0.5, True, 2.5, "story")
+    assert parse_settings(encode(settings).encode()) == settings
+
+
+@pytest.mark.parametrize("line, why", [
+    ({"event": "request", "problem": "fib", "ok": True}, "'tokens' is missing"),
+    ({"event": "request", "problem": "fib", "ok": "yes", "tokens": 1, "tok_s": 0.0, "accept_len": None,
+      "ttft_s": None, "e2e_s": None, "verdict": "-", "detail": None}, "'ok' must be true or false"),
+    ({"event": "paused", "cancelled": 1, "stats": {"elapsed_s": 1.0}}, "'stats': 'concurrency' is missing"),
+    ({"event": "resumed", "stats": None}, "'stats' must be LoadStats"),
+    ({"event": "started", "pid": 1, "concurrency": 2, "problems": ["a", 3]}, r"'problems'\[1\] must be a string"),
+    ({"event": "stopped", "reason": "x", "error": None, "stats": None, "extra": 1}, "unknown field"),
+    ({"event": "exploded"}, "unknown event 'exploded'"),
+    ({"cmd": "pause"}, "no 'event' tag"),
+    ([1, 2], "not a JSON object"),
+])
+def test_a_wrong_record_from_the_other_process_is_refused_by_name(line, why):
+    """The worker is another process: what it writes is checked field by field against the record's
+    types, and a wrong one is a ValueError naming the field, never a half-built event."""
+    with pytest.raises(ValueError, match=why):
+        decode_event(json.dumps(line))
+
+
+def test_a_wrong_command_is_refused_by_name():
+    with pytest.raises(ValueError, match="'running_req' must be a whole number"):
+        decode_command(json.dumps({"cmd": "decode", "t": 1.0, "accept_len": 2.0, "running_req": 1.5}))
+    with pytest.raises(ValueError, match="unknown command 'explode'"):
+        decode_command(json.dumps({"cmd": "explode"}))
 
 
 def test_the_rolling_window_setting_is_checked():
@@ -81,7 +113,7 @@ def test_the_rolling_window_setting_is_checked():
     assert parse_settings(json.dumps(base).encode()).window_s == 5.0
     assert parse_settings(json.dumps({**base, "window_s": 2.5}).encode()).window_s == 2.5
     for bad in (0, -1, "5", True, 1e9):
-        with pytest.raises(ValueError, match="'window_s' must be a number of seconds above 0"):
+        with pytest.raises(ValueError, match="'window_s' must be a number"):
             parse_settings(json.dumps({**base, "window_s": bad}).encode())
 
 

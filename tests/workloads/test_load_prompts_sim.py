@@ -8,8 +8,8 @@ import json
 from backends.launch.ownership import owned, stop_owned
 from tests.helpers import run_ddtune
 from tests.workloads.sim_args import FAST, SPEC
-from workloads.live.load import LoadStopped
-from workloads.live.proc import LoadProcess, LoadStarted, RequestDone
+from workloads.live.events import LoadStarted, LoadStopped, RequestDone
+from workloads.live.proc import LoadProcess
 
 RECORDS = [
     {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a planet."}]},
@@ -74,5 +74,10 @@ def test_ddtune_load_takes_prompts(start_sim, tmp_path, state_dir):
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert summary["prompts"] == "humaneval" and summary["finished"] > 0 and summary["verdicts"] == {}
+    shown = run_ddtune("load", "--url", sim.url, "--concurrency", "2", "--duration", "1.5", "--max-tokens", "16",
+                       "--prompts", "story", "--show-requests", timeout=120)
+    answered = [line.split() for line in shown.stdout.splitlines() if line.startswith("  ")]
+    assert shown.returncode == 0 and answered, shown.stdout + shown.stderr
+    assert all(words[1] == "-" for words in answered), shown.stdout  # ungraded, not "request error: None"
     bad = run_ddtune("load", "--url", sim.url, "--concurrency", "2", "--prompts", str(tmp_path / "none.jsonl"))
     assert bad.returncode == 2 and "--prompts" in bad.stderr and "no such file" in bad.stderr

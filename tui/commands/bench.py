@@ -68,63 +68,48 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import asyncio
+    from typing import assert_never
 
     from tui.commands._options import server_log, server_url
-    from tui.commands._traffic import say_skipped, traffic_fields
-    from workloads.bench import BenchPlan, load_sets, run_bench
+    from tui.commands._traffic import traffic_fields
+    from workloads.bench import BenchProgress, BenchSpec, SetSkipped, run_bench
 
-    if args.coding and args.prompts:
-        from backends.core import UsageError
-
-        raise UsageError("--coding is the built-in coding set: name it among --prompts instead",
-                         hint="ddtune bench --prompts coding " + " ".join(args.prompts))
-    if args.out:
-        from backends.core import check_output
-
-        check_output(args.out)  # refused now (a link, another user's folder), not after the run
     url, api_key = server_url(args)
-    contexts = args.contexts if args.contexts is not None else ([0] if args.prompts else [60, 1024, 4096, 8192])
-    plan = BenchPlan(tuple(dict.fromkeys(contexts)), tuple(dict.fromkeys(args.concurrency)), args.max_tokens,
-                     args.coding, args.requests_per_cell, args.warmup, args.release, **traffic_fields(args))
-    sets = None
-    if not args.resume:
-        sets, _ = load_sets(plan)  # a bad source is refused before anything is sent
-        say_skipped(sets)
+    spec = BenchSpec(url, api_key, tuple(args.contexts) if args.contexts is not None else None,
+                     tuple(args.concurrency), args.max_tokens, args.coding, args.requests_per_cell, args.warmup,
+                     args.release, traffic_fields(args), args.resume, server_log(args, url), args.out)
     bar = ProgressBar(sys.stderr)
+
+    def on_event(event: BenchProgress | SetSkipped) -> None:
+        match event:
+            case BenchProgress():
+                bar.update(event)
+            case SetSkipped(name, read, skipped):
+                sys.stderr.writelines(f"prompts: {line}\n" for line in skipped)
+                sys.stderr.write(f"prompts: {name}: {read} read, {len(skipped)} skipped\n")
+            case _:
+                assert_never(event)
+
     try:
-        doc = asyncio.run(run_bench(url, plan, api_key=api_key, resume=args.resume, progress=bar.update,
-                                   log_path=server_log(args, url), sets=sets))
+        outcome = run_bench(spec, on_event)
     except KeyboardInterrupt:
         from tui.commands._resume import say_interrupted
 
         bar.close()
         return say_interrupted("bench")
     bar.close()
-    if args.out:
-        import json
-
-        from backends.core import write_atomic
-
-        write_atomic(args.out, json.dumps(doc, indent=2) + "\n")
     if args.json:
         import json
 
-        sys.stdout.write(json.dumps(doc) + "\n")
+        sys.stdout.write(json.dumps(outcome.to_json()) + "\n")
     else:
-        sys.stdout.write(format_table(doc["cells"], doc["run"]) + "\n")
-    return 1 if nothing_answered(doc["cells"]) else 0
+        sys.stdout.write(format_table(list(outcome.cells), outcome.run) + "\n")
+    if outcome.all_failed is not None:
+        from backends.core import escaped
 
-
-def nothing_answered(cells: list[dict]) -> bool:
-    """A run where every measured request failed (a server that answers nothing usable) is a failed
-    run: one line names the first error, and the exit code is 1."""
-    from backends.core import escaped
-
-    if not cells or any(c.get("errors", 0) < c.get("requests", 0) or not c.get("requests") for c in cells):
-        return False
-    sys.stderr.write(f"ddtune: error: every request failed; the first: {escaped(cells[0].get('first_error') or '?')}\n")
-    return True
+        sys.stderr.write(f"ddtune: error: every request failed; the first: {escaped(outcome.all_failed)}\n")
+        return 1
+    return 0
 
 
 class ProgressBar:

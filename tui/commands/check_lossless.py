@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from tui.commands._options import add_server_options, count_option
+
+if TYPE_CHECKING:
+    from workloads.grading import LosslessReport
 
 HELP = "check that speculative decoding leaves greedy (temperature 0) outputs unchanged"
 EXAMPLES = """\
@@ -20,7 +24,7 @@ else by whitespace-split words. Exit 0: no prompt diverged; 1: some did; 2: bad 
 recipe: docs/lossless.md
 """
 
-DEFAULT_PROMPTS = 16
+DEFAULT_PROMPTS = 16       # workloads/grading/lossless_check.py's defaults, named in --help
 DEFAULT_MAX_TOKENS = 256
 
 
@@ -38,103 +42,51 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import asyncio
-    import dataclasses
-    import os
+    import json
 
-    from backends.core import UsageError, check_output
     from tui.commands._options import server_url
-    from workloads.grading import (baseline_doc, baseline_prompts, check_matches, compare_outputs, load_problems,
-                                   read_baseline, record_outputs, write_baseline)
+    from workloads.grading import LosslessSpec, check_lossless
 
-    if args.baseline and args.save_baseline:
-        raise UsageError("--baseline checks against a baseline, --save-baseline records one: give one of them",
-                         hint="record with speculation off (--save-baseline), then check each config (--baseline)")
-    if args.save_baseline:
-        if not os.path.isdir(os.path.dirname(os.path.abspath(args.save_baseline))):
-            raise UsageError(f"--save-baseline {args.save_baseline}: its directory does not exist",
-                             hint="create the directory or pick another path")
-        check_output(args.save_baseline)  # a link or another user's folder: refused before the server is asked
-    url, api_key = server_url(args)
-    baseline = read_baseline(args.baseline) if args.baseline else None
-    if baseline is not None and args.max_tokens is not None and args.max_tokens != baseline.max_tokens:
-        raise UsageError(f"--max-tokens {args.max_tokens}: the baseline was recorded with {baseline.max_tokens}",
-                         hint="leave --max-tokens out to use the baseline's, or record a new baseline")
-    n = args.prompts or (len(baseline.outputs) if baseline else DEFAULT_PROMPTS)
-    if baseline is not None and n > len(baseline.outputs):
-        raise UsageError(f"--prompts {n}: only {len(baseline.outputs)} in the baseline {baseline.path}",
-                         hint="use fewer prompts, or record a baseline with more (--save-baseline FILE --prompts N)")
-    if baseline is not None and n < len(baseline.outputs):  # the first N of the baseline's prompts
-        baseline = dataclasses.replace(baseline, outputs=baseline.outputs[:n])
-    max_tokens = baseline.max_tokens if baseline else (args.max_tokens or DEFAULT_MAX_TOKENS)
-    items = baseline_prompts(load_problems(), n)
-
-    def admit(ident: dict) -> None:
-        """Stop before sending anything when the server and the request do not fit together."""
-        if baseline is not None:
-            check_matches(baseline, ident["model"], items)
-            return
-        if ident["speculative"]:
-            raise UsageError(f"the server runs speculative decoding ({ident['algorithm']}): a check compares it "
-                             "with a baseline recorded with speculation off",
-                             hint="pass --baseline FILE; record FILE first with '--save-baseline FILE' against "
-                                  "the server with speculation off (docs/lossless.md)")
-        if not args.save_baseline:
-            what = ("the server runs without speculation" if ident["speculative"] is False
-                    else "the server's /server_info cannot be read, so whether it speculates is unknown")
-            raise UsageError(f"nothing to compare: {what} and no --baseline was given",
-                             hint="record this server's outputs as the baseline with --save-baseline FILE, "
-                                  "or check a speculative server with --baseline FILE")
-
-    progress = _Progress(sys.stderr)
-    ident, outputs, unit = asyncio.run(record_outputs(url, api_key, items, max_tokens, admit, progress.update))
-    progress.close()
-    if baseline is None:
-        write_baseline(args.save_baseline, baseline_doc(ident, outputs, unit, max_tokens, url))
-        if ident["speculative"] is None:
-            sys.stderr.write("warning: /server_info unreadable: make sure speculation was off for this baseline\n")
-        summary = {"saved_baseline": args.save_baseline, "prompts": len(outputs), "max_tokens": max_tokens,
-                   "unit": unit, "model": ident["model"]}
-        if args.json:
-            import json
-
-            sys.stdout.write(json.dumps(summary) + "\n")
-        else:
-            sys.stdout.write(f"baseline of {len(outputs)} prompts x {max_tokens} max tokens ({_unit(unit)}) from "
-                             f"{ident['model']} saved to {args.save_baseline}\n")
-        return 0
-    report = compare_outputs(baseline, outputs, unit)
-    report.update(server={"url": url, "speculative": ident["speculative"], "algorithm": ident["algorithm"],
-                          "version": ident["version"]})
-    if args.json:
-        import json
-
-        sys.stdout.write(json.dumps(report) + "\n")
+    if args.baseline and args.save_baseline:  # before the server is looked for
+        spec = LosslessSpec("", baseline=args.baseline, save_baseline=args.save_baseline)
     else:
-        sys.stdout.write(format_report(report) + "\n")
-    return 1 if report["diverged"] else 0
+        url, api_key = server_url(args)
+        spec = LosslessSpec(url, api_key, args.prompts, args.max_tokens, args.baseline, args.save_baseline)
+    progress = _Progress(sys.stderr)
+    try:
+        outcome = check_lossless(spec, lambda e: progress.update(e.done, e.total))
+    finally:
+        progress.close()
+    if outcome.unsure_spec:
+        sys.stderr.write("warning: /server_info unreadable: make sure speculation was off for this baseline\n")
+    if args.json:
+        sys.stdout.write(json.dumps(outcome.to_json()) + "\n")
+    elif outcome.report is None:
+        sys.stdout.write(f"baseline of {outcome.prompts} prompts x {outcome.max_tokens} max tokens "
+                         f"({_unit(outcome.unit)}) from {outcome.model} saved to {outcome.saved}\n")
+    else:
+        sys.stdout.write(format_report(outcome.report) + "\n")
+    return 1 if outcome.diverged else 0
 
 
 def _unit(unit: str) -> str:
     return "by token id" if unit == "token_ids" else "by whitespace-split word: the server returned no output_ids"
 
 
-def format_report(report: dict) -> str:
-    server = report["server"]
+def format_report(report: LosslessReport) -> str:
+    server = report.server
     spec = server.get("algorithm") or ("no speculation" if server.get("speculative") is False else "speculation ?")
-    lines = [f"lossless check: {report['prompts']} prompts x {report['max_tokens']} max tokens, {spec} at "
-             f"{server['url']} vs baseline {report['baseline']} ({report['model']}); compared {_unit(report['unit'])}"]
-    width = max(len(r["id"]) for r in report["results"])
-    for r in report["results"]:
-        if r["diverged"]:
-            what = (f"DIVERGES at position {r['first_difference']} (baseline {r['baseline_tokens']}, "
-                    f"now {r['tokens']} tokens)")
+    lines = [f"lossless check: {report.prompts} prompts x {report.max_tokens} max tokens, {spec} at "
+             f"{server['url']} vs baseline {report.baseline} ({report.model}); compared {_unit(report.unit)}"]
+    width = max(len(r.id) for r in report.results)
+    for r in report.results:
+        if r.diverged:
+            what = f"DIVERGES at position {r.first_difference} (baseline {r.baseline_tokens}, now {r.tokens} tokens)"
         else:
-            what = f"same ({r['tokens']} tokens)"
-        lines.append(f"  {r['id']:<{width}}  {what}")
-    rate = report["divergence_rate"]
-    lines.append(f"diverged: {report['diverged']}/{report['prompts']} prompts ({rate:.0%})"
-                 + ("" if report["diverged"] else ": lossless on these prompts"))
+            what = f"same ({r.tokens} tokens)"
+        lines.append(f"  {r.id:<{width}}  {what}")
+    lines.append(f"diverged: {report.diverged}/{report.prompts} prompts ({report.divergence_rate:.0%})"
+                 + ("" if report.diverged else ": lossless on these prompts"))
     return "\n".join(lines)
 
 

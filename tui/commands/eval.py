@@ -40,78 +40,42 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import asyncio
     import json
 
-    from backends.core import UsageError, check_output
-    from workloads.grading import load_problems, read_responses, regrade, summarize
+    from workloads.grading import EvalSpec, run_eval
 
-    if args.out:
-        check_output(args.out)  # refused now (a link, another user's folder), not after the grading
-    problems = load_problems()
     if args.regrade:
-        if args.resume:
-            raise UsageError("--regrade and --resume do not go together",
-                             hint="--regrade grades saved answers offline; --resume asks the server again")
-        found = read_responses(args.regrade)
-        if found.torn_line is not None:
-            sys.stderr.write(f"{args.regrade}: skipped a torn last line (line {found.torn_line}): "
-                             "the run was interrupted while writing it\n")
-        if found.long_note is not None:
-            sys.stderr.write(found.long_note + "\n")
-        grades = asyncio.run(regrade(found.records, problems))
-        doc = {"results": [g.to_json() for g in grades], "summary": summarize(grades),
-               "skipped": {"non_coding": found.non_coding, "not_kept": found.not_kept,
-                           "torn_last_line": found.torn_line}}
-        if args.out:
-            _write_json(args.out, doc)
-        if args.json:
-            sys.stdout.write(json.dumps(doc) + "\n")
-        else:
-            _print_grades(doc)
-            _print_skipped(found)
-        return 0
+        spec = EvalSpec(regrade=args.regrade, resume=args.resume, out=args.out)
+    else:
+        from tui.commands._options import server_url
 
-    from tui.commands._options import server_url
-    from workloads.grading import run_eval
-
-    url, api_key = server_url(args)
+        url, api_key = server_url(args)
+        spec = EvalSpec(url, api_key, tuple(args.problems) if args.problems else None, args.max_tokens,
+                        args.concurrency, args.resume, out=args.out)
+    quiet = args.json or args.regrade
     try:
-        doc = asyncio.run(run_eval(url, api_key=api_key, problem_ids=args.problems, max_tokens=args.max_tokens,
-                                   concurrency=args.concurrency, progress=None if args.json else _progress,
-                                   resume=args.resume))
+        outcome = run_eval(spec, None if quiet else
+                           lambda e: sys.stderr.write(f"[{e.done}/{e.total}] {e.grade.problem}: {e.grade.verdict}\n"))
     except KeyboardInterrupt:
         from tui.commands._resume import say_interrupted
 
         return say_interrupted("eval")
-    if args.out:
-        _write_json(args.out, doc)
+    for note in outcome.notes:
+        sys.stderr.write(note + "\n")
+    doc = outcome.to_json()
     if args.json:
         sys.stdout.write(json.dumps(doc) + "\n")
+        return 0
+    _print_grades(doc)
+    if outcome.skipped is not None:
+        if outcome.skipped.non_coding:
+            sys.stdout.write(f"skipped {outcome.skipped.non_coding} non-coding responses (plain bench prompts)\n")
+        if outcome.skipped.not_kept:
+            sys.stdout.write(f"skipped {outcome.skipped.not_kept} responses of attempts whose cell or problem was "
+                             "not kept (killed mid-run, then redone)\n")
     else:
-        _print_grades(doc)
-        sys.stdout.write(f"raw responses: {doc['run_dir']}/responses.jsonl\n")
+        sys.stdout.write(f"raw responses: {outcome.run_dir}/responses.jsonl\n")
     return 0
-
-
-def _progress(done: int, total: int, grade) -> None:
-    sys.stderr.write(f"[{done}/{total}] {grade.problem}: {grade.verdict}\n")
-
-
-def _print_skipped(found) -> None:
-    if found.non_coding:
-        sys.stdout.write(f"skipped {found.non_coding} non-coding responses (plain bench prompts)\n")
-    if found.not_kept:
-        sys.stdout.write(f"skipped {found.not_kept} responses of attempts whose cell or problem was not kept "
-                         "(killed mid-run, then redone)\n")
-
-
-def _write_json(path: str, doc: dict) -> None:
-    import json
-
-    from backends.core import write_atomic
-
-    write_atomic(path, json.dumps(doc, indent=2) + "\n")
 
 
 def _print_grades(doc: dict) -> None:

@@ -60,7 +60,7 @@ def _span(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def status_line(s) -> str:
+def status_line(s) -> str:  # s: the engine's LoadStats
     v = s.verdicts
     graded = sum(v.values())
     one, roll = s.window_1s, s.window_roll
@@ -74,44 +74,48 @@ def status_line(s) -> str:
 
 
 def run(args) -> int:
-    import asyncio
     import json
+    from typing import assert_never
 
-    from backends.core import ServerError
     from tui.commands._options import server_log, server_url
-    from tui.commands._traffic import say_skipped
-    from workloads.live import RequestFinished, StatsUpdated, load_work, run_load
+    from workloads.bench import SetSkipped
+    from workloads.live import (LoadPaused, LoadResumed, LoadSpec, LoadStopped, RequestDone, StatsUpdated,
+                                run_load)
 
-    work = load_work(args.prompts, args.problems)  # a bad source or id is refused before anything is sent
-    say_skipped({work.name: work.prompts})
     url, api_key = server_url(args)
+    spec = LoadSpec(url, api_key, args.concurrency, args.max_tokens, args.duration, args.prompts,
+                    tuple(args.problems) if args.problems else None, args.window, server_log(args, url))
     out = sys.stdout
 
-    def on_event(event) -> None:
-        if args.json:
-            return
-        if isinstance(event, StatsUpdated):
-            out.write(status_line(event.stats) + "\n")
-        elif isinstance(event, RequestFinished) and args.show_requests:
-            r = event.result
-            verdict = event.grade.verdict if event.grade else f"request error: {r.error}"
-            out.write(f"  {event.problem:<16} {verdict:<10} {r.output_tokens:5d} tok  "
-                      f"accept {_f(r.acceptance, '.2f')}  {r.e2e_s * 1000:7.0f} ms\n")
+    def on_event(event: StatsUpdated | RequestDone | LoadPaused | LoadResumed | LoadStopped | SetSkipped) -> None:
+        match event:
+            case SetSkipped(name, read, skipped):
+                sys.stderr.writelines(f"prompts: {line}\n" for line in skipped)
+                sys.stderr.write(f"prompts: {name}: {read} read, {len(skipped)} skipped\n")
+            case StatsUpdated(stats):
+                if not args.json:
+                    out.write(status_line(stats) + "\n")
+            case RequestDone():
+                if args.show_requests and not args.json:
+                    verdict = event.verdict if event.ok else f"request error: {event.detail}"
+                    e2e = _f(event.e2e_s and event.e2e_s * 1000, "7.0f")
+                    out.write(f"  {event.problem:<16} {verdict:<10} {event.tokens:5d} tok  "
+                              f"accept {_f(event.accept_len, '.2f')}  {e2e} ms\n")
+            case LoadPaused() | LoadResumed() | LoadStopped():
+                pass  # the summary at the end says how it stopped
+            case _:
+                assert_never(event)
         out.flush()
 
-    summary = asyncio.run(run_load(url, api_key, concurrency=args.concurrency, max_tokens=args.max_tokens,
-                                   duration_s=args.duration, problems=args.problems, window_s=args.window,
-                                   log_path=server_log(args, url), on_event=on_event, work=work))
+    outcome = run_load(spec, on_event)
     if args.json:
-        out.write(json.dumps(summary) + "\n")
+        out.write(json.dumps(outcome.to_json()) + "\n")
     else:
-        approx = " (approx: counted by chunks)" if summary["token_count"] == "approx" else ""
-        acc = summary.get("acceptance")
+        approx = " (approx: counted by chunks)" if outcome.approx else ""
+        acc = outcome.acceptance
         accept = f", acceptance {acc['total']:.2f} ({acc['source']})" if acc else ""
-        out.write(f"{summary['reason']}: {summary['prompts']}: {summary['finished']} finished, "
-                  f"{summary['errors']} errors, "
-                  f"{_f(summary['output_tok_s'], '.1f')} tok/s overall{approx}{accept}; "
-                  f"responses in {summary['run_dir']}\n")
-    if summary["error"]:
-        raise ServerError(f"the load stopped: {summary['error']}", hint="is the server still up? 'ddtune status'")
+        out.write(f"{outcome.reason}: {outcome.prompts}: {outcome.finished} finished, {outcome.errors} errors, "
+                  f"{_f(outcome.output_tok_s, '.1f')} tok/s overall{approx}{accept}; "
+                  f"responses in {outcome.run_dir}\n")
+    outcome.raise_if_failed()
     return 0

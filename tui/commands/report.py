@@ -36,64 +36,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", metavar="FILE", help="write the report to FILE instead of stdout")
 
 
-def render(runs: list[str], fmt: str) -> str:
-    import json
-
-    from workloads.report import report_text
-
-    runs, searches = expand_searches(runs)
-    text = report_text(runs, fmt)
-    if not searches:
-        return text
-    if fmt == "json":
-        return json.dumps({**json.loads(text), "searches": [doc for doc, _ in searches]}, indent=2) + "\n"
-    if fmt == "md":
-        return "".join(f"# knob search {doc['path']}\n\n" + "\n".join(f"    {line}" for line in lines) + "\n\n"
-                       for doc, lines in searches) + text
-    return text
-
-
-def expand_searches(runs: list[str]) -> tuple[list[str], list[tuple[dict, list[str]]]]:
-    """A knob search folder stands for its rounds (each a sweep folder, reported together) and brings
-    its summary (what ``ddtune search`` printed at the end) with it."""
-    from pathlib import Path
-
-    from backends.core import UsageError
-    from workloads.report import read_run_file, status_of
-
-    out: list[str] = []
-    searches: list[tuple[dict, list[str]]] = []
-    for run in runs:
-        path = Path(run).expanduser()
-        if not (path / "search.json").is_file():
-            out.append(run)
-            continue
-        rounds = sorted(str(p) for p in path.glob("round-*") if (p / "sweep.json").is_file())
-        resume = f"ddtune search --resume --out {run}"
-        if not rounds:
-            raise UsageError(f"{run}: a knob search with no round measured yet", hint=f"continue it: {resume}")
-        out += rounds
-        if (path / "summary.json").is_file():
-            from workloads.search import summary_lines
-
-            summary = read_run_file(path / "summary.json")
-            searches.append(({"path": run, "summary": summary}, summary_lines(summary)))
-        else:
-            status = status_of(read_run_file(path / "search.json"))
-            searches.append(({"path": run, "status": status}, [f"{status}: continue it with `{resume}`"]))
-    return out, searches
-
-
 def run(args) -> int:
-    if args.out:
-        from backends.core import check_output
+    from workloads.report import report
+    from workloads.search import summary_lines
 
-        check_output(args.out)  # refused before the runs are read
-    text = render(args.runs, args.format)
-    if args.out:
-        from backends.core import write_atomic
-
-        write_atomic(args.out, text)
-    else:
+    text = report(args.runs, args.format, summary_lines=summary_lines, out=args.out)
+    if not args.out:
         sys.stdout.write(text)
     return 0

@@ -15,30 +15,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from workloads.live import Comparison, ConfigFigures, Estimate, Ratio, change_pct, config_names
+from workloads.live import Comparison, ConfigFigures
 
 SEP = " │ "
-
-
-def _est(e: Estimate | None, fmt: str) -> str:
-    if e is None:
-        return "-"
-    if e.half_width is None:
-        return format(e.mean, fmt)
-    return f"{format(e.mean, fmt)} ±{format(e.half_width, fmt)}"
-
-
-def _accept(f: ConfigFigures) -> str:
-    """Its acceptance, and where it came from when that was not its requests' own (sglang before
-    0.5.19 puts none on chat): the server's ``counters`` or ``log`` lines, over its windows."""
-    text = _est(f.acceptance, ".2f")
-    return f"{text} ({f.acceptance_source})" if f.acceptance_source in ("counters", "log") else text
-
-
-def _change_style(r: Ratio | None) -> str:
-    if r is None or not r.significant:
-        return ""  # within noise: no colour claims a winner
-    return "bold green" if r.value > 1 else "bold red"
+TREND_STYLE = {1: "bold green", -1: "bold red", 0: ""}  # a change within noise: no colour claims a winner
 
 
 def _parts(f: ConfigFigures, name: str) -> list[tuple[float, Text]]:
@@ -46,8 +26,8 @@ def _parts(f: ConfigFigures, name: str) -> list[tuple[float, Text]]:
     approx = " (approx)" if f.approx else ""
     passed = f"{f.passed}/{f.graded} pass" if f.graded else "- pass"
     return [(0, Text(name or f"#{f.number} {f.name}", style="bold")),
-            (1, Text(f"{_est(f.tok_s, '.0f')} tok/s{approx}")),
-            (3, Text(f"accept {_accept(f)}")),
+            (1, Text(f"{f.tok_text()} tok/s{approx}")),
+            (3, Text(f"accept {f.accept_text()}")),
             (5, Text(f"{f.requests} req")),
             (4, Text(passed))]
 
@@ -69,7 +49,7 @@ GAP = 2
 def _row(tag: str, f: ConfigFigures, name: str, tok: Text, acc: Text) -> list[Text]:
     approx = " approx" if f.approx else ""
     return [Text(tag, style="dim"), Text(name or f"#{f.number} {f.name}", style="bold"),
-            Text(f"{_est(f.tok_s, '.0f')}{approx}"), tok, Text(_accept(f)), acc,
+            Text(f"{f.tok_text()}{approx}"), tok, Text(f.accept_text()), acc,
             Text(f"{f.passed}/{f.graded}" if f.graded else "-"), Text(str(f.requests))]
 
 
@@ -134,14 +114,15 @@ class ABStrip(Widget):
             tag = "baseline" if c.pinned else "now"
             return [*_grid([_row(tag, now, now.name, Text(), Text())], width, self.source)[:height - 1],
                     Text(tail, style="dim")]
-        now_name, ref_name = config_names(now.knobs, ref.knobs)
+        now_name, ref_name = c.names()
         tag = "baseline" if c.pinned else "before"
+        tok_change, acc_change = c.tok_change, c.accept_change
         if height <= 1:
-            tok = Text(f"{change_pct(c.tok_s) or '-'} tok/s vs {ref_name or tag}", style=_change_style(c.tok_s))
+            tok = Text(f"{tok_change.text} tok/s vs {ref_name or tag}", style=TREND_STYLE[tok_change.trend])
             current = _parts(now, now_name)
             return [_fit([*current[:2], (2, tok), *current[2:], *source], width)]
-        tok = Text(change_pct(c.tok_s) or "-", style=_change_style(c.tok_s))
-        acc = Text(change_pct(c.acceptance) or "-", style=_change_style(c.acceptance))
+        tok = Text(tok_change.text, style=TREND_STYLE[tok_change.trend])
+        acc = Text(acc_change.text, style=TREND_STYLE[acc_change.trend])
         return _grid([_row(tag, ref, ref_name, Text(), Text()), _row("now", now, now_name, tok, acc)], width,
                      self.source)
 

@@ -1,13 +1,16 @@
 """``ddtune bench``: the benchmark matrix (prompts x context x concurrency x rate), one durable cell at a time.
 
-The face: ``run_bench(url, BenchPlan(...))`` measures every cell against a server and records the run
-under runs/ (resumable).
+The face: ``run_bench(BenchSpec(...), on_event) -> BenchOutcome`` measures every cell against a server
+and records the run under runs/ (resumable), reporting ``BenchProgress`` and ``SetSkipped`` on its way;
+the plan, and the prompt sets a plan reads (a sweep reads them too).
 """
 
 from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
-    "workloads.bench.plan": ("BenchPlan", "CellKey", "RATES"),
-    "workloads.bench.session": ("load_sets", "run_bench"),
+    "workloads.bench.bench_case": ("BenchOutcome", "BenchSpec", "SetSkipped", "run_bench"),
+    "workloads.bench.matrix": ("BenchProgress",),
+    "workloads.bench.plan": ("BenchPlan", "RATES"),
+    "workloads.bench.session": ("load_sets",),
     "workloads.runs.checks": ("PLAUSIBLE",),  # the bounds of a plan's numbers: the command line's too
 })

@@ -22,7 +22,7 @@ def load_sets(plan: BenchPlan) -> tuple[dict[str, PromptSet], tuple[Problem, ...
     return sets, load_problems() if any(s.graded for s in sets.values()) else ()
 
 
-async def run_bench(url: str, plan: BenchPlan, *, api_key: str | None = None, resume: str | None = None,
+async def bench_run(url: str, plan: BenchPlan, *, api_key: str | None = None, resume: str | None = None,
                     progress: ProgressCallback | None = None, log_path: str | None = None,
                     sets: dict[str, PromptSet] | None = None, gpu_sampler=None) -> dict:
     """Runs (or continues) a bench and returns ``{"run": run.json, "cells": [...]}``."""

@@ -1,13 +1,11 @@
 # The types of what workloads.live offers (its __init__.py loads each module on first use).
 
-from workloads.live.ab import (Comparison as Comparison, ConfigFigures as ConfigFigures, LiveAB as LiveAB,
-                               change_pct as change_pct, config_names as config_names)
+from workloads.live.ab import Comparison as Comparison, ConfigFigures as ConfigFigures, LiveAB as LiveAB
 from workloads.live.baseline import find_no_spec_baseline as find_no_spec_baseline
-from workloads.live.foreground import run_load as run_load
-from workloads.live.load import (LoadPaused as LoadPaused, LoadResumed as LoadResumed, LoadStopped as LoadStopped,
-                                 RequestFinished as RequestFinished, StatsUpdated as StatsUpdated)
-from workloads.live.proc import (LoadProcEvent as LoadProcEvent, LoadProcess as LoadProcess,
-                                 LoadStarted as LoadStarted, RequestDone as RequestDone)
+from workloads.live.foreground import LoadOutcome as LoadOutcome, LoadSpec as LoadSpec, run_load as run_load
+from workloads.live.events import (LoadPaused as LoadPaused, LoadProcEvent as LoadProcEvent,
+                                   LoadResumed as LoadResumed, LoadStarted as LoadStarted, LoadStopped as LoadStopped,
+                                   RequestDone as RequestDone, StatsUpdated as StatsUpdated)
+from workloads.live.proc import LoadProcess as LoadProcess
 from workloads.live.work import load_work as load_work
 from workloads.prompts.sources import BUILTIN_HELP as BUILTIN_HELP
-from workloads.stats.estimate import Estimate as Estimate, Ratio as Ratio

@@ -22,12 +22,41 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from typing import assert_never
+
 from backends.knobs.plan import KnobValue, knob_text
-from workloads.stats.estimate import Estimate, Ratio, from_repeats, ratio
+from workloads.live.events import (LoadPaused, LoadProcEvent, LoadResumed, LoadStarted, LoadStats, LoadStopped,
+                                   RequestDone, StatsUpdated)
 from workloads.live.windows import Window
+from workloads.stats.estimate import Estimate, Ratio, from_repeats, ratio
 
 MAX_CONFIGS = 16   # configurations kept (a pinned baseline is kept beyond that)
 MAX_SAMPLES = 2000  # windows and requests kept per configuration (the latest)
+MIN_MEASURED_S = 0.9  # a rate over less than this after a (re)start reads the requests' TTFT, not the pace
+
+
+def estimate_text(e: Estimate | None, fmt: str) -> str:
+    """``412 ±18``: the mean and its 95% half-width; ``-`` without an estimate."""
+    if e is None:
+        return "-"
+    if e.half_width is None:
+        return format(e.mean, fmt)
+    return f"{format(e.mean, fmt)} ±{format(e.half_width, fmt)}"
+
+
+@dataclass(frozen=True)
+class Change:
+    """A ratio as the strip shows it: ``+12.4% [8.1, 16.7]`` (``-`` without one), and its trend: 1 up,
+    -1 down, 0 within noise (no colour claims a winner)."""
+
+    text: str
+    trend: int
+
+    @classmethod
+    def of(cls, r: Ratio | None) -> Change:
+        if r is None:
+            return cls("-", 0)
+        return cls(change_pct(r) or "-", (1 if r.value > 1 else -1) if r.significant else 0)
 
 
 @dataclass(frozen=True)
@@ -50,6 +79,15 @@ class ConfigFigures:
         shown = " ".join(f"{k}={knob_text(v)}" for k, v in self.knobs.items() if v is not None)
         return shown or f"config {self.number}"
 
+    def tok_text(self) -> str:
+        return estimate_text(self.tok_s, ".0f")
+
+    def accept_text(self) -> str:
+        """Its acceptance, and where it came from when that was not its requests' own (sglang before
+        0.5.19 puts none on chat): the server's ``counters`` or ``log`` lines, over its windows."""
+        text = estimate_text(self.acceptance, ".2f")
+        return f"{text} ({self.acceptance_source})" if self.acceptance_source in ("counters", "log") else text
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -59,6 +97,18 @@ class Comparison:
     pinned: bool                      # a baseline is pinned (with b): the reference, or the current one
     tok_s: Ratio | None               # current / reference
     acceptance: Ratio | None
+
+    def names(self) -> tuple[str, str]:
+        """What tells the current configuration and the reference apart (``config_names``)."""
+        return config_names(self.current.knobs, self.reference.knobs) if self.reference else (self.current.name, "")
+
+    @property
+    def tok_change(self) -> Change:
+        return Change.of(self.tok_s)
+
+    @property
+    def accept_change(self) -> Change:
+        return Change.of(self.acceptance)
 
 
 @dataclass
@@ -137,6 +187,24 @@ class LiveAB:
             return False
         self._pending = _Config(current.number + 1, dict(knobs), label)
         return True
+
+    def observe(self, event: LoadProcEvent) -> LoadStats | None:
+        """One event of the load: the A/B takes what it needs of it; a tick worth plotting (the load
+        runs, and its 1 s rate covers a second at least) comes back."""
+        match event:
+            case StatsUpdated(stats):
+                self.add_window(stats.last_window)
+                if not stats.paused and stats.window_1s.measured_s >= MIN_MEASURED_S:
+                    return stats
+            case RequestDone(ok=ok, verdict=verdict, accept_len=accept_len):
+                self.add_request(ok, verdict, accept_len)
+            case LoadStarted() | LoadResumed():
+                self.resume()
+            case LoadPaused() | LoadStopped():
+                self.pause()
+            case _:
+                assert_never(event)
+        return None
 
     def pause(self) -> None:
         self._paused = True

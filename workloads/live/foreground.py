@@ -1,8 +1,11 @@
-"""The live load in the foreground, without the console: ``ddtune load``.
+"""The live load in the foreground, without the console: ``ddtune load``, as one call:
+``run_load(LoadSpec(...), on_event) -> LoadOutcome``.
 
 The same LoadEngine as the console's load worker (workloads/live/worker.py), in this process and
 recorded as one run (kind ``load``) under runs/: its provenance, every raw response, and at the end
-the summary ``ddtune load --json`` prints. The caller prints what it wants of the events.
+the summary ``ddtune load --json`` prints. The caller prints what it wants of the events: the
+engine's (workloads/live/events.py) and, before anything is sent, ``SetSkipped`` for the records its
+prompt source could not read.
 """
 
 from __future__ import annotations
@@ -11,19 +14,88 @@ import asyncio
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 
+from backends.core.errors import ServerError
+from workloads.bench.bench_case import SetSkipped
 from workloads.client.stream import StreamingClient
-from workloads.live.load import LoadEngine, LoadEvent, LoadStopped
+from workloads.live.events import LoadEvent, LoadStopped
+from workloads.live.load import LoadEngine
 from workloads.live.record import load_summary
 from workloads.live.work import LoadWork, load_work
 from workloads.runs.provenance import host_provenance, server_provenance
 from workloads.runs.store import RunStore
 
 
-async def run_load(url: str, api_key: str | None, *, concurrency: int, max_tokens: int,
+@dataclass(frozen=True)
+class LoadSpec:
+    url: str
+    api_key: str | None
+    concurrency: int
+    max_tokens: int = 2048
+    duration_s: float | None = None    # None: until SIGINT or SIGTERM
+    prompts: str | None = None         # the source (default: the coding problems)
+    problems: tuple[str, ...] | None = None  # the ids to cycle through (default: all)
+    window_s: float = 5.0
+    log_path: str | None = None        # the server's log (acceptance's last source)
+
+
+@dataclass(frozen=True)
+class LoadOutcome:
+    """The run's summary: what run.json's ``summary`` holds and ``--json`` prints (``to_json``, the
+    same keys in the same order as ever)."""
+
+    reason: str                       # "duration", "interrupted", "server-unreachable", ...
+    error: str | None
+    elapsed_s: float
+    finished: int
+    errors: int
+    output_tokens: int
+    output_tok_s: float | None
+    verdicts: dict[str, int]
+    cancelled: int
+    acceptance: dict | None           # {"total", "source", and "tokens"/"verify_calls" or "weight"}
+    run_dir: str
+    prompts: str                      # the prompt source
+    token_count: str                  # "exact", or "approx" (counted by chunks)
+    window_s: float
+    windows: tuple[dict, ...]         # the closed windows
+
+    @property
+    def approx(self) -> bool:
+        return self.token_count == "approx"
+
+    def to_json(self) -> dict:
+        doc = {f.name: getattr(self, f.name) for f in fields(self)}
+        doc["windows"] = list(self.windows)
+        return doc
+
+    def raise_if_failed(self) -> None:
+        """A load the server stopped (unreachable, or it failed) is a failed run: ServerError."""
+        if self.error:
+            raise ServerError(f"the load stopped: {self.error}", hint="is the server still up? 'ddtune status'")
+
+
+LoadCliEvent = LoadEvent | SetSkipped
+
+
+def run_load(spec: LoadSpec, on_event: Callable[[LoadCliEvent], object] | None = None) -> LoadOutcome:
+    """The load the spec asks for, in this process (blocking). A bad source or unknown ids raise
+    UsageError before anything is sent."""
+    emit = on_event or (lambda event: None)
+    work = load_work(spec.prompts, spec.problems)
+    if work.prompts.skipped:
+        emit(SetSkipped(work.name, len(work.prompts.records), tuple(work.prompts.skipped)))
+    return asyncio.run(load_foreground(spec.url, spec.api_key, concurrency=spec.concurrency,
+                                          max_tokens=spec.max_tokens, duration_s=spec.duration_s,
+                                          problems=list(spec.problems or ()) or None, window_s=spec.window_s,
+                                          log_path=spec.log_path, on_event=emit, work=work))
+
+
+async def load_foreground(url: str, api_key: str | None, *, concurrency: int, max_tokens: int,
                    duration_s: float | None = None, problems: list[str] | None = None, window_s: float = 5.0,
-                   log_path: str | None = None, on_event: Callable[[LoadEvent], None] | None = None,
-                   prompts: str | None = None, work: LoadWork | None = None) -> dict:
+                   log_path: str | None = None, on_event: Callable[[LoadEvent], object] | None = None,
+                   prompts: str | None = None, work: LoadWork | None = None) -> LoadOutcome:
     """Keep ``concurrency`` prompts of ``prompts`` (default: the coding problems) in flight (those
     ``problems`` names, default all) for ``duration_s`` (None: until SIGINT or SIGTERM, which stop it
     cleanly: what is answered is graded and the run is written); the run's summary. A bad source or
@@ -59,5 +131,6 @@ async def run_load(url: str, api_key: str | None, *, concurrency: int, max_token
                    "prompts": work.name,
                    "token_count": "approx" if engine.windows.approx_seen else "exact",
                    "window_s": window_s, "windows": [w.to_json() for w in engine.windows.closed]}
-        store.update_run(status="failed" if stop.error else "done", finished_at=time.time(), summary=summary)
-        return summary
+        outcome = LoadOutcome(**{**summary, "windows": tuple(summary["windows"])})
+        store.update_run(status="failed" if stop.error else "done", finished_at=time.time(), summary=outcome.to_json())
+        return outcome

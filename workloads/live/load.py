@@ -5,7 +5,7 @@ callback (``on_event``) or through ``events()``, an async iterator. Rates come f
 engine (workloads/live/windows.py): the 1 s and the rolling ``roll_s`` (5 s) rate of streamed
 tokens, and closed ``roll_s`` windows; acceptance in a window is tokens / verify steps of the
 requests that finished in it (never the server's lifetime average). ``pause()`` cancels the
-requests in flight (each reported as RequestCancelled, never as an error) and sends nothing until
+requests in flight (each reported as a RequestDone ``cancelled``, never as an error) and sends nothing until
 ``resume()``: the console pauses the load while it restarts the server.
 
 The prompts are any set's records (workloads/prompts), each sent as its source wrote it, in turn;
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
 from collections.abc import AsyncIterator, Callable
 
 from backends.logs.span import decode_since, log_end
@@ -26,85 +25,17 @@ from backends.logs.acceptance import SpecCounters
 from workloads.client.result import RequestResult
 from workloads.client.stream import StreamingClient
 from workloads.grading.evaluate import VERDICTS, Grade, RawResponse, grade_async
-from workloads.live.windows import LiveWindows, Window, WindowStats
+from workloads.live.events import LoadEvent, LoadPaused, LoadResumed, LoadStats, LoadStopped, RequestDone, StatsUpdated
+from workloads.live.windows import LiveWindows
 from workloads.grading.problems import Problem
 from workloads.prompts.records import PromptRecord
 from workloads.runs.store import RunStore
 
 
-@dataclass(frozen=True)
-class LoadStats:
-    elapsed_s: float
-    concurrency: int
-    in_flight: int
-    finished: int
-    errors: int
-    output_tokens: int
-    window_1s: WindowStats
-    window_roll: WindowStats          # the rolling window the plots and status lines show (5 s by default)
-    verdicts: dict[str, int] = field(default_factory=dict)
-    cancelled: int = 0   # requests cut off by pause(): neither finished nor errors
-    paused: bool = False
-    last_window: Window | None = None  # the latest closed roll_s window
-    # the run's acceptance so far, as tokens over verify calls: the requests' own (source "request"),
-    # else the server's counters since the load's first reading ("counters"), else its Decode batch lines'
-    # accept len x #running-req over #running-req ("log"); None: none of them
-    accept_tokens: float = 0.0
-    accept_verify: float = 0.0
-    accept_source: str | None = None
-
-    @property
-    def acceptance(self) -> float | None:
-        return self.accept_tokens / self.accept_verify if self.accept_verify > 0 else None
-
-
-@dataclass(frozen=True)
-class RequestFinished:
-    problem: str
-    result: RequestResult
-    grade: Grade | None
-
-
-@dataclass(frozen=True)
-class RequestCancelled:
-    """A request in flight when the load was paused: cut off on purpose, not an error."""
-
-    problem: str
-    tokens: int  # streamed before it was cut off (already counted in the windows)
-
-
-@dataclass(frozen=True)
-class LoadPaused:
-    """Every request that was in flight has been cancelled (and reported); none is sent until resume()."""
-
-    cancelled: int
-    stats: LoadStats
-
-
-@dataclass(frozen=True)
-class LoadResumed:
-    stats: LoadStats
-
-
-@dataclass(frozen=True)
-class StatsUpdated:
-    stats: LoadStats
-
-
-@dataclass(frozen=True)
-class LoadStopped:
-    reason: str  # "duration", "stopped", "interrupted", "server-unreachable"
-    error: str | None
-    stats: LoadStats
-
-
-LoadEvent = RequestFinished | RequestCancelled | StatsUpdated | LoadPaused | LoadResumed | LoadStopped
-
-
 class LoadEngine:
     def __init__(self, client: StreamingClient, records: tuple[PromptRecord, ...], *, concurrency: int,
                  problems: tuple[Problem, ...] = (), prompts: str = "coding",
-                 max_tokens: int = 2048, on_event: Callable[[LoadEvent], None] | None = None,
+                 max_tokens: int = 2048, on_event: Callable[[LoadEvent], object] | None = None,
                  store: RunStore | None = None, tick_s: float = 1.0, grade: bool = True,
                  unreachable_limit: int = 3, clock: Callable[[], float] = time.monotonic,
                  roll_s: float = 5.0, log_path: str | None = None) -> None:
@@ -124,7 +55,7 @@ class LoadEngine:
         self.roll_s = roll_s
         self.windows = LiveWindows(clock(), roll_s)
         self._ended: float | None = None  # when the load stopped sending (grading may go on after)
-        self._listeners: list[Callable[[LoadEvent], None]] = [on_event] if on_event else []
+        self._listeners: list[Callable[[LoadEvent], object]] = [on_event] if on_event else []
         self._stop = asyncio.Event()
         self._stop_reason = "stopped"
         self._stop_error: str | None = None
@@ -185,7 +116,7 @@ class LoadEngine:
         return not self._sending.is_set()
 
     async def pause(self) -> int:
-        """Send nothing new and cancel every request in flight; each is reported as RequestCancelled
+        """Send nothing new and cancel every request in flight; each is reported (``cancelled``)
         before LoadPaused. Returns how many were cancelled. Grading of answers already in goes on."""
         if self.paused or self._stop.is_set():
             return 0
@@ -237,7 +168,7 @@ class LoadEngine:
         finally:
             self._listeners.remove(queue.put_nowait)
 
-    def add_listener(self, listener: Callable[[LoadEvent], None]) -> None:
+    def add_listener(self, listener: Callable[[LoadEvent], object]) -> None:
         self._listeners.append(listener)
 
     def _emit(self, event: LoadEvent) -> None:
@@ -356,7 +287,8 @@ class LoadEngine:
             turn = None
             if request.cancelled():
                 self._cancelled += 1
-                self._emit(RequestCancelled(record.id, streamed[0]))
+                self._emit(RequestDone(record.id, False, streamed[0], 0.0, None, None, None, "cancelled",
+                                          "cancelled: the load was paused"))
                 continue
             result = request.result()
             if result.ok and index < len(record.followups):  # the live reply goes back with the next turn
@@ -373,7 +305,7 @@ class LoadEngine:
         if not result.ok:
             self._errors += 1
             self._unreachable = self._unreachable + 1 if result.unreachable else 0
-            self._emit(RequestFinished(record.id, result, None))
+            self._emit(_done(record.id, result, None))
             if self._unreachable >= self.unreachable_limit:
                 self.stop("server-unreachable", result.error)
             elif result.unreachable:
@@ -386,7 +318,7 @@ class LoadEngine:
             self._spec_tokens += result.output_tokens
             self._spec_verify += result.verify_steps
         if not self.grade or problem is None:
-            self._emit(RequestFinished(record.id, result, None))
+            self._emit(_done(record.id, result, None))
             return
         # Grade in the background: the worker goes straight back to keeping C requests in flight.
         task = asyncio.ensure_future(self._grade(problem, result))
@@ -397,4 +329,11 @@ class LoadEngine:
         raw = RawResponse(problem.id, result.content, result.reasoning_content, result.finish_reason)
         grade = await grade_async(problem, raw, gate=self._gate)
         self._verdicts[grade.verdict] = self._verdicts.get(grade.verdict, 0) + 1
-        self._emit(RequestFinished(problem.id, result, grade))
+        self._emit(_done(problem.id, result, grade))
+
+
+def _done(problem: str, result: RequestResult, grade: Grade | None) -> RequestDone:
+    """A finished or failed request as the load reports it (the worker sends the same record)."""
+    return RequestDone(problem, result.ok, result.output_tokens, result.decode_tok_s or 0.0, result.acceptance,
+                       result.ttft_s, result.e2e_s, grade.verdict if grade else ("error" if not result.ok else "-"),
+                       grade.detail if grade else result.error)

@@ -12,8 +12,9 @@ and turns its stdout into typed, frozen events::
     load.pause("restart"); load.resume()    # around a server restart: in-flight requests come back "cancelled"
     await load.stop("stopped")
 
-StatsUpdated and LoadStopped are the engine's own records (workloads/live/load.py), rebuilt from the
-wire as the engine made them, so the figures are the in-process engine's. ``stop`` asks, closes
+The events are the engine's own records (workloads/live/events.py), rebuilt from the wire as the
+engine made them (workloads/live/wire.py derives the format from them and checks every field read),
+so the figures are the in-process engine's. ``stop`` asks, closes
 stdin, waits ``grace_s``, then signals only what backends/launch/ownership.py proves is ours (the recorded
 pid, its group and its create time; the graders as its descendants), never anything by name.
 """
@@ -21,97 +22,26 @@ pid, its group and its create time; the graders as its descendants), never anyth
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from collections.abc import AsyncIterator
 
 import psutil
 
 from backends.core.apikey import ENV_KEY
 from backends.launch.ownership import SAME_START_S, NotOurs, Owned, StopReport, owned, signal_owned, stop_owned
-from workloads.live.load import LoadPaused, LoadResumed, LoadStats, LoadStopped, StatsUpdated
-from workloads.live.windows import Window, WindowStats
+from workloads.live.events import (DecodeRead, LoadCommand, LoadPaused, LoadProcEvent, LoadResumed, LoadStopped,
+                                   PauseLoad, ResumeLoad, Settings, StatsUpdated, StopLoad, empty_stats)
+from workloads.live.wire import decode_event, encode
 
 # ``-P`` (3.11+): the worker imports ddtune from the interpreter's own sys.path (its site-packages
 # and the PYTHONPATH it inherits), as this process did; without it ``-m`` would put the working
 # directory first, and a user's ./workloads or ./backends folder would run instead of ddtune.
 WORKER = ("-P", "-m", "workloads.live.worker")
-
-
-@dataclass(frozen=True)
-class LoadStarted:
-    pid: int
-    concurrency: int
-    problems: tuple[str, ...]    # the ids of the prompts it cycles through (the first thousand)
-    run_dir: str | None = None   # where this configuration's run is recorded (record=True)
-    prompts: str = "coding"      # the prompt source
-
-
-@dataclass(frozen=True)
-class RequestDone:
-    """One request the load finished, failed or cancelled (a pause), with its grade's verdict:
-    pass/fail/error/timeout/no_code/truncated, ``error`` (the request failed: ``ok`` is False),
-    ``cancelled`` (cut off by a pause), or ``-`` (ungraded). ``detail``: the grade's detail or the
-    request's error."""
-
-    problem: str
-    ok: bool                    # the request itself completed (graded or not); False: failed or cancelled
-    tokens: int                 # output tokens (streamed so far, for a cancelled one)
-    tok_s: float                # this stream's decode rate (0.0 when unknown)
-    accept_len: float | None
-    ttft_s: float | None
-    e2e_s: float | None
-    verdict: str
-    detail: str | None
-
-    def row(self) -> dict:
-        """The console's request-table row."""
-        return {"problem": self.problem, "tokens": self.tokens, "tok_s": self.tok_s,
-                "accept_len": self.accept_len, "ttft_s": self.ttft_s, "verdict": self.verdict,
-                "detail": self.detail}  # why it failed (the grader's line or the error): Enter shows it
-
-
-LoadProcEvent = LoadStarted | StatsUpdated | RequestDone | LoadPaused | LoadResumed | LoadStopped
-
-
-def empty_stats(concurrency: int, roll_s: float = 5.0) -> LoadStats:
-    return LoadStats(0.0, concurrency, 0, 0, 0, 0, WindowStats(1.0, 0.0, None, 0), WindowStats(roll_s, 0.0, None, 0))
-
-
-def stats_from_json(raw: dict) -> LoadStats:
-    """LoadStats exactly as the worker's engine made it (JSON round-trips floats exactly)."""
-    fields = dict(raw)
-    for key in ("window_1s", "window_roll"):
-        fields[key] = WindowStats(**fields[key])
-    if fields.get("last_window") is not None:
-        fields["last_window"] = Window(**fields["last_window"])
-    return LoadStats(**fields)
-
-
-def decode(record: dict, concurrency: int) -> LoadProcEvent | None:
-    """One wire record as its event; None for a kind this side does not know."""
-    kind = record.get("event")
-    stats = stats_from_json(record["stats"]) if record.get("stats") else empty_stats(concurrency, 5.0)
-    if kind == "stats":
-        return StatsUpdated(stats)
-    if kind == "request":
-        return RequestDone(record["problem"], record["ok"], record["tokens"], record["tok_s"], record["accept_len"],
-                           record["ttft_s"], record["e2e_s"], record["verdict"], record["detail"])
-    if kind == "started":
-        return LoadStarted(record["pid"], record["concurrency"], tuple(record["problems"]), record.get("run_dir"),
-                           str(record.get("prompts") or "coding"))
-    if kind == "paused":
-        return LoadPaused(record["cancelled"], stats)
-    if kind == "resumed":
-        return LoadResumed(stats)
-    if kind == "stopped":
-        return LoadStopped(record["reason"], record["error"], stats)
-    return None
 
 
 def worker_env(api_key: str | None) -> dict[str, str]:
@@ -181,11 +111,8 @@ class LoadProcess:
             self.create_time = psutil.Process(self.pid).create_time()
         except psutil.NoSuchProcess:
             self.create_time = None
-        settings = {"url": url, "api_key": api_key, "concurrency": concurrency, "max_tokens": max_tokens,
-                    "problems": list(problems) if problems else None, "tick_s": self.tick_s, "record": record,
-                    "prompts": prompts,
-                    "window_s": self.window_s}
-        self._send(settings)
+        self._send(Settings(url, api_key, concurrency, max_tokens, tuple(problems) if problems else None,
+                            self.tick_s, record, self.window_s, prompts))
         self._readers = [asyncio.ensure_future(self._read_events()), asyncio.ensure_future(self._read_stderr())]
 
     async def events(self) -> AsyncIterator[LoadProcEvent]:
@@ -199,16 +126,16 @@ class LoadProcess:
     def pause(self, why: str = "restart") -> None:
         """Stop sending new requests and cancel those in flight (RequestDone ``cancelled``, then
         LoadPaused); the recorded run of this configuration ends ``interrupted (why)``."""
-        self._send({"cmd": "pause", "why": why})
+        self._send(PauseLoad(why))
 
     def resume(self) -> None:
-        self._send({"cmd": "resume"})
+        self._send(ResumeLoad())
 
     def decode(self, t: float, accept_len: float | None, running_req: int) -> None:
         """One of the server's decode lines, from the session's one log tail: the windows' acceptance
         where neither the requests nor the counters carry it (``t``: monotonic, one clock for both)."""
         if accept_len is not None and running_req > 0:
-            self._send({"cmd": "decode", "t": t, "accept_len": accept_len, "running_req": running_req})
+            self._send(DecodeRead(t, accept_len, running_req))
 
     async def stop(self, reason: str = "stopped", grace_s: float = 5.0, term_s: float = 3.0) -> StopReport | None:
         """Ask the worker to stop (it grades the answers already in), close its stdin, wait
@@ -217,7 +144,7 @@ class LoadProcess:
         proc = self._proc
         if proc is None:
             return None
-        self._send({"cmd": "stop", "reason": reason})
+        self._send(StopLoad(reason))
         if proc.stdin is not None and not proc.stdin.is_closing():
             proc.stdin.close()
         report = None
@@ -230,12 +157,12 @@ class LoadProcess:
         return report
 
     # ---- internals ------------------------------------------------------------------------------
-    def _send(self, record: dict) -> None:
+    def _send(self, record: Settings | LoadCommand) -> None:
         stdin = self._proc.stdin if self._proc is not None else None
         if stdin is None or stdin.is_closing():
             return
         try:
-            stdin.write((json.dumps(record) + "\n").encode())
+            stdin.write(encode(record).encode())
         except (BrokenPipeError, ConnectionResetError):
             pass  # the worker is gone; its end arrives as LoadStopped
 
@@ -265,13 +192,13 @@ class LoadProcess:
             if not line:
                 break
             try:
-                event = decode(json.loads(line), self.concurrency)
-            except (ValueError, KeyError, TypeError) as exc:
+                event = decode_event(line)
+            except ValueError as exc:
                 self.stderr_tail.append(f"unreadable event from the load worker: {exc}: {line[:200]!r}")
                 continue
             if isinstance(event, (StatsUpdated, LoadPaused, LoadResumed, LoadStopped)):
                 last = event.stats
-            if event is not None and not self._stopped:
+            if not self._stopped:
                 self._stopped = isinstance(event, LoadStopped)
                 self._queue.put_nowait(event)
         code = await self._proc.wait()

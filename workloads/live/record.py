@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from workloads.live.load import LoadStats
+from workloads.live.events import LoadStats
 from workloads.runs.store import RunStore
 
 
