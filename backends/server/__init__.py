@@ -20,6 +20,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "backends.server.events": ("AlarmCleared", "AlarmRaised", "CommandRefused", "ConfigChanged", "DecodeStats",
                                "FatalSeen", "LogBatch", "NoteAdded", "PhaseChanged", "PidChanged", "SessionEvent",
                                "Settled", "Stopped", "Verified"),
+    "backends.server.inspect": ("LogReport", "inspect_log"),
     "backends.server.lane_gpu": ("lane_shares", "lane_trees", "LaneShare", "LaneTree"),
     "backends.server.lanecontrol": ("stop_lane_servers",),
     "backends.server.lanes": ("lane_servers", "LaneServer", "live_lane_pids"),

@@ -14,6 +14,7 @@ from backends.server.events import (AlarmCleared as AlarmCleared, AlarmRaised as
                                     NoteAdded as NoteAdded, PhaseChanged as PhaseChanged, PidChanged as PidChanged,
                                     SessionEvent as SessionEvent, Settled as Settled, Stopped as Stopped,
                                     Verified as Verified)
+from backends.server.inspect import LogReport as LogReport, inspect_log as inspect_log
 from backends.server.lane_gpu import (lane_shares as lane_shares, lane_trees as lane_trees, LaneShare as LaneShare,
                                       LaneTree as LaneTree)
 from backends.server.lanecontrol import stop_lane_servers as stop_lane_servers
