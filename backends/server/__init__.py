@@ -31,6 +31,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "backends.server.snapshot": ("current_server", "is_alive", "launched_api_key", "record_reason",
                                  "recorded_server"),
     "backends.server.startup": ("Progress", "StartupHistory", "StartupTracker", "WORK_PHASES"),
+    "backends.server.status": ("LaneStatus", "ServerStatus", "server_status"),
     "backends.server.telemetry": ("History", "TelemetrySample", "TelemetryStream"),
     "backends.drivers.registry": ("driver_flags", "DriverFlags"),
     "backends.launch.process": ("port_owner",),

@@ -29,5 +29,7 @@ from backends.server.snapshot import (current_server as current_server, is_alive
                                       recorded_server as recorded_server)
 from backends.server.startup import (Progress as Progress, StartupHistory as StartupHistory,
                                      StartupTracker as StartupTracker, WORK_PHASES as WORK_PHASES)
+from backends.server.status import (LaneStatus as LaneStatus, ServerStatus as ServerStatus,
+                                    server_status as server_status)
 from backends.server.telemetry import (History as History, TelemetrySample as TelemetrySample,
                                        TelemetryStream as TelemetryStream)
