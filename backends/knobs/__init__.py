@@ -11,6 +11,7 @@ from backends.core.faces import lazy_face
 __all__, __getattr__ = lazy_face(__name__, {
     "backends.knobs.config": ("ServerConfig", "load_config", "load_preset", "parse_knob_value", "parse_set",
                               "preset_names"),
+    "backends.knobs.editor": ("KnobForm", "KnobTexts", "check_knob_texts", "knob_form"),
     "backends.knobs.plan": ("DEFAULT_BLOCK_SIZE", "KNOBS", "KnobValue", "as_count", "cross_knob_errors", "knob_spec",
                             "knob_text", "plan_launch"),
     "backends.knobs.serverhelp": ("sglang_version",),

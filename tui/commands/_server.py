@@ -51,10 +51,11 @@ def add_knob_arguments(parser, preset: bool = True) -> None:
 
 def knobs_epilog() -> str:
     """The knob table as --help text: name, what it is and its unit, what "none" leaves."""
-    from backends.knobs import KNOBS
+    from backends.knobs import knob_form
 
-    width = max(len(name) for name in KNOBS) + 2
-    lines = [f"  {spec.name:<{width}}{spec.describe()}" for spec in KNOBS.values()]
+    shipped = knob_form().help
+    width = max(len(name) for name in shipped) + 2
+    lines = [f"  {name:<{width}}{text}" for name, text in shipped.items()]
     return ("\nknobs (--set KNOB=VALUE; a [knob.NAME] declaration in the config adds your own, docs/knobs.md):\n"
             + "\n".join(lines) + "\n")
 
