@@ -17,6 +17,7 @@ it loads a module when one of its names is first used (backends/core/faces.py); 
 from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
+    "backends.server.commands": ("ServerOutcome", "requested_config", "run_server_command"),
     "backends.server.doctor": ("Check", "DoctorReport", "run_doctor"),
     "backends.server.events": ("AlarmCleared", "AlarmRaised", "CommandRefused", "ConfigChanged", "DecodeStats",
                                "FatalSeen", "LogBatch", "NoteAdded", "PhaseChanged", "PidChanged", "SessionEvent",

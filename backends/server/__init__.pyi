@@ -8,6 +8,8 @@ from backends.record.laneports import (bind_clash as bind_clash, ephemeral_note 
 from backends.record.lanes import (assign_ports as assign_ports, Lane as Lane, port_owner_pid as port_owner_pid,
                                    record_move as record_move, save_lane as save_lane)
 from backends.record.state import ServerState as ServerState
+from backends.server.commands import (ServerOutcome as ServerOutcome, requested_config as requested_config,
+                                      run_server_command as run_server_command)
 from backends.server.doctor import Check as Check, DoctorReport as DoctorReport, run_doctor as run_doctor
 from backends.server.events import (AlarmCleared as AlarmCleared, AlarmRaised as AlarmRaised,
                                     CommandRefused as CommandRefused, ConfigChanged as ConfigChanged,

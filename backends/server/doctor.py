@@ -1,7 +1,7 @@
 """``ddtune doctor``'s use case: the setup checked, one typed ``Check`` per line, each problem with its fix.
 
-In order: ddtune's own packages (another distribution's ``presets`` or ``workloads`` ahead of
-ddtune's), the config, the state dir, SGLang's version, the server's ``--help`` and the launch plan
+In order: ddtune's own packages (only when another distribution's ``presets`` or ``workloads``, say,
+is found ahead of ddtune's), the config, the state dir, SGLang's version, the server's ``--help`` and the launch plan
 of the knobs, the port, the recorded server, and (last, ``DoctorReport.gpu``) GPU telemetry. The
 grading sandbox belongs to ``workloads``: the command checks it between the two through its own face.
 """
@@ -32,16 +32,17 @@ class DoctorReport:
         return any(c.ok is False for c in (*self.checks, *([self.gpu] if self.gpu else [])))
 
 
-def _packages() -> Check:
-    from backends.core.install import foreign_packages, own_root
+def _packages() -> list[Check]:
+    """The packages line, only when one of ddtune's packages is another's (silent when all are its own)."""
+    from backends.core.install import foreign_packages
     from backends.core.paths import ISOLATED, PACKAGES
 
     shadows = foreign_packages(PACKAGES)
     if not shadows:
-        return Check(True, "packages", f"{', '.join(PACKAGES)} are ddtune's ({own_root()})")
+        return []
     fails = any(s.hides for s in shadows)
-    return Check(False if fails else None, "packages",
-                 "; ".join(s.sentence() for s in shadows) + f" (fix: {ISOLATED})")
+    return [Check(False if fails else None, "packages",
+                  "; ".join(s.sentence() for s in shadows) + f" (fix: {ISOLATED})")]
 
 
 def run_doctor(config_path: str | None) -> DoctorReport:
@@ -56,7 +57,7 @@ def run_doctor(config_path: str | None) -> DoctorReport:
     from backends.server.release import gpu_holders
     from backends.server.session import ServerSession
 
-    checks = [_packages()]
+    checks = _packages()
     try:
         config = load_config(config_path)  # an inferred backend is said on its line below
     except DdtuneError as exc:

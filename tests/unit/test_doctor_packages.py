@@ -40,9 +40,9 @@ def doctor(tmp_path: Path, pythonpath: str | None) -> subprocess.CompletedProces
     return subprocess.run([str(DDTUNE), "doctor"], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
 
 
-def test_doctor_says_ddtune_s_packages_are_its_own(tmp_path):
+def test_doctor_says_nothing_of_the_packages_when_they_are_ddtune_s(tmp_path):
     out = doctor(tmp_path, None)
-    assert out.stdout.startswith("[ok  ] packages: tui, workloads, backends, presets are ddtune's"), out.stdout
+    assert out.stdout.startswith("[ok  ] config: ") and "] packages:" not in out.stdout, out.stdout
 
 
 def test_doctor_names_the_distribution_whose_workloads_hides_ddtune_s(tmp_path):

@@ -20,7 +20,7 @@ def test_doctor_reports_the_inferred_backend(tmp_path):
     config = tmp_path / "c.toml"
     config.write_text('[server]\npython = "/nonexistent/python"\nmodel = "Qwen/Qwen3-8B"\n')
     code, out, _ = ddtune("--config", str(config), "doctor")
-    lines = out.splitlines()[1:]  # after the packages line
+    lines = out.splitlines()
     assert lines[0] == f"[ok  ] config: {config}, backend sglang (inferred: no backend written), model Qwen/Qwen3-8B"
     assert lines[1].startswith(f"[warn] backend: {config}: no [server] backend; it names 'python' and 'model'")
     assert "backend sim" not in out

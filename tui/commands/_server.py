@@ -75,36 +75,12 @@ def load_config(args):
 
 
 def requested_config(args, keep_running_knobs: bool = False):
-    """Config knobs, then (restart only) the running server's knobs, then --preset, then --set.
+    """The config the command names with its --preset and --set knobs (restart: over the running
+    server's knobs): backends.server.requested_config."""
+    from backends.server import requested_config as requested
 
-    ``up`` makes the server match the config file; ``restart --set k=v`` changes one knob of the
-    server that runs now and keeps the others."""
-    from backends.knobs import load_preset, parse_set
-    from backends.server import is_alive, recorded_server
-
-    config = load_config(args)
-    updates: dict[str, Any] = {}
-    state = recorded_server(note) if keep_running_knobs else None
-    if (state and state.backend == config.backend and state.config_source in (config.origin, config.source)
-            and is_alive(state)):
-        updates.update(state.knobs)
-    if getattr(args, "preset", None):
-        updates.update(load_preset(args.preset, config.knob_table))
-    for expr in getattr(args, "sets", []) or []:
-        name, value = parse_set(expr, config.block_size, config.knob_table)
-        updates[name] = value
-    if updates:
-        known = config.knob_table.known(config.knob_map)
-        unknown = [k for k in updates if k not in known]
-        if unknown:
-            from backends.core import UsageError
-
-            raise UsageError(
-                f"--set {unknown[0]}: unknown knob",
-                hint=f"known knobs: {', '.join(known)}; declare others with [knob.NAME] in the config (docs/knobs.md)",
-            )
-        config = config.with_knobs(updates)
-    return config
+    return requested(load_config(args), getattr(args, "preset", None), getattr(args, "sets", None) or [],
+                     keep_running_knobs, note)
 
 
 def err(text: str) -> None:
@@ -124,63 +100,22 @@ def note(text: str) -> None:
     err(f"          {text}")
 
 
-def printer(event) -> None:
-    """Headless view of a ServerSession: phases and notes as plain lines on stderr."""
-    from backends.server import NoteAdded, PhaseChanged
-
-    if isinstance(event, PhaseChanged):
-        print_progress(event.progress)
-    elif isinstance(event, NoteAdded):
-        note(event.text)
-
-
-def session(config, args=None):
-    """The ServerSession a headless command drives (no log streaming: progress lines only)."""
-    from backends.server import ServerSession
-
-    sess = ServerSession(config, wait_for_lock=not getattr(args, "no_wait", False), stream_log=False)
-    sess.subscribe(printer)
-    return sess
-
-
 def drive(config, args, command: str, **options):
-    """Run one session command (``up``, ``restart``, ``stop``) to its end and close the session."""
-    import asyncio
-
-    async def main():
-        sess = session(config, args)
-        try:
-            return await getattr(sess, command)(**options)
-        finally:
-            await sess.close()
-
-    try:
-        return asyncio.run(main())
-    except KeyboardInterrupt:
-        if command in ("up", "restart"):
-            err(f"ddtune: interrupted; {left_after_interrupt(config, command)}")
-            raise SystemExit(130) from None
-        raise
+    """Run one session command (``up``, ``restart``, ``stop``) to its end; the record it left."""
+    return run_command(config, args, command, **options).state
 
 
-def left_after_interrupt(config, command: str) -> str:
-    """What a Ctrl-C during ``up``/``restart`` left behind, said truthfully, and how to get back. A
-    server cut off mid-start keeps starting (its model load is not thrown away): its record says that
-    nobody follows it, so ``status`` does not claim a start that is being watched."""
-    from backends.server import current_server, record_reason
+def run_command(config, args, command: str, **options):
+    """Run one session command (``up``, ``restart``, ``stop``, ``down``) to its end, its progress on
+    stderr; a Ctrl-C during a start says what it left running and exits 130."""
+    from backends.server import run_server_command
 
-    state = current_server(note)
-    if state is None or state.phase == "stopped":
-        return "no server runs now (the old one was stopped, the new one not started); `ddtune up` starts it"
-    if state.phase == "stale":
-        return f"the server it started (pid {state.pid}) is gone; `ddtune up` starts a new one"
-    if state.phase == "starting":
-        why = (f"not followed: the `ddtune {command}` that launched it was interrupted; `ddtune up` "
-               f"re-attaches and waits until it is ready, `ddtune down` stops it")
-        record_reason(state, why)
-        return (f"the new server pid {state.pid} keeps starting (left running); `ddtune up` re-attaches "
-                f"and waits until it is ready, `ddtune down` stops it")
-    return f"the server pid {state.pid} is {state.phase}; `ddtune status` shows it, `ddtune down` stops it"
+    outcome = run_server_command(config, command, wait_for_lock=not getattr(args, "no_wait", False),
+                                 on_progress=print_progress, on_note=note, **options)
+    if outcome.interrupted is not None:
+        err(f"ddtune: interrupted; {outcome.interrupted}")
+        raise SystemExit(130)
+    return outcome
 
 
 def report_final(state, allow_mismatch: bool = False) -> int:

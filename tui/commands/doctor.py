@@ -9,9 +9,9 @@ examples:
   ddtune doctor
   ddtune --config box.toml doctor
 
-The first line says whether ddtune's four packages (tui, backends, workloads, presets) are its own
-where Python finds them, naming another distribution that installs or hides one (the fix: install
-ddtune in an environment of its own). Exit 0 when every check passes (warnings allowed), 1 when one fails.
+When another distribution installs or hides one of ddtune's four packages (tui, backends,
+workloads, presets), the first line names it and the package (the fix: install ddtune in an
+environment of its own). Exit 0 when every check passes (warnings allowed), 1 when one fails.
 """
 
 
