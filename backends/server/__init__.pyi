@@ -11,12 +11,14 @@ from backends.record.state import ServerState as ServerState
 from backends.server.commands import (ServerOutcome as ServerOutcome, requested_config as requested_config,
                                       run_server_command as run_server_command)
 from backends.server.doctor import Check as Check, DoctorReport as DoctorReport, run_doctor as run_doctor
+from backends.server.console import ConsoleSetup as ConsoleSetup, console_setup as console_setup
 from backends.server.events import (AlarmCleared as AlarmCleared, AlarmRaised as AlarmRaised,
                                     CommandRefused as CommandRefused, ConfigChanged as ConfigChanged,
                                     DecodeStats as DecodeStats, FatalSeen as FatalSeen, LogBatch as LogBatch,
                                     NoteAdded as NoteAdded, PhaseChanged as PhaseChanged, PidChanged as PidChanged,
                                     SessionEvent as SessionEvent, Settled as Settled, Stopped as Stopped,
                                     Verified as Verified)
+from backends.server.gpuwatch import gpu_samples as gpu_samples
 from backends.server.inspect import LogReport as LogReport, inspect_log as inspect_log
 from backends.server.lane_gpu import (lane_shares as lane_shares, lane_trees as lane_trees, LaneShare as LaneShare,
                                       LaneTree as LaneTree)
@@ -33,5 +35,6 @@ from backends.server.startup import (Progress as Progress, StartupHistory as Sta
                                      StartupTracker as StartupTracker, WORK_PHASES as WORK_PHASES)
 from backends.server.status import (LaneStatus as LaneStatus, ServerStatus as ServerStatus,
                                     server_status as server_status)
+from backends.server.target import ServerTarget as ServerTarget, server_target as server_target
 from backends.server.telemetry import (History as History, TelemetrySample as TelemetrySample,
                                        TelemetryStream as TelemetryStream)
