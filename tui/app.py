@@ -136,7 +136,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
     def action_edit_knobs(self) -> None:
         if self.controller is None:
             return
-        from backends.knobs import check_knob_texts, knob_form
+        from backends.knobs import knob_form
         from tui.screens.knob_editor import KnobEditor
 
         controller = self.controller
@@ -147,12 +147,12 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         def applied(values: dict[str, str] | None) -> None:
             if values is None:
                 return
-            typed = check_knob_texts(values, config).values  # the editor applies only when nothing is wrong
+            typed = form.check(values).values  # the editor applies only when nothing is wrong
             changed = {k: typed[k] for k, v in values.items() if v != current[k]}
             controller.restart_with(changed)
             self.notify("restarting with " + ", ".join(f"{k}={v}" for k, v in changed.items()), timeout=4)
 
-        editor = KnobEditor(current, form.presets(), lambda values: check_knob_texts(values, config).problems,
+        editor = KnobEditor(current, form.presets(), lambda values: form.check(values).problems,
                             {name: form.help[name] for name in current})
         self.push_screen(editor, applied)
 

@@ -17,6 +17,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "backends.core.datafile": ("loads",),
     "backends.core.errors": ("ConfigError", "DdtuneError", "PortTaken", "ServerError", "TelemetryUnavailable",
                              "UsageError"),
+    "backends.core.exports": ("save_export",),
     "backends.core.fields": ("server_base", "url_problem"),
     "backends.core.paths": ("find_config", "private_umask", "runs_dir", "state_dir"),
     "backends.core.statefs": ("probe_room",),

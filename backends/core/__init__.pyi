@@ -6,6 +6,7 @@ from backends.core.datafile import loads as loads
 from backends.core.errors import (ConfigError as ConfigError, DdtuneError as DdtuneError, PortTaken as PortTaken,
                                   ServerError as ServerError, TelemetryUnavailable as TelemetryUnavailable,
                                   UsageError as UsageError)
+from backends.core.exports import save_export as save_export
 from backends.core.fields import server_base as server_base, url_problem as url_problem
 from backends.core.paths import (find_config as find_config, private_umask as private_umask, runs_dir as runs_dir,
                                  state_dir as state_dir)

@@ -40,6 +40,11 @@ class KnobForm:
     def preset_names() -> list[str]:
         return preset_names()
 
+    def check(self, texts: dict[str, str]) -> KnobTexts:
+        """What the editor makes of the text typed into it (needs the form's config)."""
+        assert self.config is not None, "the form of a config checks what is typed"
+        return check_knob_texts(texts, self.config)
+
 
 def knob_form(config: ServerConfig | None = None) -> KnobForm:
     if config is None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from backends.core.errors import UsageError
+from backends.knobs.config import ServerConfig
 from backends.record.state import ServerState
 from backends.server.events import NoteAdded, PhaseChanged
 from backends.server.startup import Progress
@@ -32,14 +33,16 @@ def narrated(on_progress: OnProgress | None, on_note: OnNote | None) -> Callable
     return listen
 
 
-def requested_config(config, preset: str | None = None, sets: Sequence[str] = (), keep_running_knobs: bool = False,
-                     note: OnNote | None = None):
-    """Config knobs, then (restart only) the running server's knobs, then ``preset``, then each
-    ``--set`` expression. ``up`` makes the server match the config file; ``restart --set k=v`` changes
-    one knob of the server that runs now and keeps the others."""
-    from backends.knobs.config import load_preset, parse_set
+def requested_config(config_path: str | None, preset: str | None = None, sets: Sequence[str] = (),
+                     keep_running_knobs: bool = False, note: OnNote | None = None) -> ServerConfig:
+    """The config file's (``config_path``, else ./ddtune.toml, else the XDG config dir, else the
+    built-in simulator's): its knobs, then (restart only) the running server's knobs, then ``preset``,
+    then each ``--set`` expression. ``up`` makes the server match the config file; ``restart --set
+    k=v`` changes one knob of the server that runs now and keeps the others."""
+    from backends.knobs.config import load_config, load_preset, parse_set
     from backends.server.snapshot import is_alive, recorded_server
 
+    config = load_config(config_path)
     updates: dict[str, Any] = {}
     state = recorded_server(note) if keep_running_knobs else None
     if (state and state.backend == config.backend and state.config_source in (config.origin, config.source)

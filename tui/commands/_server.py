@@ -63,11 +63,12 @@ def knobs_epilog() -> str:
 _SAID: set[str] = set()  # the configs whose inferred backend this process has said (once each)
 
 
-def load_config(args):
-    """The config the command names; a backend it inferred (no ``backend`` written) is said once."""
-    from backends.knobs import load_config as load
+def load_config(args, preset: str | None = None, sets: list[str] | None = None, keep_running_knobs: bool = False):
+    """The config the command names (backends.server.requested_config), with a --preset and --set
+    knobs when given; a backend it inferred (no ``backend`` written) is said once."""
+    from backends.server import requested_config as requested
 
-    config = load(getattr(args, "config", None))
+    config = requested(getattr(args, "config", None), preset, sets or [], keep_running_knobs, note)
     if config.inferred and config.source not in _SAID:
         _SAID.add(config.source)
         err(f"ddtune: {config.inferred}")
@@ -75,12 +76,8 @@ def load_config(args):
 
 
 def requested_config(args, keep_running_knobs: bool = False):
-    """The config the command names with its --preset and --set knobs (restart: over the running
-    server's knobs): backends.server.requested_config."""
-    from backends.server import requested_config as requested
-
-    return requested(load_config(args), getattr(args, "preset", None), getattr(args, "sets", None) or [],
-                     keep_running_knobs, note)
+    """The config with the command's --preset and --set knobs (restart: over the running server's)."""
+    return load_config(args, getattr(args, "preset", None), getattr(args, "sets", None), keep_running_knobs)
 
 
 def err(text: str) -> None:
