@@ -7,6 +7,10 @@
     driver_flags(config.backend).attaches    # what the configured driver can do
     lane_servers(); stop_lane_servers(...)   # a parallel sweep's servers, one per lane
 
+The headless commands' use cases, each one call returning a typed result the CLI only prints:
+run_server_command (up/restart/stop/down) with requested_config, server_status, run_doctor,
+inspect_log, gpu_samples, server_target (a workload's URL, key and log), console_setup.
+
 Events are frozen, past-tense facts (PhaseChanged, LogBatch, Settled, ...). The record is a typed
 ``ServerState``: nobody outside this family reads server.json (an import contract guards its I/O,
 backends.server.record). Import from here, not from the family's modules. Like every family face,
