@@ -1,9 +1,10 @@
 """What a server's log says: lines split and made plain, each parsed once into a typed event, classified,
 summarised, and judged (acceptance, the collapse alarm). Pure functions over text.
 
-The face: ``LineSplitter`` (bytes to lines), the classified ``LogLine`` the console shows (``KINDS``, ``note``), the typed events it
-reads (``DecodeBatch``, ``DraftRunner``, ``ServerReady``), and acceptance judged from decode lines or
-the server's /metrics counters. A whole log's report is backends.server's ``inspect_log``.
+The face: ``LineSplitter`` (bytes to lines), the classified ``LogLine`` the console shows (``KINDS``,
+``note``), the typed events it reads (``DecodeBatch``, ``DraftRunner``, ``ServerReady``), and
+acceptance judged from decode lines or the server's /metrics counters. A whole log's report is
+backends.server's ``inspect_log``.
 """
 
 from backends.core.faces import lazy_face
