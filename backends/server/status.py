@@ -22,6 +22,30 @@ _SPEC_FLAGS = ("--speculative-algorithm", "--spec-type")  # SGLang's and llama-s
 
 
 @dataclass(frozen=True)
+class ServerAcceptance:
+    """A speculative server's tokens per verify step and where it was read: ``counters`` (/metrics,
+    over the server's lifetime: ``tokens``, ``verify_calls``, and llama.cpp's own ``drafts``) or
+    ``log`` (recent Decode batch lines, weighted by #running-req)."""
+
+    value: float
+    source: str
+    over: str
+    tokens: float | None = None
+    verify_calls: float | None = None
+    drafts: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"value": self.value, "source": self.source, "over": self.over}
+        if self.source == "counters":
+            doc |= {"tokens": self.tokens, "verify_calls": self.verify_calls}
+            if self.drafts is not None:
+                doc["drafts"] = self.drafts
+        else:
+            doc["weight"] = "#running-req (verify calls per line)"
+        return doc
+
+
+@dataclass(frozen=True)
 class LaneStatus:
     lane: int
     pid: int | None
@@ -45,7 +69,7 @@ class ServerStatus:
     port: int | None
     knobs: dict[str, Any]
     alarms: tuple[Alarm, ...]
-    acceptance: dict[str, Any] | None
+    acceptance: ServerAcceptance | None
     lanes: tuple[LaneStatus, ...]
 
     @property
@@ -71,7 +95,7 @@ class ServerStatus:
             "mismatches": list(s.mismatches) if s else [], "reason": s.reason if s else None,
             "log_path": s.log_path if s else None, "port": self.port, "started_at": s.started_at if s else None,
             "ready_at": s.ready_at if s else None, "alarms": [a.to_json() for a in self.alarms],
-            "acceptance": self.acceptance,
+            "acceptance": self.acceptance.to_json() if self.acceptance is not None else None,
         }
         if s is not None:
             doc["argv"] = list(redact_argv(s.argv))
@@ -106,7 +130,7 @@ def _speculative(state) -> bool:
     return False
 
 
-def server_acceptance(state) -> dict | None:
+def server_acceptance(state) -> ServerAcceptance | None:
     """A speculative server's acceptance with its source: its /metrics counters (over its lifetime),
     else its recent ``Decode batch`` lines' accept len (the last LOG_ACCEPT_S of log time, weighted by
     #running-req: backends/logs/acceptance.py); None for a plain server or without either."""
@@ -131,11 +155,9 @@ def server_acceptance(state) -> dict | None:
         counters = None
     value = counter_acceptance(SpecCounters(0.0, 0.0), counters)
     if value is not None and counters is not None:
-        doc = {"value": round(value, 4), "source": "counters", "over": "the server's lifetime",
-               "tokens": counters.tokens, "verify_calls": counters.verify_calls}
-        if drafts is not None:  # llama.cpp: its own draft counters, per draft position too
-            doc["drafts"] = drafts.to_json()
-        return doc
+        return ServerAcceptance(round(value, 4), "counters", "the server's lifetime", counters.tokens,
+                                counters.verify_calls,
+                                drafts.to_json() if drafts is not None else None)  # llama.cpp: per draft position too
     lines = [(e.time_s, e.accept_len, e.running_req) for e in map(parse_line, _recent_lines(state))
              if isinstance(e, DecodeBatch) and e.is_lead and e.time_s is not None]
     if not lines:
@@ -144,8 +166,7 @@ def server_acceptance(state) -> dict | None:
     value = log_acceptance(lines, last - LOG_ACCEPT_S, last)
     if value is None:
         return None
-    return {"value": round(value, 4), "source": "log", "over": f"the last {LOG_ACCEPT_S:.0f} s of decode lines",
-            "weight": "#running-req (verify calls per line)"}
+    return ServerAcceptance(round(value, 4), "log", f"the last {LOG_ACCEPT_S:.0f} s of decode lines")
 
 
 def recent_alarms(state) -> list[Alarm]:
