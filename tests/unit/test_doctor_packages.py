@@ -67,3 +67,24 @@ def test_another_presets_names_its_distribution_in_every_command(tmp_path, comma
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert f"the 'presets' package found at {site / 'presets'} is not ddtune's" in out.stderr
     assert "hides ddtune's (the distribution other-presets 1.0)" in out.stderr
+
+
+def test_a_distribution_behind_ddtune_s_is_named_as_a_warning(tmp_path):
+    # another 'workloads' later on sys.path: ddtune's is imported, but the two share a name (one
+    # environment holds both, so pip may overwrite one with the other): said, not failed
+    site = install_other(tmp_path, "workloads", {})
+    code = ("import sys; sys.path.append(sys.argv[1])\n"
+            "from backends.core.install import foreign_packages\n"
+            "from backends.server.doctor import _packages\n"
+            "print(foreign_packages(('workloads', 'presets')))\n"
+            "[check] = _packages(); print(check.ok, check.what, check.detail, sep='|')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    shadows, checks = out.stdout.splitlines()
+    assert "Shadow(package='workloads'" in shadows and "distribution='other-workloads 1.0', hides=False" in shadows
+    assert "presets" not in shadows
+    assert checks.startswith("None|packages|the distribution other-workloads 1.0 also installs a top-level "
+                             "'workloads' package (ddtune's is found first"), checks
+    assert "install ddtune in an environment of its own" in checks
