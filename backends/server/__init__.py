@@ -38,7 +38,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "backends.server.snapshot": ("current_server", "is_alive", "launched_api_key", "record_reason",
                                  "recorded_server"),
     "backends.server.startup": ("Progress", "StartupHistory", "StartupTracker", "WORK_PHASES"),
-    "backends.server.status": ("LaneStatus", "ServerAcceptance", "ServerStatus", "server_status"),
+    "backends.server.status_report": ("LaneStatus", "ServerAcceptance", "StatusReport", "server_status"),
     "backends.server.target": ("ServerTarget", "server_target"),
     "backends.server.telemetry": ("History", "TelemetrySample", "TelemetryStream"),
     "backends.drivers.registry": ("driver_flags", "DriverFlags"),

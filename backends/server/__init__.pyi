@@ -33,8 +33,8 @@ from backends.server.snapshot import (current_server as current_server, is_alive
                                       recorded_server as recorded_server)
 from backends.server.startup import (Progress as Progress, StartupHistory as StartupHistory,
                                      StartupTracker as StartupTracker, WORK_PHASES as WORK_PHASES)
-from backends.server.status import (LaneStatus as LaneStatus, ServerAcceptance as ServerAcceptance,
-                                    ServerStatus as ServerStatus,
+from backends.server.status_report import (LaneStatus as LaneStatus, ServerAcceptance as ServerAcceptance,
+                                    StatusReport as StatusReport,
                                     server_status as server_status)
 from backends.server.target import ServerTarget as ServerTarget, server_target as server_target
 from backends.server.telemetry import (History as History, TelemetrySample as TelemetrySample,

@@ -191,7 +191,7 @@ def test_status_acceptance_falls_back_to_the_decode_lines_without_metrics(tmp_pa
     from types import SimpleNamespace
 
     from tests.helpers import free_port
-    from backends.server.status import server_acceptance
+    from backends.server.status_report import server_acceptance
 
     log = tmp_path / "server.log"
     line = ("[2026-12-01 19:43:{s:02d}] Decode batch, #running-req: {n}, #token: {t}, token usage: 0.01, "

@@ -1,4 +1,4 @@
-"""``ddtune status``'s use case: the managed server as it stands, judged, in one typed ``ServerStatus``.
+"""``ddtune status``'s use case: the managed server as it stands, judged, in one typed ``StatusReport``.
 
 The record (phase, pid, knobs, what the server reported, each knob's check), the guards judged on its
 recent log (the collapse alarm), its acceptance (the /metrics counters over its lifetime, else its
@@ -60,7 +60,7 @@ class LaneStatus:
 
 
 @dataclass(frozen=True)
-class ServerStatus:
+class StatusReport:
     """The server as ``status`` shows it; ``state`` is None when none is recorded (phase "stopped")."""
 
     state: ServerState | None
@@ -103,7 +103,7 @@ class ServerStatus:
         return doc
 
 
-def server_status(config, note: Callable[[str], None] | None = None) -> ServerStatus:
+def server_status(config, note: Callable[[str], None] | None = None) -> StatusReport:
     """The managed server of ``config``'s state dir, as it stands now, with its guards and acceptance
     judged when it is ready, and the lanes' servers. ``note`` hears what reading the records found."""
     from backends.server.lanes import lane_servers
@@ -113,9 +113,9 @@ def server_status(config, note: Callable[[str], None] | None = None) -> ServerSt
     lanes = tuple(LaneStatus(s.index, s.state.pid, s.state.port, tuple(s.gpus), s.state.phase if s.alive else "stale",
                              s.sweep) for s in lane_servers(note))
     if state is None:
-        return ServerStatus(None, config.backend, config.base_url, config.port, dict(config.knobs), (), None, lanes)
+        return StatusReport(None, config.backend, config.base_url, config.port, dict(config.knobs), (), None, lanes)
     ready = state.phase == "ready"
-    return ServerStatus(state, state.backend, state.url, state.port, dict(state.knobs),
+    return StatusReport(state, state.backend, state.url, state.port, dict(state.knobs),
                         tuple(recent_alarms(state)) if ready else (), server_acceptance(state) if ready else None,
                         lanes)
 
