@@ -136,24 +136,24 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
     def action_edit_knobs(self) -> None:
         if self.controller is None:
             return
-        from tui.knob_rules import editor_values, knob_help, presets_as_text, validate_knobs
+        from backends.knobs import knob_form
         from tui.screens.knob_editor import KnobEditor
 
         controller = self.controller
         config = controller.config
-        current = editor_values(config)  # every declared knob, so a new one is offered with no code
+        form = knob_form(config)
+        current = form.values  # every declared knob, so a new one is offered with no code
 
         def applied(values: dict[str, str] | None) -> None:
             if values is None:
                 return
-            from backends.knobs import parse_knob_value
-
-            changed = {k: parse_knob_value("knob editor", k, v, config) for k, v in values.items() if v != current[k]}
+            typed = form.check(values).values  # the editor applies only when nothing is wrong
+            changed = {k: typed[k] for k, v in values.items() if v != current[k]}
             controller.restart_with(changed)
             self.notify("restarting with " + ", ".join(f"{k}={v}" for k, v in changed.items()), timeout=4)
 
-        editor = KnobEditor(current, presets_as_text(config), lambda values: validate_knobs(values, config),
-                            {name: knob_help(name, config) for name in current})
+        editor = KnobEditor(current, form.presets(), lambda values: form.check(values).problems,
+                            {name: form.help[name] for name in current})
         self.push_screen(editor, applied)
 
     def action_apply_config_file(self) -> None:
@@ -285,10 +285,10 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
     def action_sweep(self) -> None:
         if self.controller is None:
             return
-        from backends.knobs import preset_names
+        from backends.knobs import knob_form
         from tui.screens.sweep import SweepScreen
 
-        self.push_screen(SweepScreen(self.controller, preset_names()))
+        self.push_screen(SweepScreen(self.controller, knob_form().preset_names()))
 
     def action_search(self) -> None:
         if self.controller is None:

@@ -14,7 +14,7 @@ import re
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from backends.core.errors import ConfigError, DdtuneError
+from backends.core.errors import ConfigError, DdtuneError, UsageError
 
 INT64_MAX = 2**63 - 1  # TOML's integer range; JSON's is unbounded, but nothing ddtune writes comes near
 MAX_NAME = 4096       # a name, path or URL: Linux's PATH_MAX (a Hugging Face id is under 100 characters)
@@ -95,9 +95,13 @@ def url_problem(text: str) -> str | None:
     return None
 
 
-def server_base(url: str) -> str:
+def server_base(url: str, check: bool = False) -> str:
     """A server's base URL as ddtune joins paths to it: no trailing slash, and no ``/v1`` (the
-    OpenAI-style base people paste: ``http://host:30000/v1`` asked ``/v1/v1/models``)."""
+    OpenAI-style base people paste: ``http://host:30000/v1`` asked ``/v1/v1/models``). ``check``:
+    first raise UsageError with what ``url_problem`` finds wrong (a --url typed by the user)."""
+    problem = url_problem(url) if check else None
+    if problem is not None:
+        raise UsageError(problem, hint="expected http://HOST:PORT")
     url = url.rstrip("/")
     return url[:-3].rstrip("/") if url.endswith("/v1") else url
 

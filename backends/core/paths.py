@@ -15,7 +15,7 @@ from backends.core.statefs import trusted_dir
 PRESETS_PACKAGE = "presets"  # the data package ddtune ships (presets/__init__.py says what it holds)
 # ddtune's import packages: what the wheel installs (pyproject.toml; tests/unit/test_packaging.py pins both)
 PACKAGES = ("tui", "workloads", "backends", PRESETS_PACKAGE)
-_ISOLATED = ("install ddtune in an environment of its own: 'pipx install .' or 'uv tool install .' in its "
+ISOLATED = ("install ddtune in an environment of its own: 'pipx install .' or 'uv tool install .' in its "
              "checkout (README)")
 
 
@@ -34,13 +34,18 @@ def presets_dir() -> Path:
         found = files(PRESETS_PACKAGE)
     except ModuleNotFoundError:
         raise ConfigError("ddtune's shipped data (the 'presets' package) is not importable",
-                          hint=f"reinstall ddtune: {_ISOLATED}") from None
+                          hint=f"reinstall ddtune: {ISOLATED}") from None
     if not isinstance(found, Path):  # a zip or a namespace spread over folders: no installer makes either
         raise ConfigError(f"ddtune's shipped data (the 'presets' package) is not one folder on disk: {found}",
-                          hint=f"reinstall ddtune: {_ISOLATED}")
+                          hint=f"reinstall ddtune: {ISOLATED}")
     if not (found / "flavours.toml").is_file():
+        from backends.core.install import foreign_packages
+
+        owner = next((s.distribution for s in foreign_packages((PRESETS_PACKAGE,)) if s.hides and s.distribution),
+                     None)
+        by = f" (the distribution {owner})" if owner else ""
         raise ConfigError(f"the 'presets' package found at {found} is not ddtune's (it has no flavours.toml)",
-                          hint=f"another installed package named 'presets' hides ddtune's; {_ISOLATED}")
+                          hint=f"another installed package named 'presets' hides ddtune's{by}; {ISOLATED}")
     return found
 
 

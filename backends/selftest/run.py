@@ -34,11 +34,14 @@ def _skip_rest(checks: list[Check], after: str, stop: bool = True) -> None:
                   if name not in done and (stop or name != "stop"))
 
 
-async def run_selftest(config: ServerConfig, on_event: Callable | None = None, *, keep: bool = False,
-                       ready_timeout_s: float = 900.0, work_dir: str | None = None) -> Report:
+async def run_selftest(config: ServerConfig, on_progress: Callable | None = None, on_note: Callable | None = None, *,
+                       keep: bool = False, ready_timeout_s: float = 900.0, work_dir: str | None = None) -> Report:
+    """The selftest's report; its server's start is told through ``on_progress`` (where it stands) and
+    ``on_note`` (what ddtune did), as the headless commands tell theirs."""
     from backends.drivers.registry import make_driver
     from backends.launch.process import tree_pids
     from backends.server import ServerSession, driver_flags
+    from backends.server.commands import narrated
 
     if not driver_flags(config.backend).spawns:
         raise UsageError(f"selftest starts a server of its own; backend {config.backend!r} cannot",
@@ -79,7 +82,7 @@ async def run_selftest(config: ServerConfig, on_event: Callable | None = None, *
             if flags.status == "fail":
                 _skip_rest(checks, "flags")
                 return report
-            await _serve(derived, built, block, report, on_event, tree_pids, ServerSession)
+            await _serve(derived, built, block, report, narrated(on_progress, on_note), tree_pids, ServerSession)
     finally:
         if not keep and report.ok:
             shutil.rmtree(root, ignore_errors=True)
@@ -91,8 +94,7 @@ async def _serve(derived: ServerConfig, built: dict, block: int, report: Report,
                  session_cls) -> None:
     checks = report.checks
     session = session_cls(derived, wait_for_lock=False, stream_log=True)
-    if on_event is not None:
-        session.subscribe(on_event)
+    session.subscribe(on_event)
     pids: set[int] = set()
     logs: list[str] = []
     report.log_paths = logs

@@ -9,6 +9,10 @@
     driver_flags(config.backend).attaches    # what the configured driver can do
     lane_servers(); stop_lane_servers(...)   # a parallel sweep's servers, one per lane
 
+The headless commands' use cases, each one call returning a typed result the CLI only prints:
+run_server_command (up/restart/stop/down) with requested_config, server_status, run_doctor,
+inspect_log, gpu_samples, server_target (a workload's URL, key and log), console_setup.
+
 Events are frozen, past-tense facts (PhaseChanged, LogBatch, Settled, ...), a ``SessionEvent`` union
 its readers ``match`` exhaustively (``assert_never``); where the server stands is one ``Phase``. The
 record is a typed ``ServerState``: nobody outside this family reads server.json (an import contract guards its I/O,
@@ -20,9 +24,14 @@ it loads a module when one of its names is first used (backends/core/faces.py); 
 from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
+    "backends.server.commands": ("ServerOutcome", "requested_config", "run_server_command"),
+    "backends.server.doctor": ("Check", "DoctorReport", "run_doctor"),
+    "backends.server.console": ("ConsoleSetup", "console_setup"),
     "backends.server.events": ("AlarmCleared", "AlarmRaised", "CommandRefused", "ConfigChanged", "DecodeStats",
                                "FatalSeen", "LogBatch", "NoteAdded", "PhaseChanged", "PidChanged", "SessionEvent",
                                "Settled", "Stopped", "Verified"),
+    "backends.server.gpuwatch": ("gpu_samples",),
+    "backends.server.inspect": ("LogReport", "inspect_log"),
     "backends.server.lane_gpu": ("lane_shares", "lane_trees", "LaneShare", "LaneTree"),
     "backends.server.lanecontrol": ("stop_lane_servers",),
     "backends.server.lanes": ("lane_servers", "LaneServer", "live_lane_pids"),
@@ -33,6 +42,8 @@ __all__, __getattr__ = lazy_face(__name__, {
                                  "recorded_server"),
     "backends.server.status": ("FeedEvent", "KnobStatus", "ServerStatus", "StatusChanged", "StatusFeed"),
     "backends.server.startup": ("Progress", "StartupHistory", "StartupTracker"),
+    "backends.server.status_report": ("LaneStatus", "ServerAcceptance", "StatusReport", "server_status"),
+    "backends.server.target": ("ServerTarget", "server_target"),
     "backends.core.phase": ("Phase",),
     "backends.server.telemetry": ("History", "TelemetrySample", "TelemetryStream"),
     "backends.drivers.registry": ("driver_flags", "DriverFlags"),

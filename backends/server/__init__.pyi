@@ -9,12 +9,18 @@ from backends.record.laneports import (bind_clash as bind_clash, ephemeral_note 
 from backends.record.lanes import (assign_ports as assign_ports, Lane as Lane, port_owner_pid as port_owner_pid,
                                    record_move as record_move, save_lane as save_lane)
 from backends.record.state import ServerState as ServerState
+from backends.server.commands import (ServerOutcome as ServerOutcome, requested_config as requested_config,
+                                      run_server_command as run_server_command)
+from backends.server.doctor import Check as Check, DoctorReport as DoctorReport, run_doctor as run_doctor
+from backends.server.console import ConsoleSetup as ConsoleSetup, console_setup as console_setup
 from backends.server.events import (AlarmCleared as AlarmCleared, AlarmRaised as AlarmRaised,
                                     CommandRefused as CommandRefused, ConfigChanged as ConfigChanged,
                                     DecodeStats as DecodeStats, FatalSeen as FatalSeen, LogBatch as LogBatch,
                                     NoteAdded as NoteAdded, PhaseChanged as PhaseChanged, PidChanged as PidChanged,
                                     SessionEvent as SessionEvent, Settled as Settled, Stopped as Stopped,
                                     Verified as Verified)
+from backends.server.gpuwatch import gpu_samples as gpu_samples
+from backends.server.inspect import LogReport as LogReport, inspect_log as inspect_log
 from backends.server.lane_gpu import (lane_shares as lane_shares, lane_trees as lane_trees, LaneShare as LaneShare,
                                       LaneTree as LaneTree)
 from backends.server.lanecontrol import stop_lane_servers as stop_lane_servers
@@ -30,5 +36,8 @@ from backends.server.startup import (Progress as Progress, StartupHistory as Sta
                                      StartupTracker as StartupTracker)
 from backends.server.status import (FeedEvent as FeedEvent, KnobStatus as KnobStatus, ServerStatus as ServerStatus,
                                     StatusChanged as StatusChanged, StatusFeed as StatusFeed)
+from backends.server.status_report import (LaneStatus as LaneStatus, ServerAcceptance as ServerAcceptance,
+                                           StatusReport as StatusReport, server_status as server_status)
+from backends.server.target import ServerTarget as ServerTarget, server_target as server_target
 from backends.server.telemetry import (History as History, TelemetrySample as TelemetrySample,
                                        TelemetryStream as TelemetryStream)

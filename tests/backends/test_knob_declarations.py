@@ -154,19 +154,20 @@ def test_rules_between_knobs():
 
 
 def test_editor_and_set_take_the_config_table():
-    from tui.knob_rules import editor_values, validate_knobs
+    from backends.knobs import check_knob_texts, knob_form
 
     config = config_from_dict({"knob": {"my_knob": dict(OK, min=1, max=8)}}, "cfg.toml")
     assert parse_set("my_knob=4", table=config.knob_table) == ("my_knob", 4)
     with pytest.raises(UsageError, match="--set: knob 'my_knob': expected an integer from 1 to 8"):
         parse_set("my_knob=9", table=config.knob_table)
-    values = editor_values(config)
+    values = knob_form(config).values
     assert values["my_knob"] == "none" and values["spec_v2"] == "none" and values["window"] == "2048"
     assert "my_knob" not in config.knobs  # cleared and not pinned: not listed, not in the hash
-    assert validate_knobs({"my_knob": "9"}, config)["my_knob"].startswith("set my_knob = 8")
-    assert validate_knobs({"block_size": "32", "window": "16"}, config) == {"window": "must be >= 32 (the block "
-                                                                                      "size), or none"}
-    assert validate_knobs({"draft_kv_ratio": "0.5", "window": "none"}, config)["draft_kv_ratio"].startswith("needs")
+    assert check_knob_texts({"my_knob": "9"}, config).problems["my_knob"].startswith("set my_knob = 8")
+    problems = check_knob_texts({"block_size": "32", "window": "16"}, config).problems
+    assert problems == {"window": "must be >= 32 (the block size), or none"}
+    problems = check_knob_texts({"draft_kv_ratio": "0.5", "window": "none"}, config).problems
+    assert problems["draft_kv_ratio"].startswith("needs")
 
 
 def test_a_cleared_new_knob_leaves_the_config_hash_alone():

@@ -9,7 +9,7 @@ from backends.knobs.config import ServerConfig, config_from_dict, parse_set
 from backends.core.errors import ConfigError, UsageError
 from backends.knobs.plan import (DEFAULT_KNOBS, KNOBS, KnobRoute, KnobSpec, expected_reports, knob_for_effective_key,
                                  knob_spec, known_knobs, window_too_small)
-from tui.knob_rules import knob_help, validate_knobs
+from backends.knobs import check_knob_texts, knob_form
 
 # the shipped knobs that take a positive integer (budget, topk, window, block_size); the typed rest below
 COUNTS = sorted(n for n, s in KNOBS.items() if s.type == "int" and s.minimum == 1 and s.maximum is None)
@@ -53,8 +53,8 @@ def test_a_hint_suggests_a_value_the_server_takes(name, block):
     assert KNOBS[name].parse(str(value), "--set") == value
     assert not window_too_small({name: value}, block or 16)
     config = ServerConfig(block_size=block)
-    assert validate_knobs({name: str(value)}, config) == {}  # the editor takes it too
-    assert name in validate_knobs({name: "abc"}, config)
+    assert check_knob_texts({name: str(value)}, config).problems == {}  # the editor takes it too
+    assert name in check_knob_texts({name: "abc"}, config).problems
 
 
 def test_the_window_hint_names_the_block_size():
@@ -86,9 +86,9 @@ def test_the_same_rule_holds_in_config_set_and_editor(name):
     with pytest.raises(UsageError, match=f"--set: knob '{name}'"):
         parse_set(f"{name}=true")
     assert parse_set(f"{name}=none") == (name, None)
-    errors = validate_knobs({name: "-3"}, ServerConfig())
+    errors = check_knob_texts({name: "-3"}, ServerConfig()).problems
     assert f"set {name} = {KNOBS[name].example}" in errors[name]
-    assert validate_knobs({name: "64"}, ServerConfig()) == {}
+    assert check_knob_texts({name: "64"}, ServerConfig()).problems == {}
 
 
 @pytest.mark.parametrize("raw, value", GENERIC_GOOD)
@@ -110,7 +110,7 @@ def test_a_mapped_knob_names_itself_and_the_fix(raw, fix):
 def test_each_knob_has_one_help_line_and_a_server_key_that_maps_back(spec):
     line = spec.describe()
     assert "\n" not in line and spec.unit in line and spec.none_means in line
-    assert knob_help(spec.name) == line
+    assert knob_form().help[spec.name] == line
     if spec.effective_key:
         assert knob_for_effective_key(spec.effective_key) == spec.name
         assert spec.effective_key in expected_reports({spec.name: spec.hint_value}, None)
@@ -146,14 +146,15 @@ def test_window_is_an_integer_not_a_bool():
 
 
 def test_editor_checks_the_window_against_the_block_size():
-    assert validate_knobs({"window": "8"}, ServerConfig()) == {"window": "must be >= 16 (the block size), or none"}
-    assert validate_knobs({"window": "8"}, ServerConfig(block_size=8)) == {}
+    problems = check_knob_texts({"window": "8"}, ServerConfig()).problems
+    assert problems == {"window": "must be >= 16 (the block size), or none"}
+    assert check_knob_texts({"window": "8"}, ServerConfig(block_size=8)).problems == {}
 
 
 def test_editor_reads_a_mapped_knob_with_the_generic_spec():
     config = ServerConfig(knob_map={"mem": KnobRoute("mem", env="MEM")})
-    assert validate_knobs({"mem": "0.8"}, config) == {}
-    assert "env MEM" in knob_help("mem", config)
+    assert check_knob_texts({"mem": "0.8"}, config).problems == {}
+    assert "env MEM" in knob_form(config).help["mem"]
 
 
 def test_help_lists_every_knob():

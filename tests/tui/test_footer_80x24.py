@@ -54,19 +54,19 @@ async def test_help_and_quit_fit_on_every_screen_at_80x24(state_dir):
 
 async def test_knob_editor_hints_and_sweep_refusal_are_whole_at_80x24():
     from tests.tui.fixtures import idle_console
-    from tui.knob_rules import editor_values, validate_knobs
+    from backends.knobs import check_knob_texts, knob_form
     from tui.screens.knob_editor import KnobEditor
     from tui.screens.sweep import SweepScreen
 
     config = config_from_dict({}, "defaults")
-    current = editor_values(config)
+    current = knob_form(config).values
     app = DdtuneApp()
     async with app.run_test(size=(80, 24)) as pilot:
-        editor = KnobEditor(current, {}, lambda values: validate_knobs(values, config))
+        editor = KnobEditor(current, {}, lambda values: check_knob_texts(values, config).problems)
         await app.push_screen(editor)
         editor.query_one("#knob-window").value = "-5"
         note = editor.query_one("#note-window", Static)
-        hint = validate_knobs(editor.values(), config)["window"]
+        hint = check_knob_texts(editor.values(), config).problems["window"]
         await laid_out(pilot, lambda: note.region.height * note.region.width >= len(hint))
         assert len(hint) > note.region.width  # too long for one line at 80 columns: it must wrap
         assert note.region.height * note.region.width >= len(hint), (note.region, hint)

@@ -146,15 +146,15 @@ def test_sweep_form_with_a_bad_gpu_list_at_80x24(snap_compare):
 def test_knob_editor_with_hints_at_80x24(snap_compare):
     """The knob editor at 80x24 with two bad values: each hint whole (wrapped, not cut), and the keys."""
     from backends.knobs.config import config_from_dict
-    from tui.knob_rules import editor_values, knob_help, validate_knobs
+    from backends.knobs import check_knob_texts, knob_form
     from tui.screens.knob_editor import KnobEditor
 
     config = config_from_dict({}, "defaults")
-    current = editor_values(config)
+    current = knob_form(config).values
 
     async def run_before(pilot):
-        editor = KnobEditor(current, {}, lambda values: validate_knobs(values, config),
-                            {name: knob_help(name, config) for name in current})
+        editor = KnobEditor(current, {}, lambda values: check_knob_texts(values, config).problems,
+                            {name: knob_form(config).help[name] for name in current})
         await pilot.app.push_screen(editor)
         _steady_cursors(editor)
         editor.query_one("#knob-budget").value = "abc"

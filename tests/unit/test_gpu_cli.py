@@ -15,6 +15,7 @@ import time
 import pytest
 
 from backends.machine.gpu import GpuSampler
+from backends.server.gpuwatch import server_ref
 from backends.server.telemetry import TelemetryStream
 from tests.fake_nvml import GIB, FakeGpu, make_fake_nvml
 from tests.helpers import REPO, ddtune_cmd, ddtune_env, run_ddtune
@@ -157,7 +158,7 @@ RECORD = {"backend": "sim", "host": "127.0.0.1", "port": 30000, "url": "http://1
 ])
 def test_the_server_is_read_from_its_record(state_dir, fields, expected):
     (state_dir / "server.json").write_text(json.dumps({**RECORD, **fields}))
-    assert gpu_cmd.server_ref(None) == expected
+    assert server_ref(None) == expected
 
 
 @pytest.mark.parametrize("content", [
@@ -169,11 +170,11 @@ def test_a_corrupt_record_names_no_server_and_is_set_aside(state_dir, content, c
     """Read through the record's one codec: what does not decode is no server (and set aside, said
     on stderr), never a pid whose memory is attributed to it."""
     (state_dir / "server.json").write_text(content)
-    assert gpu_cmd.server_ref(None) is None
+    assert server_ref(None) is None
     assert "server.json is corrupt" in capsys.readouterr().err and not (state_dir / "server.json").exists()
 
 
 def test_explicit_pid_wins_and_missing_server_json_is_none(state_dir):
-    assert gpu_cmd.server_ref(None) is None
+    assert server_ref(None) is None
     (state_dir / "server.json").write_text('{"pid": 4242, "pgid": 4242}')
-    assert gpu_cmd.server_ref(77) == (77, None)
+    assert server_ref(77) == (77, None)

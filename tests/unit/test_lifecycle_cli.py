@@ -190,7 +190,7 @@ def test_status_acceptance_falls_back_to_the_decode_lines_without_metrics(tmp_pa
     from types import SimpleNamespace
 
     from tests.helpers import free_port
-    from tui.commands._server import server_acceptance
+    from backends.server.status_report import server_acceptance
 
     log = tmp_path / "server.log"
     line = ("[2026-12-01 19:43:{s:02d}] Decode batch, #running-req: {n}, #token: {t}, token usage: 0.01, "
@@ -200,7 +200,8 @@ def test_status_acceptance_falls_back_to_the_decode_lines_without_metrics(tmp_pa
     state = SimpleNamespace(argv=("x", "--speculative-algorithm", "DFLASH"), log_path=str(log),
                             url=f"http://127.0.0.1:{free_port()}")  # nothing listens: no /metrics
     acc = server_acceptance(state)
-    assert acc["source"] == "log" and acc["value"] == round((4 * 8 + 2 * 2 + 4 * 8) / 18, 4)
+    assert acc is not None and acc.source == "log" and acc.value == round((4 * 8 + 2 * 2 + 4 * 8) / 18, 4)
+    assert acc.to_json()["weight"] == "#running-req (verify calls per line)"
     assert server_acceptance(SimpleNamespace(argv=("x",), log_path=str(log), url=state.url)) is None
 
 

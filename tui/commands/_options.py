@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 DEFAULT_URL = "http://127.0.0.1:30000"
 
@@ -52,12 +51,12 @@ def rate_option(text: str) -> float:
 
 
 def url_type(text: str) -> str:
-    from backends.core import server_base, url_problem
+    from backends.core import DdtuneError, server_base
 
-    problem = url_problem(text)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(f"{problem}; expected http://HOST:PORT")
-    return server_base(text)  # http://host:30000/v1 is the server at http://host:30000
+    try:
+        return server_base(text, check=True)  # http://host:30000/v1 is the server at http://host:30000
+    except DdtuneError as exc:
+        raise argparse.ArgumentTypeError(f"{exc.message}; expected http://HOST:PORT") from None
 
 
 def add_server_options(parser) -> None:
@@ -69,15 +68,13 @@ def add_server_options(parser) -> None:
 
 
 def server_url(args) -> tuple[str, str | None]:
-    """The URL and API key. URL: --url, else the config's [server] host/port, else the managed
-    server's recorded url, else the default. Key: --api-key, else the --api-key ddtune
-    launched that server with (when the URL is the managed server's), else $DDTUNE_API_KEY."""
-    from backends.core import remember
+    """The URL and API key (backends.server.server_target): --url, else the config's [server]
+    host/port, else the managed server's recorded url, else the default; --api-key, else the key
+    ddtune launched that server with (when the URL is its), else $DDTUNE_API_KEY."""
+    from backends.server import server_target
 
-    url = args.url or _configured_url(getattr(args, "config", None)) or _managed_url() or DEFAULT_URL
-    key = args.api_key or _managed_key(url) or os.environ.get("DDTUNE_API_KEY") or None
-    remember(key)  # masked in whatever the command prints
-    return url, key
+    target = server_target(args.url, args.api_key, getattr(args, "config", None), DEFAULT_URL)
+    return target.url, target.api_key
 
 
 def add_log_option(parser) -> None:
@@ -92,40 +89,6 @@ def server_log(args, url: str) -> str | None:
     server's (its recorded log) when ``url`` is that server's."""
     if getattr(args, "log", None):
         return str(args.log)
-    state = _managed(url)
-    return state.log_path or None if state is not None else None
+    from backends.server import server_target
 
-
-def _managed(url: str):
-    """The managed server's record when ``url`` is its URL, else None."""
-    from backends.server import recorded_server
-
-    state = recorded_server()
-    return state if state is not None and state.url.rstrip("/") == url.rstrip("/") else None
-
-
-def _managed_key(url: str) -> str | None:
-    from backends.server import launched_api_key
-
-    state = _managed(url)
-    return launched_api_key(state) if state is not None else None
-
-
-def _managed_url() -> str | None:
-    from backends.server import recorded_server
-
-    state = recorded_server()
-    url = state.url if state is not None else None
-    return url.rstrip("/") if url and url.startswith(("http://", "https://")) else None
-
-
-def _configured_url(explicit: str | None) -> str | None:
-    """The configured server's URL, when a config file is found. The file is read and checked in
-    full: a broken config is an error here too, not a silent fall back to another server."""
-    from backends.knobs import load_config
-    from backends.core import find_config
-
-    path = find_config(explicit)
-    if path is None:
-        return None
-    return load_config(path).base_url
+    return server_target(url).log_path

@@ -51,10 +51,11 @@ def add_knob_arguments(parser, preset: bool = True) -> None:
 
 def knobs_epilog() -> str:
     """The knob table as --help text: name, what it is and its unit, what "none" leaves."""
-    from backends.knobs import KNOBS
+    from backends.knobs import knob_form
 
-    width = max(len(name) for name in KNOBS) + 2
-    lines = [f"  {spec.name:<{width}}{spec.describe()}" for spec in KNOBS.values()]
+    shipped = knob_form().help
+    width = max(len(name) for name in shipped) + 2
+    lines = [f"  {name:<{width}}{text}" for name, text in shipped.items()]
     return ("\nknobs (--set KNOB=VALUE; a [knob.NAME] declaration in the config adds your own, docs/knobs.md):\n"
             + "\n".join(lines) + "\n")
 
@@ -62,11 +63,12 @@ def knobs_epilog() -> str:
 _SAID: set[str] = set()  # the configs whose inferred backend this process has said (once each)
 
 
-def load_config(args):
-    """The config the command names; a backend it inferred (no ``backend`` written) is said once."""
-    from backends.knobs import load_config as load
+def load_config(args, preset: str | None = None, sets: list[str] | None = None, keep_running_knobs: bool = False):
+    """The config the command names (backends.server.requested_config), with a --preset and --set
+    knobs when given; a backend it inferred (no ``backend`` written) is said once."""
+    from backends.server import requested_config as requested
 
-    config = load(getattr(args, "config", None))
+    config = requested(getattr(args, "config", None), preset, sets or [], keep_running_knobs, note)
     if config.inferred and config.source not in _SAID:
         _SAID.add(config.source)
         err(f"ddtune: {config.inferred}")
@@ -74,36 +76,8 @@ def load_config(args):
 
 
 def requested_config(args, keep_running_knobs: bool = False):
-    """Config knobs, then (restart only) the running server's knobs, then --preset, then --set.
-
-    ``up`` makes the server match the config file; ``restart --set k=v`` changes one knob of the
-    server that runs now and keeps the others."""
-    from backends.knobs import load_preset, parse_set
-    from backends.server import is_alive, recorded_server
-
-    config = load_config(args)
-    updates: dict[str, Any] = {}
-    state = recorded_server(note) if keep_running_knobs else None
-    if (state and state.backend == config.backend and state.config_source in (config.origin, config.source)
-            and is_alive(state)):
-        updates.update(state.knobs)
-    if getattr(args, "preset", None):
-        updates.update(load_preset(args.preset, config.knob_table))
-    for expr in getattr(args, "sets", []) or []:
-        name, value = parse_set(expr, config.block_size, config.knob_table)
-        updates[name] = value
-    if updates:
-        known = config.knob_table.known(config.knob_map)
-        unknown = [k for k in updates if k not in known]
-        if unknown:
-            from backends.core import UsageError
-
-            raise UsageError(
-                f"--set {unknown[0]}: unknown knob",
-                hint=f"known knobs: {', '.join(known)}; declare others with [knob.NAME] in the config (docs/knobs.md)",
-            )
-        config = config.with_knobs(updates)
-    return config
+    """The config with the command's --preset and --set knobs (restart: over the running server's)."""
+    return load_config(args, getattr(args, "preset", None), getattr(args, "sets", None), keep_running_knobs)
 
 
 def err(text: str) -> None:
@@ -123,63 +97,22 @@ def note(text: str) -> None:
     err(f"          {text}")
 
 
-def printer(event) -> None:
-    """Headless view of a ServerSession: phases and notes as plain lines on stderr."""
-    from backends.server import NoteAdded, PhaseChanged
-
-    if isinstance(event, PhaseChanged):
-        print_progress(event.progress)
-    elif isinstance(event, NoteAdded):
-        note(event.text)
-
-
-def session(config, args=None):
-    """The ServerSession a headless command drives (no log streaming: progress lines only)."""
-    from backends.server import ServerSession
-
-    sess = ServerSession(config, wait_for_lock=not getattr(args, "no_wait", False), stream_log=False)
-    sess.subscribe(printer)
-    return sess
-
-
 def drive(config, args, command: str, **options):
-    """Run one session command (``up``, ``restart``, ``stop``) to its end and close the session."""
-    import asyncio
-
-    async def main():
-        sess = session(config, args)
-        try:
-            return await getattr(sess, command)(**options)
-        finally:
-            await sess.close()
-
-    try:
-        return asyncio.run(main())
-    except KeyboardInterrupt:
-        if command in ("up", "restart"):
-            err(f"ddtune: interrupted; {left_after_interrupt(config, command)}")
-            raise SystemExit(130) from None
-        raise
+    """Run one session command (``up``, ``restart``, ``stop``) to its end; the record it left."""
+    return run_command(config, args, command, **options).state
 
 
-def left_after_interrupt(config, command: str) -> str:
-    """What a Ctrl-C during ``up``/``restart`` left behind, said truthfully, and how to get back. A
-    server cut off mid-start keeps starting (its model load is not thrown away): its record says that
-    nobody follows it, so ``status`` does not claim a start that is being watched."""
-    from backends.server import current_server, record_reason
+def run_command(config, args, command: str, **options):
+    """Run one session command (``up``, ``restart``, ``stop``, ``down``) to its end, its progress on
+    stderr; a Ctrl-C during a start says what it left running and exits 130."""
+    from backends.server import run_server_command
 
-    state = current_server(note)
-    if state is None or state.phase == "stopped":
-        return "no server runs now (the old one was stopped, the new one not started); `ddtune up` starts it"
-    if state.phase == "stale":
-        return f"the server it started (pid {state.pid}) is gone; `ddtune up` starts a new one"
-    if state.phase == "starting":
-        why = (f"not followed: the `ddtune {command}` that launched it was interrupted; `ddtune up` "
-               f"re-attaches and waits until it is ready, `ddtune down` stops it")
-        record_reason(state, why)
-        return (f"the new server pid {state.pid} keeps starting (left running); `ddtune up` re-attaches "
-                f"and waits until it is ready, `ddtune down` stops it")
-    return f"the server pid {state.pid} is {state.phase}; `ddtune status` shows it, `ddtune down` stops it"
+    outcome = run_server_command(config, command, wait_for_lock=not getattr(args, "no_wait", False),
+                                 on_progress=print_progress, on_note=note, **options)
+    if outcome.interrupted is not None:
+        err(f"ddtune: interrupted; {outcome.interrupted}")
+        raise SystemExit(130)
+    return outcome
 
 
 def report_final(state, allow_mismatch: bool = False) -> int:
@@ -205,123 +138,6 @@ def report_final(state, allow_mismatch: bool = False) -> int:
             f"fix the knob's flag or [knobs.map] route, or pass --allow-mismatch to go on anyway)")
         return EXIT_MISMATCH
     return 0
-
-
-def status_doc(state, config) -> dict[str, Any]:
-    from backends.core import redact_argv
-
-    if state is None:
-        return {
-            "backend": config.backend,
-            "engine": None,
-            "pid": None,
-            "phase": "stopped",
-            "url": config.base_url,
-            "knobs": dict(config.knobs),
-            "effective": {},
-            "checks": [],
-            "mismatches": [],
-            "reason": None,
-            "log_path": None,
-            "port": config.port,
-            "started_at": None,
-            "ready_at": None,
-            "alarms": [],
-            "acceptance": None,
-        }
-    return {
-        "backend": state.backend,
-        "engine": state.engine,
-        "pid": state.pid,
-        "phase": state.phase,
-        "url": state.url,
-        "knobs": dict(state.knobs),
-        "effective": dict(state.effective),
-        "checks": [c.to_json() for c in state.checks],
-        "mismatches": list(state.mismatches),
-        "reason": state.reason,
-        "log_path": state.log_path,
-        "port": state.port,
-        "started_at": state.started_at,
-        "ready_at": state.ready_at,
-        "argv": list(redact_argv(state.argv)),
-        "alarms": [a.to_json() for a in recent_alarms(state)] if state.phase == "ready" else [],
-        "acceptance": server_acceptance(state) if state.phase == "ready" else None,
-    }
-
-
-LOG_ACCEPT_S = 60.0  # the recent decode lines status weighs when the server has no counters
-
-
-_SPEC_FLAGS = ("--speculative-algorithm", "--spec-type")  # SGLang's and llama-server's (backends.knobs.engine)
-
-
-def _speculative(state) -> bool:
-    args = state.argv
-    for i, arg in enumerate(args):
-        flag, eq, value = arg.partition("=")
-        if flag in _SPEC_FLAGS:
-            value = value if eq else (args[i + 1] if i + 1 < len(args) else "")
-            return value.lower() != "none"
-    return False
-
-
-def server_acceptance(state) -> dict | None:
-    """A speculative server's acceptance with its source: its /metrics counters (over its lifetime),
-    else its recent ``Decode batch`` lines' accept len (the last LOG_ACCEPT_S of log time, weighted by
-    #running-req: backends/logs/acceptance.py); None for a plain server or without either."""
-    import asyncio
-
-    import httpx
-
-    from backends.core import fetch_once
-    from backends.logs import (DecodeBatch, SpecCounters, counter_acceptance, draft_counters, log_acceptance,
-                               parse_counters, parse_line)
-
-    if not _speculative(state):
-        return None
-    drafts = None
-    try:
-        answer = asyncio.run(fetch_once(state.url.rstrip("/") + "/metrics", idle=3.0))  # /metrics needs no API key
-        counters = parse_counters(answer.text) if answer.status == 200 else None
-        drafts = draft_counters(answer.text) if answer.status == 200 else None
-    except httpx.HTTPError:
-        counters = None
-    value = counter_acceptance(SpecCounters(0.0, 0.0), counters)
-    if value is not None and counters is not None:
-        doc = {"value": round(value, 4), "source": "counters", "over": "the server's lifetime",
-               "tokens": counters.tokens, "verify_calls": counters.verify_calls}
-        if drafts is not None:  # llama.cpp: its own draft counters, per draft position too
-            doc["drafts"] = drafts.to_json()
-        return doc
-    lines = [(e.time_s, e.accept_len, e.running_req) for e in map(parse_line, _recent_lines(state))
-             if isinstance(e, DecodeBatch) and e.is_lead and e.time_s is not None]
-    if not lines:
-        return None
-    last = lines[-1][0]
-    value = log_acceptance(lines, last - LOG_ACCEPT_S, last)
-    if value is None:
-        return None
-    return {"value": round(value, 4), "source": "log", "over": f"the last {LOG_ACCEPT_S:.0f} s of decode lines",
-            "weight": "#running-req (verify calls per line)"}
-
-
-RECENT_LOG_BYTES = 1 << 20  # the tail of the server log that status judges the guards on
-
-
-def recent_alarms(state) -> list:
-    """The guards, judged on the recent log (its last MiB): what a speculative server's decode lines say."""
-    from backends.logs import alarms_from_log
-
-    lines = _recent_lines(state)
-    return alarms_from_log(lines, _speculative(state)) if lines else []
-
-
-def _recent_lines(state) -> list[str]:
-    """The server log's last RECENT_LOG_BYTES, as lines."""
-    from backends.logs import recent_log_lines
-
-    return recent_log_lines(state.log_path, RECENT_LOG_BYTES)
 
 
 def print_json(doc: dict[str, Any]) -> None:

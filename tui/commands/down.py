@@ -26,14 +26,10 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import asyncio
+    from tui.commands._server import err, load_config, run_command
 
-    from backends.server import stop_lane_servers
-    from tui.commands._server import drive, err, load_config, note
-
-    config = load_config(args)
-    stopped = drive(config, args, "stop")
-    lanes = asyncio.run(stop_lane_servers(config, wait_for_lock=not args.no_wait, note=note))
+    outcome = run_command(load_config(args), args, "down")
+    stopped, lanes = outcome.state, outcome.lanes
     if stopped is None and not lanes:
         err("no server recorded: nothing to stop")
     elif stopped is not None:

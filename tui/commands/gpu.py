@@ -35,16 +35,6 @@ def add_arguments(parser) -> None:
                         help="the server's root pid (default: pid from the state dir's server.json)")
 
 
-def server_ref(pid: int | None) -> tuple[int, int | None] | None:
-    """(pid, pgid) of the server to attribute memory to: --pid, else the managed server's record."""
-    if pid is not None:
-        return pid, None
-    from backends.server import recorded_server
-
-    state = recorded_server()
-    return (state.pid, state.pgid) if state is not None and state.pid is not None else None
-
-
 def _gib(value: int | None) -> str:
     return "   n/a" if value is None else f"{value / GIB:6.1f}"
 
@@ -128,35 +118,21 @@ def to_json(sample) -> dict:
 
 
 def run(args) -> int:
-    from backends.core import UsageError
-    from backends.server import TelemetryStream, lane_trees
+    from contextlib import closing
 
-    if not args.interval > 0:
-        raise UsageError(f"--interval must be a positive number of seconds, got {args.interval}",
-                         hint="e.g. --interval 1")
-    if args.pid is not None and args.pid <= 0:
-        raise UsageError(f"--pid must be a positive process id, got {args.pid}", hint="e.g. --pid 12345")
-    ref = server_ref(args.pid)
-    stream = TelemetryStream(server=lambda: ref, interval=args.interval, history=1, tree_every=5.0,
-                             lanes=None if args.pid is not None else lane_trees)
+    from backends.server import gpu_samples
+
     out = sys.stdout
-    try:
-        if args.once:
-            stream.sample_blocking()     # prime CPU% counters so the reading covers a real interval
-            time.sleep(min(args.interval, 0.5))
-        while True:
-            sample = stream.sample_blocking()
-            if args.json:
-                out.write(json.dumps(to_json(sample)) + "\n")
-            elif args.once:
-                out.write(render_text(sample) + "\n")
-            else:
-                out.write("\x1b[H\x1b[2J" + render_text(sample) + "\n")
-            out.flush()
-            if args.once:
-                return 0
-            time.sleep(args.interval)
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        stream.close()
+    with closing(gpu_samples(args.pid, args.interval, args.once)) as samples:
+        try:
+            for sample in samples:
+                if args.json:
+                    out.write(json.dumps(to_json(sample)) + "\n")
+                elif args.once:
+                    out.write(render_text(sample) + "\n")
+                else:
+                    out.write("\x1b[H\x1b[2J" + render_text(sample) + "\n")
+                out.flush()
+        except KeyboardInterrupt:
+            return 0
+    return 0

@@ -29,53 +29,18 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     import json
-    import os
 
-    from backends.logs import AcceptanceWatch, DecodeBatch, SummaryBuilder, deprecation, read_log_lines
-    from backends.core import UsageError
-    from backends.server import StartupTracker
+    from backends.server import inspect_log
 
-    path = args.logfile
-    if not os.path.exists(path):
-        raise UsageError(f"LOGFILE: no such file: {path}", hint="give the path of a saved SGLang or llama-server log")
-    if os.path.isdir(path):
-        raise UsageError(f"LOGFILE: {path} is a directory", hint="give the path of a log file inside it")
-    builder = SummaryBuilder()
-    tracker = StartupTracker()
-    clock: float | None = None
-    watch = AcceptanceWatch()  # the console's collapse rule, on the lead rank's decode lines (log time)
-    deprecated: list[str] = []
-    try:
-        for line in read_log_lines(path, error=UsageError, name=f"LOGFILE {path}"):
-            event = builder.add_line(line)
-            note = deprecation(line) if event is None and ("deprecated" in line or "entrypoint" in line) else None
-            if note is not None and note not in deprecated:
-                deprecated.append(note)
-            if isinstance(event, DecodeBatch) and event.is_lead and not event.idle and event.time_s is not None:
-                watch.decode(event.time_s, event.accept_len)  # a plain server's lines have no accept len
-            if event is None:
-                continue
-            t = event.time_s
-            clock = t if t is not None else clock
-            if clock is not None:
-                tracker.feed(event, clock)
-    except OSError as exc:
-        raise UsageError(f"LOGFILE: cannot read {path}: {exc.strerror or exc}",
-                         hint="check the path and its permissions") from None
-    summary = builder.summary()
+    report = inspect_log(args.logfile)
     if args.json:
-        doc = summary.to_json()
-        doc["phases"] = tracker.durations(clock)  # seconds per startup phase, from the log's timestamps
-        doc["last_phase"] = tracker.phase
-        doc["alarms"] = [watch.alarm.to_json()] if watch.alarm else []
-        doc["deprecated"] = deprecated
-        print(json.dumps(doc))
+        print(json.dumps(report.to_json()))
     else:
-        print(render(path, summary, tracker, clock))
-        for note in deprecated:
+        print(render(report))
+        for note in report.deprecated:
             print(f"deprecated: {note}")
-        if watch.alarm is not None:
-            print(f"ALARM {watch.alarm.kind}: {watch.alarm.message}")
+        if report.alarm is not None:
+            print(f"ALARM {report.alarm.kind}: {report.alarm.message}")
     return 0
 
 
@@ -95,18 +60,19 @@ def _llama_lines(doc: dict) -> list[str]:
     return out
 
 
-def render(path, summary, tracker, clock) -> str:
+def render(report) -> str:
     """The human-readable report."""
-    out = [f"log: {path} ({summary.lines} lines, {summary.events} recognised)"]
+    summary = report.summary
+    out = [f"log: {report.path} ({summary.lines} lines, {summary.events} recognised)"]
     state = "ready" if summary.ready else ("FAILED" if summary.fatal else "not ready")
     pid = f"pid {summary.server_pid}" if summary.server_pid is not None else "no pid logged"
     out.append(f"server: {state}, {pid}")
-    durations = tracker.durations(clock)
-    if durations:
+    if report.phases:
         out.append("phases (from log timestamps):")
-        for phase, seconds in durations.items():
+        for phase, seconds in report.phases.items():
             out.append(f"  {phase:<24} {seconds:8.1f} s")
-        out.append(f"  {'last phase':<24} {tracker.phase}" + (f" ({tracker.detail})" if tracker.detail else ""))
+        out.append(f"  {'last phase':<24} {report.last_phase}"
+                   + (f" ({report.last_detail})" if report.last_detail else ""))
     if summary.weights:
         out.append("weights:")
         for i, w in enumerate(summary.weights):

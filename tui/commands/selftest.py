@@ -54,7 +54,7 @@ def run(args) -> int:
     import asyncio
 
     from backends.selftest import run_selftest
-    from tui.commands._server import err, load_config, print_json, printer
+    from tui.commands._server import err, load_config, note, print_json, print_progress
 
     if args.timeout <= 0:
         from backends.core import UsageError
@@ -62,7 +62,7 @@ def run(args) -> int:
         raise UsageError(f"--timeout {args.timeout}: must be > 0", hint="e.g. --timeout 600")
     config = load_config(args)
     err(f"selftest of {config.backend} ({config.source}): tiny models, a temporary state dir, a free port")
-    report = asyncio.run(run_selftest(config, printer, keep=args.keep, ready_timeout_s=args.timeout))
+    report = asyncio.run(run_selftest(config, print_progress, note, keep=args.keep, ready_timeout_s=args.timeout))
     if args.json:
         print_json(report.to_json())
     else:

@@ -32,27 +32,23 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from backends.knobs import knob_text
-    from backends.server import current_server, lane_servers
-    from tui.commands._server import ago, load_config, note, print_json, status_doc
+    from backends.server import server_status
+    from tui.commands._server import ago, load_config, note, print_json
 
-    config = load_config(args)
-    state = current_server(note)
-    doc = status_doc(state, config)
-    doc["lanes"] = [{"lane": s.index, "pid": s.state.pid, "port": s.state.port, "gpus": list(s.gpus),
-                     "phase": s.state.phase if s.alive else "stale", "sweep": s.sweep}
-                    for s in lane_servers(note)]
+    status = server_status(load_config(args), note)
+    doc = status.to_json()
     if args.json:
         print_json(doc)
         return 0
+    state = status.state
     print(f"backend:    {doc['backend']}" + (f" ({doc['engine']})" if doc.get("engine") else ""))
     print(f"phase:      {doc['phase']}")
     print(f"pid:        {doc['pid'] or '-'}")
     print(f"url:        {doc['url']}")
-    print("knobs:      " + ", ".join(f"{k}={knob_text(v)}" for k, v in sorted(doc["knobs"].items())))
+    print("knobs:      " + ", ".join(f"{k}={v}" for k, v in status.knob_texts().items()))
     if doc["effective"]:
         print("effective:  " + ", ".join(f"{k}={v}" for k, v in doc["effective"].items()))
-    for check in state.checks if state is not None else ():
+    for check in status.checks:
         label = "MISMATCH:" if check.status == "mismatch" else f"{check.status}:"
         print(f"{label:<12}{check.sentence}")
     acc = doc.get("acceptance")
