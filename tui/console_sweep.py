@@ -1,4 +1,5 @@
-"""The console's quick sweep (the sweep screen, tui/screens/sweep.py): the run, and its verdict line.
+"""The console's quick sweep (the sweep screen, tui/screens/sweep.py): the run, its verdict line, and the
+boards' marked text as styles (the sweep and search screens).
 
 ``run_console_sweep`` runs in the screen's worker, and it is ``ddtune sweep``'s run
 (workloads.sweep.run_sweep): on the console's own ServerSession (so the server panel follows every
@@ -9,9 +10,13 @@ left alone).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tui.controller import ConsoleController
 from workloads.sweep import SweepEvent, SweepOutcome, SweepSpec, build_plan, run_sweep
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 
 def sweep_spec(console: ConsoleController, presets: list[str], baseline: bool, contexts: list[int],
@@ -49,3 +54,20 @@ def sweep_verdict(outcome: SweepOutcome) -> str:
         return f"sweep finished ({shown}); no configuration measured every cell{loud}"
     margin = f", ahead of {escape(outcome.runner_up)} by {escape(outcome.margin)}" if outcome.runner_up else ""
     return f"[b]best overall: {escape(outcome.best)}[/b]{margin}\nfull report: ddtune report {shown}{loud}"
+
+
+TONES = {"strong": "bold", "good": "green", "win": "bold green", "bad": "bold red", "warn": "yellow",
+         "cmd": "bold cyan"}  # the tone of a board's Mark (workloads.sweep.board) as a style
+
+
+def marked(marks: list) -> Text:
+    """Marked text (a SweepBoard's or SearchBoard's Marks) as one Text: styles, never markup. One mark is a
+    Text of its style (a table cell), several are spans."""
+    from rich.text import Text
+
+    if len(marks) == 1:
+        return Text(marks[0].text, style=TONES.get(marks[0].tone, ""))
+    out = Text()
+    for mark in marks:
+        out.append(mark.text, style=TONES.get(mark.tone, ""))
+    return out

@@ -208,7 +208,7 @@ async def test_a_lossless_mismatch_is_in_the_table_in_red_and_named_in_the_verdi
 
 
 def test_the_lossless_cell_says_identical_differs_or_skipped():
-    from tui.screens.sweep import TONES
+    from tui.console_sweep import TONES
     from workloads.sweep.board import lossless_mark
 
     same = lossless_mark({"status": "compared", "prompts": 8, "diverged": 0, "first": [None] * 8})

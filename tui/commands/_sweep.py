@@ -4,6 +4,8 @@ serial or in lanes) with its signal handling; its lines are _sweep_print.py's.""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Coroutine
+from typing import TypeVar
 
 from tui.commands._options import count_option
 
@@ -37,10 +39,8 @@ def add_matrix_options(parser, contexts: list[int], concurrency: list[int], max_
 def run_sweep(args, plan, kind: str) -> int:
     """Create or resume the sweep (workloads.sweep.run_sweep), run it, print the report: 130 on Ctrl-C
     or SIGTERM (with the resume command), 1 when a configuration failed, else 0."""
-    import asyncio
     import json
     import os
-    import signal
 
     from tui.commands._lanes import lane_options
     from tui.commands._server import err, load_config, note
@@ -51,25 +51,40 @@ def run_sweep(args, plan, kind: str) -> int:
                      keep_server=args.keep_server, api_key=args.api_key or os.environ.get("DDTUNE_API_KEY") or None,
                      say=err, note=note)
     printer = LinePrinter(SweepLines())
-
-    async def main():
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
-        try:
-            return await run(spec, printer)
-        finally:
-            loop.remove_signal_handler(signal.SIGTERM)
-
-    try:
-        outcome = asyncio.run(main())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        where = printer.path or args.out
-        sys.stderr.write(f"sweep interrupted; continue it with: ddtune {kind} --resume"
-                         f"{f' --out {where}' if where else ''}\n")
+    outcome = until_done(lambda: run(spec, printer), printer, "sweep", f"ddtune {kind}", args.out)
+    if outcome is None:
         return 130
     if args.json:
         sys.stdout.write(json.dumps(outcome.to_json()) + "\n")
     else:
         sys.stdout.write(outcome.markdown())
     return 1 if outcome.failures else 0
+
+
+T = TypeVar("T")
+
+
+def until_done(start: Callable[[], Coroutine[object, object, T]], printer, what: str, command: str,
+               out: str | None) -> T | None:
+    """Run a sweep's or a search's use case to its end, SIGTERM counting as Ctrl-C: its outcome, or None
+    when interrupted, with the command that continues it on stderr (its folder: the printer's, once the
+    run started, else --out; with neither, nothing was recorded to continue)."""
+    import asyncio
+    import signal
+
+    async def main() -> T:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
+        try:
+            return await start()
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        return asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        where = printer.path or out
+        sys.stderr.write(f"{what} interrupted; continue it with: {command} --resume --out {where}\n" if where
+                         else f"{what} interrupted before it started\n")
+        return None

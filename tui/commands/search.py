@@ -86,15 +86,14 @@ def request(args):
 
 
 def run(args) -> int:
-    import asyncio
     import json
     import os
-    import signal
 
     from backends.core import UsageError
     from tui.commands._lanes import lane_options
-    from tui.commands._sweep_print import LinePrinter
     from tui.commands._server import err, load_config, note
+    from tui.commands._sweep import until_done
+    from tui.commands._sweep_print import LinePrinter
     from workloads.search import SearchLines, SearchSpec, run_search
 
     if args.resume and (args.space or args.start):
@@ -105,22 +104,8 @@ def run(args) -> int:
                       api_key=args.api_key or os.environ.get("DDTUNE_API_KEY") or None,
                       say=lambda done: err(f"search: {done}"), note=note)
     printer = LinePrinter(SearchLines())
-
-    async def main():
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
-        try:
-            return await run_search(spec, printer)
-        finally:
-            loop.remove_signal_handler(signal.SIGTERM)
-
-    try:
-        outcome = asyncio.run(main())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        where = printer.path or args.out
-        sys.stderr.write(f"search interrupted; continue it with: ddtune search --resume"
-                         f"{f' --out {where}' if where else ''}\n")
+    outcome = until_done(lambda: run_search(spec, printer), printer, "search", "ddtune search", args.out)
+    if outcome is None:
         return 130
     if args.json:
         sys.stdout.write(json.dumps(outcome.summary) + "\n")

@@ -11,9 +11,7 @@ stops a search under way; ``ddtune search --resume --out DIR`` continues it.
 
 from __future__ import annotations
 
-
 from rich.markup import escape
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -25,23 +23,12 @@ from textual.widgets.data_table import RowKey
 
 from backends.core import DdtuneError
 from tui.console_search import ConsoleSearch
+from tui.console_sweep import marked
 from tui.controller import ConsoleController
 from tui.literal import cell
 from tui.widgets.lists import ListTable
 from tui.widgets.ordered_input import OrderedInput
-import workloads.search as ws
-from workloads.search import SearchEvent, SearchRequest
-
-TONES = {"strong": "bold", "good": "green", "win": "bold green", "bad": "bold red", "warn": "yellow",
-         "cmd": "bold cyan"}  # a Mark's tone as a style
-
-
-def marked(marks) -> Text:
-    """Marked text (workloads.search.SearchBoard's) as one Text: styles, never markup."""
-    out = Text()
-    for mark in marks:
-        out.append(mark.text, style=TONES.get(mark.tone, ""))
-    return out
+from workloads.search import SearchBoard, SearchEvent, SearchRequest
 
 
 class SearchEventPosted(Message):
@@ -81,7 +68,7 @@ class SearchScreen(Screen):
         self.template = template or SearchRequest(space)
         self.search: ConsoleSearch | None = None
         self.rows: dict[str, RowKey] = {}
-        self.board = ws.SearchBoard()  # what each event changes on this screen
+        self.board = SearchBoard()  # what each event changes on this screen
         self.best: dict | None = None  # the best configuration of the last search done: {"label", "knobs"}
 
     @property
@@ -143,7 +130,7 @@ class SearchScreen(Screen):
         self.add_class("-started")  # at 80x24 the options line gives its rows to the results
         self.query_one("#measured", DataTable).clear()  # a second search on this screen starts afresh
         self.query_one("#best", Static).update("")
-        self.rows, self.board = {}, ws.SearchBoard()
+        self.rows, self.board = {}, SearchBoard()
         for widget in self.query(Input):
             widget.disabled = True
         self.query_one("#start", Button).disabled = True

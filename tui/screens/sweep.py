@@ -24,6 +24,7 @@ from textual.widgets.data_table import RowKey
 
 import workloads.sweep as sweep
 from backends.core import DdtuneError
+from tui.console_sweep import marked
 from tui.controller import ConsoleController
 from tui.literal import cell, literal
 from tui.widgets.lists import ListTable, ListSelection
@@ -31,7 +32,6 @@ from tui.widgets.ordered_input import OrderedInput
 from tui.widgets.textbars import duration
 
 CONTEXTS, CONCURRENCY, MAX_TOKENS = [60, 1024], [1, 8], 256
-TONES = {"good": "green", "bad": "bold red", "warn": "yellow"}  # a Mark's tone as a cell's style
 
 
 class SweepEventPosted(Message):
@@ -170,7 +170,7 @@ class SweepScreen(Screen):
         for index, cells in change.lane_rows:
             self.lane_rows[index] = lanes.add_row(*map(cell, cells))
         for index, column, mark in change.slot_cells:
-            self._cell(index, column, Text(mark.text, style=TONES[mark.tone]) if mark.tone else mark.text)
+            self._cell(index, column, marked([mark]) if mark.tone else mark.text)
         for index, column, text in change.lane_cells:
             self._lane_cell(index, column, text)
         if change.status is not None:
