@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tui.controller import ConsoleController
-from workloads.search import SearchEvent, SearchOutcome, SearchRequest
+from workloads.search import SearchEvent, SearchRequest
 
 
 class ConsoleSearch:
@@ -30,21 +30,14 @@ class ConsoleSearch:
         self.request = request
         self.restore = True
 
-    async def run(self, on_event: Callable[[SearchEvent], None], on_note: Callable[[str], None]) -> SearchOutcome:
-        """Run the search (workloads.search.run_search); its outcome. ``on_event``: its events,
-        ``on_note``: what the operator should know at once (lane notes, what was done with each server
-        at the end), said even after the screen is gone."""
+    async def run(self, on_event: Callable[[SearchEvent], None], on_note: Callable[[str], None]) -> None:
+        """Run the search (workloads.search.run_search) to its end. ``on_event``: its events, ``on_note``:
+        what was done with the console's server at the end."""
+        from tui.console_sweep import holding_load
         from workloads.search import SearchSpec, run_search
 
         console, request = self.console, self.request
         gpus = ",".join(request.gpus) if request.gpus else None
-        spec = SearchSpec(console.config, request, gpus=gpus, session=console.session,
-                          restore_on_cancel=lambda: self.restore, say=on_note)
-        if gpus:
-            return await run_search(spec, on_event)
-        await console.hold_load("search")  # the search needs the server to itself, as a sweep does
-        try:
-            return await run_search(spec, on_event)
-        finally:
-            console.release_load()  # the load resumes once the server is back, as after Apply
-
+        await run_search(SearchSpec(console.config, request, gpus=gpus, session=console.session,
+                                    restore_on_cancel=lambda: self.restore, say=on_note,
+                                    hold=holding_load(console, "search")), on_event)

@@ -1,22 +1,36 @@
-"""The console's quick sweep (the sweep screen, tui/screens/sweep.py): the run, its verdict line, and the
-boards' marked text as styles (the sweep and search screens).
+"""The console's quick sweep (the sweep screen, tui/screens/sweep.py): its spec, what it holds on the
+console's server, and the boards' marked text as styles (the sweep and search screens).
 
-``run_console_sweep`` runs in the screen's worker, and it is ``ddtune sweep``'s run
-(workloads.sweep.run_sweep): on the console's own ServerSession (so the server panel follows every
-restart live), or with GPUs one lane per GPU beside it (as ``--parallel``; the console's server is
-left alone).
+The screen's worker runs ``ddtune sweep``'s use case (workloads.sweep.run_sweep) on this spec: on the
+console's own ServerSession (so the server panel follows every restart live, and the coding load pauses
+until the server is back), or with GPUs one lane per GPU beside it (as ``--parallel``; the console's
+server is left alone). Leaving the screen cancels it and leaves the console's server as it is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING
 
 from tui.controller import ConsoleController
-from workloads.sweep import SweepEvent, SweepOutcome, SweepSpec, build_plan, run_sweep
+from workloads.sweep import SweepSpec, build_plan
 
 if TYPE_CHECKING:
     from rich.text import Text
+
+
+def holding_load(console: ConsoleController, what: str) -> Callable[[], AbstractAsyncContextManager[None]]:
+    """A sweep or search (``what``) on the console's server: its coding load paused until the run ends
+    (the server back where it was), as after Apply."""
+    @asynccontextmanager
+    async def hold() -> AsyncIterator[None]:
+        await console.hold_load(what)
+        try:
+            yield
+        finally:
+            console.release_load()
+    return hold
 
 
 def sweep_spec(console: ConsoleController, presets: list[str], baseline: bool, contexts: list[int],
@@ -28,32 +42,8 @@ def sweep_spec(console: ConsoleController, presets: list[str], baseline: bool, c
                       max_tokens=max_tokens, run_eval=False, knob_table=config.knob_table)
     if gpus:
         return SweepSpec(config, plan, gpus=gpus)
-    return SweepSpec(config, plan, session=console.session, restore_on_cancel=lambda: False)
-
-
-async def run_console_sweep(console: ConsoleController, spec: SweepSpec,
-                            on_event: Callable[[SweepEvent], None]) -> SweepOutcome:
-    """Run the screen's sweep. Leaving the screen cancels it and leaves the console's server as it is."""
-    if spec.asks_lanes():
-        return await run_sweep(spec, on_event)
-    await console.hold_load("sweep")  # the sweep needs the server to itself; the load resumes after it
-    try:
-        return await run_sweep(spec, on_event)
-    finally:
-        console.release_load()
-
-
-def sweep_verdict(outcome: SweepOutcome) -> str:
-    """The sweep's winner in one line, as markup whose data is escaped."""
-    from rich.markup import escape
-
-    failed = outcome.lossless_failed
-    loud = f"\n[b red]{escape(failed)}[/]" if failed else ""  # the "still correct" half, as loud as the report
-    shown = escape(outcome.shown_path)  # ~/...: no user's home on screen
-    if outcome.best is None:
-        return f"sweep finished ({shown}); no configuration measured every cell{loud}"
-    margin = f", ahead of {escape(outcome.runner_up)} by {escape(outcome.margin)}" if outcome.runner_up else ""
-    return f"[b]best overall: {escape(outcome.best)}[/b]{margin}\nfull report: ddtune report {shown}{loud}"
+    return SweepSpec(config, plan, session=console.session, restore_on_cancel=lambda: False,
+                     hold=holding_load(console, "sweep"))
 
 
 TONES = {"strong": "bold", "good": "green", "win": "bold green", "bad": "bold red", "warn": "yellow",
@@ -61,7 +51,7 @@ TONES = {"strong": "bold", "good": "green", "win": "bold green", "bad": "bold re
 
 
 def marked(marks: list) -> Text:
-    """Marked text (a SweepBoard's or SearchBoard's Marks) as one Text: styles, never markup. One mark is a
+    """Marked text (a board's Marks, a sweep's verdict) as one Text: styles, never markup. One mark is a
     Text of its style (a table cell), several are spans."""
     from rich.text import Text
 

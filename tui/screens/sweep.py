@@ -141,12 +141,10 @@ class SweepScreen(Screen):
     @work(exclusive=True, group="sweep", exit_on_error=False)
     async def run_sweep(self, spec: sweep.SweepSpec) -> None:
         """The sweep runs on the console's session (or beside it, in lanes); this screen shows its events."""
-        from tui.console_sweep import run_console_sweep, sweep_verdict
-
         status = self.query_one("#status", Static)
         try:
-            outcome = await run_console_sweep(self.console, spec, self._post_event)
-            status.update(sweep_verdict(outcome))  # markup of the console's own: it escapes what it embeds
+            outcome = await sweep.run_sweep(spec, self._post_event)
+            status.update(marked(outcome.verdict()))
             if outcome.server:
                 self.notify(f"sweep: {outcome.server}", timeout=8)
         except DdtuneError as exc:

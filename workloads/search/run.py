@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +87,14 @@ async def run_search(spec: SearchSpec, on_event: Callable[[SearchEvent], None]) 
         settings = spec.lane_settings(manifest)
         found, notes = await settings.plan(config, note=spec.note)
         pool = LanePool(found, config, keep_server=spec.keep_server)
+        on_event(LanesStarted(tuple(pool.lanes), tuple(notes)))
+    async with spec.hold() if pool is None else nullcontext():
+        return await _run(spec, controller, resumed, manifest, meta, settings, pool, on_event)
+
+
+async def _run(spec: SearchSpec, controller: ManagedController, resumed: SearchStore | None, manifest: dict | None,
+               meta: dict | None, settings: LaneSettings | None, pool: LanePool | None,
+               on_event: Callable[[SearchEvent], None]) -> SearchOutcome:
     finished = False
     try:
         store, expected = await asyncio.to_thread(_open, spec, controller, resumed, manifest, meta, settings, pool)
@@ -96,10 +105,8 @@ async def run_search(spec: SearchSpec, on_event: Callable[[SearchEvent], None]) 
 
         runner = (SweepRoundRunner(controller, target, api_key=spec.api_key, on_event=progress,
                                    expected_restart_s=expected) if pool is None
-                  else LaneRoundRunner(pool, config, target, store, api_key=spec.api_key, on_event=progress))
+                  else LaneRoundRunner(pool, spec.config, target, store, api_key=spec.api_key, on_event=progress))
         engine = SearchEngine(store, runner, on_event=on_event, expected_restart_s=expected)
-        if pool is not None:
-            on_event(LanesStarted(tuple(pool.lanes), tuple(notes)))
         summary = await engine.run()
         finished = True
     finally:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from workloads.report.compare import Report
 from workloads.report.render import lossless_failed, margin_text, to_json, to_markdown
 from workloads.report.text import sweep_report
 from workloads.runs.store import home_short
+from workloads.sweep.board import Mark
 from workloads.sweep.control import ManagedController
 from workloads.sweep.engine import SweepEngine
 from workloads.sweep.events import SweepEvent
@@ -46,13 +48,17 @@ def _yes() -> bool:
     return True
 
 
+def _nothing_held() -> AbstractAsyncContextManager[object]:
+    return nullcontext()
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunSpec:
     """What a sweep and a search are both asked (keywords): lane options as given (None: not given), each
     falling back to what a resumed run recorded; what to do with the server(s) at the end; the API key;
     the console's ServerSession (its server panel follows every restart); ``say``: a line for the
     operator (a prompt record skipped, what was done with the managed server); ``note``: what planning
-    the lanes found worth saying as it happens."""
+    the lanes found worth saying as it happens; ``hold``: what a run on the managed server holds."""
 
     parallel: int | None = None
     gpus: str | None = None
@@ -64,6 +70,8 @@ class RunSpec:
     session: ServerSession | None = None
     say: Callable[[str], None] = _quiet
     note: Callable[[str], None] | None = None
+    hold: Callable[[], AbstractAsyncContextManager[object]] = _nothing_held  # around a run on the managed
+    # server, its restore included (the console pauses its coding load: the run needs the server to itself)
 
     def __post_init__(self) -> None:
         if self.gpus is not None:
@@ -123,6 +131,17 @@ class SweepOutcome:
         """The loud line when a configuration changed the answers (None: none did)."""
         return lossless_failed(self.report)
 
+    def verdict(self) -> list[Mark]:
+        """The winner in a few words: ``best overall: X`` (strong), ahead of whom by how much, the command
+        for the full report, and the loud line when a configuration changed the answers."""
+        failed = self.lossless_failed
+        loud = [Mark(f"\n{failed}", "bad")] if failed else []  # the "still correct" half, as loud as the report
+        if self.best is None:
+            return [Mark(f"sweep finished ({self.shown_path}); no configuration measured every cell")] + loud
+        margin = f", ahead of {self.runner_up} by {self.margin}" if self.runner_up else ""
+        return [Mark(f"best overall: {self.best}", "strong"),
+                Mark(f"{margin}\nfull report: ddtune report {self.shown_path}")] + loud
+
     def markdown(self) -> str:
         return to_markdown(self.report)
 
@@ -157,6 +176,11 @@ async def run_sweep(spec: SweepSpec, on_event: Callable[[SweepEvent], None]) -> 
 
 
 async def _serial(spec: SweepSpec, on_event: Callable[[SweepEvent], None]) -> tuple[Path, str | None]:
+    async with spec.hold():
+        return await _serial_held(spec, on_event)
+
+
+async def _serial_held(spec: SweepSpec, on_event: Callable[[SweepEvent], None]) -> tuple[Path, str | None]:
     controller = ManagedController(spec.config, session=spec.session)
     if spec.resume:
         store = await asyncio.to_thread(resume_serial, controller, spec.out, spec.kind)
