@@ -76,6 +76,7 @@ def test_search_screen(snap_compare, size, rounds):
     from tests.tui.fixtures import idle_console
     from tests.tui.search_fixtures import SPACE, search_events
     from tui.screens.search import SearchEventPosted, SearchScreen
+    from workloads.search.events import RoundProgress
     from workloads.sweep.events import ServerPhaseChanged, SlotStarted
     from workloads.sweep.plan import Slot
 
@@ -90,8 +91,9 @@ def test_search_screen(snap_compare, size, rounds):
         if rounds is not None:
             plan = events[-1].plan
             slot = Slot(0, SPACE.label(plan.asks[0].point), 1)
-            screen.post_message(SearchEventPosted(SlotStarted(slot, True, None), plan))
-            screen.post_message(SearchEventPosted(ServerPhaseChanged(slot, "loading-weights", "shard 3/8"), plan))
+            screen.post_message(SearchEventPosted(RoundProgress(plan, SlotStarted(slot, True, None))))
+            screen.post_message(SearchEventPosted(RoundProgress(plan, ServerPhaseChanged(slot, "loading-weights",
+                                                                                         "shard 3/8"))))
         await pilot.pause()
         if rounds is None:
             pilot.app.clear_notifications()  # the failure's toast (shown mid-search) has gone by the end

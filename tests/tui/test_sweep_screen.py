@@ -159,7 +159,7 @@ async def test_sweep_screen_runs_one_lane_per_gpu_beside_the_console_server(tmp_
         assert lanes.display and lanes.row_count == 2
         rows = [lanes.get_row_at(i) for i in range(2)]
         assert [str(r[1]) for r in rows] == ["2", "3"]
-        assert len({r[2] for r in rows} | {str(state["port"])}) == 3  # own ports, none the console server's
+        assert len({str(r[2]) for r in rows} | {str(state["port"])}) == 3  # own ports, none the console server's
         assert all(str(r[3]).startswith("stopped pid") and str(r[5]) == "cells 1/1" for r in rows), rows
         assert {"loading-weights", "measuring", "done"} <= phases, phases
         table = screen.query_one("#slots", DataTable)
@@ -208,13 +208,14 @@ async def test_a_lossless_mismatch_is_in_the_table_in_red_and_named_in_the_verdi
 
 
 def test_the_lossless_cell_says_identical_differs_or_skipped():
-    from tui.screens.sweep import lossless_cell
+    from tui.console_sweep import TONES
+    from workloads.sweep.board import lossless_mark
 
-    same = lossless_cell({"status": "compared", "prompts": 8, "diverged": 0, "first": [None] * 8})
-    assert str(same) == "identical 8/8" and "red" not in str(same.style)
-    differs = lossless_cell({"status": "compared", "prompts": 8, "diverged": 5, "first": [3, None, 7, 9, 1, 2, None,
+    same = lossless_mark({"status": "compared", "prompts": 8, "diverged": 0, "first": [None] * 8})
+    assert same.text == "identical 8/8" and "red" not in TONES.get(same.tone, "")
+    differs = lossless_mark({"status": "compared", "prompts": 8, "diverged": 5, "first": [3, None, 7, 9, 1, 2, None,
                                                                                           None]})
-    assert str(differs) == "DIFFERS 5/8 @3,7,9…" and "red" in str(differs.style)
-    assert str(lossless_cell({"status": "recorded", "prompts": 8})) == "baseline 8 prompts"
-    assert str(lossless_cell({"status": "no baseline yet"})) == "skipped: no baseline yet"
-    assert str(lossless_cell({"status": "error", "error": "connection refused"})) == "skipped: connection refused"
+    assert differs.text == "DIFFERS 5/8 @3,7,9…" and "red" in TONES[differs.tone]
+    assert lossless_mark({"status": "recorded", "prompts": 8}).text == "baseline 8 prompts"
+    assert lossless_mark({"status": "no baseline yet"}).text == "skipped: no baseline yet"
+    assert lossless_mark({"status": "error", "error": "connection refused"}).text == "skipped: connection refused"

@@ -83,14 +83,16 @@ async def test_planning_lanes_notes_ports_in_the_ephemeral_range(state_dir):
 def test_sweep_and_search_output_say_where_a_lane_moved():
     import io
 
-    from tui.commands._sweep_print import LanePrinter
-    from tui.commands._search_print import SearchPrinter
+    from tui.commands._sweep_print import LinePrinter
+    from workloads.search.events import RoundProgress
+    from workloads.search.lines import SearchLines
+    from workloads.sweep.lines import SweepLines
     from workloads.sweep.events import LaneMoved
 
     event = LaneMoved(0, 33001, 33003, "address already in use")
     sweep, search = io.StringIO(), io.StringIO()
-    LanePrinter(sweep)(event)
-    SearchPrinter(search).progress(None, event)
+    LinePrinter(SweepLines(), sweep)(event)
+    LinePrinter(SearchLines(), search)(RoundProgress(None, event))
     line = ("lane 0: port 33001 was taken before its server could bind it (address already in use); "
             "the lane moved to port 33003 and starts again there\n")
     assert sweep.getvalue() == "sweep: " + line and search.getvalue() == "search: " + line

@@ -1,9 +1,11 @@
-"""Shared body of ``ddtune sweep`` and ``ddtune ab``: options, and the run with its signal handling
-(serial here, parallel lanes in tui/commands/_lanes.py; their printers in _sweep_print.py)."""
+"""Shared body of ``ddtune sweep`` and ``ddtune ab``: options, and the run (workloads.sweep.run_sweep,
+serial or in lanes) with its signal handling; its lines are _sweep_print.py's."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Coroutine
+from typing import TypeVar
 
 from tui.commands._options import count_option
 
@@ -34,76 +36,55 @@ def add_matrix_options(parser, contexts: list[int], concurrency: list[int], max_
     add_traffic_options(parser)
 
 
-def check_prompts(plan) -> None:
-    """Read the plan's prompt sources before any server is touched: a bad one is refused (exit 2),
-    a malformed record is one line on stderr."""
-    from tui.commands._traffic import say_skipped
-    from workloads.bench import load_sets
-
-    if plan is not None:
-        say_skipped(load_sets(plan.bench)[0])
-
-
 def run_sweep(args, plan, kind: str) -> int:
-    """Create or resume the sweep, run it, print the report; 0 when every run succeeded."""
-    import asyncio
+    """Create or resume the sweep (workloads.sweep.run_sweep), run it, print the report: 130 on Ctrl-C
+    or SIGTERM (with the resume command), 1 when a configuration failed, else 0."""
+    import json
     import os
+
+    from tui.commands._lanes import lane_options
+    from tui.commands._server import err, load_config, note
+    from tui.commands._sweep_print import LinePrinter
+    from workloads.sweep import SweepLines, SweepSpec, run_sweep as run
+
+    spec = SweepSpec(load_config(args), plan, kind, args.out, args.resume, **lane_options(args),
+                     keep_server=args.keep_server, api_key=args.api_key or os.environ.get("DDTUNE_API_KEY") or None,
+                     say=err, note=note)
+    printer = LinePrinter(SweepLines())
+    outcome = until_done(lambda: run(spec, printer), printer, "sweep", f"ddtune {kind}", args.out)
+    if outcome is None:
+        return 130
+    if args.json:
+        sys.stdout.write(json.dumps(outcome.to_json()) + "\n")
+    else:
+        sys.stdout.write(outcome.markdown())
+    return 1 if outcome.failures else 0
+
+
+T = TypeVar("T")
+
+
+def until_done(start: Callable[[], Coroutine[object, object, T]], printer, what: str, command: str,
+               out: str | None) -> T | None:
+    """Run a sweep's or a search's use case to its end, SIGTERM counting as Ctrl-C: its outcome, or None
+    when interrupted, with the command that continues it on stderr (its folder: the printer's, once the
+    run started, else --out; with neither, nothing was recorded to continue)."""
+    import asyncio
     import signal
 
-    from tui.commands._lanes import prepare_parallel, wants_lanes
-    from tui.commands._server import load_config
-    from tui.commands._sweep_print import EventPrinter
-    from workloads.sweep import ManagedController, SweepEngine, SweepStore, begin_serial, resume_serial
-
-    check_prompts(plan)
-    resumed = SweepStore.open(args.out, kind).read() if args.resume else None
-    if wants_lanes(args, resumed):
-        main_of_lanes, path = prepare_parallel(args, plan, kind)
-        return run_and_report(main_of_lanes, path, args, kind)
-    config = load_config(args)
-    controller = ManagedController(config)
-    if args.resume:
-        store = resume_serial(controller, args.out, kind)
-        plan = store.plan()
-    else:
-        store = begin_serial(plan, controller, out=args.out, kind=kind)
-    printer = EventPrinter()
-    api_key = args.api_key or os.environ.get("DDTUNE_API_KEY") or None
-    engine = SweepEngine(plan, store, controller, api_key=api_key, on_event=printer,
-                         expected_restart_s=controller.expected_restart_s())
-
-    async def main() -> None:
+    async def main() -> T:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
         try:
-            await engine.run()
+            return await start()
         finally:
             loop.remove_signal_handler(signal.SIGTERM)
-            if not args.keep_server:
-                done = await asyncio.shield(controller.shutdown())
-                if done:
-                    sys.stderr.write(f"sweep: {done}\n")
-
-    return run_and_report(main, store.path, args, kind)
-
-
-def run_and_report(main, path, args, kind: str) -> int:
-    """Run a sweep's coroutine function, then print its report: 130 on Ctrl-C (with the resume
-    command), 1 when a configuration failed, else 0. Shared by the serial and the lane sweep."""
-    import asyncio
-    import json
-
-    from workloads.report import sweep_report, to_json, to_markdown
 
     try:
-        asyncio.run(main())
+        return asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):
-        sys.stderr.write(f"sweep interrupted; continue it with: ddtune {kind} --resume --out {path}\n")
-        return 130
-    report = sweep_report(path)
-    if args.json:
-        sys.stdout.write(json.dumps({"sweep": str(path), "report": to_json(report)}) + "\n")
-    else:
-        sys.stdout.write(to_markdown(report))
-    return 1 if report.failures else 0
+        where = printer.path or out
+        sys.stderr.write(f"{what} interrupted; continue it with: {command} --resume --out {where}\n" if where
+                         else f"{what} interrupted before it started\n")
+        return None

@@ -86,76 +86,29 @@ def request(args):
 
 
 def run(args) -> int:
-    import asyncio
     import json
     import os
-    import signal
 
     from backends.core import UsageError
-    from tui.commands import _search_lanes
-    from tui.commands._lanes import wants_lanes
-    from tui.commands._search_print import SearchPrinter
-    from tui.commands._server import load_config
-    from workloads.search import (SearchEngine, SearchStore, SweepRoundRunner, Target, plan_search, start_search,
-                                  summary_lines)
-    from workloads.sweep import ManagedController
+    from tui.commands._lanes import lane_options
+    from tui.commands._server import err, load_config, note
+    from tui.commands._sweep import until_done
+    from tui.commands._sweep_print import LinePrinter
+    from workloads.search import SearchLines, SearchSpec, run_search
 
-    config = load_config(args)
-    controller = ManagedController(config)
-    store = None
-    if args.resume:
-        if args.space or args.start:
-            raise UsageError("--resume continues a search with its own space; it takes no --space or --start",
-                             hint="ddtune search --resume --out DIR")
-        store = SearchStore.open(args.out)
-    manifest = store.read() if store is not None else None
-    parallel = wants_lanes(args, manifest)
-    meta = None
-    if store is None:  # planned and checked before any lane is
-        meta = plan_search(request(args), config, None if parallel else controller.running_config())  # lanes: bare
-    lanes = _search_lanes.prepare(args, config, manifest) if parallel else None
-    if store is not None:
-        before = (manifest or {}).get("server_before")
-        controller.remember_before(before["knobs"] if isinstance(before, dict) else None)
-    else:
-        assert meta is not None
-        controller.remember_before(controller.running_config())
-        store = (start_search(meta, args.out) if lanes is None
-                 else start_search(meta, args.out, lanes.settings, len(lanes.pool.lanes)))
-    target = Target.from_json(store.read()["target"])
-    printer = SearchPrinter()
-    expected = controller.expected_restart_s()
-    api_key = args.api_key or os.environ.get("DDTUNE_API_KEY") or None
-    runner = (SweepRoundRunner(controller, target, api_key=api_key, on_event=printer.progress,
-                               expected_restart_s=expected) if lanes is None
-              else _search_lanes.runner(lanes, config, target, store, printer, api_key))
-    engine = SearchEngine(store, runner, on_event=printer, expected_restart_s=expected)
-    for line in _search_lanes.describe(lanes) if lanes is not None else ():
-        sys.stderr.write(line + "\n")
-    summary: dict = {}
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)  # type: ignore[union-attr]
-        try:
-            summary.update(await engine.run())
-        finally:
-            loop.remove_signal_handler(signal.SIGTERM)
-            if lanes is not None:
-                await lanes.pool.close(printer.lane_closed)
-            elif not args.keep_server:
-                done = await asyncio.shield(controller.shutdown())
-                if done:
-                    sys.stderr.write(f"search: {done}\n")
-
-    try:
-        asyncio.run(main())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        sys.stderr.write(f"search interrupted; continue it with: ddtune search --resume --out {store.path}\n")
+    if args.resume and (args.space or args.start):
+        raise UsageError("--resume continues a search with its own space; it takes no --space or --start",
+                         hint="ddtune search --resume --out DIR")
+    spec = SearchSpec(load_config(args), None if args.resume else request(args), args.resume, args.out,
+                      **lane_options(args), keep_server=args.keep_server,
+                      api_key=args.api_key or os.environ.get("DDTUNE_API_KEY") or None,
+                      say=lambda done: err(f"search: {done}"), note=note)
+    printer = LinePrinter(SearchLines())
+    outcome = until_done(lambda: run_search(spec, printer), printer, "search", "ddtune search", args.out)
+    if outcome is None:
         return 130
     if args.json:
-        sys.stdout.write(json.dumps(summary) + "\n")
+        sys.stdout.write(json.dumps(outcome.summary) + "\n")
     else:
-        sys.stdout.write("\n".join(summary_lines(summary)) + "\n")
-    return 0 if summary.get("best") else 1
+        sys.stdout.write("\n".join(outcome.lines()) + "\n")
+    return 0 if outcome.found else 1

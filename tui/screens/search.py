@@ -11,10 +11,7 @@ stops a search under way; ``ddtune search --resume --out DIR`` continues it.
 
 from __future__ import annotations
 
-import re
-
 from rich.markup import escape
-from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -25,44 +22,21 @@ from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Sta
 from textual.widgets.data_table import RowKey
 
 from backends.core import DdtuneError
-from tui.console_search import ConsoleSearch, interrupted_line, parse_request
+from tui.console_search import ConsoleSearch
+from tui.console_sweep import marked
 from tui.controller import ConsoleController
 from tui.literal import cell
 from tui.widgets.lists import ListTable
 from tui.widgets.ordered_input import OrderedInput
-from workloads.report import home_short
-from workloads.search import SearchRequest, SearchSpace
-
-COLUMNS = ("configuration", "waves", "tok/s ± 95%", "starts", "state")
-STATE_WIDTH = 18  # the state column's text at most: a 3-knob label and the figures leave this much at 80 columns
-_FRACTION = re.compile(r"\d+/\d+")
-
-
-def phase_text(phase: str, detail: str) -> str:
-    """A server phase for the state column, with its progress when it has one: ``warmup``,
-    ``loading 3/8`` (loading-weights, shortened to fit)."""
-    found = _FRACTION.search(detail or "")
-    text = f"{phase} {found.group(0)}" if found else phase
-    if len(text) > STATE_WIDTH:
-        text = f"{phase.split('-')[0]} {found.group(0)}" if found else phase
-    return text[:STATE_WIDTH]
+from workloads.search import SearchBoard, SearchEvent, SearchRequest
 
 
 class SearchEventPosted(Message):
-    """An event of the search under way: the engine's (``plan`` None) or a round's sweep event."""
+    """An event of the search under way (workloads.search.run_search's)."""
 
-    def __init__(self, event: object, plan: object = None) -> None:
+    def __init__(self, event: SearchEvent) -> None:
         super().__init__()
         self.event = event
-        self.plan = plan
-
-
-def tok_cell(est) -> str:
-    """``780 ± 11`` (half the 95% interval), ``780`` from one wave, ``-`` before any."""
-    if est is None:
-        return "-"
-    half = est.half_width
-    return f"{est.mean:.0f}" + (f" ± {half:.0f}" if half is not None else "")
 
 
 class SearchScreen(Screen):
@@ -94,12 +68,7 @@ class SearchScreen(Screen):
         self.template = template or SearchRequest(space)
         self.search: ConsoleSearch | None = None
         self.rows: dict[str, RowKey] = {}
-        self.starts: dict[str, int] = {}
-        self.space: SearchSpace | None = None  # once the search started
-        self.grid = 0
-        self.restarts = 0
-        self.round_text = ""
-        self.decision = ""  # how the last race ended
+        self.board = SearchBoard()  # what each event changes on this screen
         self.best: dict | None = None  # the best configuration of the last search done: {"label", "knobs"}
 
     @property
@@ -135,7 +104,7 @@ class SearchScreen(Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#measured", DataTable).add_columns(*COLUMNS)
+        self.query_one("#measured", DataTable).add_columns(*self.board.columns)
 
     # --- start and stop ---------------------------------------------------------------------
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -150,8 +119,8 @@ class SearchScreen(Screen):
         """Check the fields (a bad one: a message naming it, nothing started), then run the search."""
         value = lambda ident: self.query_one(f"#{ident}", Input).value  # noqa: E731
         try:
-            request = parse_request(self.console.config, value("space"), value("context"), value("concurrency"),
-                                    value("gpus"), self.template)
+            request = self.template.from_fields(self.console.config, value("space"), value("context"),
+                                                value("concurrency"), value("gpus"))
         except DdtuneError as exc:
             text = exc.message + (f"; {exc.hint}" if exc.hint else "")
             self.notify(text, severity="error", timeout=10)
@@ -161,7 +130,7 @@ class SearchScreen(Screen):
         self.add_class("-started")  # at 80x24 the options line gives its rows to the results
         self.query_one("#measured", DataTable).clear()  # a second search on this screen starts afresh
         self.query_one("#best", Static).update("")
-        self.rows, self.starts, self.restarts, self.round_text, self.decision = {}, {}, 0, "", ""
+        self.rows, self.board = {}, SearchBoard()
         for widget in self.query(Input):
             widget.disabled = True
         self.query_one("#start", Button).disabled = True
@@ -170,19 +139,16 @@ class SearchScreen(Screen):
 
     @work(exclusive=True, group="search", exit_on_error=False)
     async def run_search(self, search: ConsoleSearch) -> None:
-        def progress(plan: object, event: object) -> None:
-            self.post_message(SearchEventPosted(event, plan))
-
         def note(text: str) -> None:  # the app's, at once: said before the search counts as over, and
             self.app.notify(text, timeout=8)  # still said after Esc popped this screen (its queue is gone)
 
         try:
-            await search.run(self._post_event, progress, note)
+            await search.run(self._post_event, note)
         except DdtuneError as exc:
             self._say(f"[red]search refused: {escape(exc.message)}{escape(f' ({exc.hint})' if exc.hint else '')}[/]")
         except Exception as exc:  # a bug: say so on the screen, not only in the worker's state
             self._say(f"[red]search failed: {escape(type(exc).__name__)}: {escape(str(exc))}; "
-                      f"{escape(interrupted_line(search.path))}[/]")
+                      f"{escape(self.board.interrupted_line())}[/]")
             raise
         finally:
             self.search = None
@@ -210,118 +176,39 @@ class SearchScreen(Screen):
         search = self.search
         if search is not None:
             search.restore = True
-            self.app.notify(interrupted_line(search.path) + "; the server goes back to the config it ran before",
+            self.app.notify(self.board.interrupted_line() + "; the server goes back to the config it ran before",
                             timeout=10)
         self.app.pop_screen()  # the worker is cancelled with the screen; its cleanup finishes on its own
 
     # --- events -----------------------------------------------------------------------------
-    def _post_event(self, event: object) -> None:  # from the engine, in this screen's worker
+    def _post_event(self, event: SearchEvent) -> None:  # from the engine, in this screen's worker
+        for text in self.board.said_at_once(event):  # the app's, at once: said before the search counts as
+            self.app.notify(text, timeout=8)          # over, and still said after Esc popped this screen
         self.post_message(SearchEventPosted(event))
 
     def _say(self, markup: str) -> None:
         self.query_one("#round", Static).update(markup)
 
     def on_search_event_posted(self, message: SearchEventPosted) -> None:
-        from workloads.search import RoundFinished, RoundStarted, SearchFinished, SearchStarted
-
-        event = message.event
-        if message.plan is not None:
-            self._progress(event)
-        elif isinstance(event, SearchStarted):
-            self.space, self.grid = event.space, event.space.size
-            shape = " x ".join(f"{name} {len(values)}" for name, values in event.space.axes)
-            one_pass = 1 + sum(len(values) - 1 for _, values in event.space.axes)
-            self._say(f"search of {event.space.size} configurations ({shape}): one pass starts about {one_pass}; "
-                      f"from {escape(event.space.label(event.start))}\nfolder {escape(home_short(event.path))}")
-            self._restarts()
-        elif isinstance(event, RoundStarted) and self.space is not None:
-            self._round_started(event)
-        elif isinstance(event, RoundFinished) and self.space is not None:
-            self._round_finished(event)
-        elif isinstance(event, SearchFinished):
-            self._finished(event)
-
-    def _cell(self, label: str, column: int, value: str | Text) -> None:
+        """Draw what the event changed (workloads.search.SearchBoard says what)."""
+        change = self.board(message.event)
         table = self.query_one("#measured", DataTable)
-        if label in self.rows:
-            table.update_cell(self.rows[label], table.ordered_columns[column].key, cell(value), update_width=True)
-
-    def _restarts(self, extra: str = "") -> None:
-        self.query_one("#restarts", Static).update(f"restarts: {self.restarts} of a full grid's {self.grid}{extra}")
-
-    def _round_started(self, event) -> None:
-        from workloads.search import round_title
-
-        space = self.space
-        assert space is not None
-        for ask in event.plan.asks:
-            label = space.label(ask.point)
-            if label not in self.rows:
-                self.rows[label] = self.query_one("#measured", DataTable).add_row(label, "-", "-", "0", "queued",
-                                                                                  key=label)
-            self._cell(label, 4, f"round {event.plan.number}: {event.plan.need} waves")
-        self.round_text = (f"[b]{escape(round_title(space, event.plan))}[/b]\n"
-                           f"candidates: {escape(', '.join(space.label(a.point) for a in event.plan.asks))}")
-        self._say(self.round_text + (f"\nlast race: {escape(self.decision)}" if self.decision else ""))
-        self._restarts(f"; this round up to {event.restarts_needed} more")
-
-    def _progress(self, event: object) -> None:
-        """A sweep event of the round under way: the configuration's state in the table."""
-        from workloads.sweep import LaneEvent, ServerApplied, ServerPhaseChanged, SlotStarted
-
-        where = ""
-        if isinstance(event, LaneEvent):
-            where, event = f"lane {event.lane}: ", event.event
-        if isinstance(event, SlotStarted):
-            self._cell(event.slot.config, 4, where + ("restarting" if event.restart else "measuring"))
-        elif isinstance(event, ServerPhaseChanged):
-            self._cell(event.slot.config, 4, where + phase_text(event.phase, event.detail))
-        elif isinstance(event, ServerApplied):
-            self._cell(event.slot.config, 4, where + ("measuring" if event.applied.ok else "server FAILED"))
-
-    def _round_finished(self, event) -> None:
-        from workloads.search import decision_line
-
-        space = self.space
-        assert space is not None
-        for obs, est in zip(event.observations, event.estimates, strict=True):
-            label = space.label(obs.point)
-            self.starts[label] = self.starts.get(label, 0) + int(obs.restarted)
-            self.restarts += int(obs.restarted)
-            self._cell(label, 1, str(est.n if est is not None else 0))
-            self._cell(label, 2, tok_cell(est))
-            self._cell(label, 3, str(self.starts[label]))
-            if obs.failed:
-                reason = obs.failed.splitlines()[0]
-                self._cell(label, 4, Text(f"FAILED: {reason}"[:STATE_WIDTH], style="bold red"))
-                self.notify(f"{label} FAILED (left out of the search): {reason}", severity="error", timeout=10)
-            else:
-                self._cell(label, 4, "measured")
-        if event.decisions:
-            self.decision = decision_line(space, event.decisions[-1]).strip().removeprefix("-> ")
-            self._say(self.round_text + f"\nlast race: {escape(self.decision)}")
-        self._restarts()
-
-    def _finished(self, event) -> None:
-        summary = event.summary
-        restarts = summary.get("restarts") or {}
-        self.restarts = int(restarts.get("used", self.restarts))
-        self._restarts(f" ({restarts['share']:.0%})" if restarts.get("share") is not None else "")
-        if event.status != "done":
-            self._say(f"[yellow]{escape(interrupted_line(event.path))}[/yellow]")
-        else:
-            rounds = summary.get("rounds")
-            self._say(f"[b]search done[/b] in {rounds} round(s)" +
-                      (f"; last race: {escape(self.decision)}" if self.decision else ""))
-        best, rival = summary.get("best"), summary.get("rival")
-        if best is not None:
-            self._cell(best["label"], 4, Text("BEST", style="bold green"))
-        if rival is not None:
-            self._cell(rival["label"], 4, "closest rival")
-        if event.status == "done":
-            self.best = best
-            self.query_one("#best", Static).update(best_text(summary))
-            if best is not None:  # off the space field, which takes a as text: a applies the best
+        for label in change.rows:
+            self.rows[label] = table.add_row(label, "-", "-", "0", "queued", key=label)
+        for label, column, mark in change.cells:
+            if label in self.rows:
+                table.update_cell(self.rows[label], table.ordered_columns[column].key,
+                                  cell(marked([mark]) if mark.tone else mark.text), update_width=True)
+        if change.round is not None:
+            self.query_one("#round", Static).update(marked(change.round))
+        if change.restarts is not None:
+            self.query_one("#restarts", Static).update(change.restarts)
+        for text, error in change.notices:
+            self.notify(text, severity="error", timeout=10) if error else self.notify(text, timeout=8)
+        if change.best is not None:
+            self.best = self.board.best
+            self.query_one("#best", Static).update(marked(change.best))
+            if self.best is not None:  # off the space field, which takes a as text: a applies the best
                 self.query_one("#measured", DataTable).focus()
 
     def action_apply_best(self) -> None:
@@ -335,22 +222,3 @@ class SearchScreen(Screen):
         self.console.restart_with(dict(self.best["knobs"]))  # the space's values, as the search ran them
         self.notify(f"restarting with the best: {self.best['label']}", timeout=6)
 
-
-def best_text(summary: dict) -> Text:
-    """summary_lines (what ``ddtune search`` prints at the end) with the best and its verdict marked."""
-    from workloads.search import summary_lines
-
-    out = Text()
-    for i, line in enumerate(summary_lines(summary)):
-        style = ""
-        if line.startswith("best:"):
-            style = "bold"
-        elif "not clear at 95%" in line:
-            style = "yellow"
-        elif "clear at 95%" in line:
-            style = "green"
-        elif line.startswith("run it:"):
-            style = "bold cyan"
-            line += "  (here: a)"
-        out.append(("\n" if i else "") + line, style=style)
-    return out

@@ -23,7 +23,8 @@ from textual.widgets import Button, Checkbox, DataTable, Footer, Header, Input, 
 from textual.widgets.data_table import RowKey
 
 import workloads.sweep as sweep
-from backends.core import DdtuneError, UsageError
+from backends.core import DdtuneError
+from tui.console_sweep import marked
 from tui.controller import ConsoleController
 from tui.literal import cell, literal
 from tui.widgets.lists import ListTable, ListSelection
@@ -34,7 +35,7 @@ CONTEXTS, CONCURRENCY, MAX_TOKENS = [60, 1024], [1, 8], 256
 
 
 class SweepEventPosted(Message):
-    def __init__(self, event) -> None:
+    def __init__(self, event: sweep.SweepEvent) -> None:
         super().__init__()
         self.event = event
 
@@ -65,7 +66,7 @@ class SweepScreen(Screen):
         self.running = False
         self.rows: dict[int, RowKey] = {}
         self.lane_rows: dict[int, RowKey] = {}
-        self.best: dict[int, float] = {}
+        self.board = sweep.SweepBoard(duration)  # what each event changes on this screen
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -108,9 +109,8 @@ class SweepScreen(Screen):
 
     def on_mount(self) -> None:
         self._count(self.query_one("#presets", SelectionList))
-        self.query_one("#slots", DataTable).add_columns("#", "config", "status", "best tok/s", "accept", "lossless",
-                                                          "note")
-        self.query_one("#lanes", DataTable).add_columns("lane", "GPU", "port", "phase", "run", "progress")
+        self.query_one("#slots", DataTable).add_columns(*self.board.slot_columns)
+        self.query_one("#lanes", DataTable).add_columns(*self.board.lane_columns)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start" and not self.running:
@@ -118,39 +118,35 @@ class SweepScreen(Screen):
             if not chosen:
                 self.notify("pick at least one preset", severity="warning")
                 return
-            text = self.query_one("#gpus", Input).value.strip()
-            gpus = None
-            if text:
-                try:
-                    gpus = sweep.parse_gpus(text)
-                except UsageError as exc:
-                    self.notify(f"{exc.message}; {exc.hint}", severity="error")
-                    self.query_one("#status", Static).update(  # stays on screen after the toast
-                        literal(f"not started: {exc.message}; {exc.hint}"))
-                    self.query_one("#status", Static).set_classes("error")
-                    return
+            from tui.console_sweep import sweep_spec
+
+            try:  # a bad GPU list is refused here, before anything starts
+                spec = sweep_spec(self.console, chosen, self.query_one("#baseline", Checkbox).value, *self.matrix,
+                                  gpus=self.query_one("#gpus", Input).value.strip() or None)
+            except DdtuneError as exc:
+                text = exc.message + (f"; {exc.hint}" if exc.hint else "")
+                self.notify(text, severity="error")
+                self.query_one("#status", Static).update(literal(f"not started: {text}"))  # stays after the toast
+                self.query_one("#status", Static).set_classes("error")
+                return
             self.running = True
             event.button.disabled = True
             self.query_one("#status", Static).set_classes("")
             for ident in ("#slots", "#lanes"):  # a second sweep on this screen starts afresh
                 self.query_one(ident, DataTable).clear()
             self.query_one("#lanes", DataTable).display = False
-            self.rows, self.lane_rows, self.best = {}, {}, {}
-            self.run_sweep(chosen, self.query_one("#baseline", Checkbox).value, gpus)
+            self.rows, self.lane_rows, self.board = {}, {}, sweep.SweepBoard(duration)
+            self.run_sweep(spec)
 
     @work(exclusive=True, group="sweep", exit_on_error=False)
-    async def run_sweep(self, presets: list[str], baseline: bool, gpus: tuple[str, ...] | None = None) -> None:
-        """The controller runs the sweep on the console's session; this screen shows its events."""
-        from tui.console_sweep import run_console_sweep
-
+    async def run_sweep(self, spec: sweep.SweepSpec) -> None:
+        """The sweep runs on the console's session (or beside it, in lanes); this screen shows its events."""
         status = self.query_one("#status", Static)
         try:
-            contexts, concurrency, max_tokens = self.matrix
-            _path, verdict, done = await run_console_sweep(self.console, presets, baseline, contexts, concurrency,
-                                                           max_tokens, self._post_event, gpus)
-            status.update(verdict)  # markup of the console's own: sweep_verdict escapes what it embeds
-            if done:
-                self.notify(f"sweep: {done}", timeout=8)
+            outcome = await sweep.run_sweep(spec, self._post_event)
+            status.update(marked(outcome.verdict()))
+            if outcome.server:
+                self.notify(f"sweep: {outcome.server}", timeout=8)
         except DdtuneError as exc:
             status.update(Text(f"sweep refused: {exc}", "red"))
         finally:
@@ -158,76 +154,27 @@ class SweepScreen(Screen):
             if self.is_attached:  # not after Esc: the screen is gone
                 self.query_one("#start", Button).disabled = False
 
-    def _post_event(self, event: object) -> None:  # from the engine, in this screen's worker
+    def _post_event(self, event: sweep.SweepEvent) -> None:  # from the engine, in this screen's worker
         self.post_message(SweepEventPosted(event))
 
     def on_sweep_event_posted(self, message: SweepEventPosted) -> None:
-        event, table, status = message.event, self.query_one("#slots", DataTable), self.query_one("#status", Static)
-        if isinstance(event, (sweep.LanesStarted, sweep.LaneEvent, sweep.LaneMoved, sweep.LaneClosed)):
-            event = self._lane_event(event)
-            if event is None:
-                return
-        if isinstance(event, sweep.SweepStarted):
-            for slot in event.slots:
-                self.rows[slot.index] = table.add_row(str(slot.index + 1), cell(slot.config),
-                                                      "done" if slot.index in event.done else "waiting", "-", "-", "")
-            status.update(literal(f"sweep {event.path}: {len(event.slots)} runs, ETA {duration(event.eta_s)}"))
-        elif isinstance(event, sweep.SlotStarted):
-            self._cell(event.slot.index, 2, "restarting" if event.restart else "running")
-            status.update(literal(f"run {event.slot.index + 1}: {event.slot.config}, ETA {duration(event.eta_s)}"))
-        elif isinstance(event, sweep.ServerPhaseChanged):
-            self._cell(event.slot.index, 6, f"{event.phase} {event.detail}"[:40])
-        elif isinstance(event, sweep.CellFinished):
-            self._cell(event.slot.index, 2, f"cells {event.cells_done}/{event.cells_total}")
-            best = max(float(event.cell.get("output_tok_s") or 0), self.best.get(event.slot.index, 0.0))
-            self.best[event.slot.index] = best
-            self._cell(event.slot.index, 3, f"{best:.0f}")
-            accept = sweep.cell_acceptance(event.cell)
-            self._cell(event.slot.index, 4, "-" if accept is None else f"{accept:.2f}")
-            status.update(f"run {event.slot.index + 1}: cell {event.cells_done}/{event.cells_total}, "
-                          f"ETA {duration(event.eta_s)}")
-        elif isinstance(event, sweep.LosslessChecked):
-            self._cell(event.slot.index, 5, lossless_cell(event.result))
-            if event.result.get("status") == "compared" and event.result.get("diverged"):
-                self.notify(f"{event.slot.config}: {sweep.describe_lossless(event.result)}", severity="error",
-                            timeout=10)
-        elif isinstance(event, sweep.SlotFinished):
-            self._cell(event.record.slot.index, 2, event.record.status)
-            self._cell(event.record.slot.index, 6, (event.record.reason or "")[:60])
-
-    def _lane_event(self, event):
-        """Fill the lane's row; return the event inside a LaneEvent for the slot table (else None)."""
-        lanes = self.query_one("#lanes", DataTable)
-        if isinstance(event, sweep.LanesStarted):
+        """Draw what the event changed (workloads.sweep.SweepBoard says what)."""
+        change = self.board(message.event)
+        slots, lanes = self.query_one("#slots", DataTable), self.query_one("#lanes", DataTable)
+        for index, cells in change.slot_rows:
+            self.rows[index] = slots.add_row(*map(cell, cells))
+        if change.lane_rows:
             lanes.display = True
-            for lane in event.lanes:
-                self.lane_rows[lane.index] = lanes.add_row(str(lane.index), cell(lane.visible_devices),
-                                                           str(lane.port), "waiting", "-", "-")
-            for note in event.notes:
-                self.notify(note, timeout=8)
-            return None
-        if isinstance(event, sweep.LaneClosed):
-            self._lane_cell(event.lane, 3, event.what[:40])
-            return None
-        if isinstance(event, sweep.LaneMoved):
-            self._lane_cell(event.lane, 2, str(event.new_port))
-            self.notify(f"lane {event.lane}: port {event.old_port} was taken; moved to {event.new_port}", timeout=8)
-            return None
-        inner, index = event.event, event.lane
-        if isinstance(inner, sweep.SlotStarted):
-            slot = inner.slot
-            self._lane_cell(index, 3, "restarting" if inner.restart else "running")
-            self._lane_cell(index, 4, f"{slot.index + 1} {slot.config} r{slot.repeat}")
-            self._lane_cell(index, 5, "-")
-        elif isinstance(inner, sweep.ServerPhaseChanged):
-            self._lane_cell(index, 3, f"{inner.phase} {inner.detail}"[:40])
-        elif isinstance(inner, sweep.ServerApplied):
-            self._lane_cell(index, 3, "measuring" if inner.applied.ok else "server FAILED")
-        elif isinstance(inner, sweep.CellFinished):
-            self._lane_cell(index, 5, f"cells {inner.cells_done}/{inner.cells_total}")
-        elif isinstance(inner, sweep.SlotFinished):
-            self._lane_cell(index, 3, inner.record.status)
-        return inner
+        for index, cells in change.lane_rows:
+            self.lane_rows[index] = lanes.add_row(*map(cell, cells))
+        for index, column, mark in change.slot_cells:
+            self._cell(index, column, marked([mark]) if mark.tone else mark.text)
+        for index, column, text in change.lane_cells:
+            self._lane_cell(index, column, text)
+        if change.status is not None:
+            self.query_one("#status", Static).update(literal(change.status))
+        for text, error in change.notices:
+            self.notify(text, severity="error", timeout=10) if error else self.notify(text, timeout=8)
 
     def _lane_cell(self, lane: int, column: int, value: str) -> None:
         table = self.query_one("#lanes", DataTable)
@@ -240,20 +187,3 @@ class SweepScreen(Screen):
         if index in self.rows:
             table.update_cell(self.rows[index], table.ordered_columns[column].key, cell(value), update_width=True)
 
-
-def lossless_cell(result: dict) -> Text:
-    """A slot's lossless check in the table: ``identical 8/8``, ``DIFFERS 3/8 @12,40,7…`` in red (where
-    the first differing tokens are, three at most), ``baseline 8 prompts`` (recorded), or ``skipped: why``."""
-    status = result.get("status")
-    if status == "recorded":
-        return Text(f"baseline {result.get('prompts')} prompts")
-    if status == "compared":
-        n, k = result.get("prompts"), result.get("diverged")
-        if not k:
-            return Text(f"identical {n}/{n}", style="green")
-        first = [str(p) for p in result.get("first") or () if p is not None]
-        at = ",".join(first[:3]) + ("…" if len(first) > 3 else "")
-        return Text(f"DIFFERS {k}/{n}" + (f" @{at}" if at else ""), style="bold red")
-    if status == "error":
-        return Text(f"skipped: {result.get('error')}"[:40], style="yellow")
-    return Text(f"skipped: {status}")

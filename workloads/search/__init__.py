@@ -1,21 +1,22 @@
 """``ddtune search``: find the fastest configuration of a knob space with few restarts.
 
-The face: a ``SearchRequest`` planned (``plan_search``) into a new search's folder (``start_search``),
-or a ``SearchStore`` reopened; the ``SearchEngine`` with a round runner (``SweepRoundRunner`` on the
-managed server, ``LaneRoundRunner`` on parallel lanes); the events it reports and the lines that say
-them.
+The face is the use case: ``run_search(SearchSpec, on_event) -> SearchOutcome`` (a new
+``SearchRequest`` or a resumed search, on the managed server or in parallel lanes, as the spec says),
+the events it reports (``SearchEvent``: the engine's, each round's sweep events, the lanes) with their
+lines (``SearchLines``) and the search screen's state (``SearchBoard``), a summary's lines (a search
+read back) and ``--help``'s example space.
 """
 
 from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
-    "workloads.search.engine": ("SearchEngine", "SweepRoundRunner", "Target"),
     "workloads.search.events": ("RoundFinished", "RoundProgress", "RoundStarted", "SearchEvent", "SearchFinished",
                                 "SearchStarted"),
-    "workloads.search.lanes": ("LaneRoundRunner",),
-    "workloads.search.report": ("decision_line", "round_title", "summary_lines", "tok_text"),
+    "workloads.search.board": ("SearchBoard",),
+    "workloads.search.lines": ("SearchLines",),
+    "workloads.search.report": ("summary_lines",),
     "workloads.search.request": ("SearchRequest",),
-    "workloads.search.space": ("SearchSpace", "parse_search_space"),
-    "workloads.search.start": ("example_space", "plan_search", "start_search"),
-    "workloads.search.store": ("SearchStore",),
+    "workloads.search.run": ("SearchOutcome", "SearchSpec", "run_search"),
+    "workloads.search.start": ("example_space",),
+    "workloads.sweep.events": ("LaneClosed", "LanesStarted"),
 })

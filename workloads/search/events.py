@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from workloads.stats.estimate import Estimate
 from workloads.search.space import Point, SearchSpace
 from workloads.search.strategy import Decision, Observation, RoundPlan
-from workloads.sweep.events import SweepEvent
+from workloads.sweep.events import LaneClosed, LanesStarted, SweepEvent
 
 
 # --- events (past-tense facts) -------------------------------------------------------------
@@ -55,4 +55,6 @@ class SearchFinished:
     summary: dict
 
 
-SearchEvent = SearchStarted | RoundStarted | RoundProgress | RoundFinished | SearchFinished
+# What a search run reports (workloads.search.run_search): the engine's events, each round's sweep events
+# (RoundProgress), and on lanes the lanes planned (LanesStarted) and what was done with each at the end.
+SearchEvent = SearchStarted | RoundStarted | RoundProgress | RoundFinished | SearchFinished | LanesStarted | LaneClosed

@@ -33,6 +33,7 @@ from workloads.search.engine import Target, observations, round_sweep
 from workloads.search.space import Point, SearchSpace
 from workloads.search.store import SearchStore
 from workloads.search.strategy import Observation, RoundPlan
+from workloads.sweep.events import SweepEvent
 from workloads.sweep.lanes import LanePool, LaneSweep
 from workloads.sweep.plan import Slot
 
@@ -87,7 +88,7 @@ class LaneRoundRunner:
     """Measures a round's configurations on a LanePool's lanes at once (a RoundRunner)."""
 
     def __init__(self, pool: LanePool, base: ServerConfig, target: Target, search: SearchStore, *,
-                 api_key: str | None = None, on_event: Callable[[RoundPlan, object], None] | None = None) -> None:
+                 api_key: str | None = None, on_event: Callable[[RoundPlan, SweepEvent], None] | None = None) -> None:
         self.pool = pool
         self.base = base
         self.target = target

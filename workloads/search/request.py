@@ -6,7 +6,13 @@ defaults) without loading what runs one; workloads.search.start plans it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from backends.core.errors import UsageError
+
+if TYPE_CHECKING:
+    from backends.knobs.config import ServerConfig
 
 
 @dataclass(frozen=True)
@@ -28,3 +34,31 @@ class SearchRequest:
     gpus: tuple[str, ...] | None = None  # the console's one server per GPU (the CLI asks with --parallel)
     prompts: str | None = None       # the prompt source measured (None: the built-in story)
     ignore_eos: bool = False
+
+    def from_fields(self, config: ServerConfig, space: str, context: str, concurrency: str,
+                    gpus: str) -> SearchRequest:
+        """The console's search fields as a request, this one giving what the screen does not ask (waves,
+        rungs, tokens); UsageError or ConfigError naming the field and the fix. Reads no file."""
+        from backends.machine.gpuset import parse_gpus
+        from workloads.search.space import parse_search_space
+
+        found = parse_search_space(space, config.knob_map, config.block_size, source="space",
+                                   table=config.knob_table)
+        lanes = None
+        if gpus.strip():
+            try:
+                lanes = parse_gpus(gpus)
+            except UsageError as exc:
+                raise UsageError(exc.message.replace("--gpus", "GPUs", 1),
+                                 hint="e.g. 0,1 (the indices nvidia-smi shows), or empty for this console's server") \
+                    from None
+        return replace(self, space=found.text(), gpus=lanes,
+                       target_context=_positive("target context", context, "4096 (prompt tokens)"),
+                       target_concurrency=_positive("concurrency", concurrency, "8 (requests per wave)"))
+
+
+def _positive(field: str, text: str, example: str) -> int:
+    value = text.strip()
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(f"{field}: {text.strip()!r} is not a whole number of at least 1", hint=f"e.g. {example}")
+    return int(value)

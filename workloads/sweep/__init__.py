@@ -1,27 +1,21 @@
 """Sweeps: bring the server to each configuration in turn (or several lanes at once) and measure it.
 
-The face: a plan (``build_plan``) started as a new sweep (``begin_serial`` on the managed server,
-``start_sweep`` with ``LaneSettings`` for parallel lanes) or reopened (``resume_serial``,
-``SweepStore``); the ``SweepEngine`` over a ``ManagedController``, or a ``LaneSweep`` over planned
-lanes; the events both report; and what their printers need (the lossless line, a cell's acceptance,
-the ``--gpus`` parser).
+The face is the use case: ``run_sweep(SweepSpec, on_event) -> SweepOutcome`` (new or resumed, on the
+managed server or in parallel lanes, as the spec says), the plan it runs (``build_plan``), the events it
+reports (``SweepEvent``: the sweep's, and each lane's) with their lines (``SweepLines``) and the sweep
+screen's tables (``SweepBoard``), the GPU list check and the speculation-off config.
 """
 
 from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
     "backends.machine.gpuset": ("parse_gpus",),
-    "workloads.stats.metrics": ("cell_acceptance", "cell_acceptance_source"),
-    "workloads.sweep.control": ("ManagedController", "baseline_config"),
-    "workloads.sweep.engine": ("SweepEngine",),
+    "workloads.sweep.board": ("SweepBoard",),
+    "workloads.sweep.control": ("baseline_config",),
     "workloads.sweep.events": ("Applied", "CellFinished", "EvalFinished", "LaneClosed", "LaneEvent", "LaneMoved",
-                               "LanesStarted", "LosslessChecked", "ServerApplied", "ServerController",
-                               "ServerPhaseChanged", "SlotFinished", "SlotStarted", "SweepEvent", "SweepFinished",
-                               "SweepStarted"),
-    "workloads.sweep.lanes": ("LanePool", "LaneSweep"),
-    "workloads.sweep.lossless": ("describe_lossless",),
-    "workloads.sweep.plan": ("SweepPlan", "SweepStore"),
+                               "LanesStarted", "LosslessChecked", "ServerApplied", "ServerPhaseChanged",
+                               "SlotFinished", "SlotStarted", "SweepEvent", "SweepFinished", "SweepStarted"),
+    "workloads.sweep.lines": ("SweepLines",),
+    "workloads.sweep.run": ("SweepOutcome", "SweepSpec", "run_sweep"),
     "workloads.sweep.spec": ("build_plan",),
-    "workloads.sweep.start": ("LaneSettings", "begin_serial", "check_out_folder", "ran_in_lanes", "resume_serial",
-                              "start_sweep"),
 })

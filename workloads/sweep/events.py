@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from backends.server import Lane
 from workloads.sweep.plan import Slot, SlotRecord, SweepConfig
 
 
@@ -105,7 +106,7 @@ class SweepFinished:
 class LanesStarted:
     """A parallel sweep's lanes (backends.server.Lane: index, GPUs, port) and what the user should know."""
 
-    lanes: tuple[Any, ...]
+    lanes: tuple[Lane, ...]
     notes: tuple[str, ...] = ()
 
 
@@ -114,7 +115,7 @@ class LaneEvent:
     """An event of one lane of a parallel sweep (slots, phases, cells, finished runs)."""
 
     lane: int
-    event: Any
+    event: SweepEvent
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,9 @@ from workloads.runs.store import mark_interrupted_runs
 from workloads.runs.attempts import begin_attempt
 from workloads.sweep.control import ManagedController
 from workloads.sweep.engine import SweepEngine, recording_outcome
-from workloads.sweep.events import Applied, LaneClosed, LaneEvent, LaneMoved, LanesStarted, SlotFinished, SweepStarted
+from workloads.sweep.events import (
+    Applied, LaneClosed, LaneEvent, LaneMoved, LanesStarted, SlotFinished, SweepEvent, SweepStarted,
+)
 from workloads.sweep.plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 
@@ -290,7 +292,7 @@ class LanePool:
             what = await asyncio.shield(self.controllers[lane.index].shutdown())
         return what or "no server was started"
 
-    async def close(self, emit: Callable[[object], None] | None = None) -> None:
+    async def close(self, emit: Callable[[LaneClosed], None] | None = None) -> None:
         """Close every lane at once; survives a second Ctrl-C (the stops go on, shielded)."""
         async def one(lane: Lane) -> None:
             what = await self.close_lane(lane)
@@ -311,7 +313,7 @@ class LaneSweep:
     take another's work)."""
 
     def __init__(self, plan: SweepPlan, store: SweepStore, lanes: list[Lane], base: ServerConfig, *,
-                 api_key: str | None = None, on_event: Callable[[object], None] | None = None,
+                 api_key: str | None = None, on_event: Callable[[SweepEvent], None] | None = None,
                  keep_server: bool = False, notes: tuple[str, ...] = (), pool: LanePool | None = None,
                  placement: Placement | None = None, steal: bool | None = None) -> None:
         self.pool = pool or LanePool(lanes, base, keep_server=keep_server)

@@ -41,11 +41,6 @@ class LaneSettings:
     share_gpu: bool = False  # lanes may share a GPU (their throughput interferes; runs labelled shared-GPU)
 
     @classmethod
-    def one_per_gpu(cls, gpus: tuple[str, ...]) -> LaneSettings:
-        """A server on each GPU named, beside the console's own (its sweep and search screens)."""
-        return cls(len(gpus), tuple(gpus), 1)
-
-    @classmethod
     def resolve(cls, parallel: int | None, gpus: str | None, gpus_per_server: int | None,
                 manifest: dict | None = None, share_gpu: bool = False) -> LaneSettings:
         """The options given now (None: not given), each falling back to what the resumed sweep or
