@@ -13,6 +13,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+# How long a test waits (issue 33): about 3x the longest duration measured on a loaded 2-core box
+# (load average ~11: two xdist workers beside other suites), so a broken feature fails in seconds, not
+# in the minutes a `timeout=90` took. A wait that needs longer names its own bound and says why.
+COMMAND_S = 30.0    # one ddtune command as a process, no measuring (up/restart: 7.6 s the longest, 2.6 s typical)
+MEASURE_S = 40.0    # a command measuring on the simulator (a small bench or eval: 12.3 s the longest)
+SIM_LINE_S = 10.0   # the simulator's log to show a line (its ready line: 1.3 s the longest of 38 starts)
+SCREEN_S = 25.0     # a console in tmux to draw something (8.4 s the longest: the requests line under load)
+
 
 def ddtune_cmd(*args: str) -> list[str]:
     """argv that runs this checkout's ddtune in a fresh interpreter."""
@@ -27,7 +35,7 @@ def ddtune_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_ddtune(*args: str, timeout: float = 60, **extra_env: str) -> subprocess.CompletedProcess[str]:
+def run_ddtune(*args: str, timeout: float = COMMAND_S, **extra_env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(ddtune_cmd(*args), env=ddtune_env(**extra_env), cwd=REPO,
                           capture_output=True, text=True, timeout=timeout)
 

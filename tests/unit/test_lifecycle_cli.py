@@ -216,7 +216,7 @@ def test_ctrl_c_mid_restart_leaves_the_new_server_running_and_says_so(tmp_path, 
     from tests.helpers import REPO, ddtune_cmd, ddtune_env
 
     cfg = write_config(tmp_path, extra=("--sim-load-seconds", "4"))
-    assert run_ddtune("--config", str(cfg), "up", timeout=120).returncode == 0
+    assert run_ddtune("--config", str(cfg), "up").returncode == 0
     old = groups.track_state()["pid"]
     proc = subprocess.Popen(ddtune_cmd("--config", str(cfg), "restart", "--set", "window=1024"), env=ddtune_env(),
                             cwd=REPO, stderr=subprocess.PIPE, text=True)
@@ -236,7 +236,7 @@ def test_ctrl_c_mid_restart_leaves_the_new_server_running_and_says_so(tmp_path, 
     assert f"the new server pid {new} keeps starting" in rest and "`ddtune down` stops it" in rest, rest
     doc = status_json(cfg)
     assert doc["pid"] == new and doc["phase"] == "starting" and "not followed" in doc["reason"]
-    back = run_ddtune("--config", str(cfg), "up", timeout=120)
+    back = run_ddtune("--config", str(cfg), "up")
     assert back.returncode == 0 and f"re-attached to pid {new}" in back.stderr, back.stderr
     doc = status_json(cfg)
     assert doc["phase"] == "ready" and doc["reason"] is None and doc["knobs"]["window"] == 1024
