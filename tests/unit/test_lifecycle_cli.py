@@ -4,7 +4,7 @@ import os
 import json
 
 from tests.backends.lifecycle_support import read_state, write_config
-from tests.helpers import run_ddtune
+from tests.helpers import run_cli, run_ddtune
 
 
 def status_json(cfg):
@@ -105,11 +105,11 @@ def test_0511_window_flag_spelling(tmp_path, state_dir, groups):
 
 def test_usage_errors_exit_2(tmp_path, state_dir):
     cfg = write_config(tmp_path)
-    out = run_ddtune("--config", str(cfg), "up", "--set", "window=big")
+    out = run_cli("--config", str(cfg), "up", "--set", "window=big")
     assert out.returncode == 2 and "knob 'window'" in out.stderr and "hint:" in out.stderr
-    out = run_ddtune("--config", str(cfg), "up", "--preset", "nope")
+    out = run_cli("--config", str(cfg), "up", "--preset", "nope")
     assert out.returncode == 2 and "b8-t4-w2048" in out.stderr
-    out = run_ddtune("--config", str(cfg), "up", "--set", "frob=1")
+    out = run_cli("--config", str(cfg), "up", "--set", "frob=1")
     assert out.returncode == 2 and "unknown knob" in out.stderr
 
 
@@ -124,7 +124,7 @@ def test_failed_start_exits_1_with_reason(tmp_path, state_dir, groups):
 
 def test_doctor_on_the_simulator(tmp_path, state_dir):
     cfg = write_config(tmp_path)
-    out = run_ddtune("--config", str(cfg), "doctor")
+    out = run_cli("--config", str(cfg), "doctor")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "[ok  ] server --help" in out.stdout
     assert "window -> --speculative-draft-window-size" in out.stdout
@@ -136,18 +136,18 @@ def test_doctor_on_the_simulator(tmp_path, state_dir):
 
 def test_doctor_warns_about_a_weak_sandbox_and_names_a_bad_one(tmp_path, state_dir):
     cfg = write_config(tmp_path)
-    weak = run_ddtune("--config", str(cfg), "doctor", DDTUNE_SANDBOX="rlimit")
+    weak = run_cli("--config", str(cfg), "doctor", DDTUNE_SANDBOX="rlimit")
     assert weak.returncode == 0 and "[warn] grading sandbox: rlimit" in weak.stdout
     assert "[warn]   namespaces: none: host files are visible" in weak.stdout
     assert "[warn]   hidden tests: an answer finds " in weak.stdout  # the canaries beside the problems
-    bad = run_ddtune("--config", str(cfg), "doctor", DDTUNE_SANDBOX="chroot")
+    bad = run_cli("--config", str(cfg), "doctor", DDTUNE_SANDBOX="chroot")
     assert bad.returncode == 1 and "[FAIL] grading sandbox: DDTUNE_SANDBOX=chroot" in bad.stdout
 
 
 def test_doctor_names_a_bad_config(tmp_path, state_dir):
     path = tmp_path / "bad.toml"
     path.write_text('[server]\nport = "x"\n')
-    out = run_ddtune("--config", str(path), "doctor")
+    out = run_cli("--config", str(path), "doctor")
     assert out.returncode == 1 and "[FAIL] config" in out.stdout and "port = 30000" in out.stdout
 
 
