@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${1:-.sglang-tier}
-if [ ! -x "$venv/bin/python" ]; then
+# the marker says the build finished: an environment a killed run left half-built is built again
+if [ ! -f "$venv/.ddtune-tier-built" ]; then
+    rm -rf "$venv"
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --no-deps sglang==0.5.23
     "$venv/bin/pip" install -q torch==2.13.0          # CPU build; pulls its own small deps
@@ -18,6 +20,7 @@ if [ ! -x "$venv/bin/python" ]; then
         frozenlist huggingface-hub
     site=$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
     cp -r .ci/triton-stub/triton "$site/"
+    touch "$venv/.ddtune-tier-built"
 fi
 "$venv/bin/python" -W ignore -c "from sglang.srt.server_args import prepare_server_args" \
     || { echo "sglang-tier: SGLang's server_args does not import in $venv" >&2; exit 1; }

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.helpers import REPO, ddtune_env, free_port
+from tests.helpers import COMMAND_S, REPO, SIM_LINE_S, ddtune_env, free_port
 
 READY_LINE = "The server is fired up and ready to roll!"
 LISTEN_LINE = "Uvicorn running on http://"
@@ -47,7 +47,7 @@ class SimProc:
     def text(self) -> str:
         return self.log.read_bytes().decode("utf-8", errors="replace")  # keeps \r (tqdm redraws)
 
-    def wait_for(self, needle: str, timeout: float = 60.0) -> str:
+    def wait_for(self, needle: str, timeout: float = SIM_LINE_S) -> str:
         """Wait until the log contains needle; fails early if the process exits first."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -62,7 +62,7 @@ class SimProc:
             time.sleep(0.05)
         raise AssertionError(f"no {needle!r} in the simulator log within {timeout}s:\n{self.text()[-3000:]}")
 
-    def wait_exit(self, timeout: float = 60.0) -> int:
+    def wait_exit(self, timeout: float = COMMAND_S) -> int:
         return self.proc.wait(timeout=timeout)
 
     def signal(self, sig: int) -> None:

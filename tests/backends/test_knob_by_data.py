@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from tests.backends.lifecycle_support import write_config
-from tests.helpers import run_ddtune
+from tests.helpers import run_cli, run_ddtune
 
 DECLARED = """
 [knob.log_every]
@@ -34,14 +34,14 @@ def declared_config(tmp_path, text=DECLARED):
 
 
 def status_json(cfg):
-    out = run_ddtune("--config", str(cfg), "status", "--json")
+    out = run_cli("--config", str(cfg), "status", "--json")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
 
 def test_a_declared_knob_is_validated_passed_verified_and_shown(tmp_path, state_dir, groups):
     cfg = declared_config(tmp_path)
-    out = run_ddtune("--config", str(cfg), "up", "--set", "log_every=5000")
+    out = run_cli("--config", str(cfg), "up", "--set", "log_every=5000")
     assert out.returncode == 2 and "--set: knob 'log_every': expected an integer from 1 to 1000" in out.stderr
     assert "hint: --set log_every=8 (an integer from 1 to 1000)" in out.stderr
     assert not (state_dir / "server.json").exists()  # nothing was started
@@ -65,7 +65,7 @@ def test_a_declared_knob_is_validated_passed_verified_and_shown(tmp_path, state_
     assert checks["draft_kv_ratio"]["status"] == "verified" and doc["mismatches"] == []
     assert doc["effective"]["log_every"] == 20
 
-    out = run_ddtune("--config", str(cfg), "status")
+    out = run_cli("--config", str(cfg), "status")
     assert "log_every=20" in out.stdout and "overlap=false" in out.stdout
     assert "verified:   log_every: 20, as requested (the server_args dump)" in out.stdout
     assert "verified:   overlap: False, as requested (/server_info)" in out.stdout
@@ -85,7 +85,7 @@ def test_a_bad_declaration_stops_up_naming_the_field(tmp_path, state_dir):
                         ('type = "int"\nmin = 9\nmax = 2\nflag = "--x"\nverify = "unverifiable"',
                          ("min: the bounds are reversed", "swap them: min = 2, max = 9"))):
         cfg = declared_config(tmp_path, f"[knob.log_every]\n{decl}\n")
-        out = run_ddtune("--config", str(cfg), "up")
+        out = run_cli("--config", str(cfg), "up")
         assert out.returncode == 2, out.stderr
         assert f"{cfg}: [knob.log_every]" in out.stderr
         for word in words:

@@ -14,7 +14,7 @@ from backends.logs.events import DecodeBatch, Fatal, KvCache, Ranks, WeightLoadE
 from backends.logs.kind import read_lines
 from backends.logs.parse import parse_line
 from backends.logs.summary import read_log_lines, summarize
-from tests.helpers import run_ddtune
+from tests.helpers import run_cli
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 GOLDEN = sorted(LOGS.glob("*.log"))
@@ -47,8 +47,8 @@ def reprefix(raw: bytes, prefix) -> bytes:
 def plain_reports() -> dict[str, tuple[dict, str]]:
     out = {}
     for path in GOLDEN:
-        doc = run_ddtune("inspect", str(path), "--json")
-        human = run_ddtune("inspect", str(path))
+        doc = run_cli("inspect", str(path), "--json")
+        human = run_cli("inspect", str(path))
         assert doc.returncode == human.returncode == 0, doc.stderr + human.stderr
         out[path.stem] = json.loads(doc.stdout), human.stdout.split("\n", 1)[1]
     return out
@@ -153,11 +153,11 @@ def test_lead_rank_lines_win_and_leave_no_note():
 def test_inspect_says_which_rank_a_fact_came_from(tmp_path):
     log = tmp_path / "excerpt.log"
     log.write_text("\n".join([_line(1, " TP1", WEIGHTS), _line(2, " TP1", KV.format(700))]) + "\n")
-    human = run_ddtune("inspect", str(log))
+    human = run_cli("inspect", str(log))
     assert human.returncode == 0, human.stderr
     assert "note: weights: no rank-0 line in this log; taken from TP1" in human.stdout
     assert "KV cache tokens: 700" in human.stdout
-    doc = json.loads(run_ddtune("inspect", str(log), "--json").stdout)
+    doc = json.loads(run_cli("inspect", str(log), "--json").stdout)
     assert doc["kv_cache_tokens"] == [700] and len(doc["notes"]) == 2
     assert isinstance(parse_line(_line(1, " TP1", WEIGHTS)), WeightLoadEnd)
     assert isinstance(parse_line(_line(2, " TP1", KV.format(700))), KvCache)

@@ -17,7 +17,7 @@ def test_console_applies_window_and_stops_server_on_quit(open_console, tmp_path,
     tmux = open_console("--config", str(config), width=120, height=40)
     screen = tmux.wait_for("SIMULATED", timeout=60)
     assert "ddtune" in screen
-    screen = tmux.wait_for(re.compile(r"window\s+2048\s+2048\s+✓ verified"), timeout=90)
+    screen = tmux.wait_for(re.compile(r"window\s+2048\s+2048\s+✓ verified"))
     pid = json.loads((state_dir / "server.json").read_text())["pid"]
 
     tmux.send_keys("k")
@@ -32,7 +32,7 @@ def test_console_applies_window_and_stops_server_on_quit(open_console, tmp_path,
     tmux.type_text("1000")
     tmux.wait_for("1 change(s): window")
     tmux.send_keys("C-s")
-    screen = tmux.wait_for(re.compile(r"window\s+1000\s+1000\s+✓ verified"), timeout=90)
+    screen = tmux.wait_for(re.compile(r"window\s+1000\s+1000\s+✓ verified"))
     new_pid = json.loads((state_dir / "server.json").read_text())["pid"]
     assert new_pid != pid
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -51,8 +51,8 @@ def test_apply_keeps_the_load_running_in_a_real_terminal(open_console, tmp_path,
     answers are off (a wrong two_sum returns None, which its test scores `error`)."""
     config = write_config(tmp_path, extra=("--sim-load-seconds", "1", "--sim-step-ms", "5", "--sim-wrong-rate", "0"))
     tmux = open_console("--config", str(config), "--load", "4", width=160, height=44)
-    tmux.wait_for(re.compile(r"window\s+2048\s+2048\s+✓ verified"), timeout=90)
-    screen = tmux.wait_for(re.compile(r"requests: \d+/([4-9]|\d\d+) pass"), timeout=90)
+    tmux.wait_for(re.compile(r"window\s+2048\s+2048\s+✓ verified"))
+    screen = tmux.wait_for(re.compile(r"requests: \d+/([4-9]|\d\d+) pass"))
     assert "load: on (4 streams of coding)" in screen
 
     tmux.send_keys("k")
@@ -64,7 +64,7 @@ def test_apply_keeps_the_load_running_in_a_real_terminal(open_console, tmp_path,
     tmux.type_text("1024")
     tmux.wait_for("1 change(s): window")
     tmux.send_keys("C-s")
-    tmux.wait_for(re.compile(r"window\s+1024\s+1024\s+✓ verified"), timeout=90)
+    tmux.wait_for(re.compile(r"window\s+1024\s+1024\s+✓ verified"))
     total = int(re.search(r"requests: \d+/(\d+) pass", tmux.capture()).group(1))
     screen = tmux.wait_for(re.compile(r"requests: \d+/(\d+) pass"), timeout=5)
 
@@ -94,7 +94,7 @@ def test_closing_the_terminal_keeps_the_console_load_as_a_run(open_console, tmp_
     parent gone, stops, and the run under runs/ keeps every finished request, marked interrupted."""
     config = write_config(tmp_path, extra=("--sim-load-seconds", "0.5", "--sim-step-ms", "5"))
     tmux = open_console("--config", str(config), "--load", "4", width=160, height=44)
-    tmux.wait_for(re.compile(r"requests: \d+/([4-9]|\d\d+) pass"), timeout=90)
+    tmux.wait_for(re.compile(r"requests: \d+/([4-9]|\d\d+) pass"))
     groups.track_state()
     def ours(p: psutil.Process) -> bool:  # this test's worker: it carries the test's private state dir
         try:

@@ -25,6 +25,8 @@ from collections.abc import Mapping, Sequence
 
 import psutil
 
+from tests.helpers import SCREEN_S
+
 TERMINAL_ENV = {"TERM": "xterm-256color", "COLORTERM": "truecolor", "LANG": "C.UTF-8"}
 INSTALL_HINT = "install tmux (Debian/Ubuntu: apt-get install -y tmux; .ci/run does this) and run the tests again"
 POLL_S = 0.05
@@ -186,15 +188,15 @@ class TmuxSession:
             pass
 
     # --- waiting ------------------------------------------------------------------------------------
-    def wait_for(self, pattern: str | re.Pattern[str], timeout: float = 30) -> str:
+    def wait_for(self, pattern: str | re.Pattern[str], timeout: float = SCREEN_S) -> str:
         """Poll the screen until ``pattern`` (substring or compiled regex) is on it; return that screen."""
         return self._wait(pattern, timeout, present=True)
 
-    def wait_gone(self, pattern: str | re.Pattern[str], timeout: float = 30) -> str:
+    def wait_gone(self, pattern: str | re.Pattern[str], timeout: float = SCREEN_S) -> str:
         """Poll the screen until ``pattern`` is no longer on it; return that screen."""
         return self._wait(pattern, timeout, present=False)
 
-    def wait_exit(self, timeout: float = 30) -> int:
+    def wait_exit(self, timeout: float = SCREEN_S) -> int:
         """Wait for the program to end; return its exit status."""
         deadline = time.monotonic() + timeout
         while (status := self.exit_status()) is None:

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 from tests.backends.lifecycle_support import write_config
-from tests.helpers import run_ddtune
+from tests.helpers import MEASURE_S, run_ddtune
 
 KEY = "sk-test-9f3c2b7e1d"
 
@@ -52,7 +52,7 @@ def test_managed_server_with_api_key_is_ready_verified_and_the_key_stays_secret(
 
     # no --api-key, no DDTUNE_API_KEY: bench finds the key of the server ddtune launched
     bench = run_ddtune("--config", str(cfg), "bench", "--contexts", "60", "--concurrency", "1",
-                       "--requests-per-cell", "2", "--max-tokens", "16", "--json", timeout=120,
+                       "--requests-per-cell", "2", "--max-tokens", "16", "--json", timeout=MEASURE_S,
                        **{"DDTUNE_API_KEY": ""})
     assert bench.returncode == 0, bench.stderr
     outputs.append(bench.stdout + bench.stderr)
@@ -85,7 +85,7 @@ def test_bench_uses_ddtune_api_key_and_a_missing_key_says_how_to_fix_it(tmp_path
     url = f"http://127.0.0.1:{sim.port}"
     args = ("bench", "--url", url, "--contexts", "60", "--concurrency", "1", "--requests-per-cell", "1",
             "--max-tokens", "8")
-    ok = run_ddtune(*args, "--json", timeout=120, DDTUNE_API_KEY=KEY)
+    ok = run_ddtune(*args, "--json", timeout=MEASURE_S, DDTUNE_API_KEY=KEY)
     assert ok.returncode == 0, ok.stderr
     assert KEY not in ok.stdout + ok.stderr
     runs = state_dir / "runs"
@@ -93,7 +93,7 @@ def test_bench_uses_ddtune_api_key_and_a_missing_key_says_how_to_fix_it(tmp_path
     assert not files_holding(runs, KEY)                  # ... with /server_info's api_key redacted
     assert '"api_key": "***"' in next(runs.glob("*-bench/run.json")).read_text()
 
-    missing = run_ddtune(*args, timeout=120, DDTUNE_API_KEY="")
+    missing = run_ddtune(*args, timeout=MEASURE_S, DDTUNE_API_KEY="")
     assert missing.returncode != 0
     assert "401" in missing.stderr and "DDTUNE_API_KEY" in missing.stderr
     assert "Traceback" not in missing.stderr

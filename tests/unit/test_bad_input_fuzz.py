@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from backends.knobs import config as config_module
 from backends.knobs.config import load_preset
-from tests.helpers import run_ddtune
+from tests.helpers import run_cli, run_ddtune
 from tui import cli
 from workloads.grading.problems import load_problems
 from workloads.sweep.spec import _BENCH, _TOP, build_plan
@@ -115,13 +115,8 @@ def private_state(tmp_path_factory):
 
 
 def ddtune(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(list(argv))
-        except SystemExit as exc:  # argparse
-            code = exc.code
-    return code, out.getvalue(), err.getvalue()
+    done = run_cli(*argv)  # what the command changes for its process (umask, env, cwd) is put back
+    return done.returncode, done.stdout, done.stderr
 
 
 def guarded(load: Callable[[], object]) -> tuple[int, str]:

@@ -9,7 +9,7 @@ import re
 import subprocess
 
 from tests.backends.lifecycle_support import FAST, read_state, write_config
-from tests.helpers import REPO, ddtune_cmd, ddtune_env, free_port, run_ddtune
+from tests.helpers import COMMAND_S, REPO, ddtune_cmd, ddtune_env, free_port, run_ddtune
 
 
 def progress_lines(stderr: str) -> list[str]:
@@ -21,7 +21,7 @@ def test_endpoint_with_nothing_listening_says_refused_and_fails_after_the_grace(
     url = f"http://127.0.0.1:{port}"
     # the hour-long ready timeout stays: only the grace may end this (the subprocess timeout guards it)
     cfg = write_config(tmp_path, backend="endpoint", url=url, connect_grace_s=2, ready_timeout_s=3600)
-    out = run_ddtune("--config", str(cfg), "up", timeout=90)
+    out = run_ddtune("--config", str(cfg), "up")
     assert out.returncode == 1, out.stderr
     assert f"connection refused at {url}" in out.stderr
     assert f"ddtune: server failed: connection refused at {url}: nothing answered there for 2 s " \
@@ -49,7 +49,7 @@ def test_endpoint_that_starts_listening_within_the_grace_is_attached(tmp_path, s
     try:
         assert "connection refused at" in _read_until(up, "connection refused at")
         start_sim("--sim-load-seconds", "0.3", port=port)
-        _, stderr = up.communicate(timeout=90)
+        _, stderr = up.communicate(timeout=COMMAND_S)
     finally:
         up.kill()
         up.wait()

@@ -18,7 +18,7 @@ from backends.machine.gpu import GpuSampler
 from backends.server.gpuwatch import server_ref
 from backends.server.telemetry import TelemetryStream
 from tests.fake_nvml import GIB, FakeGpu, make_fake_nvml
-from tests.helpers import REPO, ddtune_cmd, ddtune_env, run_ddtune
+from tests.helpers import REPO, ddtune_cmd, ddtune_env, run_cli, run_ddtune
 from tui.commands import gpu as gpu_cmd
 
 NO_DRIVER_LINE = ("no NVIDIA driver found (libnvidia-ml.so.1 not loadable): "
@@ -45,6 +45,7 @@ globals().update({k: v for k, v in vars(_fake).items() if not k.startswith("__")
 
 @pytest.fixture
 def fake_nvml_env(tmp_path):
+    """The fake pynvml is found on PYTHONPATH at a process's start: tests using it run ddtune as a process."""
     (tmp_path / "pynvml.py").write_text(FAKE_PYNVML)
 
     def env(gpus):
@@ -55,7 +56,7 @@ def fake_nvml_env(tmp_path):
 
 @no_driver_only
 def test_once_without_driver_says_so_and_exits_0(state_dir):
-    out = run_ddtune("gpu", "--once")
+    out = run_cli("gpu", "--once")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == NO_DRIVER_LINE
     assert "host: CPU" in out.stdout
@@ -63,7 +64,7 @@ def test_once_without_driver_says_so_and_exits_0(state_dir):
 
 @no_driver_only
 def test_json_without_driver(state_dir):
-    out = run_ddtune("gpu", "--once", "--json")
+    out = run_cli("gpu", "--once", "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)   # exactly one document on stdout
     assert doc["available"] is False
@@ -95,7 +96,7 @@ def test_fake_devices_json(state_dir, fake_nvml_env):
 @pytest.mark.parametrize("argv, words", [(["--interval", "0"], "--interval"), (["--pid", "-3"], "--pid"),
                                          (["--interval", "soon"], "--interval")])
 def test_bad_usage_exits_2(argv, words, state_dir):
-    out = run_ddtune("gpu", "--once", *argv)
+    out = run_cli("gpu", "--once", *argv)
     assert out.returncode == 2
     assert words in out.stderr and out.stdout == ""
 

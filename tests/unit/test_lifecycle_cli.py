@@ -4,7 +4,7 @@ import os
 import json
 
 from tests.backends.lifecycle_support import read_state, write_config
-from tests.helpers import run_ddtune
+from tests.helpers import run_cli, run_ddtune
 from tests.workloads.sandbox_support import path_without_bwrap
 
 
@@ -106,11 +106,11 @@ def test_0511_window_flag_spelling(tmp_path, state_dir, groups):
 
 def test_usage_errors_exit_2(tmp_path, state_dir):
     cfg = write_config(tmp_path)
-    out = run_ddtune("--config", str(cfg), "up", "--set", "window=big")
+    out = run_cli("--config", str(cfg), "up", "--set", "window=big")
     assert out.returncode == 2 and "knob 'window'" in out.stderr and "hint:" in out.stderr
-    out = run_ddtune("--config", str(cfg), "up", "--preset", "nope")
+    out = run_cli("--config", str(cfg), "up", "--preset", "nope")
     assert out.returncode == 2 and "b8-t4-w2048" in out.stderr
-    out = run_ddtune("--config", str(cfg), "up", "--set", "frob=1")
+    out = run_cli("--config", str(cfg), "up", "--set", "frob=1")
     assert out.returncode == 2 and "unknown knob" in out.stderr
 
 
@@ -125,7 +125,7 @@ def test_failed_start_exits_1_with_reason(tmp_path, state_dir, groups):
 
 def test_doctor_on_the_simulator(tmp_path, state_dir):
     cfg = write_config(tmp_path)
-    out = run_ddtune("--config", str(cfg), "doctor")
+    out = run_cli("--config", str(cfg), "doctor")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "[ok  ] server --help" in out.stdout
     assert "window -> --speculative-draft-window-size" in out.stdout
@@ -146,7 +146,7 @@ def test_doctor_fails_grading_without_bubblewrap_and_says_how_to_fix_it(tmp_path
 def test_doctor_names_a_bad_config(tmp_path, state_dir):
     path = tmp_path / "bad.toml"
     path.write_text('[server]\nport = "x"\n')
-    out = run_ddtune("--config", str(path), "doctor")
+    out = run_cli("--config", str(path), "doctor")
     assert out.returncode == 1 and "[FAIL] config" in out.stdout and "port = 30000" in out.stdout
 
 
@@ -216,7 +216,7 @@ def test_ctrl_c_mid_restart_leaves_the_new_server_running_and_says_so(tmp_path, 
     from tests.helpers import REPO, ddtune_cmd, ddtune_env
 
     cfg = write_config(tmp_path, extra=("--sim-load-seconds", "4"))
-    assert run_ddtune("--config", str(cfg), "up", timeout=120).returncode == 0
+    assert run_ddtune("--config", str(cfg), "up").returncode == 0
     old = groups.track_state()["pid"]
     proc = subprocess.Popen(ddtune_cmd("--config", str(cfg), "restart", "--set", "window=1024"), env=ddtune_env(),
                             cwd=REPO, stderr=subprocess.PIPE, text=True)
@@ -236,7 +236,7 @@ def test_ctrl_c_mid_restart_leaves_the_new_server_running_and_says_so(tmp_path, 
     assert f"the new server pid {new} keeps starting" in rest and "`ddtune down` stops it" in rest, rest
     doc = status_json(cfg)
     assert doc["pid"] == new and doc["phase"] == "starting" and "not followed" in doc["reason"]
-    back = run_ddtune("--config", str(cfg), "up", timeout=120)
+    back = run_ddtune("--config", str(cfg), "up")
     assert back.returncode == 0 and f"re-attached to pid {new}" in back.stderr, back.stderr
     doc = status_json(cfg)
     assert doc["phase"] == "ready" and doc["reason"] is None and doc["knobs"]["window"] == 1024

@@ -8,7 +8,7 @@ from backends.record.state import ServerState
 from backends.server.record import load_state, save_state
 from backends.knobs.verify import KnobCheck
 from tests.backends.lifecycle_support import write_config
-from tests.helpers import run_ddtune
+from tests.helpers import run_cli
 
 VALID = {"backend": "sim", "pid": None, "pgid": None, "host": "127.0.0.1", "port": 30000,
          "url": "http://127.0.0.1:30000", "config_hash": "x", "knobs": {"window": 2048}, "log_path": None,
@@ -52,11 +52,11 @@ def test_status_prints_an_old_records_mismatch(tmp_path, state_dir):
     """A server.json written by an older ddtune: status still shows its mismatch, text and JSON."""
     (state_dir / "server.json").write_text(json.dumps({**VALID, "mismatches": [OLD_SENTENCE]}))
     cfg = write_config(tmp_path)
-    out = run_ddtune("--config", str(cfg), "status", "--json")
+    out = run_cli("--config", str(cfg), "status", "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["mismatches"] == [OLD_SENTENCE]
     assert doc["checks"] == [{"name": "window", "requested": None, "effective": None, "source": None,
                               "status": "mismatch", "note": OLD_SENTENCE}]
-    out = run_ddtune("--config", str(cfg), "status")
+    out = run_cli("--config", str(cfg), "status")
     assert f"MISMATCH:   {OLD_SENTENCE}" in out.stdout

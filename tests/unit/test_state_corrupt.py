@@ -7,7 +7,7 @@ import pytest
 
 from backends.record.state import ServerState
 from tests.backends.lifecycle_support import write_config
-from tests.helpers import run_ddtune
+from tests.helpers import run_cli, run_ddtune
 
 VALID = {"backend": "sim", "pid": 12345, "pgid": 12345, "host": "127.0.0.1", "port": 30000,
          "url": "http://127.0.0.1:30000", "config_hash": "x", "knobs": {}, "log_path": None, "started_at": 1.0}
@@ -33,7 +33,7 @@ CORRUPT = {
 def test_corrupt_record_is_set_aside_not_a_traceback(tmp_path, state_dir, name, command):
     (state_dir / "server.json").write_bytes(CORRUPT[name])
     cfg = write_config(tmp_path)
-    out = run_ddtune("--config", str(cfg), command)
+    out = run_cli("--config", str(cfg), command)
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     assert "server.json is corrupt" in out.stderr and "moved the record to" in out.stderr

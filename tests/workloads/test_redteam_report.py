@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.helpers import run_ddtune
+from tests.helpers import run_cli
 
 CELL = {"context": 60, "concurrency": 1, "requests": 2, "errors": 0, "prompts": "story",
         "ttft_ms": {"p50": 20.0, "p95": 22.0}, "itl_ms": {"p50": 10.0, "p95": 12.0}}
@@ -39,7 +39,7 @@ def test_extreme_finite_numbers_leave_no_inf_or_nan_in_any_format(tmp_path, case
     else:  # acceptance 5e-324 at concurrency 1 and 4.0 at 2: a drift of +inf%
         files = [bench_file(tmp_path / "drift.json", [cell(290.0, 5e-324, 1), cell(380.0, 4.0, 2)])]
     for fmt in ("json", "md", "csv"):
-        out = run_ddtune("report", *files, "--format", fmt, timeout=60)
+        out = run_cli("report", *files, "--format", fmt)
         assert out.returncode == 0 and out.stderr == "", out.stderr[-3000:]
         if fmt == "json":
             json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"{c} in report --format json"))
@@ -62,7 +62,7 @@ def test_names_and_reasons_from_a_run_file_reach_no_terminal_as_escape_sequences
               "reason": "died\x1b[2J\x1b[Hforged"}]
     (folder / "slots.jsonl").write_text("".join(json.dumps(s) + "\n" for s in slots))
     for fmt in ("md", "csv"):
-        out = run_ddtune("report", str(folder), "--format", fmt, timeout=60)
+        out = run_cli("report", str(folder), "--format", fmt)
         assert out.returncode == 0 and out.stderr == "", out.stderr[-3000:]
         assert "\x1b" not in out.stdout and "\x07" not in out.stdout, repr(out.stdout[-2000:])
         assert "b16" in out.stdout and (fmt == "csv" or "diedforged" in out.stdout), out.stdout[-2000:]
@@ -81,6 +81,6 @@ def test_an_interval_whose_end_leaves_the_floats_is_left_out(tmp_path):
     (folder / "run.json").write_text(json.dumps({"kind": "bench", "sweep": {"config": {"name": "a"}}}))
     (folder / "cells.jsonl").write_text(json.dumps(one) + "\n")
     (folder / "responses.jsonl").write_text("".join(json.dumps(a) + "\n" for a in answers))
-    out = run_ddtune("report", str(folder), "--format", "json", timeout=60)
+    out = run_cli("report", str(folder), "--format", "json")
     assert out.returncode == 0 and out.stderr == "", out.stderr[-3000:]
     json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"{c} in report --format json"))

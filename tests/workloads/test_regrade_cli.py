@@ -2,7 +2,7 @@
 
 import json
 
-from tests.helpers import run_ddtune
+from tests.helpers import run_cli, run_ddtune
 from tests.workloads.sandbox_support import path_without_bwrap
 
 FIB = "def fib(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a"
@@ -32,7 +32,7 @@ def write(tmp_path, records, extra=""):
 
 
 def test_regrade_json_reproduces_verdicts_in_order(tmp_path):
-    out = run_ddtune("eval", "--regrade", str(write(tmp_path, RECORDS)), "--json", timeout=120)
+    out = run_cli("eval", "--regrade", str(write(tmp_path, RECORDS)), "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert [r["problem"] for r in doc["results"]] == [r["problem"] for r in RECORDS]
@@ -42,32 +42,32 @@ def test_regrade_json_reproduces_verdicts_in_order(tmp_path):
 
 
 def test_regrade_table_output(tmp_path):
-    out = run_ddtune("eval", "--regrade", str(write(tmp_path, RECORDS[:3])), timeout=120)
+    out = run_cli("eval", "--regrade", str(write(tmp_path, RECORDS[:3])))
     assert out.returncode == 0, out.stderr
     assert "pass 1/3" in out.stdout and "no_code" in out.stdout
 
 
 def test_regrade_bad_line_names_line_and_exits_2(tmp_path):
-    out = run_ddtune("eval", "--regrade", str(write(tmp_path, RECORDS[:1], "not json\n")))
+    out = run_cli("eval", "--regrade", str(write(tmp_path, RECORDS[:1], "not json\n")))
     assert out.returncode == 2
     assert "line 2" in out.stderr and "--regrade" in out.stderr
 
 
 def test_regrade_unknown_problem_exits_2(tmp_path):
     rec = dict(RECORDS[0], problem="no_such_problem")
-    out = run_ddtune("eval", "--regrade", str(write(tmp_path, [rec])))
+    out = run_cli("eval", "--regrade", str(write(tmp_path, [rec])))
     assert out.returncode == 2 and "no_such_problem" in out.stderr
 
 
 def test_regrade_missing_file_exits_2(tmp_path):
-    out = run_ddtune("eval", "--regrade", str(tmp_path / "missing.jsonl"))
+    out = run_cli("eval", "--regrade", str(tmp_path / "missing.jsonl"))
     assert out.returncode == 2 and "missing.jsonl" in out.stderr
 
 
 def test_bad_numbers_exit_2_naming_the_option():
-    out = run_ddtune("eval", "--max-tokens", "0")
+    out = run_cli("eval", "--max-tokens", "0")
     assert out.returncode == 2 and "--max-tokens" in out.stderr
-    out = run_ddtune("eval", "--concurrency", "many")
+    out = run_cli("eval", "--concurrency", "many")
     assert out.returncode == 2 and "--concurrency" in out.stderr
 
 
@@ -93,7 +93,7 @@ def test_default_url_comes_from_config_then_server_json(tmp_path, state_dir, mon
 
 def test_regrade_skips_a_torn_last_line_with_a_note(tmp_path):
     path = write(tmp_path, RECORDS[:2], '{"problem": "fib", "content": "```python\\ndef fi')
-    out = run_ddtune("eval", "--regrade", str(path), "--json", timeout=120)
+    out = run_cli("eval", "--regrade", str(path), "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)  # still one JSON document on stdout
     assert [r["verdict"] for r in doc["results"]] == ["pass", "no_code"]
@@ -103,14 +103,14 @@ def test_regrade_skips_a_torn_last_line_with_a_note(tmp_path):
 
 def test_regrade_torn_line_in_the_middle_is_an_error_naming_it(tmp_path):
     path = write(tmp_path, RECORDS[:1], '{"problem": "fib", "cont\n' + json.dumps(RECORDS[1]) + "\n")
-    out = run_ddtune("eval", "--regrade", str(path))
+    out = run_cli("eval", "--regrade", str(path))
     assert out.returncode == 2 and "line 2: not JSON" in out.stderr and str(path) in out.stderr
 
 
 def test_regrade_binary_garbage_is_one_line_naming_the_file(tmp_path):
     path = tmp_path / "garbage.bin"
     path.write_bytes(bytes(range(128, 256)) * 8 + b"\n\xff\xfe{\x00\x81")
-    out = run_ddtune("eval", "--regrade", str(path))
+    out = run_cli("eval", "--regrade", str(path))
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr and out.stdout == ""
     error = out.stderr.splitlines()[0]
@@ -121,22 +121,22 @@ def test_regrade_skips_non_coding_bench_responses_and_counts_them(tmp_path):
     plain = {"kind": "bench", "problem": None, "content": "words " * 20, "reasoning_content": None,
              "finish_reason": "length", "context": 60, "concurrency": 1}
     path = write(tmp_path, [plain, RECORDS[0], plain, plain])
-    out = run_ddtune("eval", "--regrade", str(path), timeout=120)
+    out = run_cli("eval", "--regrade", str(path))
     assert out.returncode == 0, out.stderr
     assert "pass 1/1" in out.stdout and "skipped 3 non-coding responses" in out.stdout
-    doc = json.loads(run_ddtune("eval", "--regrade", str(path), "--json", timeout=120).stdout)
+    doc = json.loads(run_cli("eval", "--regrade", str(path), "--json").stdout)
     assert doc["skipped"] == {"non_coding": 3, "not_kept": 0, "torn_last_line": None}
     assert len(doc["results"]) == 1
 
 
 def test_regrade_of_a_lone_file_with_several_attempts_asks_for_the_run_dir(tmp_path):
     path = write(tmp_path, [dict(RECORDS[0], kind="bench", attempt=1), dict(RECORDS[0], kind="bench", attempt=2)])
-    out = run_ddtune("eval", "--regrade", str(path))
+    out = run_cli("eval", "--regrade", str(path))
     assert out.returncode == 2 and "2 attempts" in out.stderr and "run directory" in out.stderr
 
 
 def test_regrade_and_resume_together_is_a_usage_error(tmp_path):
-    out = run_ddtune("eval", "--regrade", str(write(tmp_path, RECORDS[:1])), "--resume")
+    out = run_cli("eval", "--regrade", str(write(tmp_path, RECORDS[:1])), "--resume")
     assert out.returncode == 2 and "--resume" in out.stderr
 
 

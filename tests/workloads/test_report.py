@@ -7,7 +7,7 @@ import json
 import pytest
 
 from backends.core.errors import UsageError
-from tests.helpers import run_ddtune
+from tests.helpers import run_cli
 from workloads.bench.plan import BenchPlan
 from workloads.report.compare import build_report, wilson
 from workloads.report.render import to_csv, to_json, to_markdown
@@ -164,21 +164,21 @@ def test_wilson_interval():
 
 def test_cli_formats_and_errors(tmp_path):
     path = make_sweep(tmp_path, SPEEDS, repeats=3)
-    md = run_ddtune("report", str(path))
+    md = run_cli("report", str(path))
     assert md.returncode == 0 and "Best overall: b8" in md.stdout
-    js = run_ddtune("report", str(path), "--format", "json")
+    js = run_cli("report", str(path), "--format", "json")
     assert js.returncode == 0 and json.loads(js.stdout)["best_overall"]["config"] == "b8"
-    flag = run_ddtune("report", str(path), "--json")  # the contract's flag (issue 22 item 8)
+    flag = run_cli("report", str(path), "--json")  # the contract's flag (issue 22 item 8)
     assert flag.returncode == 0 and json.loads(flag.stdout) == json.loads(js.stdout)
-    both = run_ddtune("report", str(path), "--json", "--format", "csv")
+    both = run_cli("report", str(path), "--json", "--format", "csv")
     assert both.returncode == 2 and "not allowed with" in both.stderr
-    cs = run_ddtune("report", str(path), "--format", "csv")
+    cs = run_cli("report", str(path), "--format", "csv")
     assert cs.returncode == 0 and cs.stdout.startswith("config,context,concurrency")
-    missing = run_ddtune("report", str(tmp_path / "nope"))
+    missing = run_cli("report", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "no such run" in missing.stderr
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "run.json").write_text("{}")
-    empty = run_ddtune("report", str(tmp_path / "empty"))
+    empty = run_cli("report", str(tmp_path / "empty"))
     assert empty.returncode == 2 and "nothing to report" in empty.stderr
 
 
@@ -241,7 +241,7 @@ def test_binary_run_files_exit_2_without_a_traceback(tmp_path):
     run.mkdir()
     (run / "run.json").write_text('{"kind": "bench"}')
     (run / "cells.jsonl").write_bytes(bytes(range(256)))
-    out = run_ddtune("report", str(run))
+    out = run_cli("report", str(run))
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.splitlines()[0] == (f"ddtune: error: {run / 'cells.jsonl'}: not a UTF-8 text file "
                                           "(binary or not UTF-8; bad byte at offset 128)")

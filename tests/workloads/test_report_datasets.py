@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.helpers import run_ddtune
+from tests.helpers import run_cli
 from tests.workloads.test_report import cell
 from workloads.bench.plan import BenchPlan
 from workloads.report.bands import cost, score
@@ -133,7 +133,7 @@ def test_ties_within_one_percent_go_to_the_cheaper(tmp_path):
 
 def test_report_cli_prints_the_bands_and_the_papers(tmp_path):
     path = _sweep(tmp_path, {"b8": {1: [100, 101, 99], 8: [500, 505, 495]}})
-    out = run_ddtune("report", str(path), "--json")
+    out = run_cli("report", str(path), "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["bands"][0]["config"] == "b8" and doc["datasets"][0]["dataset"] == "HumanEval"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.helpers import run_ddtune
+from tests.helpers import run_cli
 
 
 def load_run(root, name, tok_s, accept, windows=True, source=None, knobs=None):
@@ -30,15 +30,15 @@ def load_run(root, name, tok_s, accept, windows=True, source=None, knobs=None):
 
 def test_report_shows_a_load_runs_summary_and_windows(tmp_path):
     a = load_run(tmp_path, "20261130T090000Z-load", 1500.0, 5.5)
-    out = run_ddtune("report", str(a))
+    out = run_cli("report", str(a))
     assert out.returncode == 0, out.stderr
     assert "## 20261130T090000Z-load: b8-t4-w2048" in out.stdout
     assert "| output tok/s | 1500.0 |" in out.stdout and "| acceptance (tokens / verify step) | 5.50 |" in out.stdout
     assert "| pass rate | 77% (fail 9, pass 30) |" in out.stdout
     assert "Windows of 5.0 s" in out.stdout and "| 20 | 1503.0 | 5.50 |" in out.stdout
-    js = run_ddtune("report", str(a), "--format", "json")
+    js = run_cli("report", str(a), "--format", "json")
     assert js.returncode == 0 and json.loads(js.stdout)["load_runs"][0]["summary"]["output_tok_s"] == 1500.0
-    cs = run_ddtune("report", str(a), "--format", "csv")
+    cs = run_cli("report", str(a), "--format", "csv")
     assert cs.returncode == 0 and cs.stdout.splitlines()[1] == "20261130T090000Z-load,b8-t4-w2048,5.0,1500.0,5.5"
 
 
@@ -46,7 +46,7 @@ def test_two_load_runs_compare_side_by_side(tmp_path):
     a = load_run(tmp_path, "20261130T090000Z-load", 1500.0, 5.5)
     b = load_run(tmp_path, "20261130T091500Z-load", 1650.0, 5.0, windows=False, source="console",
                  knobs={"budget": 8, "topk": 4, "window": 1024})
-    out = run_ddtune("report", str(a), str(b))
+    out = run_cli("report", str(a), str(b))
     assert out.returncode == 0, out.stderr
     assert "compared on their summaries." in out.stdout  # B has no windows: no median-window row
     assert "| output tok/s (whole run) | 1500.0 | 1650.0 | 1.10x |" in out.stdout
@@ -58,7 +58,7 @@ def test_an_empty_bench_run_hints_at_bench_not_a_sweep_resume(tmp_path):
     path = tmp_path / "20261130T090000Z-bench"
     path.mkdir()
     (path / "run.json").write_text(json.dumps({"id": path.name, "kind": "bench", "status": "interrupted"}))
-    out = run_ddtune("report", str(path))
+    out = run_cli("report", str(path))
     assert out.returncode == 2 and "nothing to report" in out.stderr
     assert "--resume" not in out.stderr and "a bench run reports once it has finished a cell" in out.stderr
 
@@ -74,7 +74,7 @@ def test_a_load_csv_keeps_its_columns_whatever_the_label(tmp_path):
     b = load_run(tmp_path, "20261130T091500Z-load", 1650.0, 5.0, windows=False, source="console",
                  knobs={"budget": 8, "topk": 4, "window": 1024, "note": odd})
     target = tmp_path / "load.csv"
-    out = run_ddtune("report", str(a), str(b), "--format", "csv", "--out", str(target))
+    out = run_cli("report", str(a), str(b), "--format", "csv", "--out", str(target))
     assert out.returncode == 0, out.stderr
     with open(target, newline="", encoding="utf-8") as fh:
         rows = list(csv.reader(fh))
@@ -83,5 +83,5 @@ def test_a_load_csv_keeps_its_columns_whatever_the_label(tmp_path):
     assert rows[1] == ["20261130T090000Z-load", f"b8-t4-w2048,note={odd}", "5.0", "1500.0", "5.5"]
     assert rows[-1] == ["20261130T091500Z-load", f"b8-t4-w1024,note={odd}", "", "1650.0", "5.0"]
     assert len(rows) == 1 + 4 + 1
-    shown = run_ddtune("report", str(a), str(b), "--format", "csv")
+    shown = run_cli("report", str(a), str(b), "--format", "csv")
     assert shown.returncode == 0 and list(csv.reader(shown.stdout.splitlines(keepends=True))) == rows
