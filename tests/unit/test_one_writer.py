@@ -36,8 +36,6 @@ ALLOWED = {
     ("workloads/grading/sandbox_cgroup.py", "_cap", "open(mode)"): "cgroup control files",
     ("workloads/grading/sandbox_cgroup.py", "_write", "open(mode)"): "cgroup control files",
     # ... its init, building the child's root on a fresh tmpfs inside its own mount namespace ...
-    ("workloads/grading/sandbox_init.py", "build", "os.open(write)"): "mount points in the sandbox's root",
-    ("workloads/grading/sandbox_init.py", "build", "os.symlink"): "the sandbox root's links (/bin -> usr/bin)",
     # ... and the canaries `ddtune doctor` places for a moment (O_EXCL|O_NOFOLLOW) to prove them hidden
     ("workloads/grading/sandbox_view.py", "canaries", "os.open(write)"): "doctor's canaries",
     # the run's append-only records: the fd writes.open_append made and checked
