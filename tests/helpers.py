@@ -134,8 +134,8 @@ def run_cli(*args: str, cwd: Path | str = REPO, stdin: str = "", **extra_env: st
     left = [t for t in set(threading.enumerate()) - threads if t.is_alive()]
     for thread in left:
         thread.join(timeout=5)
-    left = [t.name for t in left if t.is_alive()]
-    assert not left, f"ddtune {' '.join(args)} left threads running: {left}"
+    running = [t.name for t in left if t.is_alive()]
+    assert not running, f"ddtune {' '.join(args)} left threads running: {running}"
     return subprocess.CompletedProcess(["ddtune", *args], code, _text(out), _text(err))
 
 
