@@ -70,9 +70,9 @@ class ConsoleController(LiveLoad):
         self._post(message)
 
     def _spawn(self, work: Coroutine[Any, Any, object], group: str) -> None:
-        """Run the load's coroutines as workers: a new ``load`` replaces the one before."""
+        """Run the load's coroutines as workers: a new ``load`` (or ``baseline``) replaces the one before."""
         if self._run_worker is not None:
-            self._run_worker(work, group=group, exclusive=group == "load", exit_on_error=False)
+            self._run_worker(work, group=group, exclusive=group in ("load", "baseline"), exit_on_error=False)
         else:
             work.close()
 

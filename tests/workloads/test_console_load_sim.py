@@ -5,7 +5,7 @@ come back cancelled, never failed), its resume on a verified server, and leaving
 import asyncio
 import time
 
-from backends.core.phase import Phase
+from backends.core import Phase
 from backends.knobs.config import ServerConfig
 from backends.server.session import ServerSession
 from tests.helpers import free_port
@@ -13,14 +13,15 @@ from workloads.live import Comparison, ConsoleLoad, LoadState, RequestDone, Stat
 
 
 class Console:
-    """What the console gives the use case: a sink for its updates and a worker runner (``load`` exclusive)."""
+    """What the console gives the use case: a sink for its updates and a worker runner (``load`` and
+    ``baseline`` exclusive)."""
 
     def __init__(self) -> None:
         self.updates: list = []
         self.tasks: dict[str, asyncio.Task] = {}
 
     def spawn(self, work, group: str) -> None:
-        if group == "load" and group in self.tasks:
+        if group in ("load", "baseline") and group in self.tasks:
             self.tasks[group].cancel()
         self.tasks[group] = asyncio.ensure_future(work)
 

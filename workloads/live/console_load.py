@@ -11,8 +11,8 @@ only when it changed). A server restart pauses the load: requests in flight are 
 as "cancelled", never scored, and this configuration's run ends ``interrupted (why)``; it resumes
 once the new server is verified. Only ``l`` (or leaving) stops it.
 
-It runs no task of its own but the baseline's lookup: the console runs its coroutines (``spawn``,
-in its worker groups ``load``, ``load-stop``), so leaving the console stops them.
+It runs no task of its own: the console runs its coroutines (``spawn``, in its worker groups ``load``,
+``load-stop`` and ``baseline``), so leaving the console stops them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, assert_never
 
-from backends.core.phase import Phase
+from backends.core import Phase
 from backends.knobs import KnobValue
 from backends.server import ServerSession
 from workloads.live.ab import Comparison, ConfigFigures, LiveAB
@@ -51,7 +51,7 @@ Spawn = Callable[[Coroutine[Any, Any, object], str], object]
 
 class ConsoleLoad:
     """One per console. ``spawn(coroutine, group)`` runs a coroutine in the console's worker group
-    (``load`` is exclusive: a new load replaces the old one); ``server_ready()``: a verified server
+    (``load`` and ``baseline`` are exclusive: a new one replaces the one before); ``server_ready()``: a verified server
     runs and nothing stopped it (how an ended load says it comes back)."""
 
     def __init__(self, session: ServerSession, on_update: Callable[[LoadUpdate], object], spawn: Spawn,
@@ -72,7 +72,6 @@ class ConsoleLoad:
         self._drained = asyncio.Event()
         self._said: tuple[bool, str] | None = None  # the load line as last said (said once each)
         self._shown = -1           # the A/B version last handed over
-        self._baseline: asyncio.Task[None] | None = None
 
     @property
     def running(self) -> bool:
@@ -235,7 +234,7 @@ class ConsoleLoad:
                         self._drained.set()
                     case LoadStarted(concurrency=concurrency, prompts=prompts):
                         self._say(True, f"{concurrency} streams of {prompts}", prompts)
-                        self._find_baseline(concurrency)
+                        self._spawn(self._no_spec_baseline(concurrency), "baseline")
                     case LoadStopped(reason=reason, error=error):
                         if self.proc is proc:  # not a load replaced by another source
                             self._say(False, self._end(error or reason))
@@ -256,11 +255,6 @@ class ConsoleLoad:
             return f"{why}; l starts it again"
         return f"{why}; it starts again once a server is back and verified"
 
-    def _find_baseline(self, concurrency: int) -> None:
-        if self._baseline is not None:
-            self._baseline.cancel()
-        self._baseline = asyncio.ensure_future(self._no_spec_baseline(concurrency))
-
     async def _no_spec_baseline(self, concurrency: int) -> None:
         """The tok/s plot's reference line: a saved no-speculation tok/s of this model (a thread reads runs/)."""
         info = self.session.server_info or {}
@@ -271,9 +265,7 @@ class ConsoleLoad:
             self._update(found)
 
     async def close(self) -> None:
-        """Leaving: the load stops (its run recorded), the baseline's lookup is dropped."""
+        """Leaving: the load stops (its run recorded)."""
         self._wanted = False
-        if self._baseline is not None:
-            self._baseline.cancel()
         if self.proc is not None:
             await self.proc.stop("stopped")
