@@ -139,11 +139,11 @@ class ConsoleController(LiveLoad):
         if event.said:
             self.post(m.LogLinesRead((note_line(event.said),)))
         if event.came_to == Phase.STOPPED:
-            self.live.stopped(event.said or "the server stopped")
+            self.live.server_stopped(event.said or "the server stopped")
         elif event.came_to == Phase.READY:
-            self.live.verified()
+            self.live.server_verified()
         elif event.came_to == Phase.FAILED:
-            self.live.failed()
+            self.live.server_failed()
         elif status.phase == Phase.STOPPING:  # a restart (ours, a sweep's, another ddtune's) stops the server
             self.live.pause()
         other = event.other_config

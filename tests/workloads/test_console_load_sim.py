@@ -76,7 +76,7 @@ async def _load_paused_and_resumed(state_dir) -> tuple[Console, ConsoleLoad]:
         cut = [u for u in console.updates[before:] if isinstance(u, RequestDone)]  # those in flight, cut off
         assert any(u.verdict == "cancelled" for u in cut) and all(u.verdict != "error" for u in cut), cut
 
-        live.verified()
+        live.server_verified()
         assert console.updates[said] == LoadState(True, "2 streams of coding", "coding")
         await console.until(lambda u: isinstance(u, RequestDone) and u.ok, 10, start=said)
         live.tick()

@@ -77,10 +77,6 @@ class ConsoleLoad:
     def running(self) -> bool:
         return self.proc is not None
 
-    @property
-    def held(self) -> bool:
-        return self._held is not None
-
     # --- what the user asks ----------------------------------------------------------------
     def toggle(self) -> bool:
         """The user's ``l``: only this (or leaving) stops the load; a server that stops pauses it."""
@@ -143,15 +139,16 @@ class ConsoleLoad:
             self.proc.pause(share)
         self._say(True, f"paused: {why}")
 
-    def stopped(self, said: str) -> None:
+    def server_stopped(self, said: str) -> None:
+        """The server stopped (``said``: how): the load pauses until a server is back and verified."""
         self.pause(f"{said}; it resumes once a server is back and verified (u starts one)", "server stopped")
 
-    def verified(self) -> None:
+    def server_verified(self) -> None:
         """A verified server: the load resumes, unless a sweep or search holds it."""
         if self._held is None:
             self._resume()
 
-    def failed(self) -> None:
+    def server_failed(self) -> None:
         """The new server failed: nothing to resume against yet."""
         if self._held is None:
             self.pause(FAILED, "server failed")
