@@ -10,10 +10,9 @@ a widget, never reads a file and never works out the phase itself.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, assert_never
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, assert_never
 
 from textual.message import Message
 
@@ -22,11 +21,8 @@ from backends.knobs import ServerConfig
 from backends.server import DecodeStats, LogBatch, ServerSession, StatusChanged, StatusFeed
 from tui import messages as m
 from tui.live_load import LiveLoad, note_line
-from tui.load_figures import LoadFigures
 from tui.views import KnobRow, ServerView
-
-if TYPE_CHECKING:
-    from workloads.live import ConfigFigures
+from workloads.live import ConfigFigures, ConsoleLoad
 
 
 class ConsoleController(LiveLoad):
@@ -39,21 +35,14 @@ class ConsoleController(LiveLoad):
         self.session = ServerSession(config)
         self.file_config = config  # what the config file says; a re-attached server may run other knobs
         self.simulated = simulated
-        self.load_concurrency = load_concurrency
-        self.load_max_tokens = load_max_tokens
-        self.load_window_s = load_window_s  # the rolling window of the plotted rates
-        self.load_prompts = load_prompts    # the load's prompt source (workloads/prompts): the picker changes it
-        self.load = None
-        self.figures = LoadFigures(config.knobs, lambda message: self._post(message))
-        self._load_paused = False
-        self._load_said: tuple[bool, str] | None = None  # the load line as last said (said once each)
-        self._load_wanted = autostart_load  # the user wants the load on: it comes back with its server
-        self._load_held: str | None = None  # a sweep or search on this server pauses the load until it ends
-        self._load_drained = asyncio.Event()
-        self.session.before_stop(self._pause_load_and_wait)
         self.stopped: str | None = None  # what stopped the server, until the next start (the feed's)
         self._post: Callable[[Message], object] = lambda message: None
         self._run_worker: Callable[..., Any] | None = None
+        # the coding load (or any prompt source): its worker, its pauses, the A/B and the baseline line
+        self.live = ConsoleLoad(self.session, self.show_load, self._spawn, self._server_ready,
+                                concurrency=load_concurrency, max_tokens=load_max_tokens, window_s=load_window_s,
+                                prompts=load_prompts, wanted=autostart_load)
+        self.session.before_stop(self.live.pause_and_wait)
         self.feed = StatusFeed(self.session)  # the session's events as the console shows them (told from attach)
         self._replacing: Callable[[], Any] | None = None  # the running command again, replacing (after asking)
         self._replace: Callable[[], Any] | None = None  # the refused command again, replacing (after asking)
@@ -79,6 +68,17 @@ class ConsoleController(LiveLoad):
 
     def post(self, message: Message) -> None:
         self._post(message)
+
+    def _spawn(self, work: Coroutine[Any, Any, object], group: str) -> None:
+        """Run the load's coroutines as workers: a new ``load`` (or ``baseline``) replaces the one before."""
+        if self._run_worker is not None:
+            self._run_worker(work, group=group, exclusive=group in ("load", "baseline"), exit_on_error=False)
+        else:
+            work.close()
+
+    def _server_ready(self) -> bool:
+        state = self.session.state
+        return state is not None and state.phase == Phase.READY and not self.stopped
 
     def _command(self, what: str, command: Awaitable[Any], replacing: Callable[[], Any] | None = None) -> None:
         """Run a session command; ``replacing()``: the same command allowed to stop a server of
@@ -106,11 +106,11 @@ class ConsoleController(LiveLoad):
         """The app's periodic tick: elapsed and uptime move; posts only when the panel (or the A/B
         strip) would change."""
         self._publish()
-        self.figures.tick()
+        self.live.tick()
 
     def pin_baseline(self) -> ConfigFigures:
         """Pin the current configuration as the baseline the A/B strip compares with; its figures."""
-        return self.figures.pin()
+        return self.live.pin()
 
     # --- the session's events -> the screen's messages -------------------------------------
     def _on_event(self, event: LogBatch | DecodeStats | StatusChanged) -> None:  # the feed's FeedEvent
@@ -121,10 +121,8 @@ class ConsoleController(LiveLoad):
                 self.post(m.LogLinesRead(lines))
                 return
             case DecodeStats(t=t, gen_throughput=rate, accept_len=accept, running_req=running):
-                if self.load is not None:  # the load's windows take acceptance from it where nothing else has it
-                    self.load.decode(t, accept, running)
+                self.live.decode(t, accept, running, plotted=rate is not None)
                 if rate is not None:
-                    self.figures.plotted = True
                     self.post(m.DecodeStatsRead(t, rate, accept))
                 return
             case StatusChanged():
@@ -135,21 +133,19 @@ class ConsoleController(LiveLoad):
 
     def _status_changed(self, event: StatusChanged) -> None:
         status = event.status
-        if event.knobs is not None:
-            self.figures.config_changed(event.knobs.knobs, event.knobs.label)
+        if event.knobs is not None and self.live.config_changed(event.knobs.knobs, event.knobs.label):
+            self.post(m.ConfigMarked(time.monotonic(), event.knobs.label))  # both plots mark it
         self.stopped = self.feed.stopped
         if event.said:
             self.post(m.LogLinesRead((note_line(event.said),)))
         if event.came_to == Phase.STOPPED:
-            self._pause_load(f"{event.said}; it resumes once a server is back and verified (u starts one)",
-                             "server stopped")
-        elif event.came_to == Phase.READY and self._load_held is None:
-            self._resume_load()
-        elif event.came_to == Phase.FAILED and self._load_held is None:
-            self._pause_load("the server failed to start; it resumes once a start succeeds (u retries)",
-                             "server failed")  # the new server failed: nothing to resume against yet
+            self.live.server_stopped(event.said or "the server stopped")
+        elif event.came_to == Phase.READY:
+            self.live.server_verified()
+        elif event.came_to == Phase.FAILED:
+            self.live.server_failed()
         elif status.phase == Phase.STOPPING:  # a restart (ours, a sweep's, another ddtune's) stops the server
-            self._pause_load()
+            self.live.pause()
         other = event.other_config
         if other is not None:
             self._replace = self._replacing
@@ -194,9 +190,9 @@ class ConsoleController(LiveLoad):
 
     async def _stop(self) -> None:
         """Pause the load first (its requests cancelled, not failed by a dying server), then stop."""
-        self._pause_load("the server is stopping (x); it resumes once a server is back and verified (u starts one)",
-                         "server stopped")
-        await self._drained()
+        self.live.pause("the server is stopping (x); it resumes once a server is back and verified (u starts one)",
+                        "server stopped")
+        await self.live.drained()
         await self.session.stop()
 
     def apply_config_file(self) -> bool:
@@ -224,9 +220,7 @@ class ConsoleController(LiveLoad):
 
     # --- leaving ----------------------------------------------------------------------------
     async def detach(self, stop_server: bool) -> None:
-        self._load_wanted = False
-        if self.load is not None:
-            await self.load.stop("stopped")
+        await self.live.close()
         try:
             if stop_server:
                 await self.session.stop()

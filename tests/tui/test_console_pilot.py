@@ -192,7 +192,7 @@ async def test_reattach_keeps_a_tuned_server_and_a_applies_the_file(tmp_path, gr
         assert (window.requested, window.effective, window.verified) == ("1024", "1024", True)
         assert "window=1024 (the file says 2048)" in log_text(app)
         assert "it already runs this config" not in log_text(app)  # issue 32: one note, not two that disagree
-        assert app.controller.figures.ab.current.knobs["window"] == 1024  # the A/B labels what runs
+        assert app.controller.live.ab.current.knobs["window"] == 1024  # the A/B labels what runs
         assert "plot marker" not in log_text(app) and not app.main.plots.markers  # a change made before this session
         await pilot.press("a")
         assert isinstance(app.screen, ConfirmApply)

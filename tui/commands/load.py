@@ -79,15 +79,14 @@ def run(args) -> int:
 
     from tui.commands._options import server_log, server_url
     from workloads.bench import SetSkipped
-    from workloads.live import (LoadPaused, LoadResumed, LoadSpec, LoadStopped, RequestDone, StatsUpdated,
-                                run_load)
+    from workloads.live import LoadSpec, RequestDone, StatsUpdated, run_load
 
     url, api_key = server_url(args)
     spec = LoadSpec(url, api_key, args.concurrency, args.max_tokens, args.duration, args.prompts,
                     tuple(args.problems) if args.problems else None, args.window, server_log(args, url))
     out = sys.stdout
 
-    def on_event(event: StatsUpdated | RequestDone | LoadPaused | LoadResumed | LoadStopped | SetSkipped) -> None:
+    def on_event(event: StatsUpdated | RequestDone | SetSkipped) -> None:
         match event:
             case SetSkipped(name, read, skipped):
                 sys.stderr.writelines(f"prompts: {line}\n" for line in skipped)
@@ -101,8 +100,6 @@ def run(args) -> int:
                     e2e = _f(event.e2e_s and event.e2e_s * 1000, "7.0f")
                     out.write(f"  {event.problem:<16} {verdict:<10} {event.tokens:5d} tok  "
                               f"accept {_f(event.accept_len, '.2f')}  {e2e} ms\n")
-            case LoadPaused() | LoadResumed() | LoadStopped():
-                pass  # the summary at the end says how it stopped
             case _:
                 assert_never(event)
         out.flush()

@@ -1,22 +1,21 @@
 """The live load the console plots (the coding problems, or any prompt source): a worker process that
 keeps prompts in flight, its windows, the A/B of one configuration after another, and the runs it records.
 
-The face: ``LoadProcess`` (the console's load, in a worker process) and the typed events it reports
-(one set of records, in process and on the worker's pipe); ``LiveAB``, which takes those events, and
-the figures and comparison it hands the A/B strip; the saved no-speculation baseline of the tok/s plot;
-``run_load(LoadSpec, on_event) -> LoadOutcome``, the same load in the foreground (``ddtune load``),
-and ``load_work``, the prompts it sends.
+The face, one use case each: ``ConsoleLoad``, the console's load on its server session (the worker,
+its pauses around restarts, the A/B and the saved no-speculation baseline), which hands the console
+what to draw as typed updates (``StatsUpdated``, ``RequestDone``, ``LoadState``, ``NoSpecBaseline``,
+``Comparison`` and its ``ConfigFigures``); ``run_load(LoadSpec, on_event) -> LoadOutcome``, the same
+load in the foreground (``ddtune load``); and ``load_work``, the prompts it sends.
 """
 
 from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
-    "workloads.live.ab": ("Comparison", "ConfigFigures", "LiveAB"),
-    "workloads.live.baseline": ("find_no_spec_baseline",),
+    "workloads.live.ab": ("Comparison", "ConfigFigures"),
+    "workloads.live.baseline": ("NoSpecBaseline",),
+    "workloads.live.console_load": ("ConsoleLoad", "LoadState"),
     "workloads.live.foreground": ("LoadOutcome", "LoadSpec", "run_load"),
-    "workloads.live.events": ("LoadPaused", "LoadProcEvent", "LoadResumed", "LoadStarted", "LoadStopped",
-                              "RequestDone", "StatsUpdated"),
-    "workloads.live.proc": ("LoadProcess",),
+    "workloads.live.events": ("RequestDone", "StatsUpdated"),
     "workloads.live.work": ("load_work",),  # the console checks its --load-prompts source with it
     "workloads.prompts.sources": ("BUILTIN_HELP",),
 })
