@@ -81,10 +81,14 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         ("Quit", "leave the server running or stop it", "quit_console"),
     )
 
-    def __init__(self, controller: ConsoleController | None = None, note: str | None = None) -> None:
+    def __init__(self, controller: ConsoleController | None = None, note: str | None = None,
+                 sim_wrong: float | None = None) -> None:
+        """``sim_wrong``: on the simulator, the share of coding answers it gets wrong on purpose
+        (``backends.server.console_setup``), said beside the verdicts."""
         super().__init__()
         self.controller = controller
         self.note = note
+        self.sim_wrong = sim_wrong
         self.main = MainScreen()
         self.said: deque[str] = deque(maxlen=50)  # the latest notifications' texts, after their toasts go
 
@@ -112,11 +116,9 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         if self.note:
             self.sub_title = self.note
             self.notify(self.note, timeout=6)
+        if self.sim_wrong is not None:
+            self.main.say_sim_wrong(self.sim_wrong)
         if self.controller is not None:
-            if self.controller.simulated:
-                from backends.sim import wrong_rate
-
-                self.main.say_sim_wrong(wrong_rate(self.controller.config.extra_args))
             self.controller.attach(self.main.post_message, self.run_worker)
 
     def _tick(self) -> None:

@@ -22,6 +22,6 @@ def run(args) -> int:
         say_skipped({prompts: load_work(prompts).prompts})  # a bad source is refused before the console opens
     controller = ConsoleController(setup.config, simulated=setup.simulated, load_concurrency=load or 8,
                                    autostart_load=load is not None, load_prompts=prompts)
-    app = DdtuneApp(controller, note=setup.note)
+    app = DdtuneApp(controller, note=setup.note, sim_wrong=setup.sim_wrong)
     app.run()
     return 0
