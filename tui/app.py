@@ -17,18 +17,6 @@ if TYPE_CHECKING:
     from tui.controller import ConsoleController
 
 
-def _source_problem(source: str) -> str | None:
-    """Why the load could not send ``source`` (one line), or None: read as the load would (blocking)."""
-    from backends.core import DdtuneError
-    from workloads.live import load_work
-
-    try:
-        load_work(source)
-    except DdtuneError as exc:
-        return exc.message + (f" ({exc.hint})" if exc.hint else "")
-    return None
-
-
 class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctrl+c) are ours
     TITLE = "ddtune"
     CSS_PATH = "ddtune.tcss"
@@ -256,7 +244,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         if self.controller is None:
             return
         from tui.screens.prompts_picker import PromptsPicker
-        from workloads.live import BUILTIN_HELP
+        from workloads.live import load_sources
 
         controller = self.controller
 
@@ -266,7 +254,8 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
                 self.notify(f"load prompts: {source}" + ("; the load restarts on them" if restarted else ""),
                             timeout=3)
 
-        self.push_screen(PromptsPicker(controller.load_prompts, BUILTIN_HELP, _source_problem), chosen)
+        sources = load_sources()
+        self.push_screen(PromptsPicker(controller.load_prompts, sources.builtins, sources.problem), chosen)
 
     def action_pin_baseline(self) -> None:
         if self.controller is None:

@@ -5,7 +5,7 @@ The face: ``LoadProcess`` (the console's load, in a worker process) and the type
 (one set of records, in process and on the worker's pipe); ``LiveAB``, which takes those events, and
 the figures and comparison it hands the A/B strip; the saved no-speculation baseline of the tok/s plot;
 ``run_load(LoadSpec, on_event) -> LoadOutcome``, the same load in the foreground (``ddtune load``),
-and ``load_work``, the prompts it sends.
+and ``load_work``, the prompts it sends; ``load_sources``, the sources the console can pick and checks.
 """
 
 from backends.core.faces import lazy_face
@@ -17,6 +17,7 @@ __all__, __getattr__ = lazy_face(__name__, {
     "workloads.live.events": ("LoadPaused", "LoadProcEvent", "LoadResumed", "LoadStarted", "LoadStopped",
                               "RequestDone", "StatsUpdated"),
     "workloads.live.proc": ("LoadProcess",),
+    "workloads.live.sources": ("LoadSources", "load_sources"),  # the console's prompt sources, checked
     "workloads.live.work": ("load_work",),  # the console checks its --load-prompts source with it
     "workloads.prompts.sources": ("BUILTIN_HELP",),
 })

@@ -7,5 +7,6 @@ from workloads.live.events import (LoadPaused as LoadPaused, LoadProcEvent as Lo
                                    LoadResumed as LoadResumed, LoadStarted as LoadStarted, LoadStopped as LoadStopped,
                                    RequestDone as RequestDone, StatsUpdated as StatsUpdated)
 from workloads.live.proc import LoadProcess as LoadProcess
+from workloads.live.sources import LoadSources as LoadSources, load_sources as load_sources
 from workloads.live.work import load_work as load_work
 from workloads.prompts.sources import BUILTIN_HELP as BUILTIN_HELP
