@@ -18,6 +18,6 @@ __all__, __getattr__ = lazy_face(__name__, {
                               "RequestDone", "StatsUpdated"),
     "workloads.live.proc": ("LoadProcess",),
     "workloads.live.sources": ("LoadSources", "load_sources"),  # the console's prompt sources, checked
-    "workloads.live.work": ("load_work",),  # the console checks its --load-prompts source with it
+    "workloads.live.work": ("load_work",),  # the prompts a load sends (the console checks a source with load_sources)
     "workloads.prompts.sources": ("BUILTIN_HELP",),
 })
