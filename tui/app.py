@@ -17,18 +17,6 @@ if TYPE_CHECKING:
     from tui.controller import ConsoleController
 
 
-def _source_problem(source: str) -> str | None:
-    """Why the load could not send ``source`` (one line), or None: read as the load would (blocking)."""
-    from backends.core import DdtuneError
-    from workloads.live import load_work
-
-    try:
-        load_work(source)
-    except DdtuneError as exc:
-        return exc.message + (f" ({exc.hint})" if exc.hint else "")
-    return None
-
-
 class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctrl+c) are ours
     TITLE = "ddtune"
     CSS_PATH = "ddtune.tcss"
@@ -81,10 +69,14 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         ("Quit", "leave the server running or stop it", "quit_console"),
     )
 
-    def __init__(self, controller: ConsoleController | None = None, note: str | None = None) -> None:
+    def __init__(self, controller: ConsoleController | None = None, note: str | None = None,
+                 sim_wrong: float | None = None) -> None:
+        """``sim_wrong``: on the simulator, the share of coding answers it gets wrong on purpose
+        (``backends.server.console_setup``), said beside the verdicts."""
         super().__init__()
         self.controller = controller
         self.note = note
+        self.sim_wrong = sim_wrong
         self.main = MainScreen()
         self.said: deque[str] = deque(maxlen=50)  # the latest notifications' texts, after their toasts go
 
@@ -112,11 +104,9 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         if self.note:
             self.sub_title = self.note
             self.notify(self.note, timeout=6)
+        if self.sim_wrong is not None:
+            self.main.say_sim_wrong(self.sim_wrong)
         if self.controller is not None:
-            if self.controller.simulated:
-                from backends.sim import wrong_rate
-
-                self.main.say_sim_wrong(wrong_rate(self.controller.config.extra_args))
             self.controller.attach(self.main.post_message, self.run_worker)
 
     def _tick(self) -> None:
@@ -254,7 +244,7 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         if self.controller is None:
             return
         from tui.screens.prompts_picker import PromptsPicker
-        from workloads.live import BUILTIN_HELP
+        from workloads.live import load_sources
 
         controller = self.controller
 
@@ -264,7 +254,8 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
                 self.notify(f"load prompts: {source}" + ("; the load restarts on them" if restarted else ""),
                             timeout=3)
 
-        self.push_screen(PromptsPicker(controller.load_prompts, BUILTIN_HELP, _source_problem), chosen)
+        sources = load_sources()
+        self.push_screen(PromptsPicker(controller.load_prompts, sources.builtins, sources.problem), chosen)
 
     def action_pin_baseline(self) -> None:
         if self.controller is None:

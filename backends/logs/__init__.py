@@ -1,8 +1,8 @@
 """What a server's log says: lines split and made plain, each parsed once into a typed event, classified,
 summarised, and judged (acceptance, the collapse alarm). Pure functions over text.
 
-The face: ``LineSplitter`` (bytes to lines), the classified ``LogLine`` the console shows (``KINDS``,
-``note``), the typed events it reads (``DecodeBatch``, ``DraftRunner``, ``ServerReady``), and
+The face: ``LineSplitter`` (bytes to lines), the classified ``LogLine`` the console shows (``note``;
+``LogLine.tones`` says how each stretch of a line is drawn), the decode batches read (``DecodeBatch``), and
 acceptance judged from decode lines or the server's /metrics counters. A whole log's report is
 backends.server's ``inspect_log``.
 """
@@ -11,7 +11,7 @@ from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
     "backends.logs.acceptance": ("SpecCounters", "counter_acceptance", "log_acceptance", "parse_counters"),
-    "backends.logs.events": ("DecodeBatch", "DraftRunner", "ServerReady"),
-    "backends.logs.kind": ("KINDS", "LogLine", "note"),
+    "backends.logs.events": ("DecodeBatch",),
+    "backends.logs.kind": ("LogLine", "note"),
     "backends.logs.splitter": ("LineSplitter",),
 })

@@ -2,6 +2,6 @@
 
 from backends.logs.acceptance import (SpecCounters as SpecCounters, counter_acceptance as counter_acceptance,
                                       log_acceptance as log_acceptance, parse_counters as parse_counters)
-from backends.logs.events import DecodeBatch as DecodeBatch, DraftRunner as DraftRunner, ServerReady as ServerReady
-from backends.logs.kind import KINDS as KINDS, LogLine as LogLine, note as note
+from backends.logs.events import DecodeBatch as DecodeBatch
+from backends.logs.kind import LogLine as LogLine, note as note
 from backends.logs.splitter import LineSplitter as LineSplitter

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from backends.logs.events import (
     AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DecodeBatch, DraftCudaGraphDisabled,
@@ -56,12 +57,51 @@ _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|\bFile \"[^\"]*\",
 
 
 @dataclass(frozen=True, slots=True)
+class Tone:
+    """A stretch of a drawn log line and the tone it is drawn in (one of ``LogLine.TONES``);
+    ``end`` None: to the end of the line."""
+
+    name: str
+    start: int
+    end: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class LogLine:
     """One server log line as read, its kind (one of ``KINDS``) and the event parsed from it."""
+
+    # every tone a line is drawn in: its kind's, then the spans that matter (``tones``)
+    TONES: ClassVar[tuple[str, ...]] = KINDS + ("stamp", "ready", "draft-off", "window-off", "window-on", "accept")
 
     text: str
     kind: str
     event: LogEvent | None = None
+
+    def tones(self, shown: str) -> tuple[Tone, ...]:
+        """The tones of ``shown`` (this line as drawn), in drawing order, later over earlier: the stamp
+        muted, the message in its kind's tone (a ready line, or the draft runner's window on or off,
+        in their own), then the draft window's and the acceptance's spans."""
+        found = []
+        start = 0
+        if shown.startswith("[") and (close := shown.find("]", 1, 64)) > 0:
+            found.append(Tone("stamp", 0, close + 1))
+            start = close + 2 if shown[close + 1:close + 2] == " " else close + 1
+        event = self.event
+        if isinstance(event, ServerReady):
+            found.append(Tone("ready", start))
+        elif isinstance(event, DraftRunner):
+            found.append(Tone("draft" if event.window_size is not None else "draft-off", start))
+            at = shown.find("draft_window_size=")
+            if at >= 0:
+                end = shown.find(",", shown.find("compact_cache=", at))
+                found.append(Tone("window-off" if event.window_size is None else "window-on", at,
+                                  None if end < 0 else end))
+        else:
+            found.append(Tone(self.kind, start))
+            if self.kind == "decode" and (at := shown.find("accept len: ")) >= 0:
+                end = shown.find(",", at)
+                found.append(Tone("accept", at, None if end < 0 else end))
+        return tuple(found)
 
 
 def classify(text: str, event: LogEvent | None) -> str:

@@ -34,11 +34,13 @@ def narrated(on_progress: OnProgress | None, on_note: OnNote | None) -> Callable
 
 
 def requested_config(config_path: str | None, preset: str | None = None, sets: Sequence[str] = (),
-                     keep_running_knobs: bool = False, note: OnNote | None = None) -> ServerConfig:
+                     keep_running_knobs: bool = False, note: OnNote | None = None,
+                     no_speculation: bool = False) -> ServerConfig:
     """The config file's (``config_path``, else ./ddtune.toml, else the XDG config dir, else the
     built-in simulator's): its knobs, then (restart only) the running server's knobs, then ``preset``,
     then each ``--set`` expression. ``up`` makes the server match the config file; ``restart --set
-    k=v`` changes one knob of the server that runs now and keeps the others."""
+    k=v`` changes one knob of the server that runs now and keeps the others. ``no_speculation``: the
+    same server without speculative decoding (``up --no-speculation``, the lossless baseline)."""
     from backends.knobs.config import load_config, load_preset, parse_set
     from backends.server.snapshot import is_alive, recorded_server
 
@@ -62,6 +64,10 @@ def requested_config(config_path: str | None, preset: str | None = None, sets: S
                 hint=f"known knobs: {', '.join(known)}; declare others with [knob.NAME] in the config (docs/knobs.md)",
             )
         config = config.with_knobs(updates)
+    if no_speculation:
+        from backends.knobs.baseline import baseline_config
+
+        config = baseline_config(config)
     return config
 
 

@@ -1,5 +1,6 @@
 """What the console opens on: the configured server (the built-in simulator when no config is found),
-whether its driver simulates, and the line the console says about the config first."""
+whether its driver simulates (and then how many coding answers it gets wrong on purpose), and the line
+the console says about the config first."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ class ConsoleSetup:
     config: ServerConfig
     simulated: bool  # the driver is the built-in simulator (its wrong answers are on purpose)
     note: str        # the first notification: which config, or that none was found
+    sim_wrong: float | None = None  # the simulator's share of coding answers wrong on purpose; None: not it
 
 
 def console_setup(config_path: str | None) -> ConsoleSetup:
@@ -25,4 +27,9 @@ def console_setup(config_path: str | None) -> ConsoleSetup:
         note = "no config found: running the built-in SGLang simulator"
     else:
         note = f"config: {config.inferred or config.source}"
-    return ConsoleSetup(config, driver_flags(config.backend).simulated, note)
+    simulated = driver_flags(config.backend).simulated
+    if not simulated:
+        return ConsoleSetup(config, simulated, note)
+    from backends.sim import wrong_rate
+
+    return ConsoleSetup(config, simulated, note, wrong_rate(config.extra_args))

@@ -154,3 +154,30 @@ def test_note_and_line_values():
         line.kind = "error"  # type: ignore[misc]
     assert read_lines([]) == []
     assert classify("", None) == "info"
+
+
+def _drawn(text: str) -> dict[str, str]:
+    """Each tone of ``text``'s line and the stretch it covers."""
+    line = read_lines([text])[0]
+    return {tone.name: text[tone.start:tone.end] for tone in line.tones(text)}
+
+
+def test_tones_say_how_each_stretch_of_a_line_is_drawn():
+    """The stamp, the message in its kind's tone, and the spans that matter: the ready line, the draft
+    window off or on, the acceptance; every tone is one the console can draw (LogLine.TONES)."""
+    off = f"[{T}] Initialized DFLASH draft runner. block_size=16, draft_window_size=None, compact_cache=False"
+    assert _drawn(off) == {"stamp": f"[{T}]", "draft-off": off[len(T) + 3:],
+                           "window-off": "draft_window_size=None, compact_cache=False"}
+    on = f"[{T}] Initialized DFLASH draft runner. block_size=16, draft_window_size=1024, compact_cache=True"
+    assert _drawn(on)["window-on"] == "draft_window_size=1024, compact_cache=True"
+    assert "draft" in _drawn(on)
+    decode = (f"[{T} TP0] Decode batch, #running-req: 8, #token: 9000, token usage: 0.01, accept len: 6.12, "
+              "accept rate: 0.38, cuda graph: True, gen throughput (token/s): 1462.20, #queue-req: 0")
+    assert _drawn(decode)["accept"] == "accept len: 6.12"
+    assert _drawn(decode)["decode"].startswith("Decode batch")
+    ready = "The server is fired up and ready to roll!"
+    assert _drawn(f"[{T}] {ready}")["ready"] == ready
+    assert _drawn("no stamp here") == {"info": "no stamp here"}
+    for text in (off, on, decode, "plain"):
+        assert {tone.name for tone in read_lines([text])[0].tones(text)} <= set(LogLine.TONES)
+    assert set(KINDS) <= set(LogLine.TONES)

@@ -4,12 +4,15 @@ and on the simulator the requests box and the server panel say it answers a shar
 
 from __future__ import annotations
 
+import argparse
+
 from textual.widgets import Static
 
-from backends.knobs.config import config_from_dict
+from backends.server import console_setup
 from backends.sim.args import wrong_rate
 from tui import messages as m
 from tui.app import DdtuneApp
+from tui.commands import console
 from tui.controller import ConsoleController
 from tui.screens.request_detail import RequestDetail
 from tui.views import ServerView
@@ -52,10 +55,18 @@ async def test_enter_on_a_request_row_says_why_it_failed():
         assert "gcd" in text and "HTTP 503: server overloaded" in text and "on purpose" not in text
 
 
-async def test_on_the_simulator_the_console_says_it_answers_wrong_on_purpose(monkeypatch):
+async def test_on_the_simulator_the_console_says_it_answers_wrong_on_purpose(monkeypatch, tmp_path):
+    """As ``ddtune`` opens it (tui.commands.console): the setup read from the config file says the
+    simulator's rate, and the console says it."""
     monkeypatch.setattr(ConsoleController, "attach", lambda self, post, run_worker: None)  # no server here
-    config = config_from_dict({"server": {"extra_args": ["--sim-wrong-rate", "0.2"]}}, "test")
-    app = DdtuneApp(ConsoleController(config, simulated=True))
+    opened: list[DdtuneApp] = []
+    monkeypatch.setattr(DdtuneApp, "run", lambda self: opened.append(self))  # run below, under the pilot
+    path = tmp_path / "sim.toml"
+    path.write_text('[server]\nbackend = "sim"\nextra_args = ["--sim-wrong-rate", "0.2"]\n')
+    setup = console_setup(str(path))
+    assert setup.simulated and setup.sim_wrong == 0.2
+    assert console.run(argparse.Namespace(config=str(path))) == 0
+    app = opened[0]
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         assert str(app.main.requests.border_title) == "requests · sim: 20% wrong on purpose"

@@ -4,7 +4,7 @@ import pytest
 
 from backends.knobs.config import ServerConfig
 from backends.core.errors import ConfigError, UsageError
-from workloads.sweep.control import baseline_config
+from backends.knobs.baseline import baseline_config
 from workloads.sweep.spec import build_plan
 
 

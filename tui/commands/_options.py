@@ -7,27 +7,19 @@ import argparse
 DEFAULT_URL = "http://127.0.0.1:30000"
 
 
-def _number(text: str, cast, ok, expected: str, bound: str):
-    """Parse ``text`` with ``cast`` and check it with ``ok``; argparse turns the errors into exit 2."""
+def _checked(name: str, text: str, low: int = 1):
+    """``text`` as option ``name`` takes it (workloads.bench.option_value); argparse turns the error
+    into its one line and exit 2."""
+    from workloads.bench import option_value
+
     try:
-        value = cast(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {text[:40]!r}") from None
-    if not ok(value):
-        raise argparse.ArgumentTypeError(f"must be {bound}, got {text if len(text) <= 40 else text[:37] + '...'}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    return _number(text, int, lambda v: v >= 1, "a positive integer", "at least 1")
-
-
-def non_negative_int(text: str) -> int:
-    return _number(text, int, lambda v: v >= 0, "an integer >= 0", "0 or more")
+        return option_value(name, text, low)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def positive_float(text: str) -> float:
-    return _number(text, float, lambda v: v > 0, "a number of seconds", "more than 0")
+    return _checked("seconds", text)
 
 
 def count_option(name: str, low: int = 1):
@@ -35,28 +27,17 @@ def count_option(name: str, low: int = 1):
     workloads/runs/checks.py: what a resume reads back), so a run is never started with a number its
     own resume would refuse, nor one that overflows a bound or fills memory (10**400 streams)."""
     def parse(text: str) -> int:
-        from workloads.bench import PLAUSIBLE
-
-        most = PLAUSIBLE[name]
-        return _number(text, int, lambda v: low <= v <= most, "an integer", f"from {low} to {most:,}")
+        return _checked(name, text, low)
     return parse
 
 
 def rate_option(text: str) -> float:
     """A request rate or a burstiness, within what a plan read back may hold (``RATES``)."""
-    from workloads.bench import RATES
-
-    low, high = RATES
-    return _number(text, float, lambda v: low <= v <= high, "a number", f"from {low:g} to {high:g}")
+    return _checked("rate", text)
 
 
 def url_type(text: str) -> str:
-    from backends.core import DdtuneError, server_base
-
-    try:
-        return server_base(text, check=True)  # http://host:30000/v1 is the server at http://host:30000
-    except DdtuneError as exc:
-        raise argparse.ArgumentTypeError(f"{exc.message}; expected http://HOST:PORT") from None
+    return _checked("url", text)  # http://host:30000/v1 is the server at http://host:30000
 
 
 def add_server_options(parser) -> None:

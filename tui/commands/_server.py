@@ -63,12 +63,14 @@ def knobs_epilog() -> str:
 _SAID: set[str] = set()  # the configs whose inferred backend this process has said (once each)
 
 
-def load_config(args, preset: str | None = None, sets: list[str] | None = None, keep_running_knobs: bool = False):
+def load_config(args, preset: str | None = None, sets: list[str] | None = None, keep_running_knobs: bool = False,
+                no_speculation: bool = False):
     """The config the command names (backends.server.requested_config), with a --preset and --set
-    knobs when given; a backend it inferred (no ``backend`` written) is said once."""
+    knobs when given (without speculative decoding for ``no_speculation``); a backend it inferred (no
+    ``backend`` written) is said once."""
     from backends.server import requested_config as requested
 
-    config = requested(getattr(args, "config", None), preset, sets or [], keep_running_knobs, note)
+    config = requested(getattr(args, "config", None), preset, sets or [], keep_running_knobs, note, no_speculation)
     if config.inferred and config.source not in _SAID:
         _SAID.add(config.source)
         err(f"ddtune: {config.inferred}")
@@ -76,8 +78,10 @@ def load_config(args, preset: str | None = None, sets: list[str] | None = None, 
 
 
 def requested_config(args, keep_running_knobs: bool = False):
-    """The config with the command's --preset and --set knobs (restart: over the running server's)."""
-    return load_config(args, getattr(args, "preset", None), getattr(args, "sets", None), keep_running_knobs)
+    """The config with the command's --preset and --set knobs (restart: over the running server's),
+    without speculative decoding when it asks (``--no-speculation``)."""
+    return load_config(args, getattr(args, "preset", None), getattr(args, "sets", None), keep_running_knobs,
+                       bool(getattr(args, "no_speculation", False)))
 
 
 def err(text: str) -> None:

@@ -17,11 +17,11 @@ def run(args) -> int:
     prompts = getattr(args, "load_prompts", None) or "coding"
     if prompts != "coding":
         from tui.commands._traffic import say_skipped
-        from workloads.live import load_work
+        from workloads.live import load_sources
 
-        say_skipped({prompts: load_work(prompts).prompts})  # a bad source is refused before the console opens
+        say_skipped({prompts: load_sources().read(prompts)})  # a bad source is refused before the console opens
     controller = ConsoleController(setup.config, simulated=setup.simulated, load_concurrency=load or 8,
                                    autostart_load=load is not None, load_prompts=prompts)
-    app = DdtuneApp(controller, note=setup.note)
+    app = DdtuneApp(controller, note=setup.note, sim_wrong=setup.sim_wrong)
     app.run()
     return 0

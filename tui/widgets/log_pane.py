@@ -31,19 +31,19 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
-from backends.logs import DraftRunner, KINDS, LogLine, ServerReady, note as note_line
+from backends.logs import LogLine, note as note_line
 from tui.literal import cell_width, literal
 from tui.widgets.log_text import FILTER_KINDS, FILTERS, display_text, search_pattern
 
 GROW_ROWS, GROW_COLS = 128, 32  # the virtual size grows in steps: each change costs a screen layout
-_PARTS = ("stamp", "ready", "draft-off", "window-off", "window-on", "accept", "match", "current-match")
+_PARTS = ("match", "current-match")  # the search's, over the line's own tones (LogLine.TONES)
 
 
 class LogPane(ScrollView, can_focus=True):
     """The server log: ``append`` batches of ``LogLine``, ``note`` ddtune's own lines."""
 
     ALLOW_SELECT = True
-    COMPONENT_CLASSES = {f"log-pane--{name}" for name in KINDS + _PARTS}
+    COMPONENT_CLASSES = {f"log-pane--{name}" for name in LogLine.TONES + _PARTS}
     DEFAULT_CSS = """
     LogPane {
         background: $surface;
@@ -351,29 +351,13 @@ class LogPane(ScrollView, can_focus=True):
         return style
 
     def _styled(self, line: LogLine, current: bool, base: Style) -> Text:
-        """One row: the stamp muted, the message in its kind's colour, then the spans that matter."""
+        """One row: each of its tones (``LogLine.tones``: the stamp muted, the message in its kind's
+        colour, then the spans that matter) in its style, then the search's matches."""
         plain = display_text(line.text)
         text = Text(plain, no_wrap=True, end="")
         text.stylize(base)
-        start = 0
-        if plain.startswith("[") and (close := plain.find("]", 1, 64)) > 0:
-            text.stylize(self._style("stamp"), 0, close + 1)
-            start = close + 2 if plain[close + 1:close + 2] == " " else close + 1
-        event = line.event
-        if isinstance(event, ServerReady):
-            text.stylize(self._style("ready"), start)
-        elif isinstance(event, DraftRunner):
-            text.stylize(self._style("draft" if event.window_size is not None else "draft-off"), start)
-            at = plain.find("draft_window_size=")
-            if at >= 0:
-                end = plain.find(",", plain.find("compact_cache=", at))
-                text.stylize(self._style("window-off" if event.window_size is None else "window-on"),
-                             at, len(plain) if end < 0 else end)
-        else:
-            text.stylize(self._style(line.kind), start)
-            if line.kind == "decode" and (at := plain.find("accept len: ")) >= 0:
-                end = plain.find(",", at)
-                text.stylize(self._style("accept"), at, len(plain) if end < 0 else end)
+        for tone in line.tones(plain):
+            text.stylize(self._style(tone.name), tone.start, tone.end)
         if self._pattern is not None:
             lit = self._style("current-match" if current else "match")
             for found in self._pattern.finditer(plain):

@@ -2,7 +2,8 @@
 
 The face: ``run_bench(BenchSpec(...), on_event) -> BenchOutcome`` measures every cell against a server
 and records the run under runs/ (resumable), reporting ``BenchProgress`` and ``SetSkipped`` on its way;
-the plan, and the prompt sets a plan reads (a sweep reads them too).
+the plan, the prompt sets a plan reads (a sweep reads them too), and the command line's options checked
+as a plan's are (``option_value``).
 """
 
 from backends.core.faces import lazy_face
@@ -10,7 +11,7 @@ from backends.core.faces import lazy_face
 __all__, __getattr__ = lazy_face(__name__, {
     "workloads.bench.bench_case": ("BenchOutcome", "BenchSpec", "SetSkipped", "run_bench"),
     "workloads.bench.matrix": ("BenchProgress",),
-    "workloads.bench.plan": ("BenchPlan", "RATES"),
+    "workloads.bench.options": ("option_value",),  # the command line's numbers, bounded as a plan's are
+    "workloads.bench.plan": ("BenchPlan",),
     "workloads.bench.session": ("load_sets",),
-    "workloads.runs.checks": ("PLAUSIBLE",),  # the bounds of a plan's numbers: the command line's too
 })

@@ -3,8 +3,8 @@ on the trusted side; the coding problems, ``ddtune eval`` and the lossless check
 
 The face: two use cases, each one call with a spec, typed events and a typed outcome: ``run_eval``
 (ask a server every problem, or grade saved answers again) and ``check_lossless`` (record a baseline,
-or check a speculative server against one); and what the sandbox can isolate here (``isolation``,
-``protections``), for ``ddtune doctor``.
+or check a speculative server against one); and the doctor's lines about the sandbox here
+(``sandbox_checks``).
 """
 
 from backends.core.faces import lazy_face
@@ -14,5 +14,5 @@ __all__, __getattr__ = lazy_face(__name__, {
     "workloads.grading.evaluate": ("Grade",),
     "workloads.grading.lossless_check": ("LosslessOutcome", "LosslessReport", "LosslessSpec", "PromptAnswered",
                                         "check_lossless"),
-    "workloads.grading.sandbox_isolation": ("isolation", "protections"),
+    "workloads.grading.sandbox_doctor": ("sandbox_checks",),
 })

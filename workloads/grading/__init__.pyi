@@ -6,4 +6,4 @@ from workloads.grading.evaluate import Grade as Grade
 from workloads.grading.lossless_check import (LosslessOutcome as LosslessOutcome, LosslessReport as LosslessReport,
                                               LosslessSpec as LosslessSpec, PromptAnswered as PromptAnswered,
                                               check_lossless as check_lossless)
-from workloads.grading.sandbox_isolation import isolation as isolation, protections as protections
+from workloads.grading.sandbox_doctor import sandbox_checks as sandbox_checks

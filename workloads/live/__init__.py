@@ -5,7 +5,8 @@ The face, one use case each: ``ConsoleLoad``, the console's load on its server s
 its pauses around restarts, the A/B and the saved no-speculation baseline), which hands the console
 what to draw as typed updates (``StatsUpdated``, ``RequestDone``, ``LoadState``, ``NoSpecBaseline``,
 ``Comparison`` and its ``ConfigFigures``); ``run_load(LoadSpec, on_event) -> LoadOutcome``, the same
-load in the foreground (``ddtune load``); and ``load_work``, the prompts it sends.
+load in the foreground (``ddtune load``); and ``load_sources``, the prompt sources the console can
+pick, each checked.
 """
 
 from backends.core.faces import lazy_face
@@ -16,6 +17,5 @@ __all__, __getattr__ = lazy_face(__name__, {
     "workloads.live.console_load": ("ConsoleLoad", "LoadState"),
     "workloads.live.foreground": ("LoadOutcome", "LoadSpec", "run_load"),
     "workloads.live.events": ("RequestDone", "StatsUpdated"),
-    "workloads.live.work": ("load_work",),  # the console checks its --load-prompts source with it
-    "workloads.prompts.sources": ("BUILTIN_HELP",),
+    "workloads.live.sources": ("LoadSources", "load_sources"),  # the console's prompt sources, checked
 })

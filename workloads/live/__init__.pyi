@@ -5,5 +5,4 @@ from workloads.live.baseline import NoSpecBaseline as NoSpecBaseline
 from workloads.live.console_load import ConsoleLoad as ConsoleLoad, LoadState as LoadState
 from workloads.live.foreground import LoadOutcome as LoadOutcome, LoadSpec as LoadSpec, run_load as run_load
 from workloads.live.events import RequestDone as RequestDone, StatsUpdated as StatsUpdated
-from workloads.live.work import load_work as load_work
-from workloads.prompts.sources import BUILTIN_HELP as BUILTIN_HELP
+from workloads.live.sources import LoadSources as LoadSources, load_sources as load_sources

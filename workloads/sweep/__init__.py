@@ -3,7 +3,7 @@
 The face is the use case: ``run_sweep(SweepSpec, on_event) -> SweepOutcome`` (new or resumed, on the
 managed server or in parallel lanes, as the spec says), the plan it runs (``build_plan``), the events it
 reports (``SweepEvent``: the sweep's, and each lane's) with their lines (``SweepLines``) and the sweep
-screen's tables (``SweepBoard``), the GPU list check and the speculation-off config.
+screen's tables (``SweepBoard``) and the GPU list check.
 """
 
 from backends.core.faces import lazy_face
@@ -11,7 +11,6 @@ from backends.core.faces import lazy_face
 __all__, __getattr__ = lazy_face(__name__, {
     "backends.machine.gpuset": ("parse_gpus",),
     "workloads.sweep.board": ("SweepBoard",),
-    "workloads.sweep.control": ("baseline_config",),
     "workloads.sweep.events": ("Applied", "CellFinished", "EvalFinished", "LaneClosed", "LaneEvent", "LaneMoved",
                                "LanesStarted", "LosslessChecked", "ServerApplied", "ServerPhaseChanged",
                                "SlotFinished", "SlotStarted", "SweepEvent", "SweepFinished", "SweepStarted"),

@@ -2,7 +2,6 @@
 
 from backends.machine.gpuset import parse_gpus as parse_gpus
 from workloads.sweep.board import SweepBoard as SweepBoard
-from workloads.sweep.control import baseline_config as baseline_config
 from workloads.sweep.events import (Applied as Applied, CellFinished as CellFinished, EvalFinished as EvalFinished,
                                     LaneClosed as LaneClosed, LaneEvent as LaneEvent, LaneMoved as LaneMoved,
                                     LanesStarted as LanesStarted, LosslessChecked as LosslessChecked,

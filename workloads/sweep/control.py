@@ -11,37 +11,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 
 from backends.core.fields import key_name
+from backends.knobs.baseline import baseline_config
 from backends.knobs.config import ServerConfig
 from backends.knobs.plan import knob_text
 from backends.server import ServerSession
 from workloads.sweep.events import Applied
 from workloads.sweep.plan import SweepConfig
-
-# extra_args that turn speculation on; the baseline drops them (flag + value)
-_SPEC_VALUE_FLAGS = ("--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-draft-tokens",
-                     "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-dflash-block-size")
-
-
-def baseline_config(base: ServerConfig) -> ServerConfig:
-    """The same server without speculative decoding: no draft model, every knob cleared."""
-    args: list[str] = []
-    skip = False
-    for arg in base.extra_args:
-        if skip:
-            skip = False
-            continue
-        if arg in _SPEC_VALUE_FLAGS:
-            skip = True
-            continue
-        if arg.split("=", 1)[0] in _SPEC_VALUE_FLAGS or arg.startswith("--speculative-"):
-            continue
-        args.append(arg)
-    env = {k: v for k, v in base.env.items() if not k.startswith("SGLANG_DDTREE")}
-    return replace(base, draft_model=None, knobs={k: None for k in base.knobs}, extra_args=tuple(args), env=env)
-
 
 class ManagedController:
     """Brings the managed server to each sweep configuration through one ServerSession.
