@@ -15,13 +15,13 @@ from typing import assert_never
 
 from textual.message import Message
 
-from backends.logs import LogLine, note
+from backends.logs import LogLine
 from tui import messages as m
 from workloads.live import Comparison, ConsoleLoad, LoadState, NoSpecBaseline, RequestDone, StatsUpdated
 
 
 def note_line(text: str) -> LogLine:
-    return note(f"--- ddtune: {text}")
+    return LogLine.ddtune(f"--- ddtune: {text}")
 
 
 class LiveLoad:

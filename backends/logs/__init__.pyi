@@ -3,5 +3,5 @@
 from backends.logs.acceptance import (SpecCounters as SpecCounters, counter_acceptance as counter_acceptance,
                                       log_acceptance as log_acceptance, parse_counters as parse_counters)
 from backends.logs.events import DecodeBatch as DecodeBatch
-from backends.logs.kind import LogLine as LogLine, note as note
+from backends.logs.kind import LogLine as LogLine
 from backends.logs.splitter import LineSplitter as LineSplitter

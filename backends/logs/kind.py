@@ -77,6 +77,11 @@ class LogLine:
     kind: str
     event: LogEvent | None = None
 
+    @classmethod
+    def ddtune(cls, text: str) -> LogLine:
+        """A line of ddtune's own (starting, restarting, lines skipped), not the server's."""
+        return cls(text, "ddtune", None)
+
     def tones(self, shown: str) -> tuple[Tone, ...]:
         """The tones of ``shown`` (this line as drawn), in drawing order, later over earlier: the stamp
         muted, the message in its kind's tone (a ready line, or the draft runner's window on or off,
@@ -138,4 +143,4 @@ def read_lines(texts: Iterable[str]) -> list[LogLine]:
 
 def note(text: str) -> LogLine:
     """A line of ddtune's own (starting, restarting, lines skipped), not the server's."""
-    return LogLine(text, "ddtune", None)
+    return LogLine.ddtune(text)

@@ -31,7 +31,7 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
-from backends.logs import LogLine, note as note_line
+from backends.logs import LogLine
 from tui.literal import cell_width, literal
 from tui.widgets.log_text import FILTER_KINDS, FILTERS, display_text, search_pattern
 
@@ -174,7 +174,7 @@ class LogPane(ScrollView, can_focus=True):
 
     def note(self, text: str) -> None:
         """A line of ddtune's own (kind ``ddtune``): shown under every filter."""
-        self.append([note_line(text)])
+        self.append([LogLine.ddtune(text)])
 
     # --- filter ---------------------------------------------------------------------------
     def set_filter(self, name: str) -> None:
