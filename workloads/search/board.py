@@ -20,7 +20,8 @@ from workloads.runs.store import home_short
 from workloads.search.events import (
     RoundFinished, RoundProgress, RoundStarted, SearchEvent, SearchFinished, SearchStarted,
 )
-from workloads.search.report import decision_line, round_title, summary_lines
+from workloads.report.search_summary import summary_lines
+from workloads.search.report import decision_line, round_title
 from workloads.search.space import SearchSpace
 from workloads.stats.estimate import Estimate
 from workloads.sweep.board import Mark
