@@ -45,12 +45,12 @@ def run_sweep(args, plan, kind: str) -> int:
     from tui.commands._lanes import lane_options
     from tui.commands._server import err, load_config, note
     from tui.commands._sweep_print import LinePrinter
-    from workloads.sweep import SweepLines, SweepSpec, run_sweep as run
+    from workloads.sweep import SweepSpec, SweepView, run_sweep as run
 
     spec = SweepSpec(load_config(args), plan, kind, args.out, args.resume, **lane_options(args),
                      keep_server=args.keep_server, api_key=args.api_key or os.environ.get("DDTUNE_API_KEY") or None,
                      say=err, note=note)
-    printer = LinePrinter(SweepLines())
+    printer = LinePrinter(SweepView())
     outcome = until_done(lambda: run(spec, printer), printer, "sweep", f"ddtune {kind}", args.out)
     if outcome is None:
         return 130

@@ -2,20 +2,19 @@
 
 The face is the use case: ``run_sweep(SweepSpec, on_event) -> SweepOutcome`` (new or resumed, on the
 managed server or in parallel lanes, as the spec says), the plan it runs (``build_plan``), the events it
-reports (``SweepEvent``: the sweep's, and each lane's) with their lines (``SweepLines``) and the sweep
-screen's tables (``SweepBoard``), the GPU list check and the speculation-off config.
+reports (``SweepEvent``: the sweep's, and each lane's) with what people see of them (``SweepView``: the
+sweep screen's tables and the command's lines), the GPU list check and the speculation-off config.
 """
 
 from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
     "backends.machine.gpuset": ("parse_gpus",),
-    "workloads.sweep.board": ("SweepBoard",),
     "workloads.sweep.control": ("baseline_config",),
     "workloads.sweep.events": ("Applied", "CellFinished", "EvalFinished", "LaneClosed", "LaneEvent", "LaneMoved",
                                "LanesStarted", "LosslessChecked", "ServerApplied", "ServerPhaseChanged",
                                "SlotFinished", "SlotStarted", "SweepEvent", "SweepFinished", "SweepStarted"),
-    "workloads.sweep.lines": ("SweepLines",),
     "workloads.sweep.run": ("SweepOutcome", "SweepSpec", "run_sweep"),
     "workloads.sweep.spec": ("build_plan",),
+    "workloads.sweep.view": ("SweepView",),
 })

@@ -44,6 +44,7 @@ class Change:
     lane_cells: list[tuple[int, int, str]] = field(default_factory=list)
     status: str | None = None                 # plain text, never markup
     notices: list[tuple[str, bool]] = field(default_factory=list)  # (text, an error)
+    lines: list[str] = field(default_factory=list)  # the log's lines for it (a SweepView's: ddtune sweep's stderr)
 
 
 def lossless_mark(result: dict) -> Mark:
