@@ -10,5 +10,4 @@ from workloads.sweep.events import (Applied as Applied, CellFinished as CellFini
                                     SweepEvent as SweepEvent, SweepFinished as SweepFinished,
                                     SweepStarted as SweepStarted)
 from workloads.sweep.run import SweepOutcome as SweepOutcome, SweepSpec as SweepSpec, run_sweep as run_sweep
-from workloads.sweep.spec import build_plan as build_plan
 from workloads.sweep.view import SweepView as SweepView
