@@ -1,15 +1,15 @@
 """``ddtune bench``: the benchmark matrix (prompts x context x concurrency x rate), one durable cell at a time.
 
 The face: ``run_bench(BenchSpec(...), on_event) -> BenchOutcome`` measures every cell against a server
-and records the run under runs/ (resumable), reporting ``BenchProgress`` and ``SetSkipped`` on its way;
-the plan, and the prompt sets a plan reads (a sweep reads them too).
+and records the run under runs/ (resumable), reporting its progress and ``SetSkipped`` on its way, with
+the text they make (``BenchLines``); the plan, and the prompt sets a plan reads (a sweep reads them too).
 """
 
 from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
     "workloads.bench.bench_case": ("BenchOutcome", "BenchSpec", "SetSkipped", "run_bench"),
-    "workloads.bench.matrix": ("BenchProgress",),
+    "workloads.bench.lines": ("BenchLines",),
     "workloads.bench.plan": ("BenchPlan", "RATES"),
     "workloads.bench.session": ("load_sets",),
     "workloads.runs.checks": ("PLAUSIBLE",),  # the bounds of a plan's numbers: the command line's too
