@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workloads.sweep.board import Change, SweepBoard, _eta
+from workloads.sweep.board import Change, SweepBoard, eta_cell
 from workloads.sweep.events import SweepEvent
 from workloads.sweep.lines import SweepLines
 
@@ -16,7 +16,7 @@ class SweepView(SweepBoard):
     """A sweep's board and its log lines as its events come; ``path``: the sweep's folder once known.
     ``duration``: how an ETA on the board reads (the console's own format)."""
 
-    def __init__(self, duration: Callable[[float | None], str] = _eta) -> None:
+    def __init__(self, duration: Callable[[float | None], str] = eta_cell) -> None:
         super().__init__(duration)
         self.log = SweepLines()
 
