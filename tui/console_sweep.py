@@ -14,7 +14,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING
 
 from tui.controller import ConsoleController
-from workloads.sweep import SweepSpec, build_plan
+from workloads.sweep import SweepSpec
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -36,13 +36,12 @@ def holding_load(console: ConsoleController, what: str) -> Callable[[], Abstract
 def sweep_spec(console: ConsoleController, presets: list[str], baseline: bool, contexts: list[int],
                concurrency: list[int], max_tokens: int, gpus: str | None = None) -> SweepSpec:
     """The screen's quick sweep: on the console's session, or with ``gpus`` one lane per GPU beside it.
-    A bad GPU list or preset raises (UsageError) here, before anything starts."""
-    config = console.config
-    plan = build_plan(presets, baseline=baseline, contexts=contexts, concurrency=concurrency,
-                      max_tokens=max_tokens, run_eval=False, knob_table=config.knob_table)
-    if gpus:
-        return SweepSpec(config, plan, gpus=gpus)
-    return SweepSpec(config, plan, session=console.session, restore_on_cancel=lambda: False,
+    A bad GPU list or preset raises (UsageError) here, before anything starts. On the console's server
+    a cancel leaves it as it is and its coding load waits (in lanes neither applies)."""
+    return SweepSpec(console.config, presets=presets, gpus=gpus or None,
+                     plan_options={"baseline": baseline, "contexts": contexts, "concurrency": concurrency,
+                                   "max_tokens": max_tokens, "run_eval": False},
+                     session=None if gpus else console.session, restore_on_cancel=lambda: False,
                      hold=holding_load(console, "sweep"))
 
 

@@ -289,7 +289,7 @@ async def test_apply_keeps_the_load_running_and_records_a_run_per_configuration(
     assert all(d["source"] == "console" for d in docs)
     responses = (runs[1] / "responses.jsonl").read_text().splitlines()
     assert len(responses) >= 4
-    from tui.runs import list_runs  # and the results screen (r) lists both
+    from workloads.report import list_runs  # and the results screen (r) lists both
 
     listed = list_runs()
     assert [r.kind for r in listed] == ["load", "load"] and all("(console)" in r.summary for r in listed)

@@ -2,7 +2,7 @@
 
 import json
 
-from tui.runs import list_runs
+from workloads.report import list_runs
 from workloads.report.past import compare
 
 

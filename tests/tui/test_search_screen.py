@@ -41,7 +41,7 @@ def searches(state_dir):
 
 
 async def test_a_small_search_runs_from_the_screen_and_names_the_best(tmp_path, groups, state_dir):
-    from tui.runs import list_runs
+    from workloads.report import list_runs
 
     app = app_for(tmp_path)
     async with app.run_test(size=(140, 40)) as pilot:

@@ -51,7 +51,7 @@ async def test_sweep_screen_runs_two_presets_and_names_the_best(tmp_path, groups
         assert panel(app).phase == "ready" and panel(app).pid == state["pid"]
         assert {r.name: r.requested for r in panel(app).knobs} == knobs_before
         assert knobs_before["window"] == "2048" and state["knobs"]["window"] == 2048
-        from tui.runs import list_runs  # the results screen (r) lists the sweep
+        from workloads.report import list_runs  # the results screen (r) lists the sweep
 
         sweeps = [r for r in list_runs() if r.kind == "sweep"]
         assert len(sweeps) == 1 and sweeps[0].status == "done" and "2 done, 0 failed" in sweeps[0].summary

@@ -85,14 +85,14 @@ def test_sweep_and_search_output_say_where_a_lane_moved():
 
     from tui.commands._sweep_print import LinePrinter
     from workloads.search.events import RoundProgress
-    from workloads.search.lines import SearchLines
-    from workloads.sweep.lines import SweepLines
+    from workloads.search.view import SearchView
     from workloads.sweep.events import LaneMoved
+    from workloads.sweep.view import SweepView
 
     event = LaneMoved(0, 33001, 33003, "address already in use")
     sweep, search = io.StringIO(), io.StringIO()
-    LinePrinter(SweepLines(), sweep)(event)
-    LinePrinter(SearchLines(), search)(RoundProgress(None, event))
+    LinePrinter(SweepView(), sweep)(event)
+    LinePrinter(SearchView(), search)(RoundProgress(None, event))
     line = ("lane 0: port 33001 was taken before its server could bind it (address already in use); "
             "the lane moved to port 33003 and starts again there\n")
     assert sweep.getvalue() == "sweep: " + line and search.getvalue() == "search: " + line

@@ -91,3 +91,15 @@ def test_binary_plan_file_names_it(tmp_path):
     f.write_bytes(b"\x00\xff\xfe")
     with pytest.raises(ConfigError, match=f"--plan {f}: not a UTF-8 text file"):
         build_plan([], plan_file=str(f))
+
+
+def test_a_sweep_spec_builds_its_plan_from_presets_and_options_and_refuses_a_bad_preset_at_once():
+    from workloads.sweep.run import SweepSpec
+
+    spec = SweepSpec(ServerConfig(), presets=["b8-t4-w2048"],
+                     plan_options={"baseline": True, "contexts": [60], "concurrency": [2], "run_eval": False})
+    assert spec.plan is not None and [c.name for c in spec.plan.configs] == ["baseline", "b8-t4-w2048"]
+    assert spec.plan.bench.contexts == (60,) and spec.plan.bench.concurrencies == (2,) and spec.plan.eval is None
+    assert SweepSpec(ServerConfig(), resume=True).plan is None  # a resumed sweep runs its own plan
+    with pytest.raises(UsageError, match="no such preset"):  # before anything starts: the spec is not made
+        SweepSpec(ServerConfig(), presets=["no-such"])

@@ -61,7 +61,7 @@ def test_bench_killed_mid_cell_then_resumed_regrades_only_kept_cells(start_sim, 
     before = lines(path / "cells.jsonl")
     assert 1 <= len(before) < 3
     assert json.loads((path / "run.json").read_text())["status"] == "running"  # nobody could say otherwise
-    from tui.runs import list_runs
+    from workloads.report import list_runs
 
     assert [(r.path, r.status) for r in list_runs()] == [(path, "interrupted")]  # the console's runs list
     report = run_ddtune("report", str(path), "--format", "json")

@@ -11,7 +11,8 @@ import pytest
 
 from backends.core.errors import DdtuneError
 from workloads.search.engine import Target
-from workloads.search.report import summarize, summary_lines
+from workloads.report.search_summary import summary_lines
+from workloads.search.report import summarize
 from workloads.search.space import parse_space
 from workloads.search.store import wave_samples
 from workloads.search.strategy import Observation, Search, SearchOptions

@@ -5,7 +5,8 @@ estimate; the serial summary and the JSON fields it had stay as they were."""
 from __future__ import annotations
 
 from workloads.search.engine import Target
-from workloads.search.report import summarize, summary_lines
+from workloads.report.search_summary import summary_lines
+from workloads.search.report import summarize
 from workloads.search.space import parse_space
 from workloads.search.strategy import Observation, Search, SearchOptions
 

@@ -36,21 +36,23 @@ def add_matrix_options(parser, contexts: list[int], concurrency: list[int], max_
     add_traffic_options(parser)
 
 
-def run_sweep(args, plan, kind: str) -> int:
-    """Create or resume the sweep (workloads.sweep.run_sweep), run it, print the report: 130 on Ctrl-C
-    or SIGTERM (with the resume command), 1 when a configuration failed, else 0."""
+def run_sweep(args, presets: list[str], plan, kind: str) -> int:
+    """Create (``presets`` under ``plan``: build_plan's options) or resume (``plan`` None) the sweep
+    (workloads.sweep.run_sweep), run it, print the report: 130 on Ctrl-C or SIGTERM (with the resume
+    command), 1 when a configuration failed, else 0."""
     import json
     import os
 
     from tui.commands._lanes import lane_options
     from tui.commands._server import err, load_config, note
     from tui.commands._sweep_print import LinePrinter
-    from workloads.sweep import SweepLines, SweepSpec, run_sweep as run
+    from workloads.sweep import SweepSpec, SweepView, run_sweep as run
 
-    spec = SweepSpec(load_config(args), plan, kind, args.out, args.resume, **lane_options(args),
+    spec = SweepSpec(load_config(args), None, kind, args.out, args.resume, **lane_options(args),
+                     presets=None if plan is None else presets, plan_options=plan,
                      keep_server=args.keep_server, api_key=args.api_key or os.environ.get("DDTUNE_API_KEY") or None,
                      say=err, note=note)
-    printer = LinePrinter(SweepLines())
+    printer = LinePrinter(SweepView())
     outcome = until_done(lambda: run(spec, printer), printer, "sweep", f"ddtune {kind}", args.out)
     if outcome is None:
         return 130

@@ -1,5 +1,6 @@
 """What ``ddtune sweep``, ``ddtune ab`` and ``ddtune search`` write to stderr while they run: the lines
-workloads makes of each event (workloads.sweep.SweepLines, workloads.search.SearchLines), as they come."""
+workloads makes of each event (its ``lines``, as workloads.sweep.SweepView and workloads.search.SearchView
+say them), as they come."""
 
 from __future__ import annotations
 
@@ -9,25 +10,30 @@ from typing import Generic, Protocol, TypeVar
 E = TypeVar("E", contravariant=True)
 
 
-class Lines(Protocol[E]):
-    path: str | None  # the run's folder, once it started
+class Shown(Protocol):
+    lines: list[str]
 
-    def __call__(self, event: E) -> list[str]: ...
+
+class View(Protocol[E]):
+    @property
+    def path(self) -> str | None: ...  # the run's folder, once it started
+
+    def __call__(self, event: E) -> Shown: ...
 
 
 class LinePrinter(Generic[E]):
     """The run's lines on ``stream``; ``path``: its folder once started."""
 
-    def __init__(self, lines: Lines[E], stream=sys.stderr) -> None:
+    def __init__(self, view: View[E], stream=sys.stderr) -> None:
         self.stream = stream
-        self.lines = lines
+        self.view = view
 
     @property
     def path(self) -> str | None:
-        return self.lines.path
+        return self.view.path
 
     def __call__(self, event: E) -> None:
-        for line in self.lines(event):
+        for line in self.view(event).lines:
             self.stream.write(line + "\n")
         self.stream.flush()
 

@@ -32,10 +32,8 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from backends.core import UsageError
-    from tui.commands._server import load_config
     from tui.commands._sweep import run_sweep
     from tui.commands._traffic import traffic_fields
-    from workloads.sweep import build_plan
 
     plan = None
     if not args.resume:
@@ -43,10 +41,8 @@ def run(args) -> int:
             raise UsageError("ddtune ab needs two presets", hint="ddtune ab b8-t4-w2048 b8-t4-nowindow")
         if args.a == args.b:
             raise UsageError(f"A and B are the same preset ({args.a})", hint="compare two different presets")
-        plan = build_plan([args.a, args.b], repeats=args.rounds,
-                          contexts=args.contexts or ([0] if args.prompts else [4096]),
-                          concurrency=args.concurrency or [8], max_tokens=args.max_tokens or 256,
-                          requests_per_cell=args.requests_per_cell, warmup=args.warmup,
-                          run_eval=bool(args.eval), knob_table=load_config(args).knob_table,
-                          traffic=traffic_fields(args))
-    return run_sweep(args, plan, "ab")
+        plan = dict(repeats=args.rounds, contexts=args.contexts or ([0] if args.prompts else [4096]),
+                    concurrency=args.concurrency or [8], max_tokens=args.max_tokens or 256,
+                    requests_per_cell=args.requests_per_cell, warmup=args.warmup, run_eval=bool(args.eval),
+                    traffic=traffic_fields(args))
+    return run_sweep(args, [args.a, args.b], plan, "ab")

@@ -68,11 +68,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from typing import assert_never
-
     from tui.commands._options import server_log, server_url
     from tui.commands._traffic import traffic_fields
-    from workloads.bench import BenchProgress, BenchSpec, SetSkipped, run_bench
+    from workloads.bench import BenchSpec, run_bench
 
     url, api_key = server_url(args)
     spec = BenchSpec(url, api_key, tuple(args.contexts) if args.contexts is not None else None,
@@ -80,18 +78,8 @@ def run(args) -> int:
                      args.release, traffic_fields(args), args.resume, server_log(args, url), args.out)
     bar = ProgressBar(sys.stderr)
 
-    def on_event(event: BenchProgress | SetSkipped) -> None:
-        match event:
-            case BenchProgress():
-                bar.update(event)
-            case SetSkipped(name, read, skipped):
-                sys.stderr.writelines(f"prompts: {line}\n" for line in skipped)
-                sys.stderr.write(f"prompts: {name}: {read} read, {len(skipped)} skipped\n")
-            case _:
-                assert_never(event)
-
     try:
-        outcome = run_bench(spec, on_event)
+        outcome = run_bench(spec, bar.update)
     except KeyboardInterrupt:
         from tui.commands._resume import say_interrupted
 
@@ -113,49 +101,27 @@ def run(args) -> int:
 
 
 class ProgressBar:
-    """A plain-text bar on stderr, redrawn with \\r on a terminal, one line per cell otherwise."""
+    """The bench's progress on ``stream`` as workloads.bench.BenchLines writes it: a bar redrawn with \\r
+    on a terminal, one line per cell otherwise, and a prompt source's skipped records."""
 
     def __init__(self, stream, width: int = 24) -> None:
+        from workloads.bench import BenchLines
+
         self.stream = stream
-        self.width = width
-        self.tty = stream.isatty()
-        self._drawn = False
+        self.lines = BenchLines(stream.isatty(), width)
 
-    def update(self, p) -> None:
-        if not self.tty:
-            if p.phase == "done":
-                last = p.cells_done + 1 >= p.cells_total
-                what = f"{p.prompts}, " if p.prompts else ""
-                rate = f", rate {p.rate:g}/s" if p.rate is not None else ""
-                self.stream.write(f"cell {p.cells_done + 1}/{p.cells_total} done: {what}context {p.context}, "
-                                  f"concurrency {p.concurrency}{rate}, {p.requests_total} requests"
-                                  f"{'' if last else '; ' + eta_text(p.eta_s)}\n")
-                self.stream.flush()
-            return
-        frac = (p.cells_done + (p.requests_done / p.requests_total if p.requests_total else 0)) / max(1, p.cells_total)
-        filled = int(frac * self.width)
-        bar = "#" * filled + "-" * (self.width - filled)
-        eta = f"  {eta_text(p.eta_s)}" if p.eta_s is not None else ""
-        what = f"  {p.prompts.rsplit('/', 1)[-1][:24]}" if p.prompts else ""
-        rate = f"  {p.rate:g}/s" if p.rate is not None else ""
-        self.stream.write(f"\r[{bar}] {frac * 100:5.1f}%  cell {p.cells_done + 1}/{p.cells_total}{what}"
-                          f"  ctx {p.context}  c {p.concurrency}{rate}  {p.phase} {p.requests_done}/{p.requests_total}"
-                          f"{eta}   ")
-        self.stream.flush()
-        self._drawn = True
-
-    def close(self) -> None:
-        if self._drawn:
-            self.stream.write("\n")
+    def update(self, event) -> None:
+        text = self.lines(event)
+        if text:
+            self.stream.write(text)
             self.stream.flush()
 
+    def close(self) -> None:
+        text = self.lines.close()
+        if text:
+            self.stream.write(text)
+            self.stream.flush()
 
-def eta_text(eta_s: float | None) -> str:
-    """``ETA 40 s`` / ``ETA 3.5 min``, as the sweep prints it; before a cell has finished there is
-    nothing measured to go by."""
-    if eta_s is None:
-        return "ETA after the first cell"
-    return f"ETA {eta_s / 60:.1f} min" if eta_s >= 120 else f"ETA {eta_s:.0f} s"
 
 
 def _f(value, fmt: str = ".0f") -> str:

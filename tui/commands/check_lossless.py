@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 from tui.commands._options import add_server_options, count_option
-
-if TYPE_CHECKING:
-    from workloads.grading import LosslessReport
 
 HELP = "check that speculative decoding leaves greedy (temperature 0) outputs unchanged"
 EXAMPLES = """\
@@ -61,33 +57,9 @@ def run(args) -> int:
         sys.stderr.write("warning: /server_info unreadable: make sure speculation was off for this baseline\n")
     if args.json:
         sys.stdout.write(json.dumps(outcome.to_json()) + "\n")
-    elif outcome.report is None:
-        sys.stdout.write(f"baseline of {outcome.prompts} prompts x {outcome.max_tokens} max tokens "
-                         f"({_unit(outcome.unit)}) from {outcome.model} saved to {outcome.saved}\n")
     else:
-        sys.stdout.write(format_report(outcome.report) + "\n")
+        sys.stdout.write(outcome.text() + "\n")
     return 1 if outcome.diverged else 0
-
-
-def _unit(unit: str) -> str:
-    return "by token id" if unit == "token_ids" else "by whitespace-split word: the server returned no output_ids"
-
-
-def format_report(report: LosslessReport) -> str:
-    server = report.server
-    spec = server.get("algorithm") or ("no speculation" if server.get("speculative") is False else "speculation ?")
-    lines = [f"lossless check: {report.prompts} prompts x {report.max_tokens} max tokens, {spec} at "
-             f"{server['url']} vs baseline {report.baseline} ({report.model}); compared {_unit(report.unit)}"]
-    width = max(len(r.id) for r in report.results)
-    for r in report.results:
-        if r.diverged:
-            what = f"DIVERGES at position {r.first_difference} (baseline {r.baseline_tokens}, now {r.tokens} tokens)"
-        else:
-            what = f"same ({r.tokens} tokens)"
-        lines.append(f"  {r.id:<{width}}  {what}")
-    lines.append(f"diverged: {report.diverged}/{report.prompts} prompts ({report.divergence_rate:.0%})"
-                 + ("" if report.diverged else ": lossless on these prompts"))
-    return "\n".join(lines)
 
 
 class _Progress:

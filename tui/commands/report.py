@@ -38,9 +38,8 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from workloads.report import report
-    from workloads.search import summary_lines
 
-    text = report(args.runs, args.format, summary_lines=summary_lines, out=args.out)
+    text = report(args.runs, args.format, out=args.out)
     if not args.out:
         sys.stdout.write(text)
     return 0

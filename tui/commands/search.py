@@ -94,7 +94,7 @@ def run(args) -> int:
     from tui.commands._server import err, load_config, note
     from tui.commands._sweep import until_done
     from tui.commands._sweep_print import LinePrinter
-    from workloads.search import SearchLines, SearchSpec, run_search
+    from workloads.search import SearchSpec, SearchView, run_search
 
     if args.resume and (args.space or args.start):
         raise UsageError("--resume continues a search with its own space; it takes no --space or --start",
@@ -103,7 +103,7 @@ def run(args) -> int:
                       **lane_options(args), keep_server=args.keep_server,
                       api_key=args.api_key or os.environ.get("DDTUNE_API_KEY") or None,
                       say=lambda done: err(f"search: {done}"), note=note)
-    printer = LinePrinter(SearchLines())
+    printer = LinePrinter(SearchView())
     outcome = until_done(lambda: run_search(spec, printer), printer, "search", "ddtune search", args.out)
     if outcome is None:
         return 130

@@ -61,10 +61,8 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from backends.core import UsageError
-    from tui.commands._server import load_config
     from tui.commands._sweep import run_sweep
     from tui.commands._traffic import traffic_fields
-    from workloads.sweep import build_plan
 
     plan = None
     if args.resume:
@@ -75,10 +73,9 @@ def run(args) -> int:
         if not args.presets and not args.plan:
             raise UsageError("name the presets to compare",
                              hint="ddtune sweep b8-t4-w2048 b16-t4-w2048 (or --plan FILE)")
-        plan = build_plan(args.presets, plan_file=args.plan, repeats=args.repeats, baseline=args.baseline,
-                          contexts=args.contexts, concurrency=args.concurrency, max_tokens=args.max_tokens,
-                          requests_per_cell=args.requests_per_cell, warmup=args.warmup, coding=args.coding,
-                          run_eval=False if args.no_eval else None, eval_max_tokens=args.eval_max_tokens,
-                          eval_problems=args.eval_problems, knob_table=load_config(args).knob_table,
-                          traffic=traffic_fields(args))
-    return run_sweep(args, plan, "sweep")
+        plan = dict(plan_file=args.plan, repeats=args.repeats, baseline=args.baseline,
+                    contexts=args.contexts, concurrency=args.concurrency, max_tokens=args.max_tokens,
+                    requests_per_cell=args.requests_per_cell, warmup=args.warmup, coding=args.coding,
+                    run_eval=False if args.no_eval else None, eval_max_tokens=args.eval_max_tokens,
+                    eval_problems=args.eval_problems, traffic=traffic_fields(args))
+    return run_sweep(args, args.presets, plan, "sweep")

@@ -1,5 +1,5 @@
 """Past runs (bench, eval, load, sweeps, searches): Enter opens one (its report), Space picks two to
-compare on what they share (tui.runs.compare_runs)."""
+compare on what they share (workloads.report's RunRow.compare)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from tui.literal import cell, literal
-from tui.runs import CELL_HEAD, RunRow, compare_runs, list_runs
 from tui.widgets.lists import ListTable
+from workloads.report import RunRow, list_runs
 
 
 class ResultsScreen(Screen):
@@ -38,7 +38,7 @@ class ResultsScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#runs", DataTable).add_columns("run", "kind", "status", "summary", "knobs")
-        self.query_one("#compare", DataTable).add_columns(*CELL_HEAD)
+        self.query_one("#compare", DataTable).add_columns(*RunRow.compare_head)
         self.load_runs()
 
     @work(thread=True, exclusive=True)
@@ -78,7 +78,7 @@ class ResultsScreen(Screen):
         if len(self.picked) == 2:
             a, b = self.picked
             comp = self.query_one("#compare", DataTable)
-            found = compare_runs(a, b)
+            found = a.compare(b)
             comp.clear(columns=True)
             comp.add_columns(*found.head)
             for line in found.rows:

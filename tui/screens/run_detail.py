@@ -1,6 +1,6 @@
 """One past run opened from the results screen (Enter): what ``ddtune report`` says of it (a bench
 run's cells, a load run's summary and windows, a sweep's report, a search's summary), read by
-tui.runs.open_text in a worker thread; this screen only shows it, its Markdown tables as tables
+RunRow.text (workloads.report) in a worker thread; this screen only shows it, its Markdown tables as tables
 (tui.report_view: plain text, never markup)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from tui.report_view import report_view
-from tui.runs import RunRow, open_text
+from workloads.report import RunRow
 
 
 class RunDetailScreen(Screen):
@@ -40,7 +40,7 @@ class RunDetailScreen(Screen):
 
     @work(thread=True, exclusive=True)
     def read(self) -> None:
-        text = open_text(self.row)
+        text = self.row.text()
         self.app.call_from_thread(self._show, text)
 
     def _show(self, text: str) -> None:

@@ -28,7 +28,7 @@ from tui.controller import ConsoleController
 from tui.literal import cell
 from tui.widgets.lists import ListTable
 from tui.widgets.ordered_input import OrderedInput
-from workloads.search import SearchBoard, SearchEvent, SearchRequest
+from workloads.search import SearchEvent, SearchRequest, SearchView
 
 
 class SearchEventPosted(Message):
@@ -68,7 +68,7 @@ class SearchScreen(Screen):
         self.template = template or SearchRequest(space)
         self.search: ConsoleSearch | None = None
         self.rows: dict[str, RowKey] = {}
-        self.board = SearchBoard()  # what each event changes on this screen
+        self.board = SearchView()  # what each event changes on this screen
         self.best: dict | None = None  # the best configuration of the last search done: {"label", "knobs"}
 
     @property
@@ -130,7 +130,7 @@ class SearchScreen(Screen):
         self.add_class("-started")  # at 80x24 the options line gives its rows to the results
         self.query_one("#measured", DataTable).clear()  # a second search on this screen starts afresh
         self.query_one("#best", Static).update("")
-        self.rows, self.board = {}, SearchBoard()
+        self.rows, self.board = {}, SearchView()
         for widget in self.query(Input):
             widget.disabled = True
         self.query_one("#start", Button).disabled = True
@@ -190,7 +190,7 @@ class SearchScreen(Screen):
         self.query_one("#round", Static).update(markup)
 
     def on_search_event_posted(self, message: SearchEventPosted) -> None:
-        """Draw what the event changed (workloads.search.SearchBoard says what)."""
+        """Draw what the event changed (workloads.search.SearchView says what)."""
         change = self.board(message.event)
         table = self.query_one("#measured", DataTable)
         for label in change.rows:

@@ -66,7 +66,7 @@ class SweepScreen(Screen):
         self.running = False
         self.rows: dict[int, RowKey] = {}
         self.lane_rows: dict[int, RowKey] = {}
-        self.board = sweep.SweepBoard(duration)  # what each event changes on this screen
+        self.board = sweep.SweepView(duration)  # what each event changes on this screen
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -135,7 +135,7 @@ class SweepScreen(Screen):
             for ident in ("#slots", "#lanes"):  # a second sweep on this screen starts afresh
                 self.query_one(ident, DataTable).clear()
             self.query_one("#lanes", DataTable).display = False
-            self.rows, self.lane_rows, self.board = {}, {}, sweep.SweepBoard(duration)
+            self.rows, self.lane_rows, self.board = {}, {}, sweep.SweepView(duration)
             self.run_sweep(spec)
 
     @work(exclusive=True, group="sweep", exit_on_error=False)
@@ -158,7 +158,7 @@ class SweepScreen(Screen):
         self.post_message(SweepEventPosted(event))
 
     def on_sweep_event_posted(self, message: SweepEventPosted) -> None:
-        """Draw what the event changed (workloads.sweep.SweepBoard says what)."""
+        """Draw what the event changed (workloads.sweep.SweepView says what)."""
         change = self.board(message.event)
         slots, lanes = self.query_one("#slots", DataTable), self.query_one("#lanes", DataTable)
         for index, cells in change.slot_rows:

@@ -2,7 +2,7 @@
 
 from workloads.bench.bench_case import (BenchOutcome as BenchOutcome, BenchSpec as BenchSpec,
                                         SetSkipped as SetSkipped, run_bench as run_bench)
-from workloads.bench.matrix import BenchProgress as BenchProgress
+from workloads.bench.lines import BenchLines as BenchLines
 from workloads.bench.options import option_value as option_value
 from workloads.bench.plan import BenchPlan as BenchPlan
 from workloads.bench.session import load_sets as load_sets

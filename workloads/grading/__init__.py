@@ -12,7 +12,6 @@ from backends.core.faces import lazy_face
 __all__, __getattr__ = lazy_face(__name__, {
     "workloads.grading.eval_case": ("EvalOutcome", "EvalSpec", "ProblemGraded", "run_eval"),
     "workloads.grading.evaluate": ("Grade",),
-    "workloads.grading.lossless_check": ("LosslessOutcome", "LosslessReport", "LosslessSpec", "PromptAnswered",
-                                        "check_lossless"),
+    "workloads.grading.lossless_check": ("LosslessOutcome", "LosslessSpec", "PromptAnswered", "check_lossless"),
     "workloads.grading.sandbox_doctor": ("sandbox_checks",),
 })

@@ -82,6 +82,28 @@ class LosslessReport:
                              "baseline_from": list(r.baseline_from), "from": list(r.now_from)} for r in self.results],
                 "server": self.server}
 
+    def text(self) -> str:
+        """The report for people: one line per prompt (same, or where it diverges) and the count."""
+        server = self.server
+        spec = server.get("algorithm") or ("no speculation" if server.get("speculative") is False else "speculation ?")
+        lines = [f"lossless check: {self.prompts} prompts x {self.max_tokens} max tokens, {spec} at "
+                 f"{server['url']} vs baseline {self.baseline} ({self.model}); compared {unit_text(self.unit)}"]
+        width = max(len(r.id) for r in self.results)
+        for r in self.results:
+            if r.diverged:
+                what = (f"DIVERGES at position {r.first_difference} "
+                        f"(baseline {r.baseline_tokens}, now {r.tokens} tokens)")
+            else:
+                what = f"same ({r.tokens} tokens)"
+            lines.append(f"  {r.id:<{width}}  {what}")
+        lines.append(f"diverged: {self.diverged}/{self.prompts} prompts ({self.divergence_rate:.0%})"
+                     + ("" if self.diverged else ": lossless on these prompts"))
+        return "\n".join(lines)
+
+
+def unit_text(unit: str) -> str:
+    return "by token id" if unit == "token_ids" else "by whitespace-split word: the server returned no output_ids"
+
 
 @dataclass(frozen=True)
 class LosslessOutcome:
@@ -104,6 +126,13 @@ class LosslessOutcome:
             return self.report.to_json()
         return {"saved_baseline": self.saved, "prompts": self.prompts, "max_tokens": self.max_tokens,
                 "unit": self.unit, "model": self.model}
+
+    def text(self) -> str:
+        """What ``ddtune check-lossless`` prints without --json: the saved baseline, or the report."""
+        if self.report is not None:
+            return self.report.text()
+        return (f"baseline of {self.prompts} prompts x {self.max_tokens} max tokens ({unit_text(self.unit)}) "
+                f"from {self.model} saved to {self.saved}")
 
 
 def _baseline(spec: LosslessSpec) -> tuple[Baseline | None, int, int]:

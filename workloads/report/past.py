@@ -1,10 +1,12 @@
-"""Past runs for the console's results screen: list them (one row each, a sweep or a search as one)
-and compare two on what they share. Pure over files; the screen calls these from a worker thread."""
+"""Past runs for the console's results screen: list them (one row each, a sweep or a search as one),
+compare two on what they share, open one (its report). Pure over files; the screen calls these from a
+worker thread."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from backends.core.errors import DdtuneError
 from backends.core.paths import runs_dir
@@ -12,6 +14,8 @@ from backends.core.plaintext import escaped
 from workloads.runs.cellkey import CellKey
 from workloads.report.inputs import read_cells, read_run_file
 from workloads.report.load_runs import LoadRun, compare_loads, read_load_run
+from workloads.report.search_summary import summary_lines
+from workloads.report.text import report_text
 from workloads.runs.attempts import status_of
 from workloads.stats.metrics import cell_acceptance
 
@@ -26,6 +30,17 @@ class RunRow:
     cells: tuple[dict, ...]
     summary: str
     load: LoadRun | None = None  # a load run's summary and windows (what two load runs compare on)
+    compare_head: ClassVar = ("cell", "tok/s A", "tok/s B", "B/A", "accept A", "accept B")  # two bench runs'
+
+    def compare(self, other: RunRow) -> RunComparison:
+        """This run (A) and ``other`` (B) on what they share (compare_runs)."""
+        return compare_runs(self, other)
+
+    def text(self) -> str:
+        """What Enter on this run shows (plain text; call it from a thread): ``ddtune report``'s
+        markdown for a sweep, bench, eval or load run; a search's summary and the report command of
+        each round. A run that cannot be reported says why."""
+        return run_text(self)
 
 
 def _knobs(run: dict) -> str:
@@ -148,7 +163,7 @@ class RunComparison:
     rows: list[tuple[str, ...]]
 
 
-CELL_HEAD = ("cell", "tok/s A", "tok/s B", "B/A", "accept A", "accept B")
+CELL_HEAD = RunRow.compare_head
 
 
 def compare_runs(a: RunRow, b: RunRow) -> RunComparison:
@@ -169,3 +184,24 @@ def compare_runs(a: RunRow, b: RunRow) -> RunComparison:
     return RunComparison(f"nothing in common: A is {what(a)}, B is {what(b)}; load runs compare with load runs, "
                       "bench runs on their cells, and a sweep or search compares its own configurations "
                       "(Enter opens its report)", CELL_HEAD, [])
+
+
+def run_text(row: RunRow) -> str:
+    """RunRow.text: a search's summary and its rounds, else ``ddtune report``'s markdown of the run."""
+    path = row.path
+    if row.kind == "search":
+        rounds = sorted(p.name for p in path.glob("round-*") if (p / "sweep.json").is_file())
+        lines = [f"# knob search {row.id}: {row.status}", "", f"folder: {path}", ""]
+        try:
+            lines += summary_lines(read_run_file(path / "summary.json"))
+        except (DdtuneError, KeyError, TypeError, AttributeError):  # no summary yet, or not one ddtune wrote
+            lines.append(row.summary)
+        if rounds:
+            lines += ["", "rounds (each a sweep): " + ", ".join(rounds),
+                      f"its rounds' full report: ddtune report {path}"]
+        return "\n".join(lines)
+    try:
+        text = report_text([str(path)], "md")
+    except DdtuneError as exc:
+        text = f"{exc.message}" + (f"\n({exc.hint})" if exc.hint else "")
+    return f"{text}\n\nthe same from a shell: ddtune report {path}"

@@ -1,16 +1,14 @@
-"""``ddtune report`` as one call, and what the console shows when a past run is opened.
+"""``ddtune report`` as one call, and the run an interrupted bench or eval continues.
 
-``report(runs, fmt, out=..., summary_lines=...)``: the text ``ddtune report`` prints (or writes to
-``out``, checked before any run is read), a knob search folder standing for its rounds (each a sweep
-folder) and bringing its summary along. The search family sits above this one, so its summary's
-rendering comes in as ``summary_lines`` (workloads.search.summary_lines) from the caller.
+``report(runs, fmt, out=...)``: the text ``ddtune report`` prints (or writes to ``out``, checked
+before any run is read), a knob search folder standing for its rounds (each a sweep folder) and
+bringing its summary along (its lines: search_summary.py, the same ``ddtune search`` prints).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,13 +16,10 @@ from backends.core.errors import DdtuneError, UsageError
 from backends.core.paths import runs_dir
 from backends.core.writes import check_output, write_atomic
 from workloads.report.inputs import read_run_file
-from workloads.report.past import RunRow
+from workloads.report.search_summary import summary_lines
 from workloads.report.text import report_text
 from workloads.runs.attempts import status_of
 from workloads.runs.store import home_short
-
-SummaryLines = Callable[[dict], list[str]]
-
 
 @dataclass(frozen=True)
 class SearchFound:
@@ -40,7 +35,7 @@ class SearchFound:
             {"path": self.path, "status": self.status}
 
 
-def expand_searches(runs: list[str], summary_lines: SummaryLines) -> tuple[list[str], list[SearchFound]]:
+def expand_searches(runs: list[str]) -> tuple[list[str], list[SearchFound]]:
     """A knob search folder stands for its rounds (each a sweep folder, reported together) and brings
     its summary (what ``ddtune search`` printed at the end) with it."""
     out: list[str] = []
@@ -64,11 +59,11 @@ def expand_searches(runs: list[str], summary_lines: SummaryLines) -> tuple[list[
     return out, searches
 
 
-def report(runs: list[str], fmt: str = "md", *, summary_lines: SummaryLines, out: str | None = None) -> str:
+def report(runs: list[str], fmt: str = "md", *, out: str | None = None) -> str:
     """The report of ``runs`` in ``fmt`` (md, csv, json); written to ``out`` too when given."""
     if out:
         check_output(out)  # refused before the runs are read
-    runs, searches = expand_searches(runs, summary_lines)
+    runs, searches = expand_searches(runs)
     text = report_text(runs, fmt)
     if searches and fmt == "json":
         text = json.dumps({**json.loads(text), "searches": [s.to_json() for s in searches]}, indent=2) + "\n"
@@ -78,29 +73,6 @@ def report(runs: list[str], fmt: str = "md", *, summary_lines: SummaryLines, out
     if out:
         write_atomic(out, text)
     return text
-
-
-def run_text(row: RunRow, summary_lines: SummaryLines) -> str:
-    """What Enter on a run shows (plain text; call it from a thread): ``ddtune report``'s markdown for
-    a sweep, bench, eval or load run; a search's summary and the report command of each round. A run
-    that cannot be reported says why."""
-    path = row.path
-    if row.kind == "search":
-        rounds = sorted(p.name for p in path.glob("round-*") if (p / "sweep.json").is_file())
-        lines = [f"# knob search {row.id}: {row.status}", "", f"folder: {path}", ""]
-        try:
-            lines += summary_lines(read_run_file(path / "summary.json"))
-        except (DdtuneError, KeyError, TypeError, AttributeError):  # no summary yet, or not one ddtune wrote
-            lines.append(row.summary)
-        if rounds:
-            lines += ["", "rounds (each a sweep): " + ", ".join(rounds),
-                      f"its rounds' full report: ddtune report {path}"]
-        return "\n".join(lines)
-    try:
-        text = report_text([str(path)], "md")
-    except DdtuneError as exc:
-        text = f"{exc.message}" + (f"\n({exc.hint})" if exc.hint else "")
-    return f"{text}\n\nthe same from a shell: ddtune report {path}"
 
 
 def our_run(kind: str) -> str | None:

@@ -2,9 +2,9 @@
 
 The face is the use case: ``run_search(SearchSpec, on_event) -> SearchOutcome`` (a new
 ``SearchRequest`` or a resumed search, on the managed server or in parallel lanes, as the spec says),
-the events it reports (``SearchEvent``: the engine's, each round's sweep events, the lanes) with their
-lines (``SearchLines``) and the search screen's state (``SearchBoard``), a summary's lines (a search
-read back) and ``--help``'s example space.
+the events it reports (``SearchEvent``: the engine's, each round's sweep events, the lanes) with what
+people see of them (``SearchView``: the search screen's state and the command's lines), and ``--help``'s
+example space (a search read back is workloads.report's).
 """
 
 from backends.core.faces import lazy_face
@@ -12,11 +12,9 @@ from backends.core.faces import lazy_face
 __all__, __getattr__ = lazy_face(__name__, {
     "workloads.search.events": ("RoundFinished", "RoundProgress", "RoundStarted", "SearchEvent", "SearchFinished",
                                 "SearchStarted"),
-    "workloads.search.board": ("SearchBoard",),
-    "workloads.search.lines": ("SearchLines",),
-    "workloads.search.report": ("summary_lines",),
     "workloads.search.request": ("SearchRequest",),
     "workloads.search.run": ("SearchOutcome", "SearchSpec", "run_search"),
     "workloads.search.start": ("example_space",),
+    "workloads.search.view": ("SearchView",),
     "workloads.sweep.events": ("LaneClosed", "LanesStarted"),
 })

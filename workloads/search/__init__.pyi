@@ -3,10 +3,8 @@
 from workloads.search.events import (RoundFinished as RoundFinished, RoundProgress as RoundProgress,
                                      RoundStarted as RoundStarted, SearchEvent as SearchEvent,
                                      SearchFinished as SearchFinished, SearchStarted as SearchStarted)
-from workloads.search.board import SearchBoard as SearchBoard
-from workloads.search.lines import SearchLines as SearchLines
-from workloads.search.report import summary_lines as summary_lines
 from workloads.search.request import SearchRequest as SearchRequest
 from workloads.search.run import SearchOutcome as SearchOutcome, SearchSpec as SearchSpec, run_search as run_search
 from workloads.search.start import example_space as example_space
+from workloads.search.view import SearchView as SearchView
 from workloads.sweep.events import LaneClosed as LaneClosed, LanesStarted as LanesStarted

@@ -20,7 +20,8 @@ from workloads.runs.store import home_short
 from workloads.search.events import (
     RoundFinished, RoundProgress, RoundStarted, SearchEvent, SearchFinished, SearchStarted,
 )
-from workloads.search.report import decision_line, round_title, summary_lines
+from workloads.report.search_summary import summary_lines
+from workloads.search.report import decision_line, round_title
 from workloads.search.space import SearchSpace
 from workloads.stats.estimate import Estimate
 from workloads.sweep.board import Mark
@@ -74,7 +75,8 @@ def best_marks(summary: dict) -> list[Mark]:
 @dataclass
 class Change:
     """What one event changes on the screen: new rows (their labels), cells (label, column, Mark), the
-    round panel, the restarts line and the best (None: unchanged), notices (text, an error)."""
+    round panel, the restarts line and the best (None: unchanged), notices (text, an error); and the
+    lines a log gets of it."""
 
     rows: list[str] = field(default_factory=list)
     cells: list[tuple[str, int, Mark]] = field(default_factory=list)
@@ -82,6 +84,7 @@ class Change:
     restarts: str | None = None
     best: list[Mark] | None = None
     notices: list[tuple[str, bool]] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # the log's lines for it (a SearchView's: ddtune search's stderr)
 
 
 class SearchBoard:

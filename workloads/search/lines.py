@@ -14,7 +14,8 @@ from typing import assert_never
 from workloads.search.events import (
     RoundFinished, RoundProgress, RoundStarted, SearchEvent, SearchFinished, SearchStarted,
 )
-from workloads.search.report import decision_line, round_title, tok_text
+from workloads.report.search_summary import tok_text
+from workloads.search.report import decision_line, round_title
 from workloads.search.space import SearchSpace
 from workloads.sweep.events import (
     CellFinished, EvalFinished, LaneClosed, LaneEvent, LaneMoved, LanesStarted, LosslessChecked, ServerApplied,

@@ -26,7 +26,7 @@ from backends.knobs.config import ServerConfig
 from workloads.search.engine import SearchEngine, SweepRoundRunner, Target
 from workloads.search.events import RoundProgress, SearchEvent
 from workloads.search.lanes import LaneRoundRunner
-from workloads.search.report import summary_lines
+from workloads.report.search_summary import summary_lines
 from workloads.search.request import SearchRequest
 from workloads.search.start import plan_search, start_search
 from workloads.search.store import SearchStore

@@ -1,7 +1,6 @@
 # The types of what workloads.sweep offers (its __init__.py loads each module on first use).
 
 from backends.machine.gpuset import parse_gpus as parse_gpus
-from workloads.sweep.board import SweepBoard as SweepBoard
 from workloads.sweep.events import (Applied as Applied, CellFinished as CellFinished, EvalFinished as EvalFinished,
                                     LaneClosed as LaneClosed, LaneEvent as LaneEvent, LaneMoved as LaneMoved,
                                     LanesStarted as LanesStarted, LosslessChecked as LosslessChecked,
@@ -9,6 +8,5 @@ from workloads.sweep.events import (Applied as Applied, CellFinished as CellFini
                                     SlotFinished as SlotFinished, SlotStarted as SlotStarted,
                                     SweepEvent as SweepEvent, SweepFinished as SweepFinished,
                                     SweepStarted as SweepStarted)
-from workloads.sweep.lines import SweepLines as SweepLines
 from workloads.sweep.run import SweepOutcome as SweepOutcome, SweepSpec as SweepSpec, run_sweep as run_sweep
-from workloads.sweep.spec import build_plan as build_plan
+from workloads.sweep.view import SweepView as SweepView

@@ -44,6 +44,7 @@ class Change:
     lane_cells: list[tuple[int, int, str]] = field(default_factory=list)
     status: str | None = None                 # plain text, never markup
     notices: list[tuple[str, bool]] = field(default_factory=list)  # (text, an error)
+    lines: list[str] = field(default_factory=list)  # the log's lines for it (a SweepView's: ddtune sweep's stderr)
 
 
 def lossless_mark(result: dict) -> Mark:
@@ -65,7 +66,7 @@ def lossless_mark(result: dict) -> Mark:
     return Mark(f"skipped: {status}")
 
 
-def _eta(seconds: float | None) -> str:
+def eta_cell(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     return f"{seconds / 60:.0f} min" if seconds >= 120 else f"{seconds:.0f} s"
@@ -77,7 +78,7 @@ class SweepBoard:
 
     slot_columns, lane_columns = SLOT_COLUMNS, LANE_COLUMNS
 
-    def __init__(self, duration: Callable[[float | None], str] = _eta) -> None:
+    def __init__(self, duration: Callable[[float | None], str] = eta_cell) -> None:
         self.duration = duration
         self.best: dict[int, float] = {}
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from backends.core.errors import UsageError
@@ -37,6 +37,7 @@ from workloads.sweep.engine import SweepEngine
 from workloads.sweep.events import SweepEvent
 from workloads.sweep.lanes import LaneSweep
 from workloads.sweep.plan import SweepPlan, SweepStore
+from workloads.sweep.spec import PlanOptions, build_plan
 from workloads.sweep.start import LaneSettings, begin_serial, check_out_folder, ran_in_lanes, resume_serial, start_sweep
 
 
@@ -87,14 +88,25 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class SweepSpec(RunSpec):
-    """What to sweep: a new sweep's ``plan`` (workloads.sweep.build_plan), or None with ``resume`` (the
-    sweep in ``out``, else the latest of ``kind``); how: RunSpec's options."""
+    """What to sweep: a new sweep's ``presets`` under ``plan_options`` (build_plan's, with the config's
+    knob table: the plan is built here, so a bad preset, plan file or option raises UsageError before
+    anything starts), or ``resume`` the sweep in ``out`` (else the latest of ``kind``); how: RunSpec's
+    options. ``plan``: the plan built (or given whole)."""
 
     config: ServerConfig
     plan: SweepPlan | None = None
     kind: str = "sweep"
     out: str | Path | None = None
     resume: bool = False
+    presets: list[str] | None = field(default=None, kw_only=True)  # None: no new plan to build
+    plan_options: PlanOptions | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.presets is not None:  # built before the lane options are checked, as the commands did
+            assert self.plan is None, "a SweepSpec takes presets or a plan, not both"
+            object.__setattr__(self, "plan", build_plan(self.presets, knob_table=self.config.knob_table,
+                                                        **(self.plan_options or {})))
+        super().__post_init__()
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ so a knob declared in the config sweeps like a shipped one.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from backends.core.datafile import read_toml
 from backends.core.errors import ConfigError, UsageError
@@ -173,6 +173,26 @@ def _non_negative(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConfigError(f"{where}: expected an integer >= 0, got {value!r}", hint=f"e.g. {where.split()[-1]} = 1")
     return value
+
+
+class PlanOptions(TypedDict, total=False):
+    """build_plan's options but the knob table, as a SweepSpec takes them (``plan_options``): the
+    spec builds the plan with its config's knob table."""
+
+    plan_file: str | None
+    repeats: int | None
+    baseline: bool
+    contexts: list[int] | None
+    concurrency: list[int] | None
+    max_tokens: int | None
+    requests_per_cell: int | None
+    warmup: int | None
+    coding: bool
+    run_eval: bool | None
+    eval_max_tokens: int | None
+    eval_problems: list[str] | None
+    warmup_requests: int
+    traffic: dict | None
 
 
 def build_plan(
