@@ -81,3 +81,11 @@ def test_ddtune_load_takes_prompts(start_sim, tmp_path, state_dir):
     assert all(words[1] == "-" for words in answered), shown.stdout  # ungraded, not "request error: None"
     bad = run_ddtune("load", "--url", sim.url, "--concurrency", "2", "--prompts", str(tmp_path / "none.jsonl"))
     assert bad.returncode == 2 and "--prompts" in bad.stderr and "no such file" in bad.stderr
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text('{"id": "ok", "prompt": "Say hi."}\nnot json\n')
+    told = run_ddtune("load", "--url", sim.url, "--concurrency", "1", "--duration", "1", "--max-tokens", "8",
+                      "--prompts", str(mixed), "--json", timeout=120)
+    assert told.returncode == 0, told.stderr
+    said = [line for line in told.stderr.splitlines() if line.startswith("prompts: ")]
+    assert said[0].endswith("record skipped") and "line 2: not JSON" in said[0], told.stderr
+    assert said[1] == f"prompts: {mixed}: 1 read, 1 skipped", told.stderr

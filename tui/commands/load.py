@@ -78,7 +78,6 @@ def run(args) -> int:
     from typing import assert_never
 
     from tui.commands._options import server_log, server_url
-    from workloads.bench import SetSkipped
     from workloads.live import LoadSpec, RequestDone, StatsUpdated, run_load
 
     url, api_key = server_url(args)
@@ -86,11 +85,8 @@ def run(args) -> int:
                     tuple(args.problems) if args.problems else None, args.window, server_log(args, url))
     out = sys.stdout
 
-    def on_event(event: StatsUpdated | RequestDone | SetSkipped) -> None:
+    def on_event(event: StatsUpdated | RequestDone) -> None:
         match event:
-            case SetSkipped(name, read, skipped):
-                sys.stderr.writelines(f"prompts: {line}\n" for line in skipped)
-                sys.stderr.write(f"prompts: {name}: {read} read, {len(skipped)} skipped\n")
             case StatsUpdated(stats):
                 if not args.json:
                     out.write(status_line(stats) + "\n")
@@ -104,7 +100,7 @@ def run(args) -> int:
                 assert_never(event)
         out.flush()
 
-    outcome = run_load(spec, on_event)
+    outcome = run_load(spec, on_event, note=sys.stderr.write)
     if args.json:
         out.write(json.dumps(outcome.to_json()) + "\n")
     else:

@@ -57,6 +57,11 @@ class SetSkipped:
     read: int
     skipped: tuple[str, ...]
 
+    def lines(self) -> str:
+        """What a command says of it: each record left out, then the count."""
+        return "".join(f"prompts: {line}\n" for line in self.skipped) + \
+            f"prompts: {self.name}: {self.read} read, {len(self.skipped)} skipped\n"
+
 
 BenchEvent = BenchProgress | SetSkipped
 

@@ -35,9 +35,8 @@ class BenchLines:
         match event:
             case BenchProgress():
                 return self._bar(event) if self.tty else self._cell_line(event)
-            case SetSkipped(name, read, skipped):
-                return "".join(f"prompts: {line}\n" for line in skipped) + \
-                    f"prompts: {name}: {read} read, {len(skipped)} skipped\n"
+            case SetSkipped():
+                return event.lines()
             case _:
                 assert_never(event)
 

@@ -4,8 +4,8 @@
 The same LoadEngine as the console's load worker (workloads/live/worker.py), in this process and
 recorded as one run (kind ``load``) under runs/: its provenance, every raw response, and at the end
 the summary ``ddtune load --json`` prints. The caller prints what it wants of the events: the
-engine's ticks (``StatsUpdated``) and finished requests (``RequestDone``) and, before anything is sent,
-``SetSkipped`` for the records its prompt source could not read. How the load ended is the outcome's.
+engine's ticks (``StatsUpdated``) and finished requests (``RequestDone``); ``note`` is told, before
+anything is sent, of the records its prompt source could not read. How the load ended is the outcome's.
 """
 
 from __future__ import annotations
@@ -76,20 +76,22 @@ class LoadOutcome:
             raise ServerError(f"the load stopped: {self.error}", hint="is the server still up? 'ddtune status'")
 
 
-LoadCliEvent = StatsUpdated | RequestDone | SetSkipped  # a foreground load never pauses; its end is the outcome
+LoadCliEvent = StatsUpdated | RequestDone  # a foreground load never pauses; its end is the outcome
 
 
-def run_load(spec: LoadSpec, on_event: Callable[[LoadCliEvent], object] | None = None) -> LoadOutcome:
+def run_load(spec: LoadSpec, on_event: Callable[[LoadCliEvent], object] | None = None,
+             note: Callable[[str], object] | None = None) -> LoadOutcome:
     """The load the spec asks for, in this process (blocking). A bad source or unknown ids raise
-    UsageError before anything is sent."""
+    UsageError before anything is sent; the records the source could not read are told to ``note``
+    (lines of text, as ``ddtune bench`` says them)."""
     emit = on_event or (lambda event: None)
 
     def engine_event(event: LoadEvent) -> None:
         if isinstance(event, (StatsUpdated, RequestDone)):
             emit(event)
     work = load_work(spec.prompts, spec.problems)
-    if work.prompts.skipped:
-        emit(SetSkipped(work.name, len(work.prompts.records), tuple(work.prompts.skipped)))
+    if work.prompts.skipped and note is not None:
+        note(SetSkipped(work.name, len(work.prompts.records), tuple(work.prompts.skipped)).lines())
     return asyncio.run(load_foreground(spec.url, spec.api_key, concurrency=spec.concurrency,
                                           max_tokens=spec.max_tokens, duration_s=spec.duration_s,
                                           problems=list(spec.problems or ()) or None, window_s=spec.window_s,
