@@ -285,9 +285,9 @@ class DdtuneApp(App, inherit_bindings=False):  # App's own two keys (ctrl+q, ctr
         if self.controller is None:
             return
         from tui.screens.search import SearchScreen
-        from workloads.search import example_space
+        from workloads.search import SearchRequest
 
-        self.push_screen(SearchScreen(self.controller, example_space(self.controller.config)))
+        self.push_screen(SearchScreen(self.controller, SearchRequest.example(self.controller.config).space))
 
     def action_help(self) -> None:
         from tui.screens.help import HelpScreen

@@ -5,6 +5,5 @@ from workloads.search.events import (RoundFinished as RoundFinished, RoundProgre
                                      SearchFinished as SearchFinished, SearchStarted as SearchStarted)
 from workloads.search.request import SearchRequest as SearchRequest
 from workloads.search.run import SearchOutcome as SearchOutcome, SearchSpec as SearchSpec, run_search as run_search
-from workloads.search.start import example_space as example_space
 from workloads.search.view import SearchView as SearchView
 from workloads.sweep.events import LaneClosed as LaneClosed, LanesStarted as LanesStarted

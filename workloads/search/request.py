@@ -35,6 +35,14 @@ class SearchRequest:
     prompts: str | None = None       # the prompt source measured (None: the built-in story)
     ignore_eos: bool = False
 
+    @classmethod
+    def example(cls, config: ServerConfig) -> SearchRequest:
+        """The request a search starts from when nothing was asked yet (the console's screen): ``ddtune
+        search --help``'s example space, less any knob this config cannot set."""
+        from workloads.search.space import example_space
+
+        return cls(example_space(config))
+
     def from_fields(self, config: ServerConfig, space: str, context: str, concurrency: str,
                     gpus: str) -> SearchRequest:
         """The console's search fields as a request, this one giving what the screen does not ask (waves,

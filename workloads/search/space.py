@@ -15,12 +15,15 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import product
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backends.core.errors import UsageError
 from backends.core.fields import key_name
 from backends.knobs.plan import DEFAULT_BLOCK_SIZE, KnobValue, knob_spec, knob_text, known_knobs, window_too_small
 from backends.knobs.decl import KnobTable
+
+if TYPE_CHECKING:
+    from backends.knobs.config import ServerConfig
 from workloads.runs.checks import PLAUSIBLE
 
 Point = tuple[KnobValue, ...]
@@ -145,3 +148,9 @@ def _example(name: str, table: KnobTable | None = None) -> str:
     if spec.type != "int" or not isinstance(base, int) or isinstance(base, bool):
         return f"{knob_text(base)},none" if spec.nullable else knob_text(base)
     return f"{max(1, base // 2)},{base},{base * 2}"
+
+
+def example_space(config: ServerConfig) -> str:
+    """``ddtune search --help``'s example space, less any knob this config cannot set."""
+    known = known_knobs(config.knob_map, config.knob_table)
+    return " ".join(axis for axis in EXAMPLE.split() if axis.partition("=")[0] in known)

@@ -14,21 +14,14 @@ from pathlib import Path
 
 from backends.core.errors import UsageError
 from backends.knobs.config import ServerConfig
-from backends.knobs.plan import known_knobs
 from workloads.prompts.sources import load_source
 from workloads.runs.store import new_run_folder
 from workloads.search.engine import Target
 from workloads.search.request import SearchRequest
-from workloads.search.space import EXAMPLE, Point, SearchSpace, parse_search_space, parse_space
+from workloads.search.space import Point, SearchSpace, parse_search_space, parse_space
 from workloads.search.store import SearchStore
 from workloads.search.strategy import SearchOptions
 from workloads.sweep.start import LaneSettings, origin
-
-
-def example_space(config: ServerConfig) -> str:
-    """``ddtune search --help``'s example space, less any knob this config cannot set."""
-    known = known_knobs(config.knob_map, config.knob_table)
-    return " ".join(axis for axis in EXAMPLE.split() if axis.partition("=")[0] in known)
 
 
 def _start(request: SearchRequest, space: SearchSpace, running: Point | None, config: ServerConfig) -> Point:
