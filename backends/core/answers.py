@@ -85,7 +85,7 @@ def amount(value: Any, ceiling: float = ACCEPT_MAX) -> float | None:
     return None
 
 
-def shown(value: Any, limit: int = 40) -> str:
+def dropped_shown(value: Any, limit: int = 40) -> str:
     """A dropped value, short, for a note: ``-7``, ``nan``, ``99999999999999999999... (400 digits)``."""
     text = escaped(plain(repr(value) if isinstance(value, str) else str(value)))
     unit = "digits" if type(value) is int else "characters"
@@ -161,7 +161,7 @@ def _clean(value: Any, dropped: list[str], one_line: bool, at: str) -> Any:
         return [_clean(v, dropped, one_line, f"{at}[{i}]") for i, v in enumerate(value)]
     if (type(value) is int or type(value) is float) and not -NUMBER_MAX <= value <= NUMBER_MAX:  # NaN too
         if len(dropped) < 8:
-            dropped.append(f"{escaped(plain(at))[:60] or 'the answer'}={shown(value)}")
+            dropped.append(f"{escaped(plain(at))[:60] or 'the answer'}={dropped_shown(value)}")
         return None
     return value
 

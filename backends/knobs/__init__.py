@@ -10,8 +10,11 @@ config a command names, with its preset and --set knobs, is backends.server's ``
 from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
+    "backends.knobs.baseline": ("baseline_config",),
     "backends.knobs.config": ("ServerConfig", "load_preset"),
+    "backends.knobs.decl": ("KnobTable",),
     "backends.knobs.editor": ("KnobForm", "KnobTexts", "check_knob_texts", "knob_form"),
-    "backends.knobs.plan": ("DEFAULT_BLOCK_SIZE", "KNOBS", "KnobValue", "knob_spec", "knob_text"),
+    "backends.knobs.plan": ("DEFAULT_BLOCK_SIZE", "KNOBS", "KnobValue", "SHIPPED", "knob_spec", "knob_text",
+                            "known_knobs", "window_too_small"),
     "backends.knobs.verify": ("KnobCheck",),
 })

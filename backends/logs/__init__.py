@@ -11,7 +11,9 @@ from backends.core.faces import lazy_face
 
 __all__, __getattr__ = lazy_face(__name__, {
     "backends.logs.acceptance": ("SpecCounters", "counter_acceptance", "log_acceptance", "parse_counters"),
+    "backends.logs.alarms": ("THRESHOLD",),
     "backends.logs.events": ("DecodeBatch",),
     "backends.logs.kind": ("LogLine",),
+    "backends.logs.span": ("decode_since", "log_end", "weighted_accept"),
     "backends.logs.splitter": ("LineSplitter",),
 })

@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from backends.core.answers import (BadAnswer, StreamLimits, amount, count, fetch, fetch_once, idle_s, shown,
+from backends.core.answers import (BadAnswer, StreamLimits, amount, count, fetch, fetch_once, idle_s, dropped_shown,
                                    sse_lines)
 from backends.core.plaintext import escaped
 from backends.logs.acceptance import parse_counters
@@ -36,8 +36,8 @@ def test_an_acceptance_is_finite_non_negative_and_plausible(value, want):
 
 
 def test_a_dropped_value_is_said_short_and_on_one_line():
-    assert shown(10**400) == "10000000000000000000... (401 digits)"
-    assert shown(-7) == "-7" and shown(math.nan) == "nan" and shown("a\nb") == "'a\\nb'"
+    assert dropped_shown(10**400) == "10000000000000000000... (401 digits)"
+    assert dropped_shown(-7) == "-7" and dropped_shown(math.nan) == "nan" and dropped_shown("a\nb") == "'a\\nb'"
 
 
 def test_escaped_keeps_a_value_on_its_line():

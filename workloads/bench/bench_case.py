@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from backends.core.errors import UsageError
-from backends.core.writes import check_output, write_atomic
+from backends.core import UsageError
+from backends.core import check_output, write_atomic
 from workloads.bench.matrix import BenchProgress
 from workloads.bench.plan import BenchPlan
 from workloads.bench.session import bench_run, load_sets

@@ -4,9 +4,9 @@ and where it came from, the alarms it tripped, and what its traffic was (``traff
 
 from __future__ import annotations
 
-from backends.logs.acceptance import SpecCounters, counter_acceptance
-from backends.logs.events import DecodeBatch
-from backends.logs.span import weighted_accept
+from backends.logs import SpecCounters, counter_acceptance
+from backends.logs import DecodeBatch
+from backends.logs import weighted_accept
 from workloads.client.result import RequestResult
 from workloads.grading.evaluate import Grade, summarize
 from workloads.stats.metrics import distribution, percentile
@@ -97,7 +97,7 @@ def acceptance_stats(ok: list[RequestResult],
 def cell_alarms(acceptance: dict | None) -> list[str]:
     """``acceptance_collapse`` when a speculative server's cell averaged <= 1.10 tokens per verify
     step (its drafter is not helping); acceptance is None on a plain server, which never raises it."""
-    from backends.logs.alarms import THRESHOLD
+    from backends.logs import THRESHOLD
 
     value = None if acceptance is None else acceptance.get("total") or acceptance.get("mean")
     return ["acceptance_collapse"] if value is not None and value <= THRESHOLD else []

@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from backends.core.datafile import warn
-from backends.core.errors import ServerError, ServerUnreachable
-from backends.logs.span import decode_since, log_end
+from backends.core import warn
+from backends.core import ServerError, ServerUnreachable
+from backends.logs import decode_since, log_end
 from workloads.bench.arrivals import arrival_offsets, cell_seed
 from workloads.bench.cells import cell_stats, traffic_stats
 from workloads.bench.plan import BenchPlan, CellKey
@@ -102,7 +102,7 @@ class BenchRunner:
         self.eta = BenchEta(plan)
         self.log_path = log_path  # the server's log, read by offset over each cell (acceptance's last source)
         if gpu_sampler is None and is_local(client.base_url):
-            from backends.machine.gpu import GpuSampler
+            from backends.machine import GpuSampler
 
             gpu_sampler = GpuSampler()  # NVML: each cell's GPU utilisation and memory, where there is a driver
         self.gpu_sampler = gpu_sampler if is_local(client.base_url) else None

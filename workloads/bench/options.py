@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from backends.core.errors import DdtuneError
-from backends.core.fields import server_base
+from backends.core import DdtuneError
+from backends.core import server_base
 from workloads.bench.plan import RATES
 from workloads.runs.checks import PLAUSIBLE
 

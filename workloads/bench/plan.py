@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from backends.core.fields import bounded
+from backends.core import bounded
 from workloads.runs.cellkey import CellKey
 from workloads.runs.checks import MAX_SECONDS, plausible
 

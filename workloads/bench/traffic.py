@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends.core.errors import UsageError
+from backends.core import UsageError
 from workloads.bench.plan import BenchPlan, CellKey
 from workloads.grading.problems import Problem
 from workloads.prompts.context import BuiltPrompt, ContextBuilder, ContextError, as_is

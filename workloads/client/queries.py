@@ -11,10 +11,10 @@ from typing import Any
 
 import httpx
 
-from backends.core.answers import ERROR_BYTES, BadAnswer, fetch
-from backends.core.errors import ServerError, ServerUnreachable
-from backends.core.plaintext import plain
-from backends.logs.acceptance import SpecCounters, parse_counters
+from backends.core import ERROR_BYTES, BadAnswer, fetch
+from backends.core import ServerError, ServerUnreachable
+from backends.core import plain
+from backends.logs import SpecCounters, parse_counters
 
 JSON_IDLE_S = 30.0  # a JSON answer comes whole at once: this long without a byte is a server that hangs
 NOT_SGLANG = "is this an SGLang server? give its base URL, e.g. --url http://127.0.0.1:30000"

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from backends.core.answers import (ERROR_BYTES, TOKENS_MAX, BadAnswer, StreamLimits, amount, count, idle_s,
-                                   read_body, shown, sse_lines)
-from backends.core.apikey import auth_headers
-from backends.launch.dialect import steps_of
-from backends.core.plaintext import escaped, plain
+from backends.core import (ERROR_BYTES, TOKENS_MAX, BadAnswer, StreamLimits, amount, count, idle_s, read_body,
+    dropped_shown, sse_lines)
+from backends.core import auth_headers
+from backends.server import steps_of
+from backends.core import escaped, plain
 from workloads.client.queries import ServerQueries, body_line, describe, short
 from workloads.client.result import RequestResult
 from workloads.client.transport import RELEASE, LeanTransport, WaveRelease
@@ -82,7 +82,7 @@ class _Stream:
     def kept(self, name: str, value, ok):
         """``ok`` (what a check made of ``value``); when it is None but ``value`` was not, the note."""
         if ok is None and value is not None and len(self.dropped) < 8:
-            note = f"{name}={shown(value)}"
+            note = f"{name}={dropped_shown(value)}"
             if note not in self.dropped:
                 self.dropped.append(note)
         return ok

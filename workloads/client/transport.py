@@ -21,8 +21,8 @@ import time
 
 import httpx
 
-from backends.core.answers import BadAnswer
-from backends.core.plaintext import plain
+from backends.core import BadAnswer
+from backends.core import plain
 
 _READ = 65536
 _SIZE_LINE = 4096  # a chunk-size line with its extensions: longer is not HTTP

@@ -13,8 +13,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from backends.core.errors import UsageError
-from backends.core.writes import check_output, write_atomic
+from backends.core import UsageError
+from backends.core import check_output, write_atomic
 from workloads.grading import eval_runner
 from workloads.grading.evaluate import Grade, read_responses, regrade, summarize
 from workloads.grading.problems import load_problems

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from backends.core.datafile import warn
-from backends.core.errors import ServerError, UsageError
+from backends.core import warn
+from backends.core import ServerError, UsageError
 from workloads.client.result import RequestResult
 from workloads.client.stream import StreamingClient
 from workloads.grading.evaluate import Grade, RawResponse, grade_async, summarize

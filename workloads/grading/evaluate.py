@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from backends.core.datafile import Lines, loads
-from backends.core.errors import UsageError
+from backends.core import Lines, loads
+from backends.core import UsageError
 from workloads.grading.extract import extract_code
 from workloads.grading.problems import Problem
 from workloads.runs.checks import VERDICTS as CHECKED_VERDICTS

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import httpx
 
-from backends.core.apikey import auth_headers
-from backends.core.datafile import loads, read_text
-from backends.core.errors import ConfigError, ServerError, UsageError
-from backends.core.answers import BadAnswer, fetch
-from backends.core.plaintext import plain
-from backends.core.writes import write_atomic
+from backends.core import auth_headers
+from backends.core import loads, read_text
+from backends.core import ConfigError, ServerError, UsageError
+from backends.core import BadAnswer, fetch
+from backends.core import plain
+from backends.core import write_atomic
 from workloads.grading.problems import Problem
 
 GENERATE_IDLE_S = 600.0  # a greedy /generate answers once it has generated: that long without a byte at most

@@ -14,8 +14,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from backends.core.errors import UsageError
-from backends.core.writes import check_output
+from backends.core import UsageError
+from backends.core import check_output
 from workloads.grading.lossless import (Baseline, baseline_doc, baseline_prompts, check_matches, compare_outputs,
                                         read_baseline, record_outputs, write_baseline)
 from workloads.grading.problems import load_problems

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, overload
 
-from backends.core.datafile import read_toml
-from backends.core.errors import ConfigError, UsageError
-from backends.core.fields import expect, key_name, shown
-from backends.core.paths import problems_file
+from backends.core import read_toml
+from backends.core import ConfigError, UsageError
+from backends.core import expect, key_name, shown
+from backends.core import problems_file
 from workloads.grading.checks import SHAPE_HINT, parse_test
 
 ANSWER_INSTRUCTION = (

@@ -37,7 +37,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from backends.core.plaintext import plain
+from backends.core import plain
 from workloads.grading.checks import Check, parse_test
 from workloads.grading import sandbox_cgroup
 from workloads.grading.sandbox_judge import judge, signal_of

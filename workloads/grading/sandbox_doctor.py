@@ -3,8 +3,8 @@ layers as the probe saw them from inside, as the doctor's own typed ``Check`` li
 
 from __future__ import annotations
 
-from backends.core.errors import DdtuneError
-from backends.server.doctor import Check
+from backends.core import DdtuneError
+from backends.server import Check
 
 
 def sandbox_checks() -> list[Check]:

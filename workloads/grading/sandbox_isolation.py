@@ -29,7 +29,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.core.errors import ConfigError
+from backends.core import ConfigError
 from workloads.grading.sandbox_seccomp import filter_fd
 from workloads.grading.sandbox_view import CANARY_PREFIX, View, canaries, guarded, view
 

@@ -35,7 +35,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from backends.core.paths import package_dirs, problems_file
+from backends.core import package_dirs, problems_file
 
 CANARY_PREFIX = ".ddtune-canary-"
 UNUSED_MODULES = frozenset({"_tkinter", "nis", "_curses", "_curses_panel", "readline", "_ssl", "_crypt", "_uuid"})

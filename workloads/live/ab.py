@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from typing import assert_never
 
-from backends.knobs.plan import KnobValue, knob_text
+from backends.knobs import KnobValue, knob_text
 from workloads.live.events import (LoadPaused, LoadProcEvent, LoadResumed, LoadStarted, LoadStats, LoadStopped,
                                    RequestDone, StatsUpdated)
 from workloads.live.windows import Window

@@ -18,8 +18,8 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.core.errors import DdtuneError
-from backends.core.paths import runs_dir
+from backends.core import DdtuneError
+from backends.core import runs_dir
 from workloads.report.inputs import read_cells, read_run_file
 from workloads.runs.store import read_jsonl
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 
-from backends.core.errors import ServerError
+from backends.core import ServerError
 from workloads.bench.bench_case import SetSkipped
 from workloads.client.stream import StreamingClient
 from workloads.live.events import LoadEvent, LoadStopped, RequestDone, StatsUpdated

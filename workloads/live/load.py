@@ -20,8 +20,8 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 
-from backends.logs.span import decode_since, log_end
-from backends.logs.acceptance import SpecCounters
+from backends.logs import decode_since, log_end
+from backends.logs import SpecCounters
 from workloads.client.result import RequestResult
 from workloads.client.stream import StreamingClient
 from workloads.grading.evaluate import VERDICTS, Grade, RawResponse, grade_async

@@ -32,8 +32,8 @@ from collections.abc import AsyncIterator
 
 import psutil
 
-from backends.core.apikey import ENV_KEY
-from backends.launch.ownership import SAME_START_S, NotOurs, Owned, StopReport, owned, signal_owned, stop_owned
+from backends.core import ENV_KEY
+from backends.server import SAME_START_S, NotOurs, Owned, StopReport, owned, signal_owned, stop_owned
 from workloads.live.events import (DecodeRead, LoadCommand, LoadPaused, LoadProcEvent, LoadResumed, LoadStopped,
                                    PauseLoad, ResumeLoad, Settings, StatsUpdated, StopLoad, empty_stats)
 from workloads.live.wire import decode_event, encode

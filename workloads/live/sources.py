@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends.core.errors import DdtuneError
+from backends.core import DdtuneError
 from workloads.live.work import load_work
 from workloads.prompts.records import PromptSet
 from workloads.prompts.sources import BUILTIN_HELP

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from backends.logs.acceptance import SpecCounters, counter_acceptance, log_acceptance
+from backends.logs import SpecCounters, counter_acceptance, log_acceptance
 
 MERGE_S = 0.01  # tokens this close together share one entry: at most 100 entries per second
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from backends.core.errors import UsageError
+from backends.core import UsageError
 from workloads.grading.problems import Problem, load_problems
 from workloads.grading.sandbox_isolation import isolation
 from workloads.prompts.records import PromptRecord, PromptSet

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import time
 
-from backends.core.errors import ServerError
+from backends.core import ServerError
 
 _CALIBRATION = ("Count the tokens of this sentence, calibration {n}.", "Counted, calibration {n}.",
                 "And of this one, calibration {n}, as well.")

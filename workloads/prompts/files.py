@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from backends.core.datafile import MAX_BYTES, TooDeep, loads, read_bytes
-from backends.core.errors import UsageError
+from backends.core import MAX_BYTES, TooDeep, loads, read_bytes
+from backends.core import UsageError
 from workloads.prompts.formats import RecordError, read_record
 from workloads.prompts.records import PromptRecord
 

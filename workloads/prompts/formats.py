@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from backends.core.fields import shown
+from backends.core import shown
 from workloads.prompts.records import ROLES, PromptRecord, Turn
 from workloads.runs.checks import PLAUSIBLE
 

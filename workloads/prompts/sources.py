@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from backends.core.errors import UsageError
+from backends.core import UsageError
 from workloads.prompts.files import read_prompt_file, read_records
 from workloads.prompts.records import CHAT, CODE, PromptRecord, PromptSet, Turn
 

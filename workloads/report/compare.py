@@ -318,7 +318,7 @@ def _knobs(by_config: dict[str, list[RunData]]) -> dict[str, dict]:
 def _gpu_warnings(placements: tuple[Placement, ...]) -> tuple[str, ...]:
     """What the GPUs of a parallel sweep's runs do not share (model, clocks, power limit, memory), and
     which GPUs several lanes shared (--share-gpu: their runs' throughput interfered)."""
-    from backends.machine.gpuset import GpuIdentity, differences
+    from backends.machine import GpuIdentity, differences
 
     devices = {}
     lanes: dict[str, set[int]] = {}

@@ -7,9 +7,9 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from backends.core.datafile import read_json, read_jsonl, warn
-from backends.core.errors import UsageError
-from backends.core.fields import expect, fail
+from backends.core import read_json, read_jsonl, warn
+from backends.core import UsageError
+from backends.core import expect, fail
 from workloads.runs.checks import FIX as _FIX
 from workloads.runs.checks import cell as _cell
 from workloads.runs.checks import counts as _counts

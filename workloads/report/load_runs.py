@@ -12,8 +12,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.core.datafile import warn
-from backends.core.plaintext import plain
+from backends.core import warn
+from backends.core import plain
 from workloads.report.inputs import knob_label, read_run_file
 from workloads.runs.checks import clean_numbers
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from backends.core.datafile import read_toml
-from backends.core.paths import presets_dir
+from backends.core import read_toml
+from backends.core import presets_dir
 
 # the datasets whose papers' template differs from a prompt sent as it is (MT-Bench: both turns, the
 # live reply fed back, as ddtune's live multi-turn does; the others were sent as written)

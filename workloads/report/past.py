@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from backends.core.errors import DdtuneError
-from backends.core.paths import runs_dir
-from backends.core.plaintext import escaped
+from backends.core import DdtuneError
+from backends.core import runs_dir
+from backends.core import escaped
 from workloads.runs.cellkey import CellKey
 from workloads.report.inputs import read_cells, read_run_file
 from workloads.report.load_runs import LoadRun, compare_loads, read_load_run

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from backends.core.plaintext import plain
+from backends.core import plain
 from workloads.stats.estimate import Estimate, Ratio
 from workloads.report.compare import METRICS, Report
 from workloads.report.render_datasets import band_text, bands_markdown, datasets_json, datasets_markdown

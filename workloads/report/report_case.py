@@ -12,9 +12,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.core.errors import DdtuneError, UsageError
-from backends.core.paths import runs_dir
-from backends.core.writes import check_output, write_atomic
+from backends.core import DdtuneError, UsageError
+from backends.core import runs_dir
+from backends.core import check_output, write_atomic
 from workloads.report.inputs import read_run_file
 from workloads.report.search_summary import summary_lines
 from workloads.report.text import report_text

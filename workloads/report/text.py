@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from backends.core.errors import UsageError
+from backends.core import UsageError
 from workloads.report.compare import Report, build_report
 from workloads.report.inputs import load_inputs, read_sweep
 from workloads.report.load_runs import is_load_run, load_csv, load_json, load_markdown, read_load_run

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from backends.core.datafile import Note
-from backends.core.errors import DdtuneError, UsageError
-from backends.core.fields import INT64_MAX, bounded, expect, fail, key_name, shown
+from backends.core import Note
+from backends.core import DdtuneError, UsageError
+from backends.core import INT64_MAX, bounded, expect, fail, key_name, shown
 
 FIX = "give files ddtune wrote (see docs/results-schema.md), or fix the value"
 RESUME_FIX = "start a new run (the file was edited or is not one ddtune wrote)"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import platform
 import socket
 
-from backends.core.apikey import api_key, redact
-from backends.core.errors import ServerError
-from backends.core.version import ddtune_version
+from backends.core import api_key, redact
+from backends.core import ServerError
+from backends.core import ddtune_version
 
 
 def gpu_models() -> list[str] | None:
@@ -54,7 +54,7 @@ async def server_info_of(client, dropped: list[str] | None = None) -> dict:
     404) ``/props`` and ``/slots`` in the same keys (``backends.launch.dialect.llamacpp_info``; its
     build from ddtune's record of the launch when /props does not know it). ServerError when neither.
     ``dropped``: told the numbers out of range the answers held (left out, null)."""
-    from backends.launch.dialect import llamacpp_info
+    from backends.server import llamacpp_info
 
     try:
         return await client.get_json("/server_info", dropped)

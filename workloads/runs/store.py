@@ -20,12 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from backends.core.datafile import MAX_LINE, Note, loads, read_json, warn
-from backends.core.datafile import read_jsonl as read_jsonl_file
-from backends.core.errors import DdtuneError, UsageError
-from backends.core.fields import shown
-from backends.core.paths import runs_dir
-from backends.core.writes import append_text, check_folder, make_folder, open_append, write_atomic
+from backends.core import MAX_LINE, Note, loads, read_json, warn
+from backends.core import read_jsonl as read_jsonl_file
+from backends.core import DdtuneError, UsageError
+from backends.core import shown
+from backends.core import runs_dir
+from backends.core import append_text, check_folder, make_folder, open_append, write_atomic
 from workloads.runs.attempts import abandoned_note, begin_attempt, status_of, written_by_other
 
 SCHEMA = "ddtune.run/1"

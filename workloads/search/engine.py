@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from backends.core.errors import UsageError
-from backends.core.fields import bounded
+from backends.core import UsageError
+from backends.core import bounded
 from workloads.bench.plan import BenchPlan
 from workloads.runs.attempts import begin_attempt, recording_end
 from workloads.runs.checks import MAX_TIME, plausible, read_plan

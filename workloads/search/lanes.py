@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from backends.knobs.config import ServerConfig
+from backends.knobs import ServerConfig
 from workloads.search.engine import Target, observations, round_sweep
 from workloads.search.space import Point, SearchSpace
 from workloads.search.store import SearchStore

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from backends.core.errors import UsageError
+from backends.core import UsageError
 
 if TYPE_CHECKING:
-    from backends.knobs.config import ServerConfig
+    from backends.knobs import ServerConfig
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class SearchRequest:
                     gpus: str) -> SearchRequest:
         """The console's search fields as a request, this one giving what the screen does not ask (waves,
         rungs, tokens); UsageError or ConfigError naming the field and the fix. Reads no file."""
-        from backends.machine.gpuset import parse_gpus
+        from backends.machine import parse_gpus
         from workloads.search.space import parse_search_space
 
         found = parse_search_space(space, config.knob_map, config.block_size, source="space",

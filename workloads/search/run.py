@@ -21,8 +21,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.core.errors import UsageError
-from backends.knobs.config import ServerConfig
+from backends.core import UsageError
+from backends.knobs import ServerConfig
 from workloads.search.engine import SearchEngine, SweepRoundRunner, Target
 from workloads.search.events import RoundProgress, SearchEvent
 from workloads.search.lanes import LaneRoundRunner

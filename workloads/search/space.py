@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from itertools import product
 from typing import TYPE_CHECKING, Any
 
-from backends.core.errors import UsageError
-from backends.core.fields import key_name
-from backends.knobs.plan import DEFAULT_BLOCK_SIZE, KnobValue, knob_spec, knob_text, known_knobs, window_too_small
-from backends.knobs.decl import KnobTable
+from backends.core import UsageError
+from backends.core import key_name
+from backends.knobs import DEFAULT_BLOCK_SIZE, KnobValue, knob_spec, knob_text, known_knobs, window_too_small
+from backends.knobs import KnobTable
 
 if TYPE_CHECKING:
-    from backends.knobs.config import ServerConfig
+    from backends.knobs import ServerConfig
 from workloads.runs.checks import PLAUSIBLE
 
 Point = tuple[KnobValue, ...]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backends.core.errors import UsageError
-from backends.knobs.config import ServerConfig
+from backends.core import UsageError
+from backends.knobs import ServerConfig
 from workloads.prompts.sources import load_source
 from workloads.runs.store import new_run_folder
 from workloads.search.engine import Target

@@ -17,11 +17,11 @@ import json
 import time
 from pathlib import Path
 
-from backends.core.datafile import read_json
-from backends.core.errors import DdtuneError, UsageError
-from backends.core.fields import bounded
-from backends.core.paths import runs_dir
-from backends.core.writes import append_text, check_folder, write_atomic
+from backends.core import read_json
+from backends.core import DdtuneError, UsageError
+from backends.core import bounded
+from backends.core import runs_dir
+from backends.core import append_text, check_folder, write_atomic
 from workloads.runs.checks import MAX_SECONDS, MAX_TIME, MAX_TOK_S, PLAUSIBLE
 from workloads.runs.checks import response as check_response
 from workloads.runs.store import JsonManifest, kept_filter, read_jsonl, run_folder

@@ -37,8 +37,8 @@ import math
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
-from backends.core.errors import UsageError
-from backends.core.fields import bounded
+from backends.core import UsageError
+from backends.core import bounded
 from workloads.runs.checks import MAX_SECONDS, MAX_TOK_S, plausible
 from workloads.stats.estimate import Estimate, Ratio, mean_sd, ratio
 from workloads.search.space import Point, SearchSpace

@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from backends.core.fields import key_name
-from backends.knobs.baseline import baseline_config
-from backends.knobs.config import ServerConfig
-from backends.knobs.plan import knob_text
+from backends.core import key_name
+from backends.knobs import baseline_config
+from backends.knobs import ServerConfig
+from backends.knobs import knob_text
 from backends.server import ServerSession
 from workloads.sweep.events import Applied
 from workloads.sweep.plan import SweepConfig
@@ -57,7 +57,7 @@ class ManagedController:
         return sum(medians.values()) if medians else None
 
     async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
-        from backends.core.apikey import redact_argv
+        from backends.core import redact_argv
         from backends.server import NoteAdded, PhaseChanged
 
         wanted = self.config_for(config)

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from backends.core.errors import DdtuneError
-from backends.core.writes import make_folder
+from backends.core import DdtuneError
+from backends.core import make_folder
 from workloads.bench.matrix import BenchRunner
 from workloads.bench.session import load_sets, run_recorded
 from workloads.client.stream import StreamingClient

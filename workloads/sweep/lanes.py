@@ -30,8 +30,8 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import replace
 
-from backends.core.errors import PortTaken, ServerError, UsageError
-from backends.knobs.config import ServerConfig
+from backends.core import PortTaken, ServerError, UsageError
+from backends.knobs import ServerConfig
 from backends.server import (
     MOVE_SEARCH, Lane, bind_clash, driver_flags, ephemeral_note, ephemeral_range, lane_servers, live_lane_pids,
     next_free_port, port_owner_pid, record_move, save_lane, stop_lane_servers,
@@ -199,9 +199,9 @@ async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | 
     with ``share`` (``--share-gpu``) several lanes may run on one GPU. Stops this state dir's lane
     servers beyond the new lane count (ours, left by an earlier sweep). Call it outside any lane
     scope. Returns (lanes, notes for the user)."""
-    from backends.machine.gpuset import differences, groups, inventory, sharing
-    from backends.machine.gpuset import choose as choose_gpus
-    from backends.machine.host import server_tree_pids
+    from backends.machine import differences, groups, inventory, sharing
+    from backends.machine import choose as choose_gpus
+    from backends.machine import server_tree_pids
     from backends.server import assign_ports, is_alive, recorded_server
 
     if not driver_flags(base.backend).spawns:
@@ -241,7 +241,7 @@ async def plan_lanes(base: ServerConfig, parallel: int, gpus: tuple[str, ...] | 
         notes.append(f"the managed server pid {main.pid} keeps running on port {main.port}; the lanes use "
                      f"ports {', '.join(map(str, ports))}")
     known = {d.index: d for d in inv.devices}
-    from backends.machine.gpuset import GpuIdentity
+    from backends.machine import GpuIdentity
 
     shared = sharing(sets)
     lanes = [Lane(i, g, ports[i], tuple(known.get(x, GpuIdentity(x)) for x in g), shared[i])

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backends.core.errors import DdtuneError
+from backends.core import DdtuneError
 from workloads.grading.lossless import (baseline_doc, baseline_prompts, check_matches, compare_outputs,
                                         read_baseline, record_outputs, write_baseline)
 from workloads.grading.problems import load_problems

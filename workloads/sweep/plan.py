@@ -24,12 +24,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backends.core.datafile import read_json, warn
-from backends.core.errors import UsageError
-from backends.core.fields import INT64_MAX, MAX_NAME, bounded, shown
-from backends.core.paths import runs_dir
-from backends.core.plaintext import plain
-from backends.core.writes import append_text, check_folder, make_folder
+from backends.core import read_json, warn
+from backends.core import UsageError
+from backends.core import INT64_MAX, MAX_NAME, bounded, shown
+from backends.core import runs_dir
+from backends.core import plain
+from backends.core import append_text, check_folder, make_folder
 from workloads.bench.plan import BenchPlan
 from workloads.runs.checks import MAX_TIME, plausible, read_plan
 from workloads.runs.store import JsonManifest, read_jsonl, run_folder

@@ -22,9 +22,9 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from backends.core.errors import UsageError
-from backends.knobs.config import ServerConfig
-from backends.machine.gpuset import parse_gpus
+from backends.core import UsageError
+from backends.knobs import ServerConfig
+from backends.machine import parse_gpus
 from backends.server import ServerSession
 from workloads.bench.session import load_sets
 from workloads.report.compare import Report

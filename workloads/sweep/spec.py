@@ -31,10 +31,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypedDict
 
-from backends.core.datafile import read_toml
-from backends.core.errors import ConfigError, UsageError
-from backends.core.fields import expect, key_name
-from backends.knobs.plan import SHIPPED, KnobTable
+from backends.core import read_toml
+from backends.core import ConfigError, UsageError
+from backends.core import expect, key_name
+from backends.knobs import SHIPPED, KnobTable
 from workloads.bench.plan import RELEASES, BenchPlan
 from workloads.sweep.plan import BASELINE, EvalSettings, SweepConfig, SweepPlan
 
@@ -60,7 +60,7 @@ def _sent(bench: dict, given: dict) -> dict:
 
 
 def preset_config(name: str, table: KnobTable | None = None) -> SweepConfig:
-    from backends.knobs.config import load_preset
+    from backends.knobs import load_preset
 
     if name == BASELINE:
         return SweepConfig(BASELINE, {}, True)

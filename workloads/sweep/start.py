@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.core.errors import UsageError
-from backends.core.fields import shown
-from backends.knobs.config import ServerConfig
-from backends.machine.gpuset import parse_gpus
-from backends.record.lanes import Lane
+from backends.core import UsageError
+from backends.core import shown
+from backends.knobs import ServerConfig
+from backends.machine import parse_gpus
+from backends.server import Lane
 from workloads.runs.checks import plausible, read_plan
 from workloads.runs.provenance import host_provenance
 from workloads.runs.store import new_run_folder
