@@ -12,6 +12,7 @@ from typing import Any
 
 from textual.message import Message
 
+from backends.core import Phase
 from backends.logs import LogLine
 from tui.views import GpuView, ServerView
 from workloads.live import Comparison
@@ -117,6 +118,6 @@ class OtherConfigRunning(Message):
     whether to replace it (the controller's ``replace_other``) or keep it."""
 
     pid: int | None
-    phase: str
+    phase: Phase
     theirs: str   # the running server's config file
     ours: str     # the console's config file

@@ -124,7 +124,7 @@ def sglang_version(config, backend, state=None) -> SGLangVersion:
 
     from backends.launch.readiness import fetch_server_info
 
-    url = state.url if state is not None and state.phase in ("ready", "starting") else None
+    url = state.url if state is not None and state.phase.live else None
     if url is None and backend.ATTACHES:
         url = config.base_url
     if url:

@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 
+from backends.core.phase import Phase
 from backends.knobs.config import ServerConfig
 from backends.core.errors import UsageError
 from backends.knobs.serverhelp import cached_helps, seed_helps
@@ -103,7 +104,7 @@ async def _serve(derived: ServerConfig, built: dict, block: int, report: Report,
         logs.append(state.log_path or "")
         if state.pid:
             pids |= tree_pids(state.pid)
-        if state.phase != "ready":
+        if state.phase != Phase.READY:
             checks.append(Check("ready", "fail", _first_line(state.reason),
                                 f"read the server log {state.log_path}; the same start would fail with your model"))
             _skip_rest(checks, "ready", stop=False)
@@ -125,7 +126,7 @@ async def _serve(derived: ServerConfig, built: dict, block: int, report: Report,
         logs.append(state.log_path or "")
         if state.pid:
             pids |= tree_pids(state.pid)
-        if state.phase != "ready":
+        if state.phase != Phase.READY:
             checks.append(Check("knob_restart", "fail", f"the restart to {knob} {window} failed: "
                                 f"{_first_line(state.reason)}", f"read the server log {state.log_path}"))
             checks.append(Check("collapse_alarm", "skip", "needs knob_restart"))

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from backends.core.phase import Phase
 from backends.core.errors import UsageError
 from backends.knobs.config import ServerConfig
 from backends.record.state import ServerState
@@ -115,11 +116,11 @@ def left_after_interrupt(command: str, note: OnNote | None = None) -> str:
     from backends.server.snapshot import current_server, record_reason
 
     state = current_server(note)
-    if state is None or state.phase == "stopped":
+    if state is None or state.phase == Phase.STOPPED:
         return "no server runs now (the old one was stopped, the new one not started); `ddtune up` starts it"
-    if state.phase == "stale":
+    if state.phase == Phase.STALE:
         return f"the server it started (pid {state.pid}) is gone; `ddtune up` starts a new one"
-    if state.phase == "starting":
+    if state.phase == Phase.STARTING:
         why = (f"not followed: the `ddtune {command}` that launched it was interrupted; `ddtune up` "
                f"re-attaches and waits until it is ready, `ddtune down` stops it")
         record_reason(state, why)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from backends.core.phase import Phase
 from backends.core.errors import DdtuneError
 
 
@@ -103,7 +104,7 @@ def run_doctor(config_path: str | None) -> DoctorReport:
     if state is None:
         checks.append(Check(True, "server state", "no server recorded"))
     else:
-        checks.append(Check(state.phase != "stale" and state.phase != "failed" or None, "server state",
+        checks.append(Check(state.phase not in (Phase.STALE, Phase.FAILED) or None, "server state",
                             f"{state.phase}, " + (f"pid {state.pid}" if state.pid is not None
                                                   else f"attached to {state.url}")
                             + (f" ({state.reason.splitlines()[0]})" if state.reason else "")))

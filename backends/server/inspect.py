@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backends.core.errors import UsageError
+from backends.core.phase import Phase
 from backends.logs.alarms import AcceptanceWatch, Alarm
 from backends.logs.deprecations import deprecation
 from backends.logs.events import DecodeBatch
@@ -28,7 +29,7 @@ class LogReport:
     path: str
     summary: LogSummary
     phases: dict[str, float]
-    last_phase: str
+    last_phase: Phase
     last_detail: str
     deprecated: tuple[str, ...]
     alarm: Alarm | None

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from backends.core.phase import Phase
 from backends.knobs.spec import knob_text
 from backends.knobs.verify import KnobCheck
 from backends.logs.alarms import Alarm
@@ -51,7 +52,7 @@ class LaneStatus:
     pid: int | None
     port: int | None
     gpus: tuple[str, ...]
-    phase: str
+    phase: Phase
     sweep: str | None
 
     def to_json(self) -> dict[str, Any]:
@@ -73,8 +74,8 @@ class StatusReport:
     lanes: tuple[LaneStatus, ...]
 
     @property
-    def phase(self) -> str:
-        return self.state.phase if self.state is not None else "stopped"
+    def phase(self) -> Phase:
+        return self.state.phase if self.state is not None else Phase.STOPPED
 
     @property
     def checks(self) -> tuple[KnobCheck, ...]:
@@ -110,11 +111,11 @@ def server_status(config, note: Callable[[str], None] | None = None) -> StatusRe
     from backends.server.snapshot import current_server
 
     state = current_server(note)
-    lanes = tuple(LaneStatus(s.index, s.state.pid, s.state.port, tuple(s.gpus), s.state.phase if s.alive else "stale",
-                             s.sweep) for s in lane_servers(note))
+    lanes = tuple(LaneStatus(s.index, s.state.pid, s.state.port, tuple(s.gpus),
+                             s.state.phase if s.alive else Phase.STALE, s.sweep) for s in lane_servers(note))
     if state is None:
         return StatusReport(None, config.backend, config.base_url, config.port, dict(config.knobs), (), None, lanes)
-    ready = state.phase == "ready"
+    ready = state.phase == Phase.READY
     return StatusReport(state, state.backend, state.url, state.port, dict(state.knobs),
                         tuple(recent_alarms(state)) if ready else (), server_acceptance(state) if ready else None,
                         lanes)

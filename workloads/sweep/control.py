@@ -12,12 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from backends.core import Phase
 from backends.core import key_name
 from backends.knobs import baseline_config
 from backends.knobs import ServerConfig
 from backends.knobs import knob_text
 from backends.server import ServerSession
-from workloads.sweep.events import Applied
+from workloads.sweep.events import Applied, Progress
 from workloads.sweep.plan import SweepConfig
 
 class ManagedController:
@@ -47,7 +48,7 @@ class ManagedController:
 
         state = recorded_server()
         wanted = self.config_for(config)
-        return not (state is not None and state.phase == "ready" and state.config_hash == wanted.config_hash()
+        return not (state is not None and state.phase == Phase.READY and state.config_hash == wanted.config_hash()
                     and is_alive(state))
 
     def expected_restart_s(self) -> float | None:
@@ -56,7 +57,7 @@ class ManagedController:
         medians = StartupHistory.default().medians(self.base.startup_key())
         return sum(medians.values()) if medians else None
 
-    async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
+    async def apply(self, config: SweepConfig, progress: Progress) -> Applied:
         from backends.core import redact_argv
         from backends.server import NoteAdded, PhaseChanged
 
@@ -90,7 +91,7 @@ class ManagedController:
                 "mismatches": list(state.mismatches), "log_path": state.log_path,
                 "config_hash": state.config_hash, "backend": state.backend}
         restart_s = took if restart else None
-        if state.phase != "ready":
+        if state.phase != Phase.READY:
             return Applied(False, None, restart, state.reason or f"server {state.phase}", restart_s, phases, info)
         if state.mismatches:
             return Applied(False, None, restart, "knobs did not take effect: " + "; ".join(state.mismatches),
@@ -116,7 +117,7 @@ class ManagedController:
         from backends.server import is_alive, recorded_server
 
         state = recorded_server()
-        if state is None or state.phase != "ready" or state.backend != self.base.backend or not is_alive(state):
+        if state is None or state.phase != Phase.READY or state.backend != self.base.backend or not is_alive(state):
             return None
         return self.base.with_knobs(dict(state.knobs))
 
@@ -132,7 +133,7 @@ class ManagedController:
                 return "stopped the server (none was running before the sweep)"
             knobs = ", ".join(f"{k}={knob_text(v)}" for k, v in self.before.knobs.items())
             state = await session.apply(self.before)
-            if state.phase != "ready":
+            if state.phase != Phase.READY:
                 return f"could not return the server to {knobs}: {state.reason}"
             return f"returned the server to the config it ran before the sweep ({knobs})"
         finally:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from backends.server import Lane
+from backends.server import Lane, Phase
 from workloads.sweep.plan import Slot, SlotRecord, SweepConfig
+
+# how a controller tells the start of a slot's server: its phase and detail, or a note it said
+Progress = Callable[[Phase | Literal["note"], str], None]
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class Applied:
 
 
 class ServerController(Protocol):
-    async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied: ...
+    async def apply(self, config: SweepConfig, progress: Progress) -> Applied: ...
 
     async def shutdown(self) -> str | None: ...
 
@@ -54,8 +57,11 @@ class SlotStarted:
 
 @dataclass(frozen=True)
 class ServerPhaseChanged:
+    """The slot's server moved to ``phase`` (``detail``: its progress), or said something on the way
+    (``"note"``: a line ddtune said, e.g. waiting for another lane's server)."""
+
     slot: Slot
-    phase: str
+    phase: Phase | Literal["note"]
     detail: str
 
 

@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import replace
 
+from backends.core import Phase
 from backends.core import PortTaken, ServerError, UsageError
 from backends.knobs import ServerConfig
 from backends.server import (
@@ -41,7 +42,7 @@ from workloads.runs.attempts import begin_attempt
 from workloads.sweep.control import ManagedController
 from workloads.sweep.engine import SweepEngine, recording_outcome
 from workloads.sweep.events import (
-    Applied, LaneClosed, LaneEvent, LaneMoved, LanesStarted, SlotFinished, SweepEvent, SweepStarted,
+    Applied, LaneClosed, LaneEvent, LaneMoved, LanesStarted, Progress, SlotFinished, SweepEvent, SweepStarted,
 )
 from workloads.sweep.plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
 
@@ -57,7 +58,7 @@ class StartGate:
         self.locks = {gpu: asyncio.Lock() for gpu, count in users.items() if count > 1}
 
     @contextlib.asynccontextmanager
-    async def hold(self, gpus: Collection[str], progress: Callable[[str, str], None]) -> AsyncIterator[None]:
+    async def hold(self, gpus: Collection[str], progress: Progress) -> AsyncIterator[None]:
         mine = sorted(set(gpus) & self.locks.keys(), key=int)  # one order for every lane: no deadlock
         busy = [gpu for gpu in mine if self.locks[gpu].locked()]
         if busy:
@@ -91,13 +92,13 @@ class LaneController(ManagedController):
         self.gate = gate or StartGate([lane])
         self.remember_before(None)  # the sweep started this server: it stops it at the end
 
-    async def apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
+    async def apply(self, config: SweepConfig, progress: Progress) -> Applied:
         if self.lane.shares_with and self.restart_needed(config):
             async with self.gate.hold(self.lane.gpus, progress):
                 return await self._apply(config, progress)
         return await self._apply(config, progress)
 
-    async def _apply(self, config: SweepConfig, progress: Callable[[str, str], None]) -> Applied:
+    async def _apply(self, config: SweepConfig, progress: Progress) -> Applied:
         why: str | None
         try:
             applied = await super().apply(config, progress)
@@ -116,7 +117,7 @@ class LaneController(ManagedController):
         """The log line of a start that failed binding the lane's port, if that is how it failed."""
         session = self.session
         state = session.state if session is not None else None
-        if applied.ok or session is None or state is None or state.phase != "failed":
+        if applied.ok or session is None or state is None or state.phase != Phase.FAILED:
             return None
         return bind_clash(session.fatals_of(state), self.lane.port)
 
