@@ -45,6 +45,16 @@ def _hermetic_env(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.delenv("LINES", raising=False)
+    # - the process's umask as it found it: a test that runs tui.cli.main in-process makes it private
+    #   (077) for the rest of the worker, and whatever a later test builds for another uid to read
+    #   (the install layouts under /usr/local/src) would be unreadable to it.
+    from backends.core import paths
+
+    umask = os.umask(0o022)
+    os.umask(umask)
+    yield
+    os.umask(umask)
+    paths._USER_UMASK = None
 
 
 @pytest.fixture

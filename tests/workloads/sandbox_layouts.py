@@ -131,7 +131,16 @@ def _layouts(root: Path, build_s: float) -> Layouts:
 
 
 def build(root: Path) -> Layouts:
-    """Every layout under ``root``."""
+    """Every layout under ``root``, readable by anyone as a real install is (umask 022, whatever the
+    worker's: a grader's child runs as another uid and must be able to find what it may see)."""
+    umask = os.umask(0o022)
+    try:
+        return _build(root)
+    finally:
+        os.umask(umask)
+
+
+def _build(root: Path) -> Layouts:
     start = time.monotonic()
     clone = root / "ddtune"
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", *SHIPPED],
@@ -178,7 +187,11 @@ def shared(run_dir: Path) -> Iterator[Layouts]:
             if found is None or not Path(found["root"], "ready").exists():
                 _sweep()
                 root = SRC / f"{PREFIX}{uuid.uuid4().hex[:12]}"
-                (root / "users").mkdir(parents=True)
+                umask = os.umask(0o022)  # the root and its users/ too, readable by anyone
+                try:
+                    (root / "users").mkdir(parents=True)
+                finally:
+                    os.umask(umask)
                 (root / "users" / str(os.getpid())).touch()
                 try:
                     layouts = build(root)
