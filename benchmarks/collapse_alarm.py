@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 async def main(args: argparse.Namespace) -> None:
     from backends.knobs.config import ServerConfig
-    from backends.server import ServerSession
+    from backends.server import Phase, ServerSession
     from backends.server import AlarmCleared, AlarmRaised, DecodeStats
     from workloads.live.proc import LoadProcess
 
@@ -52,7 +52,7 @@ async def main(args: argparse.Namespace) -> None:
 
     session.subscribe(on_event)
     state = await session.up()
-    if state.phase != "ready":
+    if state.phase != Phase.READY:
         raise SystemExit(f"the simulator did not start: {state.reason}")
     load = LoadProcess()
     await load.start(state.url, None, args.streams, 256)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 async def main(args: argparse.Namespace) -> None:
     from backends.knobs.config import ServerConfig
-    from backends.server import ServerSession
+    from backends.server import Phase, ServerSession
     from backends.server import DecodeStats
     from workloads.client.stream import StreamingClient
     from workloads.live.windows import server_rate
@@ -54,7 +54,7 @@ async def main(args: argparse.Namespace) -> None:
     session.subscribe(on_event)
     try:
         state = await session.up()
-        if state.phase != "ready":
+        if state.phase != Phase.READY:
             raise SystemExit(f"the simulator did not start: {state.reason}")
         async with StreamingClient(state.url, concurrency=args.streams) as client:
             engine = LoadEngine.for_problems(client, load_problems(), concurrency=args.streams, max_tokens=1024,

@@ -50,6 +50,7 @@ async def first_generation(url: str, stop: asyncio.Event) -> float | None:
 
 async def one_run(load_seconds: float) -> tuple[float, float, float, int, float]:
     from backends.knobs.config import ServerConfig
+    from backends.server import Phase
     from backends.server import ServerSession
 
     port = free_port()
@@ -66,7 +67,7 @@ async def one_run(load_seconds: float) -> tuple[float, float, float, int, float]
         await session.stop()
     finally:
         await session.close()
-    if state.phase != "ready" or can_generate_at is None:
+    if state.phase != Phase.READY or can_generate_at is None:
         raise SystemExit(f"run failed: {state.reason}")
     detect = (session.probe_ok_at or ready_at) - can_generate_at
     bookkeeping = (session.settled_at or ready_at) - (session.probe_ok_at or ready_at)
