@@ -14,15 +14,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from backends.logs.events import (
-    AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DecodeBatch, DraftCudaGraphDisabled,
-    DraftRunner, DraftRunnerReady, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
-    GraphCaptureSizes, HttpRequest, KvCache, LlamaDraftAcceptance, LlamaDraftBlock, LlamaDraftClamp,
-    LlamaDraftParams, LlamaEvalTime, LlamaFitNotice, LlamaListening, LlamaModelLoaded, LlamaModelLoading, LlamaNotice,
-    LlamaSlots,
-    LlamaSpecImpl, LlamaThreads, LogEvent, MaxTotalTokens, MemoryPoolEnd, PrefillBatch, ServerArgs, ServerReady,
-    ServerStarted, ShardProgress, StartupTimings, UvicornRunning, WeightLoadBegin, WeightLoadEnd,
-)
+from backends.logs.events import (AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DecodeBatch,
+    DraftCudaGraphDisabled, DraftRunner, DraftRunnerReady, Fatal, GraphCaptureBegin, GraphCaptureEnd,
+    GraphCaptureProgress, GraphCaptureSizes, HttpRequest, KvCache, LogEvent, MaxTotalTokens, MemoryPoolEnd,
+    PrefillBatch, ServerArgs, ServerReady, ServerStarted, ShardProgress, StartupTimings, UvicornRunning,
+    WeightLoadBegin, WeightLoadEnd)
+from backends.logs.llama_events import (LlamaDraftAcceptance, LlamaDraftBlock, LlamaDraftClamp, LlamaDraftParams,
+    LlamaEvalTime, LlamaFitNotice, LlamaListening, LlamaModelLoaded, LlamaModelLoading, LlamaNotice, LlamaSlots,
+    LlamaSpecImpl, LlamaThreads)
 from backends.logs.parse import parse_line
 
 # fatal: logparse says this line ends the server (OOM, port in use, scheduler died, ...)

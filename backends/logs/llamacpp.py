@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 
 from backends.logs.batch import to_float, to_int
-from backends.logs.events import (
-    Fatal, LlamaDraftAcceptance, LlamaDraftBlock, LlamaDraftClamp, LlamaDraftParams, LlamaEvalTime, LlamaFitNotice,
-    LlamaListening, LlamaModelLoaded, LlamaModelLoading, LlamaNotice, LlamaSlots, LlamaSpecImpl, LlamaThreads, LogEvent,
-)
+from backends.logs.events import Fatal, LogEvent
+from backends.logs.llama_events import (LlamaDraftAcceptance, LlamaDraftBlock, LlamaDraftClamp, LlamaDraftParams,
+    LlamaEvalTime, LlamaFitNotice, LlamaListening, LlamaModelLoaded, LlamaModelLoading, LlamaNotice, LlamaSlots,
+    LlamaSpecImpl, LlamaThreads)
 
 PREFIX = re.compile(r"(?P<ts>\d+\.\d\d\.\d\d\d\.\d\d\d )?(?P<level>[IWEDC]) (?=\S)")
 # a bare message begins with one of these (a build that prints no level or time)

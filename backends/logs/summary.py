@@ -32,11 +32,10 @@ from pathlib import Path
 from backends.core.datafile import open_regular
 from backends.core.errors import ConfigError, DdtuneError
 from backends.logs.splitter import LineSplitter
-from backends.logs.events import (
-    DecodeBatch, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, KvCache, LlamaDraftAcceptance,
-    LlamaDraftBlock, LlamaDraftClamp, LlamaDraftParams, LlamaEvalTime, LlamaEvent, LlamaListening, LlamaModelLoading,
-    LlamaSpecImpl, LogEvent, Ranks, ServerReady, ServerStarted, ShardProgress, WeightLoadBegin, WeightLoadEnd,
-)
+from backends.logs.events import (DecodeBatch, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, KvCache,
+    LogEvent, Ranks, ServerReady, ServerStarted, ShardProgress, WeightLoadBegin, WeightLoadEnd)
+from backends.logs.llama_events import (LlamaDraftAcceptance, LlamaDraftBlock, LlamaDraftClamp, LlamaDraftParams,
+    LlamaEvalTime, LlamaEvent, LlamaListening, LlamaModelLoading, LlamaSpecImpl)
 from backends.logs.parse import parse_line
 
 _RANK = {"oom": 0, "port_in_use": 0, "init_failed": 1, "other": 1, "scheduler_died": 2}

@@ -22,7 +22,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from backends.drivers.base import Driver
-from backends.logs.events import DecodeBatch, Fatal, LlamaListening, ServerStarted
+from backends.logs.events import DecodeBatch, Fatal, ServerStarted
+from backends.logs.llama_events import LlamaListening
 from backends.logs.kind import LogLine, classify
 from backends.logs.parse import parse_line
 from backends.record.state import ServerState

@@ -24,12 +24,11 @@ from backends.core.datafile import Note, read_jsonl
 from backends.core.fields import shown
 from backends.core.phase import Phase
 from backends.core.statefs import StateWriteError, append_line, open_state_for_reading
-from backends.logs.events import (
-    AppStartupComplete, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd, GraphCaptureProgress,
-    GraphCaptureSizes, KvCache, LlamaDraftBlock, LlamaDraftClamp, LlamaDraftParams, LlamaListening, LlamaModelLoaded,
-    LlamaModelLoading, LlamaSlots, LlamaSpecImpl, LogEvent, MaxTotalTokens, MemoryPoolEnd, ServerArgs, ServerReady,
-    ServerStarted, ShardProgress, StartupTimings, UvicornRunning, WeightLoadBegin, WeightLoadEnd,
-)
+from backends.logs.events import (AppStartupComplete, DraftRunner, Fatal, GraphCaptureBegin, GraphCaptureEnd,
+    GraphCaptureProgress, GraphCaptureSizes, KvCache, LogEvent, MaxTotalTokens, MemoryPoolEnd, ServerArgs,
+    ServerReady, ServerStarted, ShardProgress, StartupTimings, UvicornRunning, WeightLoadBegin, WeightLoadEnd)
+from backends.logs.llama_events import (LlamaDraftBlock, LlamaDraftClamp, LlamaDraftParams, LlamaListening,
+    LlamaModelLoaded, LlamaModelLoading, LlamaSlots, LlamaSpecImpl)
 
 PHASES = (Phase.IDLE, Phase.STOPPING, Phase.WAITING, Phase.STARTING_PROCESS, Phase.LOADING, Phase.CAPTURING,
           Phase.WARMUP, Phase.READY, Phase.FAILED)  # a start's, in order

@@ -14,7 +14,8 @@ from backends.knobs.plan import plan_launch
 from backends.knobs.verify import verify
 from backends.launch.dialect import LLAMACPP, llamacpp_info
 from backends.logs.acceptance import counter_acceptance, draft_counters, parse_counters
-from backends.logs.events import Fatal, LlamaDraftClamp, LlamaFitNotice, LlamaListening
+from backends.logs.events import Fatal
+from backends.logs.llama_events import LlamaDraftClamp, LlamaFitNotice, LlamaListening
 from backends.logs.kind import classify, read_lines
 from backends.logs.parse import parse_line
 from backends.core.phase import Phase

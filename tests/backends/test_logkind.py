@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from backends.logs import events as logevents
+from backends.logs import llama_events
 from backends.logs.events import DecodeBatch, DraftRunner, Fatal, LogEvent, ServerArgs
 from backends.logs.kind import KINDS, LogLine, classify, note, read_lines
 from backends.logs.parse import parse_line
@@ -66,9 +67,9 @@ def test_the_oom_log_marks_the_ending_fatal_and_the_traceback_as_errors():
 
 
 def test_every_event_type_has_a_kind_of_its_own():
-    """A new event in logevents must be given a kind here, not fall through to the text fallback."""
-    events = [cls for _, cls in inspect.getmembers(logevents, inspect.isclass)
-              if issubclass(cls, LogEvent) and cls not in (LogEvent, logevents.LlamaEvent)]
+    """A new event (SGLang's or llama.cpp's) must be given a kind here, not fall through to the text fallback."""
+    events = [cls for module in (logevents, llama_events) for _, cls in inspect.getmembers(module, inspect.isclass)
+              if issubclass(cls, LogEvent) and cls not in (LogEvent, llama_events.LlamaEvent)]
     assert len(events) >= 25
     for cls in events:
         fields = {f.name: _dummy(f.type) for f in dataclasses.fields(cls) if f.init and f.name not in ("ts", "ranks")
@@ -77,7 +78,7 @@ def test_every_event_type_has_a_kind_of_its_own():
         kind = classify("no level words here", event)
         assert kind in KINDS
         # the llama.cpp memory-fitting E line is info by design: "this warning is normal"
-        assert kind != "info" or cls in (ServerArgs, logevents.LlamaFitNotice), f"{cls.__name__} falls back to 'info'"
+        assert kind != "info" or cls in (ServerArgs, llama_events.LlamaFitNotice), f"{cls.__name__}: 'info' fallback"
 
 
 def _dummy(annotation: str):
