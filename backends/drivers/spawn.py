@@ -155,7 +155,7 @@ class SimDriver(ProcessDriver):
     def learn_help(self) -> ServerHelp:
         # the simulator imitates the release named by --sim-version: ask that one for its flags,
         # and say which release it is (a knob's since/until is checked against it)
-        from backends.sim.args import imitated_version
+        from backends.sim.flags import imitated_version
 
         args = self.config.extra_args
         pick = tuple(a for i, a in enumerate(args) if a.startswith("--sim-version")

@@ -132,7 +132,7 @@ def sglang_version(config, backend, state=None) -> SGLangVersion:
         if info and info.get("version"):
             return SGLangVersion(str(info["version"]), f"/server_info of the running server at {url}")
     if backend.SIMULATED:
-        from backends.sim.args import imitated_version
+        from backends.sim.flags import imitated_version
 
         return SGLangVersion(imitated_version(config.extra_args),
                              "imitated by the simulator, --sim-version; none runs now")

@@ -8,7 +8,7 @@ import zlib
 from collections import Counter
 
 from backends.sim import answers
-from backends.sim.args import release
+from backends.sim.flags import release
 from backends.sim.engine import Engine, SimRequest
 from backends.sim.http import Request, Response
 

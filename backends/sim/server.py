@@ -9,7 +9,7 @@ import sys
 import time
 
 from backends.sim.answers import count_prompt_tokens
-from backends.sim.args import release
+from backends.sim.flags import release
 from backends.sim.completions import BadRequest, Completions, GenerateError, ValidationError, validation_message
 from backends.sim.engine import KV_TOKENS, Engine
 from backends.sim.http import Request, Response

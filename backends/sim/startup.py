@@ -14,7 +14,8 @@ import os
 import sys
 import time
 
-from backends.sim.args import SimArgs, release
+from backends.sim.args import SimArgs
+from backends.sim.flags import release
 from backends.sim.engine import KV_TOKENS
 from backends.sim.logwriter import LogWriter, stamp
 

@@ -194,7 +194,8 @@ def test_a_log_field_and_the_server_args_dump_are_read():
 
 
 def test_the_simulator_takes_and_reports_the_new_knobs():
-    from backends.sim.args import SGLangValueError, build_parser, parse
+    from backends.sim.args import SGLangValueError, parse
+    from backends.sim.flags import build_parser
 
     base = ["--model-path", "m", "--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "d"]
     assert parse(base, environ={}).server_args["disable_overlap_schedule"] is False  # spec v2 on by default

@@ -273,7 +273,7 @@ def flags(text: str) -> set[str]:
 
 @pytest.mark.parametrize("version", RELEASES)
 def test_help_flags_are_the_recorded_ones(version):
-    from backends.sim.args import OPEN_PR_FLAGS
+    from backends.sim.flags import OPEN_PR_FLAGS
 
     real = flags((DATA / version / "launch_server_help.txt").read_text())
     mine = flags(sim_help(version))

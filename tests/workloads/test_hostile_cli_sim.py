@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from backends.sim.args import HOSTILE
+from backends.sim.flags import HOSTILE
 from tests.helpers import free_port, run_ddtune
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # every C0 but \t and \n, DEL, C1
