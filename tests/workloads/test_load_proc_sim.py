@@ -19,8 +19,7 @@ from tests.workloads.sim_args import SEPARATED, SPEC
 from workloads.live.events import (DecodeRead, LoadPaused, LoadResumed, LoadStarted, LoadStats, LoadStopped,
                                    PauseLoad, RequestDone, ResumeLoad, Settings, StatsUpdated, StopLoad)
 from workloads.live.proc import LoadProcess
-from workloads.live.wire import decode_command, decode_event, encode
-from workloads.live.worker import parse_settings
+from workloads.live.wire import decode_command, decode_event, decode_settings, encode
 from workloads.live.windows import Window, WindowStats
 
 FIVE = ["is_palindrome", "fib", "merge_sorted", "word_count", "gcd"]
@@ -79,7 +78,7 @@ def test_stats_and_requests_cross_the_pipe_unchanged():
     for command in (PauseLoad("sweep"), ResumeLoad(), StopLoad("stopped"), DecodeRead(12.5, 3.25, 7)):
         assert decode_command(encode(command)) == command
     settings = Settings("http://127.0.0.1:1", "sk-x", 4, 64, ("fib",), 0.5, True, 2.5, "story")
-    assert parse_settings(encode(settings).encode()) == settings
+    assert decode_settings(encode(settings).encode()) == settings
 
 
 @pytest.mark.parametrize("line, why", [
@@ -110,11 +109,11 @@ def test_a_wrong_command_is_refused_by_name():
 
 def test_the_rolling_window_setting_is_checked():
     base = {"url": "http://127.0.0.1:1", "concurrency": 1, "max_tokens": 8}
-    assert parse_settings(json.dumps(base).encode()).window_s == 5.0
-    assert parse_settings(json.dumps({**base, "window_s": 2.5}).encode()).window_s == 2.5
+    assert decode_settings(json.dumps(base).encode()).window_s == 5.0
+    assert decode_settings(json.dumps({**base, "window_s": 2.5}).encode()).window_s == 2.5
     for bad in (0, -1, "5", True, 1e9):
         with pytest.raises(ValueError, match="'window_s' must be a number"):
-            parse_settings(json.dumps({**base, "window_s": bad}).encode())
+            decode_settings(json.dumps({**base, "window_s": bad}).encode())
 
 
 def test_events_flow_and_agree_with_the_server(start_sim, workers):

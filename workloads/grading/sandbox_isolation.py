@@ -214,8 +214,8 @@ def probe() -> str | None:
     return found if isinstance(found, str) else None
 
 
-def protections(kind: str = KIND) -> list[Protection]:
-    """Each protection of the sandbox as the probe saw it from inside (``kind``: ``isolation().kind``)."""
+def protections() -> list[Protection]:
+    """Each protection of the sandbox as the probe saw it from inside."""
     from workloads.grading import sandbox_cgroup
 
     seen = facts()

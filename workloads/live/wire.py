@@ -8,6 +8,7 @@ or an unknown tag, is a ValueError naming it, never a half-built record.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import types
 import typing
@@ -27,8 +28,16 @@ T = TypeVar("T")
 def encode(record: LoadProcEvent | LoadCommand | Settings) -> str:
     """One line (with its newline) for a record; tuples go as lists, floats exactly."""
     key, tag = _TAG.get(type(record), (None, None))
-    body = dataclasses.asdict(record)
-    return json.dumps({key: tag, **body} if key else body, separators=(",", ":")) + "\n"
+    body = _fields_of(record)
+    return json.dumps({key: tag, **body} if key else body, separators=(",", ":"), default=_fields_of) + "\n"
+
+
+def _fields_of(record: object) -> dict[str, Any]:
+    """A dataclass's fields by name, shallow: json writes what they hold (a nested record through this
+    again, as ``default``). Not ``dataclasses.asdict``, which deep-copies every value of every message."""
+    if not dataclasses.is_dataclass(record) or isinstance(record, type):
+        raise TypeError(f"{type(record).__name__} is not a record the pipe carries")
+    return {name: getattr(record, name) for name, *_ in _fields(type(record))}
 
 
 def _object(line: bytes | str, what: str) -> dict:
@@ -63,23 +72,33 @@ def decode_settings(line: bytes | str) -> Settings:
     return build(Settings, _object(line, "the settings line"), "settings")
 
 
+@functools.cache
+def _fields(cls: type) -> tuple[tuple[str, Any, bool, bool], ...]:
+    """Per field of ``cls``, once per class (the pipe carries a message per request, and
+    ``get_type_hints`` re-evaluates every annotation): its name, its type, whether it may be None
+    (so left out), whether it is required."""
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, hints[f.name], type(None) in typing.get_args(hints[f.name]),
+                  f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+                 for f in dataclasses.fields(cls))
+
+
 def build(cls: type[T], raw: Any, where: str) -> T:
     """``cls`` from a JSON object, each field checked against its type (one that may be None may be
     left out)."""
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: expected an object")
-    hints = typing.get_type_hints(cls)
-    names = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = set(raw) - set(names)
+    fields = _fields(typing.cast(type, cls))
+    unknown = set(raw).difference(name for name, *_ in fields)
     if unknown:
         raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     values = {}
-    for name, f in names.items():
+    for name, tp, optional, required in fields:
         if name in raw:
-            values[name] = _value(hints[name], raw[name], f"{where}: '{name}'")
-        elif type(None) in typing.get_args(hints[name]):
+            values[name] = _value(tp, raw[name], f"{where}: '{name}'")
+        elif optional:
             values[name] = None  # an optional field may be left out
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+        elif required:
             raise ValueError(f"{where}: '{name}' is missing")
     return cls(**values)
 

@@ -29,16 +29,11 @@ from typing import assert_never
 from collections.abc import Callable
 
 from workloads.live.events import (DecodeRead, LoadProcEvent, LoadStarted, LoadStopped, PauseLoad, ResumeLoad,
-                                   Settings, StopLoad, empty_stats)
+                                   StopLoad, empty_stats)
 from workloads.live.load import LoadEngine
 from workloads.live.wire import decode_command, decode_settings, encode
 
 Emit = Callable[[LoadProcEvent], None]
-
-
-def parse_settings(line: bytes) -> Settings:
-    """The first stdin line; ValueError naming the bad field."""
-    return decode_settings(line)
 
 
 async def _stdin_reader() -> asyncio.StreamReader:
@@ -107,7 +102,7 @@ async def serve(emit: Emit) -> int:
 
     reader = await _stdin_reader()
     try:
-        settings = parse_settings(await reader.readline())
+        settings = decode_settings(await reader.readline())  # ValueError naming the bad field
         work = load_work(settings.prompts, settings.problems)
     except Exception as exc:  # noqa: BLE001 - any bad setting ends the worker with a message, never a traceback
         emit(LoadStopped("bad-settings", getattr(exc, "message", None) or str(exc), empty_stats(0)))
