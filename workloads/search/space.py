@@ -45,6 +45,16 @@ class SearchSpace:
     def size(self) -> int:
         return math.prod(len(values) for _, values in self.axes)
 
+    @property
+    def shape(self) -> str:
+        """``budget 3 x topk 3``: each knob and how many values it takes."""
+        return " x ".join(f"{name} {len(values)}" for name, values in self.axes)
+
+    @property
+    def one_pass(self) -> int:
+        """About how many configurations one pass starts: the start, and each other value of each knob."""
+        return 1 + sum(len(values) - 1 for _, values in self.axes)
+
     def grid(self) -> list[Point]:
         return [tuple(p) for p in product(*(values for _, values in self.axes))]
 
