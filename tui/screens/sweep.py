@@ -168,22 +168,16 @@ class SweepScreen(Screen):
         for index, cells in change.lane_rows:
             self.lane_rows[index] = lanes.add_row(*map(cell, cells))
         for index, column, mark in change.slot_cells:
-            self._cell(index, column, marked([mark]) if mark.tone else mark.text)
+            _update(slots, self.rows.get(index), column, marked([mark]) if mark.tone else mark.text)
         for index, column, text in change.lane_cells:
-            self._lane_cell(index, column, text)
+            _update(lanes, self.lane_rows.get(index), column, text)
         if change.status is not None:
             self.query_one("#status", Static).update(literal(change.status))
         for text, error in change.notices:
             self.notify(text, severity="error", timeout=10) if error else self.notify(text, timeout=8)
 
-    def _lane_cell(self, lane: int, column: int, value: str) -> None:
-        table = self.query_one("#lanes", DataTable)
-        if lane in self.lane_rows:
-            table.update_cell(self.lane_rows[lane], table.ordered_columns[column].key, cell(value),
-                              update_width=True)
 
-    def _cell(self, index: int, column: int, value: str | Text) -> None:
-        table = self.query_one("#slots", DataTable)
-        if index in self.rows:
-            table.update_cell(self.rows[index], table.ordered_columns[column].key, cell(value), update_width=True)
-
+def _update(table: DataTable, row: RowKey | None, column: int, value: str | Text) -> None:
+    """One cell of a row the table holds (None: a row it does not, as after a second sweep cleared it)."""
+    if row is not None:
+        table.update_cell(row, table.ordered_columns[column].key, cell(value), update_width=True)

@@ -14,7 +14,7 @@ from backends.core import escaped
 from workloads.runs.cellkey import CellKey
 from workloads.report.inputs import read_cells, read_run_file
 from workloads.report.load_runs import LoadRun, compare_loads, read_load_run
-from workloads.report.search_summary import summary_lines
+from workloads.report.search_summary import search_rounds, summary_lines
 from workloads.report.text import report_text
 from workloads.runs.attempts import status_of
 from workloads.stats.metrics import cell_acceptance
@@ -190,7 +190,7 @@ def run_text(row: RunRow) -> str:
     """RunRow.text: a search's summary and its rounds, else ``ddtune report``'s markdown of the run."""
     path = row.path
     if row.kind == "search":
-        rounds = sorted(p.name for p in path.glob("round-*") if (p / "sweep.json").is_file())
+        rounds = [p.name for p in search_rounds(path)]
         lines = [f"# knob search {row.id}: {row.status}", "", f"folder: {path}", ""]
         try:
             lines += summary_lines(read_run_file(path / "summary.json"))

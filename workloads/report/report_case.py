@@ -16,7 +16,7 @@ from backends.core import DdtuneError, UsageError
 from backends.core import runs_dir
 from backends.core import check_output, write_atomic
 from workloads.report.inputs import read_run_file
-from workloads.report.search_summary import summary_lines
+from workloads.report.search_summary import search_rounds, summary_lines
 from workloads.report.text import report_text
 from workloads.runs.attempts import status_of
 from workloads.runs.store import home_short
@@ -45,7 +45,7 @@ def expand_searches(runs: list[str]) -> tuple[list[str], list[SearchFound]]:
         if not (path / "search.json").is_file():
             out.append(run)
             continue
-        rounds = sorted(str(p) for p in path.glob("round-*") if (p / "sweep.json").is_file())
+        rounds = [str(p) for p in search_rounds(path)]
         resume = f"ddtune search --resume --out {run}"
         if not rounds:
             raise UsageError(f"{run}: a knob search with no round measured yet", hint=f"continue it: {resume}")

@@ -4,8 +4,15 @@ read back without the search family (which sits above this one and prints the sa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from workloads.runs.store import home_short
 from workloads.stats.estimate import Estimate, Ratio
+
+
+def search_rounds(path: Path) -> list[Path]:
+    """A knob search folder's rounds, in order: each a sweep folder ``ddtune report`` reads."""
+    return sorted(p for p in path.glob("round-*") if (p / "sweep.json").is_file())
 
 
 def tok_text(est: Estimate | dict | None) -> str:

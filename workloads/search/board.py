@@ -95,7 +95,6 @@ class SearchBoard:
     def __init__(self) -> None:
         self.space: SearchSpace | None = None  # once the search started
         self.path: str | None = None           # the search's folder, once created
-        self.grid = 0
         self.restarts = 0
         self.labels: set[str] = set()         # the configurations with a row
         self.starts: dict[str, int] = {}
@@ -122,7 +121,7 @@ class SearchBoard:
                 assert_never(event)
 
     def _restarts(self, extra: str = "") -> str:
-        return f"restarts: {self.restarts} of a full grid's {self.grid}{extra}"
+        return f"restarts: {self.restarts} of a full grid's {self.space.size if self.space else 0}{extra}"
 
     def __call__(self, event: SearchEvent) -> Change:
         change = Change()
@@ -130,11 +129,10 @@ class SearchBoard:
             case RoundProgress():
                 self._progress(event.event, "", change)
             case SearchStarted():
-                self.space, self.grid, self.path = event.space, event.space.size, event.path
-                shape = " x ".join(f"{name} {len(values)}" for name, values in event.space.axes)
-                one_pass = 1 + sum(len(values) - 1 for _, values in event.space.axes)
-                change.round = [Mark(f"search of {event.space.size} configurations ({shape}): one pass starts about "
-                                     f"{one_pass}; from {event.space.label(event.start)}\n"
+                space = self.space = event.space
+                self.path = event.path
+                change.round = [Mark(f"search of {space.size} configurations ({space.shape}): one pass starts about "
+                                     f"{space.one_pass}; from {space.label(event.start)}\n"
                                      f"folder {home_short(event.path)}")]
                 change.restarts = self._restarts()
             case RoundStarted():

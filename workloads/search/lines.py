@@ -21,7 +21,7 @@ from workloads.sweep.events import (
     CellFinished, EvalFinished, LaneClosed, LaneEvent, LaneMoved, LanesStarted, LosslessChecked, ServerApplied,
     ServerPhaseChanged, SlotFinished, SlotStarted, SweepEvent, SweepFinished, SweepStarted,
 )
-from workloads.sweep.lines import first_line, moved_line
+from workloads.sweep.lines import first_line, lanes_lines, moved_line
 
 
 class SearchLines:
@@ -61,9 +61,7 @@ class SearchLines:
                 return [f"search {event.status}: {used} restart(s); folder {event.path}"]
             case LanesStarted():
                 self.gpus = {lane.index: lane.visible_devices for lane in event.lanes}
-                return [f"search: lane {lane.index}: "
-                        f"{', '.join(d.describe() for d in lane.devices) or 'GPU ' + lane.visible_devices}, "
-                        f"port {lane.port}" for lane in event.lanes] + [f"search: note: {n}" for n in event.notes]
+                return lanes_lines(event, "search")
             case LaneClosed():  # a lane's server at the end: stopped, or kept (--keep-server)
                 return [f"search: lane {event.lane}: {event.what}"]
             case _:
@@ -72,9 +70,7 @@ class SearchLines:
     def _started(self, event: SearchStarted) -> list[str]:
         self.space, self.expected_restart_s, self.path = event.space, event.expected_restart_s, event.path
         space = event.space
-        shape = " x ".join(f"{name} {len(values)}" for name, values in space.axes)
-        one_pass = 1 + sum(len(values) - 1 for _, values in space.axes)
-        lines = [f"search: {space.size} configurations ({shape}); one pass starts about {one_pass}, "
+        lines = [f"search: {space.size} configurations ({space.shape}); one pass starts about {space.one_pass}, "
                  f"a full grid {space.size}; start {space.label(event.start)}"]
         if event.replayed:
             lines.append(f"resuming: {event.replayed} round(s) recorded, {event.restarts} restart(s) used")

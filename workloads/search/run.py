@@ -112,10 +112,8 @@ async def _run(spec: SearchSpec, controller: ManagedController, resumed: SearchS
     finally:
         if pool is not None:
             await pool.close(on_event)
-        elif not spec.keep_server and (finished or spec.restore_on_cancel()):
-            done = await asyncio.shield(controller.shutdown())  # back to the config it ran before
-            if done:
-                spec.say(done)
+        elif done := await spec.restore(controller, finished):
+            spec.say(done)
     return SearchOutcome(store.path, summary)
 
 

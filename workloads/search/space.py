@@ -45,6 +45,16 @@ class SearchSpace:
     def size(self) -> int:
         return math.prod(len(values) for _, values in self.axes)
 
+    @property
+    def shape(self) -> str:
+        """``budget 3 x topk 3``: each knob and how many values it takes."""
+        return " x ".join(f"{name} {len(values)}" for name, values in self.axes)
+
+    @property
+    def one_pass(self) -> int:
+        """About how many configurations one pass starts: the start, and each other value of each knob."""
+        return 1 + sum(len(values) - 1 for _, values in self.axes)
+
     def grid(self) -> list[Point]:
         return [tuple(p) for p in product(*(values for _, values in self.axes))]
 
@@ -63,15 +73,21 @@ class SearchSpace:
     def label(self, point: Point) -> str:
         return " ".join(f"{name}={knob_text(v)}" for name, v in zip(self.knobs, point, strict=True))
 
+    def holds(self, point: Point) -> bool:
+        """Whether ``point`` is one of the grid's: each value one of its knob's (the grid is not built:
+        a search reads every observation's point back through this)."""
+        return len(point) == len(self.axes) and all(
+            v in values for v, (_, values) in zip(point, self.axes, strict=True))
+
     def find(self, knobs: Mapping[str, Any]) -> Point | None:
         """The point whose knobs ``knobs`` holds (other knobs ignored), or None when it is not in the space."""
         point = tuple(knobs.get(name) for name in self.knobs)
-        return point if point in set(self.grid()) else None
+        return point if self.holds(point) else None
 
     def point(self, values: Iterable[Any]) -> Point:
         """A point read back from JSON: checked to be one of the space's."""
         point = tuple(values)
-        if point not in set(self.grid()):
+        if not self.holds(point):
             raise ValueError(f"{point!r} is not a point of the space")
         return point
 
@@ -81,7 +97,7 @@ class SearchSpace:
     @classmethod
     def from_json(cls, data: list) -> SearchSpace:
         """The space a search.json holds; one of more than PLAUSIBLE["points"] points is a ValueError
-        (its grid is built whole to check each point read back)."""
+        (no search of a plausible size needs more)."""
         space = cls(tuple((str(name), tuple(values)) for name, values in data))
         if math.prod(len(values) for _, values in space.axes) > PLAUSIBLE["points"]:
             raise ValueError(f"a space of more than {PLAUSIBLE['points']:,} points")

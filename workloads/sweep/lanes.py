@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import replace
 
@@ -47,6 +46,15 @@ from workloads.sweep.events import (
 from workloads.sweep.plan import Slot, SlotRecord, SweepConfig, SweepPlan, SweepStore
 
 
+def gpu_users(lanes: Collection[Lane]) -> dict[str, list[int]]:
+    """Each GPU the lanes run on and the lanes (their indexes, in order) that run on it."""
+    users: dict[str, list[int]] = {}
+    for lane in lanes:
+        for gpu in dict.fromkeys(lane.gpus):
+            users.setdefault(gpu, []).append(lane.index)
+    return users
+
+
 class StartGate:
     """One lock per GPU that several lanes share (``--share-gpu``): a lane that (re)starts its server
     holds the locks of its GPUs until that start is over, so the servers of one GPU start one after
@@ -54,8 +62,7 @@ class StartGate:
     two starting at once on one GPU can each count the other's memory as free."""
 
     def __init__(self, lanes: Collection[Lane]) -> None:
-        users = Counter(gpu for lane in lanes for gpu in set(lane.gpus))
-        self.locks = {gpu: asyncio.Lock() for gpu, count in users.items() if count > 1}
+        self.locks = {gpu: asyncio.Lock() for gpu, users in gpu_users(lanes).items() if len(users) > 1}
 
     @contextlib.asynccontextmanager
     async def hold(self, gpus: Collection[str], progress: Progress) -> AsyncIterator[None]:
@@ -179,13 +186,9 @@ def _tp_size(args: tuple[str, ...]) -> int | None:
 
 def shared_notes(lanes: list[Lane], base: ServerConfig) -> list[str]:
     """What the user must know of lanes that share GPUs (``--share-gpu``): none when no GPU is shared."""
-    users: dict[str, list[int]] = {}
-    for lane in lanes:
-        for gpu in dict.fromkeys(lane.gpus):
-            users.setdefault(gpu, []).append(lane.index)
     notes = [f"GPU {gpu} is shared by lanes {', '.join(map(str, idx))} (--share-gpu): their throughput interferes "
              "(one GPU, time-sliced), so their runs are labelled shared-GPU and compare lane management, not speed; "
-             "their servers start one at a time" for gpu, idx in users.items() if len(idx) > 1]
+             "their servers start one at a time" for gpu, idx in gpu_users(lanes).items() if len(idx) > 1]
     if notes and _flag_value(base.extra_args, "--mem-fraction-static") is None:
         notes.append("each SGLang server takes --mem-fraction-static of the GPU memory free when it starts (by "
                      "default most of it): set it in [server] extra_args so every server of a shared GPU fits, "

@@ -28,6 +28,14 @@ def moved_line(event: LaneMoved) -> str:
             f"the lane moved to port {event.new_port} and starts again there")
 
 
+def lanes_lines(event: LanesStarted, who: str) -> list[str]:
+    """A LanesStarted event, for the user (``who``: "sweep" or "search"): each lane's GPUs and port, then
+    what planning the lanes found worth saying."""
+    return [f"{who}: lane {lane.index}: "
+            f"{', '.join(d.describe() for d in lane.devices) or 'GPU ' + lane.visible_devices}, port {lane.port}"
+            for lane in event.lanes] + [f"{who}: note: {note}" for note in event.notes]
+
+
 def first_line(text: str | None) -> str:
     return text.splitlines()[0] if text else ""
 
@@ -58,10 +66,7 @@ class SweepLines:
         match event:
             case LanesStarted():
                 self.gpus = {lane.index: lane.visible_devices for lane in event.lanes}
-                lanes = [f"sweep: lane {lane.index}: "
-                         f"{', '.join(d.describe() for d in lane.devices) or 'GPU ' + lane.visible_devices}, "
-                         f"port {lane.port}" for lane in event.lanes]
-                return lanes + [f"sweep: note: {note}" for note in event.notes]
+                return lanes_lines(event, "sweep")
             case LaneEvent():
                 tag = f"[lane {event.lane} GPU {self.gpus.get(event.lane, '?')}] "
                 return [tag + line for line in self(event.event)]

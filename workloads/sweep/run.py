@@ -85,6 +85,13 @@ class RunSpec:
         return LaneSettings.resolve(self.parallel, self.gpus, self.gpus_per_server, manifest,
                                     share_gpu=self.share_gpu)
 
+    async def restore(self, controller: ManagedController, finished: bool) -> str | None:
+        """At a run's end on the managed server: return it to the config it ran before, unless
+        ``keep_server`` or a cancel while ``restore_on_cancel()`` says no; what was done (None: nothing)."""
+        if self.keep_server or not (finished or self.restore_on_cancel()):
+            return None
+        return await asyncio.shield(controller.shutdown())
+
 
 @dataclass(frozen=True)
 class SweepSpec(RunSpec):
@@ -203,16 +210,13 @@ async def _serial_held(spec: SweepSpec, on_event: Callable[[SweepEvent], None]) 
         store = await asyncio.to_thread(lambda: begin_serial(plan, controller, out=spec.out, kind=spec.kind))
     engine = SweepEngine(plan, store, controller, api_key=spec.api_key, on_event=on_event,
                          expected_restart_s=controller.expected_restart_s())
-    finished = False
-    done: str | None = None
+    finished, done = False, None
     try:
         await engine.run()
         finished = True
     finally:
-        if not spec.keep_server and (finished or spec.restore_on_cancel()):
-            done = await asyncio.shield(controller.shutdown())  # back to the config it ran before
-            if done:
-                spec.say(f"sweep: {done}")
+        if done := await spec.restore(controller, finished):
+            spec.say(f"sweep: {done}")
     return store.path, done
 
 
