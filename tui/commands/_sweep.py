@@ -41,7 +41,6 @@ def run_sweep(args, presets: list[str], plan, kind: str) -> int:
     (workloads.sweep.run_sweep), run it, print the report: 130 on Ctrl-C or SIGTERM (with the resume
     command), 1 when a configuration failed, else 0."""
     import json
-    import os
 
     from tui.commands._lanes import lane_options
     from tui.commands._server import err, load_config, note
@@ -50,7 +49,7 @@ def run_sweep(args, presets: list[str], plan, kind: str) -> int:
 
     spec = SweepSpec(load_config(args), None, kind, args.out, args.resume, **lane_options(args),
                      presets=None if plan is None else presets, plan_options=plan,
-                     keep_server=args.keep_server, api_key=args.api_key or os.environ.get("DDTUNE_API_KEY") or None,
+                     keep_server=args.keep_server, api_key=args.api_key,
                      say=err, note=note)
     printer = LinePrinter(SweepView())
     outcome = until_done(lambda: run(spec, printer), printer, "sweep", f"ddtune {kind}", args.out)

@@ -87,7 +87,6 @@ def request(args):
 
 def run(args) -> int:
     import json
-    import os
 
     from backends.core import UsageError
     from tui.commands._lanes import lane_options
@@ -101,7 +100,7 @@ def run(args) -> int:
                          hint="ddtune search --resume --out DIR")
     spec = SearchSpec(load_config(args), None if args.resume else request(args), args.resume, args.out,
                       **lane_options(args), keep_server=args.keep_server,
-                      api_key=args.api_key or os.environ.get("DDTUNE_API_KEY") or None,
+                      api_key=args.api_key,
                       say=lambda done: err(f"search: {done}"), note=note)
     printer = LinePrinter(SearchView())
     outcome = until_done(lambda: run_search(spec, printer), printer, "search", "ddtune search", args.out)

@@ -103,9 +103,9 @@ async def _run(spec: SearchSpec, controller: ManagedController, resumed: SearchS
         def progress(plan: RoundPlan, event: SweepEvent) -> None:
             on_event(RoundProgress(plan, event))
 
-        runner = (SweepRoundRunner(controller, target, api_key=spec.api_key, on_event=progress,
+        runner = (SweepRoundRunner(controller, target, api_key=spec.key(), on_event=progress,
                                    expected_restart_s=expected) if pool is None
-                  else LaneRoundRunner(pool, spec.config, target, store, api_key=spec.api_key, on_event=progress))
+                  else LaneRoundRunner(pool, spec.config, target, store, api_key=spec.key(), on_event=progress))
         engine = SearchEngine(store, runner, on_event=on_event, expected_restart_s=expected)
         summary = await engine.run()
         finished = True

@@ -17,12 +17,13 @@ server is stopped (unless ``keep_server``).
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from backends.core import UsageError
+from backends.core import ENV_KEY, UsageError
 from backends.knobs import ServerConfig
 from backends.machine import parse_gpus
 from backends.server import ServerSession
@@ -77,6 +78,10 @@ class RunSpec:
     def __post_init__(self) -> None:
         if self.gpus is not None:
             parse_gpus(self.gpus, self.share_gpu)  # a bad list is refused (UsageError) before anything starts
+
+    def key(self) -> str | None:
+        """The API key the run's requests carry: the one given, else $DDTUNE_API_KEY (as every command)."""
+        return self.api_key or os.environ.get(ENV_KEY) or None
 
     def asks_lanes(self) -> bool:
         return self.share_gpu or any(v is not None for v in (self.parallel, self.gpus, self.gpus_per_server))
@@ -208,7 +213,7 @@ async def _serial_held(spec: SweepSpec, on_event: Callable[[SweepEvent], None]) 
         assert spec.plan is not None, "a new sweep needs a plan"
         plan = spec.plan  # begin_serial records what the server ran before (reads server.json)
         store = await asyncio.to_thread(lambda: begin_serial(plan, controller, out=spec.out, kind=spec.kind))
-    engine = SweepEngine(plan, store, controller, api_key=spec.api_key, on_event=on_event,
+    engine = SweepEngine(plan, store, controller, api_key=spec.key(), on_event=on_event,
                          expected_restart_s=controller.expected_restart_s())
     finished, done = False, None
     try:
@@ -233,6 +238,6 @@ async def _in_lanes(spec: SweepSpec, resumed: SweepStore | None, manifest: dict 
     lanes, notes = await settings.plan(spec.config, note=spec.note)
     store = resumed if resumed is not None else start_sweep(plan, spec.config, None, lanes=settings, out=spec.out,
                                                            kind=spec.kind)
-    await LaneSweep(plan, store, lanes, spec.config, api_key=spec.api_key, on_event=on_event,
+    await LaneSweep(plan, store, lanes, spec.config, api_key=spec.key(), on_event=on_event,
                     keep_server=spec.keep_server, notes=tuple(notes)).run()
     return store.path, None if spec.keep_server else f"stopped the {len(lanes)} lane server(s)"
