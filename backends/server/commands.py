@@ -43,13 +43,13 @@ def requested_config(config_path: str | None, preset: str | None = None, sets: S
     k=v`` changes one knob of the server that runs now and keeps the others. ``no_speculation``: the
     same server without speculative decoding (``up --no-speculation``, the lossless baseline)."""
     from backends.knobs.config import load_config, load_preset, parse_set
+    from backends.server.lifecycle import started_from
     from backends.server.snapshot import is_alive, recorded_server
 
     config = load_config(config_path)
     updates: dict[str, Any] = {}
     state = recorded_server(note) if keep_running_knobs else None
-    if (state and state.backend == config.backend and state.config_source in (config.origin, config.source)
-            and is_alive(state)):
+    if state and state.backend == config.backend and started_from(state, config) and is_alive(state):
         updates.update(state.knobs)
     if preset:
         updates.update(load_preset(preset, config.knob_table))
