@@ -17,21 +17,11 @@ from backends.core.phase import Phase
 from backends.core.errors import UsageError
 from backends.knobs.config import ServerConfig
 from backends.record.state import ServerState
-from backends.server.events import NoteAdded, PhaseChanged
+from backends.server.events import narrated
 from backends.server.startup import Progress
 
 OnProgress = Callable[[Progress], None]
 OnNote = Callable[[str], None]
-
-
-def narrated(on_progress: OnProgress | None, on_note: OnNote | None) -> Callable[[object], None]:
-    """A session subscriber that tells a headless reader the start's progress and the notes."""
-    def listen(event: object) -> None:
-        if isinstance(event, PhaseChanged) and on_progress is not None:
-            on_progress(event.progress)
-        elif isinstance(event, NoteAdded) and on_note is not None:
-            on_note(event.text)
-    return listen
 
 
 def requested_config(config_path: str | None, preset: str | None = None, sets: Sequence[str] = (),
