@@ -117,7 +117,9 @@ def server_status(config, note: Callable[[str], None] | None = None) -> StatusRe
         return StatusReport(None, config.backend, config.base_url, config.port, dict(config.knobs), (), None, lanes)
     if state.phase != Phase.READY:
         return StatusReport(state, state.backend, state.url, state.port, dict(state.knobs), (), None, lanes)
-    lines = _recent_lines(state)  # read once: the guards and the acceptance's fallback both judge it
+    # read once, and only for a speculative server: the guards and the acceptance's fallback judge
+    # its decode lines; a plain server has neither
+    lines = _recent_lines(state) if _speculative(state) else []
     return StatusReport(state, state.backend, state.url, state.port, dict(state.knobs),
                         tuple(recent_alarms(state, lines)), server_acceptance(state, lines), lanes)
 
