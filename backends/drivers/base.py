@@ -85,14 +85,22 @@ class Driver(ABC):
         """argv before the SGLang flags, e.g. ``python -m sglang.launch_server``."""
         raise NotImplementedError
 
+    def runs_ddtune(self) -> bool:
+        """The server is ddtune's own code run by ddtune's interpreter (the simulator, the llama.cpp
+        extra's launcher): it is found as ddtune was, PYTHONPATH included."""
+        return False
+
     def server_env(self, plan: LaunchPlan | None = None) -> dict[str, str]:
         """ddtune's environment less its PYTHONPATH (how ddtune itself was found: a server's own
-        interpreter gets one from ``[server] env`` only), plus the config's env and the plan's."""
+        interpreter gets one from ``[server] env`` only, unless it ``runs_ddtune``), plus the
+        config's env and the plan's."""
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env.update(self.config.env)
         if plan is not None:
             env.update(plan.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        if self.runs_ddtune() and "PYTHONPATH" in os.environ:
+            env.setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
         return env
 
     def learn_help(self) -> ServerHelp:

@@ -17,7 +17,6 @@ from dataclasses import replace
 
 from backends.drivers.spawn import ProcessDriver
 from backends.knobs.engine import engine
-from backends.knobs.plan import LaunchPlan
 from backends.knobs.serverhelp import ServerHelp, fetch_help
 from backends.core.plaintext import plain
 from backends.launch.dialect import LLAMACPP
@@ -44,11 +43,8 @@ class LlamaCppDriver(ProcessDriver):
         # ./backends of the working directory)
         return (sys.executable, "-P", "-m", LAUNCHER)
 
-    def server_env(self, plan: LaunchPlan | None = None) -> dict[str, str]:
-        env = super().server_env(plan)
-        if not self.config.binary and "PYTHONPATH" in os.environ and "PYTHONPATH" not in env:
-            env["PYTHONPATH"] = os.environ["PYTHONPATH"]  # the launcher is ddtune: found as ddtune was
-        return env
+    def runs_ddtune(self) -> bool:
+        return not self.config.binary  # the launcher is ddtune: found as ddtune was
 
     def version(self, env: dict[str, str]) -> str | None:
         """``b11549``: the build ``--version`` prints (``version: 11549 (...)``), read once per driver."""

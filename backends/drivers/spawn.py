@@ -142,12 +142,8 @@ class SimDriver(ProcessDriver):
         # directory first, where a user's ./backends folder would run instead of the simulator.
         return (sys.executable, "-P", "-m", "backends.sim")
 
-    def server_env(self, plan: LaunchPlan | None = None) -> dict[str, str]:
-        """The simulator is ddtune: it keeps the PYTHONPATH a real server does not get (Driver.server_env)."""
-        env = super().server_env(plan)
-        if "PYTHONPATH" in os.environ and "PYTHONPATH" not in env:
-            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-        return env
+    def runs_ddtune(self) -> bool:
+        return True  # the simulator is ddtune: it keeps the PYTHONPATH a real server does not get
 
     def version(self, env: dict[str, str]) -> str | None:
         return None  # the simulator's --help is cheap: read it fresh, never cache it

@@ -4,7 +4,6 @@
     session.subscribe(callback)              # or: async for event in session.events()
     StatusFeed(session, callback)            # for a reader that draws the server: log lines, decode stats,
                                              # knob changes, and one typed ServerStatus for the rest
-    current_server()                         # the record as it stands (Phase.STALE: pid gone)
     recorded_server()                        # the record as written (url, log, argv as launched)
     driver_flags(config.backend).attaches    # what the configured driver can do
     lane_servers(); stop_lane_servers(...)   # a parallel sweep's servers, one per lane
@@ -41,13 +40,13 @@ __all__, __getattr__ = lazy_face(__name__, {
                                "Settled", "Stopped", "Verified"),
     "backends.server.gpuwatch": ("gpu_samples",),
     "backends.server.inspect": ("LogReport", "inspect_log"),
-    "backends.server.lane_gpu": ("LaneShare", "LaneTree", "lane_shares", "lane_trees"),
+    "backends.server.lane_gpu": ("LaneShare", "LaneTree", "lane_trees"),
     "backends.server.lanecontrol": ("stop_lane_servers",),
     "backends.server.lanes": ("LaneServer", "lane_servers", "live_lane_pids"),
     "backends.server.lifecycle": ("OtherConfigRuns",),
     "backends.server.release": ("gpu_holders",),
     "backends.server.session": ("ServerSession",),
-    "backends.server.snapshot": ("current_server", "is_alive", "launched_api_key", "record_reason", "recorded_server"),
+    "backends.server.snapshot": ("is_alive", "recorded_server"),
     "backends.server.startup": ("Progress", "StartupHistory", "StartupTracker"),
     "backends.server.status": ("FeedEvent", "KnobStatus", "ServerStatus", "StatusChanged", "StatusFeed"),
     "backends.server.status_report": ("LaneStatus", "ServerAcceptance", "StatusReport", "server_status"),

@@ -25,17 +25,14 @@ from backends.server.events import (AlarmCleared as AlarmCleared, AlarmRaised as
                                     Verified as Verified)
 from backends.server.gpuwatch import gpu_samples as gpu_samples
 from backends.server.inspect import LogReport as LogReport, inspect_log as inspect_log
-from backends.server.lane_gpu import (LaneShare as LaneShare, LaneTree as LaneTree, lane_shares as lane_shares,
-                                      lane_trees as lane_trees)
+from backends.server.lane_gpu import LaneShare as LaneShare, LaneTree as LaneTree, lane_trees as lane_trees
 from backends.server.lanecontrol import stop_lane_servers as stop_lane_servers
 from backends.server.lanes import (LaneServer as LaneServer, lane_servers as lane_servers,
                                    live_lane_pids as live_lane_pids)
 from backends.server.lifecycle import OtherConfigRuns as OtherConfigRuns
 from backends.server.release import gpu_holders as gpu_holders
 from backends.server.session import ServerSession as ServerSession
-from backends.server.snapshot import (current_server as current_server, is_alive as is_alive,
-                                      launched_api_key as launched_api_key, record_reason as record_reason,
-                                      recorded_server as recorded_server)
+from backends.server.snapshot import is_alive as is_alive, recorded_server as recorded_server
 from backends.server.startup import (Progress as Progress, StartupHistory as StartupHistory,
                                      StartupTracker as StartupTracker)
 from backends.server.status import (FeedEvent as FeedEvent, KnobStatus as KnobStatus, ServerStatus as ServerStatus,

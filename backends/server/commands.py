@@ -17,21 +17,11 @@ from backends.core.phase import Phase
 from backends.core.errors import UsageError
 from backends.knobs.config import ServerConfig
 from backends.record.state import ServerState
-from backends.server.events import NoteAdded, PhaseChanged
+from backends.server.events import narrated
 from backends.server.startup import Progress
 
 OnProgress = Callable[[Progress], None]
 OnNote = Callable[[str], None]
-
-
-def narrated(on_progress: OnProgress | None, on_note: OnNote | None) -> Callable[[object], None]:
-    """A session subscriber that tells a headless reader the start's progress and the notes."""
-    def listen(event: object) -> None:
-        if isinstance(event, PhaseChanged) and on_progress is not None:
-            on_progress(event.progress)
-        elif isinstance(event, NoteAdded) and on_note is not None:
-            on_note(event.text)
-    return listen
 
 
 def requested_config(config_path: str | None, preset: str | None = None, sets: Sequence[str] = (),
@@ -43,13 +33,13 @@ def requested_config(config_path: str | None, preset: str | None = None, sets: S
     k=v`` changes one knob of the server that runs now and keeps the others. ``no_speculation``: the
     same server without speculative decoding (``up --no-speculation``, the lossless baseline)."""
     from backends.knobs.config import load_config, load_preset, parse_set
+    from backends.server.lifecycle import started_from
     from backends.server.snapshot import is_alive, recorded_server
 
     config = load_config(config_path)
     updates: dict[str, Any] = {}
     state = recorded_server(note) if keep_running_knobs else None
-    if (state and state.backend == config.backend and state.config_source in (config.origin, config.source)
-            and is_alive(state)):
+    if state and state.backend == config.backend and started_from(state, config) and is_alive(state):
         updates.update(state.knobs)
     if preset:
         updates.update(load_preset(preset, config.knob_table))

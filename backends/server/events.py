@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from backends.knobs.plan import knob_text
 from backends.logs.alarms import Alarm
@@ -126,6 +126,27 @@ class CommandRefused:
 
 SessionEvent = (PhaseChanged | NoteAdded | LogBatch | DecodeStats | FatalSeen | PidChanged | ConfigChanged
                 | Verified | Settled | Stopped | CommandRefused | AlarmRaised | AlarmCleared)
+
+
+def narrated(on_progress: Callable[[Progress], None] | None,
+             on_note: Callable[[str], None] | None) -> Callable[[SessionEvent], None]:
+    """A session subscriber that tells a headless reader (a CLI command, a lane stop, selftest) the
+    start's progress and the notes; the command's outcome (or refusal) comes back from the command."""
+    def listen(event: SessionEvent) -> None:
+        match event:
+            case PhaseChanged(progress=progress):
+                if on_progress is not None:
+                    on_progress(progress)
+            case NoteAdded(text=text):
+                if on_note is not None:
+                    on_note(text)
+            case (LogBatch() | DecodeStats() | FatalSeen() | PidChanged() | ConfigChanged() | Verified() | Settled()
+                  | Stopped() | CommandRefused() | AlarmRaised() | AlarmCleared()):
+                pass
+            case _:
+                assert_never(event)
+    return listen
+
 
 QUEUE_MAX = 4096   # events a slow events() reader may fall behind by; past it the oldest go
 

@@ -53,11 +53,18 @@ def refuse_other_config(state: ServerState | None, config: ServerConfig, replace
         return
     if driver_flags(state.backend).attaches:
         return  # an endpoint is nobody's to stop
-    recorded = state.config_source
-    same = recorded in (config.origin, config.source) or (
-        os.path.isfile(recorded) and os.path.realpath(recorded) == config.origin)
-    if not same:
+    if not started_from(state, config):
         raise OtherConfigRuns(state, config)
+
+
+def started_from(state: ServerState, config: ServerConfig) -> bool:
+    """``state``'s server was started from ``config``'s file (its path as recorded, or the same file by
+    another spelling); False when the record does not say."""
+    recorded = state.config_source
+    if recorded is None:
+        return False
+    return recorded in (config.origin, config.source) or (
+        os.path.isfile(recorded) and os.path.realpath(recorded) == config.origin)
 
 
 async def stop_for_restart(old: ServerState | None, driver: Driver, record: RecordFile, note: Note,

@@ -68,7 +68,6 @@ async def until_ready(driver: Driver, state: ServerState, facts: LogFacts, log: 
             last = result.reason
             if result.ready:
                 return Outcome(None, probe.generations, time.monotonic())
-            last = result.reason
             if grace is not None:
                 detail, failure = grace.check(result, time.monotonic())
                 if detail and phases.tracker.phase == Phase.WAITING:  # "connection refused at URL"

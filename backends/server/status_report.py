@@ -115,10 +115,13 @@ def server_status(config, note: Callable[[str], None] | None = None) -> StatusRe
                              s.state.phase if s.alive else Phase.STALE, s.sweep) for s in lane_servers(note))
     if state is None:
         return StatusReport(None, config.backend, config.base_url, config.port, dict(config.knobs), (), None, lanes)
-    ready = state.phase == Phase.READY
+    if state.phase != Phase.READY:
+        return StatusReport(state, state.backend, state.url, state.port, dict(state.knobs), (), None, lanes)
+    # read once, and only for a speculative server: the guards and the acceptance's fallback judge
+    # its decode lines; a plain server has neither
+    lines = _recent_lines(state) if _speculative(state) else []
     return StatusReport(state, state.backend, state.url, state.port, dict(state.knobs),
-                        tuple(recent_alarms(state)) if ready else (), server_acceptance(state) if ready else None,
-                        lanes)
+                        tuple(recent_alarms(state, lines)), server_acceptance(state, lines), lanes)
 
 
 def _speculative(state) -> bool:
@@ -131,10 +134,11 @@ def _speculative(state) -> bool:
     return False
 
 
-def server_acceptance(state) -> ServerAcceptance | None:
+def server_acceptance(state, lines: list[str] | None = None) -> ServerAcceptance | None:
     """A speculative server's acceptance with its source: its /metrics counters (over its lifetime),
     else its recent ``Decode batch`` lines' accept len (the last LOG_ACCEPT_S of log time, weighted by
-    #running-req: backends/logs/acceptance.py); None for a plain server or without either."""
+    #running-req: backends/logs/acceptance.py); None for a plain server or without either. ``lines``:
+    the log's recent lines when the caller has read them already (else read here, when needed)."""
     import asyncio
 
     import httpx
@@ -159,22 +163,23 @@ def server_acceptance(state) -> ServerAcceptance | None:
         return ServerAcceptance(round(value, 4), "counters", "the server's lifetime", counters.tokens,
                                 counters.verify_calls,
                                 drafts.to_json() if drafts is not None else None)  # llama.cpp: per draft position too
-    lines = [(e.time_s, e.accept_len, e.running_req) for e in map(parse_line, _recent_lines(state))
-             if isinstance(e, DecodeBatch) and e.is_lead and e.time_s is not None]
-    if not lines:
+    recent = _recent_lines(state) if lines is None else lines
+    decodes = [(e.time_s, e.accept_len, e.running_req) for e in map(parse_line, recent)
+               if isinstance(e, DecodeBatch) and e.is_lead and e.time_s is not None]
+    if not decodes:
         return None
-    last = lines[-1][0]
-    value = log_acceptance(lines, last - LOG_ACCEPT_S, last)
+    last = decodes[-1][0]
+    value = log_acceptance(decodes, last - LOG_ACCEPT_S, last)
     if value is None:
         return None
     return ServerAcceptance(round(value, 4), "log", f"the last {LOG_ACCEPT_S:.0f} s of decode lines")
 
 
-def recent_alarms(state) -> list[Alarm]:
-    """The guards, judged on the recent log (its last MiB): what a speculative server's decode lines say."""
+def recent_alarms(state, lines: list[str]) -> list[Alarm]:
+    """The guards, judged on the recent log (``lines``: its last MiB): what a speculative server's decode
+    lines say."""
     from backends.logs.alarms import alarms_from_log
 
-    lines = _recent_lines(state)
     return alarms_from_log(lines, _speculative(state)) if lines else []
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from backends.drivers.llamacpp import LlamaCppDriver
 from backends.drivers.spawn import SGLangDriver, SimDriver
 from backends.drivers.systemd import SystemdDriver
 from backends.knobs.config import ServerConfig
@@ -60,5 +61,10 @@ def test_a_real_server_gets_no_pythonpath_of_ddtune_s_and_the_simulator_keeps_it
     own = ServerConfig(backend="sglang", env={"PYTHONPATH": "/opt/sglang-src/python"})
     assert SGLangDriver(own).server_env()["PYTHONPATH"] == "/opt/sglang-src/python"
     assert SimDriver(ServerConfig()).server_env()["PYTHONPATH"] == "/where/ddtune/was/found"
+    # llama.cpp: the extra's launcher is ddtune too; the user's own llama-server binary is not
+    launcher = ServerConfig(backend="llamacpp")
+    assert LlamaCppDriver(launcher).server_env()["PYTHONPATH"] == "/where/ddtune/was/found"
+    binary = ServerConfig(backend="llamacpp", binary="/opt/llama/llama-server")
+    assert "PYTHONPATH" not in LlamaCppDriver(binary).server_env()
     monkeypatch.delenv("PYTHONPATH")
     assert "PYTHONPATH" not in SimDriver(ServerConfig()).server_env()
