@@ -142,12 +142,6 @@ def _fail(source: str, field_name: str, problem: str, fix: str) -> ConfigError:
     return fail(source, field_name, problem, fix)  # type: ignore[return-value]
 
 
-def parse_knob_value(source: str, name: str, raw: Any, config: ServerConfig | None = None) -> KnobValue:
-    """One knob value, by the spec of ``config``'s knob table (the shipped one without a config)."""
-    table = config.knob_table if config else SHIPPED
-    return table.spec(name, config.knob_map.get(name) if config else None).parse(raw, source)
-
-
 def parse_set(expr: str, block_size: int | None = None, table: KnobTable | None = None) -> tuple[str, KnobValue]:
     """``--set knob=value`` -> (knob, value), validated like the config file (``block_size``: the
     config's, so a hint suggests a window the server takes; ``table``: the config's knob table)."""

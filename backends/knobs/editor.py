@@ -2,17 +2,23 @@
 (``check_knob_texts``). The full check against the server's ``--help`` runs in the lifecycle on
 Apply, before anything is stopped; these are the cheap, local rules of the config's knob table
 (types, bounds, the rules between knobs), worded for the editor's narrow notes. The console only
-renders them."""
+renders them.
+
+Every command's parser lists the shipped knobs (``knob_form()``'s help), so importing this module
+stays as cheap as the knob table: the config loader and the launch plan are imported where a config
+is at hand."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from backends.core.errors import DdtuneError
-from backends.knobs.config import ServerConfig, load_preset, preset_names
-from backends.knobs.plan import cross_knob_errors
 from backends.knobs.shipped import KNOBS
 from backends.knobs.spec import DEFAULT_BLOCK_SIZE, KnobValue, as_count, knob_text
+
+if TYPE_CHECKING:
+    from backends.knobs.config import ServerConfig
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,8 @@ class KnobForm:
 
     def presets(self) -> dict[str, dict[str, str]]:
         """Each shipped preset's knobs as text, by the config's table (one that does not load is left out)."""
+        from backends.knobs.config import load_preset, preset_names
+
         table = self.config.knob_table if self.config else None
         out = {}
         for name in preset_names():
@@ -38,6 +46,8 @@ class KnobForm:
 
     @staticmethod
     def preset_names() -> list[str]:
+        from backends.knobs.config import preset_names
+
         return preset_names()
 
     def check(self, texts: dict[str, str]) -> KnobTexts:
@@ -65,6 +75,8 @@ class KnobTexts:
 
 
 def check_knob_texts(texts: dict[str, str], config: ServerConfig) -> KnobTexts:
+    from backends.knobs.plan import cross_knob_errors
+
     problems: dict[str, str] = {}
     parsed: dict[str, KnobValue] = {}
     table = config.knob_table

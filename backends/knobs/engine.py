@@ -64,13 +64,11 @@ def _engine(name: str, raw: Any, source: str) -> Engine:
                           hint="see the [engine.sglang] table of presets/flavours.toml") from None
 
 
-def _read() -> dict[str, Engine]:
-    path = presets_dir() / "flavours.toml"
-    section = read_toml(path).get("engine", {})
-    return {name: _engine(name, raw, str(path)) for name, raw in section.items()}
-
-
-ENGINES: Mapping[str, Engine] = _read()
+# the shipped declarations, read once per process: the engines here, the knobs in backends/knobs/shipped.py
+FLAVOURS_FILE = presets_dir() / "flavours.toml"
+FLAVOURS: Mapping[str, Any] = read_toml(FLAVOURS_FILE)
+ENGINES: Mapping[str, Engine] = {name: _engine(name, raw, str(FLAVOURS_FILE))
+                                 for name, raw in FLAVOURS.get("engine", {}).items()}
 DEFAULT_ENGINE = "sglang"
 
 

@@ -92,10 +92,6 @@ def help_flags(help_text: str) -> frozenset[str]:
     return frozenset(_FLAG_RE.findall(help_text))
 
 
-def data_routes(table: KnobTable | None = None) -> tuple[DataRoute, ...]:
-    return tuple(r for spec in (table or SHIPPED).specs.values() for r in spec.routes)
-
-
 def _arg_value(args: tuple[str, ...], flag: str) -> str | None:
     for i, arg in enumerate(args):
         if arg == flag and i + 1 < len(args):

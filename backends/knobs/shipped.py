@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from backends.core.datafile import read_toml
-from backends.core.paths import presets_dir
 from backends.knobs.decl import KnobTable, read_declarations
-from backends.knobs.engine import DEFAULT_ENGINE, ENGINES
+from backends.knobs.engine import DEFAULT_ENGINE, ENGINES, FLAVOURS, FLAVOURS_FILE
 from backends.knobs.spec import KnobSpec, KnobValue
 
-FLAVOURS_FILE = presets_dir() / "flavours.toml"
-_DECLARED = read_declarations(str(FLAVOURS_FILE), read_toml(FLAVOURS_FILE).get("knob", {}))
+_DECLARED = read_declarations(str(FLAVOURS_FILE), FLAVOURS.get("knob", {}))
 TABLES: Mapping[str, KnobTable] = {
     name: KnobTable(base=engine.verify_always).extended(s for s in _DECLARED if s.engine == name)
     for name, engine in ENGINES.items()}

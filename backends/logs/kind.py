@@ -139,7 +139,3 @@ def read_lines(texts: Iterable[str]) -> list[LogLine]:
         out.append(LogLine(text, classify(text, event), event))
     return out
 
-
-def note(text: str) -> LogLine:
-    """A line of ddtune's own (starting, restarting, lines skipped), not the server's."""
-    return LogLine.ddtune(text)

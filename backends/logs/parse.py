@@ -19,7 +19,7 @@ from collections.abc import Callable
 from backends.logs.batch import decode_batch, fields as _fields, prefill_batch
 from backends.logs.batch import to_bool as _bool, to_float as _fnum, to_int as _int
 from backends.logs.splitter import MAX_LINE, LineSplitter, split_lines, strip_ansi
-from backends.logs.llamacpp import BARE_WORDS, looks_like, parse_llama_line
+from backends.logs.llamacpp import looks_like, parse_llama_line
 from backends.logs.prefix import MONTH_INITIALS, MONTHS, strip_collector, strip_compose
 from backends.logs.events import (
     AppStartupComplete, BlockSizeMismatch, DDTreeWorker, DraftCudaGraphDisabled,
@@ -98,8 +98,6 @@ def _parse(line: str) -> LogEvent | None:
     if "| " in line[:64]:
         line = strip_compose(line)
     c = line[0]
-    if (c.isdigit() or line[1:2] == " " or line.startswith(BARE_WORDS)) and looks_like(line):
-        return parse_llama_line(line)  # llama.cpp's llama-server (backends.logs.llamacpp)
     if c == "[":
         m = _PREFIX.match(line)
         if m is None and line.startswith("[pod/"):
@@ -116,8 +114,10 @@ def _parse(line: str) -> LogEvent | None:
         m = _PREFIX.match(line) if c == "[" else None
     else:
         m = None
-    if m is None and line and looks_like(line):
-        return parse_llama_line(line)  # a llama-server line behind a collector's prefix
+    if m is None and looks_like(line):
+        # llama.cpp's llama-server (backends.logs.llamacpp), bare or behind a collector's prefix: its
+        # lines never open with SGLang's "[stamp]" nor a collector's ISO time or month name
+        return parse_llama_line(line)
     ts = None
     ranks = None
     if m is not None:

@@ -54,12 +54,6 @@ async def _counters(client: httpx.AsyncClient, url: str) -> tuple[SpecCounters |
     return parse_counters(answer.text), draft_counters(answer.text)
 
 
-def request_acceptance(body: dict) -> float | None:
-    """SGLang's per-request acceptance (``meta_info``): tokens / verify steps; None unless both are
-    counts (finite, >= 0)."""
-    return SGLANG.acceptance(body)
-
-
 async def measure(url: str, api_key: str | None, requests: int, max_new_tokens: int,
                   concurrency: int = 8, timeout: float = 120.0, dialect: Dialect = SGLANG) -> Measured:
     """Send ``requests`` greedy generations, ``concurrency`` at a time, in the server's dialect

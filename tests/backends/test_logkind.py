@@ -13,7 +13,7 @@ import pytest
 from backends.logs import events as logevents
 from backends.logs import llama_events
 from backends.logs.events import DecodeBatch, DraftRunner, Fatal, LogEvent, ServerArgs
-from backends.logs.kind import KINDS, LogLine, classify, note, read_lines
+from backends.logs.kind import KINDS, LogLine, classify, read_lines
 from backends.logs.parse import parse_line
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
@@ -148,7 +148,7 @@ def test_event_wins_over_the_text():
 
 
 def test_note_and_line_values():
-    line = note("--- ddtune: restarting sim server on port 30000 ---")
+    line = LogLine.ddtune("--- ddtune: restarting sim server on port 30000 ---")
     assert (line.kind, line.event) == ("ddtune", None)
     assert "ddtune" in KINDS and len(set(KINDS)) == len(KINDS)
     with pytest.raises(dataclasses.FrozenInstanceError):
